@@ -1,0 +1,45 @@
+/* b2stream core error codes.
+ *
+ * Every function of the core returns 0 or a count on success and a negative
+ * value on failure: either -errno (system errors pass through unchanged) or
+ * one of the codes below, which live far below the errno range so the two can
+ * never collide.  The list is written once and expands into both the enum and
+ * the message table (b2s_strerror). */
+#ifndef B2S_ERRORS_H
+#define B2S_ERRORS_H
+
+#define B2S_ERROR_LIST(X)                                                      \
+  X(B2S_E_ARG,          "invalid argument")                                    \
+  X(B2S_E_NOMEM,        "out of memory")                                       \
+  X(B2S_E_SHORT,        "buffer shorter than a chunk header")                  \
+  X(B2S_E_CBYTES,       "chunk cbytes inconsistent with its buffer or layout") \
+  X(B2S_E_NBYTES,       "chunk nbytes out of range")                           \
+  X(B2S_E_VERSION,      "unsupported chunk format version or flags")           \
+  X(B2S_E_TYPESIZE,     "invalid typesize")                                    \
+  X(B2S_E_BLOCKSIZE,    "invalid blocksize")                                   \
+  X(B2S_E_CODEC,        "unknown or unsupported codec")                        \
+  X(B2S_E_FILTER,       "unknown filter or invalid filter parameter")          \
+  X(B2S_E_SPECIAL,      "invalid special-value chunk")                         \
+  X(B2S_E_BSTARTS,      "block offset outside the chunk")                      \
+  X(B2S_E_STREAM,       "stream size runs past the end of the chunk")          \
+  X(B2S_E_TOKEN,        "invalid run-length token")                            \
+  X(B2S_E_DECODE,       "codec could not decode a stream to its exact size")   \
+  X(B2S_E_DICT,         "invalid dictionary section")                          \
+  X(B2S_E_DEST_SMALL,   "destination buffer too small")                        \
+  X(B2S_E_COMPRESS,     "codec failed while compressing")                      \
+  X(B2S_E_RANGE,        "item range outside the chunk")                        \
+  X(B2S_E_NODICT_CODEC, "dictionaries need codec zstd, lz4 or lz4hc")
+
+enum b2s_error {
+  B2S_E_BASE_ = -1000,
+#define B2S_ERR_ENUM_(name, msg) name,
+  /* enumerators count upward from -999; all stay below every -errno */
+  B2S_ERROR_LIST(B2S_ERR_ENUM_)
+#undef B2S_ERR_ENUM_
+  B2S_E_END_
+};
+
+/* Message for a negative return value (ours or -errno); never NULL. */
+const char *b2s_strerror(int code);
+
+#endif
