@@ -1,1 +1,19 @@
-/* placeholder until written */
+#include <string.h>
+
+#include "b2s_errors.h"
+
+static const char *const b2s_messages[] = {
+#define B2S_ERR_MSG_(name, msg) msg,
+    B2S_ERROR_LIST(B2S_ERR_MSG_)
+#undef B2S_ERR_MSG_
+};
+
+const char *b2s_strerror(int code) {
+  if (code >= 0)
+    return "success";
+  if (code > B2S_E_BASE_ && code < B2S_E_END_)
+    return b2s_messages[code - B2S_E_BASE_ - 1];
+  if (code > -4096)
+    return strerror(-code);   /* a passed-through -errno */
+  return "unknown error";
+}
