@@ -259,7 +259,7 @@ static int getitem_blocks(dec *d, int64_t from, int64_t to, uint8_t *dst) {
     }
     /* Partial block (or block 0, which DELTA needs whole): via scratch. */
     uint8_t *out = j == 0 && ref ? d->ref : d->part;
-    rc = decode_block(d, j, out, out);
+    rc = decode_block(d, j, out, j == 0 ? out : ref);
     if (rc == 0)
       memcpy(dst + (lo - from), out + (lo - b0), (size_t)(hi - lo));
   }

@@ -16,8 +16,10 @@ typedef struct enc {
 } enc;
 
 static int validate(const b2s_cparams *cp, int32_t nbytes, int32_t dstsize) {
-  if (!cp || nbytes < 0 || nbytes > B2S_MAX_BUFFERSIZE || dstsize < B2S_MAX_OVERHEAD)
+  if (!cp || nbytes < 0 || nbytes > B2S_MAX_BUFFERSIZE)
     return B2S_E_ARG;
+  if (dstsize < B2S_MAX_OVERHEAD)
+    return B2S_E_DEST_SMALL;     /* not even room for a header */
   if (cp->clevel < 0 || cp->clevel > 9 || cp->blocksize < 0 ||
       cp->blocksize > B2S_MAX_BLOCKSIZE || cp->splitmode < B2S_SPLIT_ALWAYS ||
       cp->splitmode > B2S_SPLIT_FORWARD_COMPAT)
