@@ -28,7 +28,22 @@
   X(B2S_E_DEST_SMALL,   "destination buffer too small")                        \
   X(B2S_E_COMPRESS,     "codec failed while compressing")                      \
   X(B2S_E_RANGE,        "item range outside the chunk")                        \
-  X(B2S_E_NODICT_CODEC, "dictionaries need codec zstd, lz4 or lz4hc")
+  X(B2S_E_NODICT_CODEC, "dictionaries need codec zstd, lz4 or lz4hc")          \
+  X(B2S_E_MSGPACK,      "unexpected msgpack marker in a frame structure")      \
+  X(B2S_E_TRUNCATED,    "frame data ends before a length or offset says")      \
+  X(B2S_E_FRAME,        "malformed frame header")                              \
+  X(B2S_E_FRAME_VERSION, "unsupported frame format version")                   \
+  X(B2S_E_FRAME_TYPE,   "wrong frame type (contiguous file vs sparse dir)")    \
+  X(B2S_E_TRAILER,      "malformed frame trailer")                             \
+  X(B2S_E_INDEX,        "malformed or inconsistent frame chunk index")         \
+  X(B2S_E_META,         "malformed metalayer section")                         \
+  X(B2S_E_VLMETA,       "malformed vlmetalayer section")                       \
+  X(B2S_E_NOTFOUND,     "no metalayer or vlmetalayer with that name")          \
+  X(B2S_E_NCHUNK,       "chunk number beyond the frame's chunk count")         \
+  X(B2S_E_CHUNK_ID,     "sparse-frame chunk id outside 0..2^32-1")             \
+  X(B2S_E_CHUNK_BOUNDS, "stored chunk outside the frame's data section")       \
+  X(B2S_E_CHUNK_SIZE,   "chunk size disagrees with the frame header")          \
+  X(B2S_E_B2ND,         "malformed b2nd metalayer")
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,

@@ -1,0 +1,121 @@
+/* The msgpack subset used by Blosc2 frame headers, trailers and the b2nd
+ * metalayer.
+ *
+ * c-blosc2 never writes the shortest msgpack form: it always picks a fixed
+ * width (int32 for header_len, uint64 for frame_len, ...) so that fields sit
+ * at fixed offsets.  The readers below therefore each accept exactly one
+ * encoding and reject any other marker; they never read past the end of the
+ * buffer.  All multi-byte values are big endian (msgpack rule).
+ *
+ * Reader errors: B2S_E_MSGPACK when the marker is not the expected one,
+ * B2S_E_TRUNCATED when the value runs past the end of the buffer.  On error
+ * the cursor is left on the offending marker, so r->pos is the byte offset
+ * to report.
+ *
+ * Ownership: a reader borrows its buffer; pointers it hands out (strings,
+ * binary contents) point into that buffer.  A b2s_mpbuf owns its data; the
+ * writers append to it and grow it as needed. */
+#ifndef B2S_MSGPACK_H
+#define B2S_MSGPACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Markers of the fixed-width encodings c-blosc2 writes. */
+enum {
+  B2S_MP_FIXINT_MAX = 0x7f,
+  B2S_MP_FIXMAP = 0x80,
+  B2S_MP_FIXARRAY = 0x90,
+  B2S_MP_FIXSTR = 0xa0,
+  B2S_MP_FALSE = 0xc2,
+  B2S_MP_TRUE = 0xc3,
+  B2S_MP_BIN32 = 0xc6,
+  B2S_MP_UINT16 = 0xcd,
+  B2S_MP_UINT32 = 0xce,
+  B2S_MP_UINT64 = 0xcf,
+  B2S_MP_INT16 = 0xd1,
+  B2S_MP_INT32 = 0xd2,
+  B2S_MP_INT64 = 0xd3,
+  B2S_MP_FIXEXT16 = 0xd8,
+  B2S_MP_STR8 = 0xd9,
+  B2S_MP_STR32 = 0xdb,
+  B2S_MP_ARRAY16 = 0xdc,
+  B2S_MP_MAP16 = 0xde,
+};
+
+typedef struct b2s_mpreader {
+  const uint8_t *buf;
+  size_t len;
+  size_t pos;                      /* next byte to read */
+} b2s_mpreader;
+
+void b2s_mpreader_init(b2s_mpreader *r, const void *buf, size_t len);
+
+/* Bytes left after the cursor. */
+size_t b2s_mpreader_left(const b2s_mpreader *r);
+
+/* Big-endian loads without a marker (for fields located by offset). */
+uint16_t b2s_mp_load_be16(const uint8_t *p);
+uint32_t b2s_mp_load_be32(const uint8_t *p);
+uint64_t b2s_mp_load_be64(const uint8_t *p);
+void b2s_mp_store_be16(uint8_t *p, uint16_t v);
+void b2s_mp_store_be32(uint8_t *p, uint32_t v);
+void b2s_mp_store_be64(uint8_t *p, uint64_t v);
+
+/* Readers.  Each consumes marker + payload and returns 0, or a negative
+ * error without moving the cursor. */
+int b2s_mp_read_fixarray(b2s_mpreader *r, uint8_t *n);        /* 0x90..0x9f */
+int b2s_mp_read_fixint(b2s_mpreader *r, uint8_t *v);          /* 0x00..0x7f */
+/* fixstr: *s points at the n bytes of the string (not NUL-terminated). */
+int b2s_mp_read_fixstr(b2s_mpreader *r, const uint8_t **s, uint8_t *n);
+int b2s_mp_read_str8(b2s_mpreader *r, const uint8_t **s, uint8_t *n);
+int b2s_mp_read_str32(b2s_mpreader *r, const uint8_t **s, uint32_t *n);
+int b2s_mp_read_bin32(b2s_mpreader *r, const uint8_t **s, uint32_t *n);
+int b2s_mp_read_int16(b2s_mpreader *r, int16_t *v);
+int b2s_mp_read_int32(b2s_mpreader *r, int32_t *v);
+int b2s_mp_read_int64(b2s_mpreader *r, int64_t *v);
+int b2s_mp_read_uint16(b2s_mpreader *r, uint16_t *v);
+int b2s_mp_read_uint32(b2s_mpreader *r, uint32_t *v);
+int b2s_mp_read_uint64(b2s_mpreader *r, uint64_t *v);
+int b2s_mp_read_map16(b2s_mpreader *r, uint16_t *n);
+int b2s_mp_read_array16(b2s_mpreader *r, uint16_t *n);
+/* fixext16: the type byte and a pointer to the 16 data bytes. */
+int b2s_mp_read_fixext16(b2s_mpreader *r, int8_t *type, const uint8_t **data);
+int b2s_mp_read_bool(b2s_mpreader *r, bool *v);
+/* n raw bytes without a marker. */
+int b2s_mp_read_raw(b2s_mpreader *r, size_t n, const uint8_t **p);
+
+/* Growable output buffer.  Zero-initialised (or b2s_mpbuf_init) is empty. */
+typedef struct b2s_mpbuf {
+  uint8_t *data;
+  size_t len, cap;
+} b2s_mpbuf;
+
+void b2s_mpbuf_init(b2s_mpbuf *b);
+void b2s_mpbuf_fini(b2s_mpbuf *b);
+/* Make room for `extra` more bytes; B2S_E_NOMEM on failure. */
+int b2s_mpbuf_reserve(b2s_mpbuf *b, size_t extra);
+
+/* Writers.  Each appends one value and returns 0, B2S_E_NOMEM, or B2S_E_ARG
+ * when the value does not fit the encoding (fixarray > 15 elements, fixstr
+ * > 31 bytes, fixint > 127, lengths > UINT32_MAX). */
+int b2s_mp_write_raw(b2s_mpbuf *b, const void *p, size_t n);
+int b2s_mp_write_fixarray(b2s_mpbuf *b, uint8_t n);
+int b2s_mp_write_fixint(b2s_mpbuf *b, uint8_t v);
+int b2s_mp_write_fixstr(b2s_mpbuf *b, const void *s, size_t n);
+int b2s_mp_write_str8(b2s_mpbuf *b, const void *s, size_t n);
+int b2s_mp_write_str32(b2s_mpbuf *b, const void *s, size_t n);
+int b2s_mp_write_bin32(b2s_mpbuf *b, const void *s, size_t n);
+int b2s_mp_write_int16(b2s_mpbuf *b, int16_t v);
+int b2s_mp_write_int32(b2s_mpbuf *b, int32_t v);
+int b2s_mp_write_int64(b2s_mpbuf *b, int64_t v);
+int b2s_mp_write_uint16(b2s_mpbuf *b, uint16_t v);
+int b2s_mp_write_uint32(b2s_mpbuf *b, uint32_t v);
+int b2s_mp_write_uint64(b2s_mpbuf *b, uint64_t v);
+int b2s_mp_write_map16(b2s_mpbuf *b, uint16_t n);
+int b2s_mp_write_array16(b2s_mpbuf *b, uint16_t n);
+int b2s_mp_write_fixext16(b2s_mpbuf *b, int8_t type, const uint8_t data[16]);
+int b2s_mp_write_bool(b2s_mpbuf *b, bool v);
+
+#endif
