@@ -228,7 +228,8 @@ int b2s_decompress(b2s_ctx *ctx, const void *src, size_t srcsize, void *dst,
   if (d.ci.special)
     fill_special(&d, dst, 0, d.ci.nbytes);
   else if (d.ci.memcpyed)
-    memcpy(dst, d.src + d.ci.header_len, (size_t)d.ci.nbytes);
+    b2s_copy_blocks(dst, d.src + d.ci.header_len, (size_t)d.ci.nbytes,
+                    (size_t)d.ci.blocksize);
   else
     for (int32_t j = 0; j < d.ci.nblocks && rc == 0; j++)
       rc = decode_block(&d, j, (uint8_t *)dst + (size_t)j * d.ci.blocksize, dst);

@@ -65,8 +65,8 @@ static int write_memcpy(enc *e, uint8_t flags) {
     return B2S_E_DEST_SMALL;
   write_header(e->dst, e->cp, flags | B2S_FLAG_MEMCPY | 0x05, e->nbytes,
                e->blocksize, 0);
-  if (e->nbytes)
-    memcpy(e->dst + B2S_HEADER_LEN, e->src, (size_t)e->nbytes);
+  b2s_copy_blocks(e->dst + B2S_HEADER_LEN, e->src, (size_t)e->nbytes,
+                  (size_t)e->blocksize);
   b2s_wr32(e->dst + B2S_OFF_CBYTES, e->nbytes + B2S_HEADER_LEN);
   return e->nbytes + B2S_HEADER_LEN;
 }

@@ -36,6 +36,15 @@ static inline void b2s_wr32(uint8_t *p, int32_t v) {
   p[2] = (uint8_t)(u >> 16); p[3] = (uint8_t)(u >> 24);
 }
 
+/* memcpy in blocksize pieces: a multi-megabyte memcpy switches glibc to
+ * non-temporal stores, which leave the data out of cache right before the
+ * caller reads it. */
+static inline void b2s_copy_blocks(uint8_t *dst, const uint8_t *src, size_t n,
+                                   size_t block) {
+  for (size_t off = 0; off < n; off += block)
+    memcpy(dst + off, src + off, n - off < block ? n - off : block);
+}
+
 /* Per-thread codec states and scratch, see b2s_ctx_new(). */
 struct b2s_ctx {
   void *zcctx, *zdctx;             /* ZSTD_CCtx, ZSTD_DCtx */
