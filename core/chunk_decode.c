@@ -42,8 +42,13 @@ static void fill_special(const dec *d, uint8_t *dst, int64_t from, int64_t n) {
     isz = d->ci.cbytes - d->ci.header_len;
     break;
   }
-  for (int64_t i = 0; i < n; i++)
+  /* One period at the right phase, then double it: every copied prefix is
+   * a whole number of periods long. */
+  int64_t first = n < isz ? n : isz;
+  for (int64_t i = 0; i < first; i++)
     dst[i] = item[(from + i) % isz];
+  for (int64_t k = first; k < n; k *= 2)
+    memcpy(dst + k, dst, (size_t)(n - k < k ? n - k : k));
 }
 
 static int stream_at(const dec *d, int32_t *pos, uint8_t *out, int32_t neblock) {

@@ -643,26 +643,24 @@ int b2s_frame_chunk_read(b2s_frame *f, int64_t i, void *dst, size_t dstsize) {
   return c.cbytes;
 }
 
-/* Expand a special entry straight into dst. */
-static int expand_special(b2s_frame *f, int64_t i, int kind, uint8_t *dst,
-                          size_t dstsize) {
-  static const uint8_t nan4[4] = {0x00, 0x00, 0xc0, 0x7f};
-  static const uint8_t nan8[8] = {0, 0, 0, 0, 0, 0, 0xf8, 0x7f};
+/* Expand a special entry into dst through the chunk decoder, from the same
+ * header b2s_frame_chunk_read() returns, so special contents are defined in
+ * one place. */
+static int expand_special(b2s_frame *f, int64_t i, int kind, b2s_ctx *ctx,
+                          uint8_t *dst, size_t dstsize) {
   int32_t nb = special_nbytes(f, i);
   if ((size_t)nb > dstsize)
     return ferr(f, B2S_E_DEST_SMALL, -1, i, "destination too small");
-  if (kind == B2S_SPECIAL_ZERO) {
-    memset(dst, 0, (size_t)nb);
-  } else if (kind == B2S_SPECIAL_NAN) {
-    int32_t ts = f->hdr.typesize;
-    if ((ts != 4 && ts != 8) || nb % ts != 0)
-      return ferr(f, B2S_E_SPECIAL, B2S_FRAME_OFF_TYPESIZE, i,
-                  "NaN chunk needs typesize 4 or 8 and whole items");
-    for (int32_t k = 0; k < nb; k += ts)
-      memcpy(dst + k, ts == 4 ? nan4 : nan8, (size_t)ts);
-  }
-  /* uninitialised: c-blosc2 leaves the destination alone as well */
-  return nb;
+  int32_t ts = f->hdr.typesize;
+  if (kind == B2S_SPECIAL_NAN && ((ts != 4 && ts != 8) || nb % ts != 0))
+    return ferr(f, B2S_E_SPECIAL, B2S_FRAME_OFF_TYPESIZE, i,
+                "NaN chunk needs typesize 4 or 8 and whole items");
+  uint8_t hdr[B2S_HEADER_LEN];
+  int rc = synthesise_special(f, i, kind, hdr, sizeof(hdr));
+  if (rc < 0)
+    return rc;
+  rc = b2s_decompress(ctx, hdr, sizeof(hdr), dst, dstsize);
+  return rc < 0 ? ferr(f, rc, f->index_offset, i, "cannot expand the special chunk") : rc;
 }
 
 int b2s_frame_chunk_decompress(b2s_frame *f, int64_t i, b2s_ctx *ctx,
@@ -673,15 +671,15 @@ int b2s_frame_chunk_decompress(b2s_frame *f, int64_t i, b2s_ctx *ctx,
   int rc = chunk_entry(f, i, &e);
   if (rc < 0)
     return rc;
+  if (ctx == NULL && (ctx = frame_ctx(f)) == NULL)
+    return ferr(f, B2S_E_NOMEM, -1, i, "out of memory");
   if (e < 0)
-    return expand_special(f, i, b2s_frame_entry_kind(e), dst, dstsize);
+    return expand_special(f, i, b2s_frame_entry_kind(e), ctx, dst, dstsize);
   stored_chunk c;
   if ((rc = load_stored(f, i, e, false, &c)) < 0)
     return rc;
   if ((size_t)c.nbytes > dstsize)
     return ferr(f, B2S_E_DEST_SMALL, -1, i, "destination too small");
-  if (ctx == NULL && (ctx = frame_ctx(f)) == NULL)
-    return ferr(f, B2S_E_NOMEM, -1, i, "out of memory");
   rc = b2s_decompress(ctx, c.p, (size_t)c.cbytes, dst, dstsize);
   if (rc < 0) {
     ferr(f, rc, c.pos, i, "chunk does not decompress");
