@@ -43,7 +43,28 @@
   X(B2S_E_CHUNK_ID,     "sparse-frame chunk id outside 0..2^32-1")             \
   X(B2S_E_CHUNK_BOUNDS, "stored chunk outside the frame's data section")       \
   X(B2S_E_CHUNK_SIZE,   "chunk size disagrees with the frame header")          \
-  X(B2S_E_B2ND,         "malformed b2nd metalayer")
+  X(B2S_E_B2ND,         "malformed b2nd metalayer")                          \
+  X(B2S_E_READONLY,     "frame opened read-only or not writable this way")   \
+  X(B2S_E_RECOVER,      "frame's last commit was interrupted; run recovery") \
+  X(B2S_E_UNRECOVERABLE, "no complete commit found; frame cannot be restored") \
+  X(B2S_E_TOO_BIG,      "frame structure would exceed a format limit")      \
+  X(B2S_E_IO_LIMIT,     "write cut short by fault injection")               \
+  X(B2S_E_CONFIG,       "invalid configuration")                            \
+  X(B2S_E_PROTO,        "malformed or unexpected protocol message")         \
+  X(B2S_E_PROTO_VERSION, "unsupported protocol version")                    \
+  X(B2S_E_STREAM_NAME,  "invalid stream name")                              \
+  X(B2S_E_NOSTREAM,     "no such stream")                                   \
+  X(B2S_E_NOTEMPLATE,   "no such stream template")                          \
+  X(B2S_E_OVERSIZE,     "buffer larger than the configured limit")          \
+  X(B2S_E_DROPPED,      "buffer dropped by the backpressure policy")        \
+  X(B2S_E_TIMEOUT,      "timed out")                                        \
+  X(B2S_E_CLOSED,       "connection or stream closed")                      \
+  X(B2S_E_BUSY,         "resource busy or exhausted")                       \
+  X(B2S_E_AUTH,         "authentication failed")                          \
+  X(B2S_E_SHM_HEADER,   "shared-memory header invalid or not matching its size") \
+  X(B2S_E_SHM_SLOT,     "shared-memory slot index out of range")          \
+  X(B2S_E_SHM_STATE,    "shared-memory slot not in the state this needs") \
+  X(B2S_E_SHM_ACCOUNT,  "shared-memory slot accounting does not add up")
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,

@@ -1,0 +1,337 @@
+/* Frame writer: create, open (our own frames, or a one-time rewrite of a
+ * frame written elsewhere into our layout) and close. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fwriter_internal.h"
+
+#define ADOPT_SUFFIX ".b2s-new"
+
+static int fail(b2s_fwriter *w, int rc) {
+  b2s_fwriter_free(w);
+  return rc;
+}
+
+/* Files of a frame: the cframe file, or a sparse frame's index file. */
+static int open_files(b2s_fwriter *w, const char *path, const char *index_name,
+                      int oflags) {
+  if (w->sparse) {
+    w->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (w->dirfd < 0)
+      return -errno;
+    w->fd = openat(w->dirfd, index_name, O_RDWR | O_CLOEXEC | oflags, 0666);
+  } else {
+    w->fd = open(path, O_RDWR | O_CLOEXEC | oflags, 0666);
+  }
+  return w->fd < 0 ? -errno : 0;
+}
+
+/* Header with its metalayers at the start of a new file, then the empty
+ * state committed. */
+static int start_new(b2s_fwriter *w) {
+  b2s_mpbuf hb = {0};
+  int rc = b2s_frame_header_write(&w->hdr, &w->metas, &hb);
+  if (rc >= 0) {
+    w->base = (int64_t)hb.len;
+    rc = fw_pwrite(w, w->fd, hb.data, hb.len, 0);
+  }
+  b2s_mpbuf_fini(&hb);
+  if (rc == 0)
+    rc = fw_layout_init(w);
+  w->file_end = w->base;
+  w->dirty = true;
+  return rc < 0 ? rc : b2s_fwriter_commit(w);
+}
+
+int b2s_fwriter_create(const char *path, bool sparse,
+                       const b2s_fwriter_opts *opts,
+                       const b2s_frame_metas *metas, b2s_fwriter **out) {
+  if (path == NULL || out == NULL)
+    return B2S_E_ARG;
+  *out = NULL;
+  b2s_fwriter *w = fw_alloc(sparse, opts);
+  if (w == NULL)
+    return B2S_E_NOMEM;
+  const b2s_cparams *cp = &w->opts.cparams;
+  if (cp->clevel < 0 || cp->clevel > 9 || cp->typesize < 1 ||
+      cp->splitmode < 1 || cp->splitmode > 4)
+    return fail(w, B2S_E_ARG);
+  fw_header_defaults(&w->hdr, cp, sparse);
+  int rc = fw_copy_metas(&w->metas, metas);
+  if (rc < 0)
+    return fail(w, rc);
+  if (sparse && mkdir(path, 0777) < 0)
+    return fail(w, -errno);
+  rc = open_files(w, path, B2S_SFRAME_INDEX_FILE, O_CREAT | O_EXCL);
+  if (rc == 0)
+    rc = start_new(w);
+  if (rc < 0)
+    return fail(w, rc);
+  *out = w;
+  return 0;
+}
+
+/* ---- open ---------------------------------------------------------------------- */
+
+/* Take header, metalayers, vlmetalayers and index from a reader. */
+static int load_model(b2s_fwriter *w, b2s_frame *f) {
+  w->hdr = *b2s_frame_header_get(f);
+  int rc = fw_copy_metas(&w->metas, b2s_frame_metalayers(f));
+  if (rc == 0)
+    rc = fw_copy_metas(&w->vlmetas, b2s_frame_vlmetalayers(f));
+  int64_t n = b2s_frame_nchunks(f);
+  w->index = malloc((size_t)(n > 0 ? n : 1) * sizeof *w->index);
+  if (rc == 0 && w->index == NULL)
+    rc = B2S_E_NOMEM;
+  if (rc < 0)
+    return rc;
+  if (n > 0)
+    memcpy(w->index, b2s_frame_index(f), (size_t)n * sizeof *w->index);
+  w->n = w->cap = n;
+  w->base = fw_natural_base(&w->metas);
+  w->trailer_dirty = true;
+  return w->base < 0 ? (int)w->base : 0;
+}
+
+static int mark_ids(b2s_fwriter *w) {
+  for (int64_t i = 0; i < w->n; i++)
+    if (w->index[i] >= 0) {
+      int64_t id = w->index[i];
+      int64_t word = id / 64;
+      if (word >= w->ids_words) {
+        int64_t nw = w->ids_words ? w->ids_words : 64;
+        while (nw <= word)
+          nw *= 2;
+        uint64_t *p = realloc(w->ids, (size_t)nw * sizeof *p);
+        if (p == NULL)
+          return B2S_E_NOMEM;
+        memset(p + w->ids_words, 0, (size_t)(nw - w->ids_words) * sizeof *p);
+        w->ids = p;
+        w->ids_words = nw;
+      }
+      w->ids[word] |= UINT64_C(1) << (id % 64);
+    }
+  return 0;
+}
+
+static int64_t align4k(int64_t v) { return (v + 4095) & ~INT64_C(4095); }
+
+/* Our frame, current per record r. */
+static int resume(b2s_fwriter *w, const fw_record *r) {
+  struct stat sb;
+  if (fstat(w->fd, &sb) < 0)
+    return -errno;
+  w->file_end = (int64_t)sb.st_size;
+  w->seq = r->seq;
+  w->committed = w->hdr;
+  w->committed_n = w->n;
+  w->data_region = r->data_region;
+  w->data_end = w->fresh_from = r->data_end;
+  w->stored_bytes = r->stored_bytes;
+  w->pos[0] = r->pos0;
+  w->pos[1] = r->pos1;
+  w->cap0 = r->cap0;
+  w->active = r->slot_pos == r->pos0 ? 0 : r->slot_pos == r->pos1 ? 1 : -1;
+  if (w->active == 0) {
+    /* slot 1 may start anywhere after slot 0 and the file's end */
+    int64_t p1 = r->pos0 + r->slot_len;
+    w->pos[1] = align4k(p1 > w->file_end ? p1 : w->file_end);
+    w->cap0 = w->pos[1] - w->pos[0];
+  }
+  if (w->active >= 0) {
+    w->slot_len[w->active] = r->slot_len;
+    w->valid[w->active] = w->n;
+  }
+  int rc = w->sparse ? mark_ids(w) : 0;
+  if (rc < 0 || w->n == 0)
+    return rc;
+  /* last chunk's size for the chunksize rules */
+  int32_t nb = w->hdr.chunksize;
+  int64_t e = w->index[w->n - 1];
+  if (e < 0) {
+    if (nb > 0 && w->hdr.nbytes % nb)
+      nb = (int32_t)(w->hdr.nbytes % nb);
+  } else {
+    uint8_t h[B2S_HEADER_LEN];
+    if (w->sparse) {
+      char name[32];
+      snprintf(name, sizeof name, "%08X.chunk", (unsigned)e);
+      int fd = openat(w->dirfd, name, O_RDONLY | O_CLOEXEC);
+      rc = fd < 0 ? -errno : fw_pread(fd, h, sizeof h, 0);
+      if (fd >= 0)
+        close(fd);
+    } else {
+      rc = fw_pread(w->fd, h, sizeof h, w->base + e);
+    }
+    nb = (int32_t)(h[4] | h[5] << 8 | h[6] << 16 | (uint32_t)h[7] << 24);
+  }
+  w->last_nbytes = nb;
+  return rc;
+}
+
+/* Copy chunk i of f into w: a contiguous frame gets the bytes at the end
+ * of its data; a sparse frame keeps the chunk file and its id. */
+static int adopt_chunk(b2s_fwriter *w, b2s_frame *f, int64_t i) {
+  int64_t e = b2s_frame_index(f)[i];
+  int32_t cb = 0;
+  int rc = e >= 0 ? b2s_frame_chunk_sizes(f, i, &cb, NULL) : 0;
+  if (rc == 0 && e >= 0 && !w->sparse) {
+    rc = fw_make_room(w, cb);
+    if (rc == 0)
+      rc = fw_buf(w, (size_t)cb);
+    if (rc == 0)
+      rc = b2s_frame_chunk_read(f, i, w->buf, (size_t)cb);
+    if (rc >= 0)
+      rc = fw_pwrite(w, w->fd, w->buf, (size_t)cb, w->base + w->data_end);
+    if (rc == 0) {
+      e = w->data_end;
+      w->data_end += cb;
+      if (w->base + w->data_end > w->file_end)
+        w->file_end = w->base + w->data_end;
+    }
+  }
+  if (rc < 0)
+    return rc;
+  w->index[i] = e;
+  w->n = i + 1;
+  w->stored_bytes += cb;
+  return 0;
+}
+
+/* A frame written elsewhere: build our layout in a new file next to it
+ * (a sparse frame keeps its chunk files), then rename it over. */
+static int adopt(const char *path, bool sparse, b2s_frame *f,
+                 const b2s_fwriter_opts *opts) {
+  char tmp[PATH_MAX];
+  const char *name = B2S_SFRAME_INDEX_FILE ADOPT_SUFFIX;
+  if (snprintf(tmp, sizeof tmp, "%s" ADOPT_SUFFIX, path) >= PATH_MAX)
+    return B2S_E_ARG;
+  b2s_fwriter *w = fw_alloc(sparse, opts);
+  if (w == NULL)
+    return B2S_E_NOMEM;
+  int rc = load_model(w, f);
+  int64_t n = w->n;
+  w->n = 0;
+  if (rc == 0 && sparse) {
+    w->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (w->dirfd < 0)
+      rc = -errno;
+    else
+      unlinkat(w->dirfd, name, 0);   /* left by an interrupted adoption */
+  } else if (rc == 0) {
+    unlink(tmp);
+  }
+  if (rc == 0) {
+    w->fd = sparse ? openat(w->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666)
+                   : open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    rc = w->fd < 0 ? -errno : 0;
+  }
+  b2s_frame_header keep = w->hdr;
+  w->hdr.nbytes = 0;
+  if (rc == 0)
+    rc = start_new(w);
+  for (int64_t i = 0; rc == 0 && i < n; i++)
+    rc = adopt_chunk(w, f, i);
+  if (rc == 0) {
+    w->hdr = keep;
+    fw_touch(w, 0);
+    rc = sparse ? mark_ids(w) : 0;
+  }
+  if (rc == 0)
+    rc = fw_compact(w);
+  if (rc == 0 && fsync(w->fd) < 0)
+    rc = -errno;
+  if (rc == 0 && (sparse ? renameat(w->dirfd, name, w->dirfd,
+                                    B2S_SFRAME_INDEX_FILE)
+                         : rename(tmp, path)) < 0)
+    rc = -errno;
+  b2s_fwriter_free(w);
+  return rc;
+}
+
+/* Which state the frame is in, from its records and its current header. */
+static int classify(b2s_fwriter *w, b2s_frame *f, fw_record *cur,
+                    bool *ours) {
+  fw_record rec[2];
+  int nvalid;
+  int rc = fw_records_read(w->fd, w->base, rec, &nvalid);
+  if (rc < 0)
+    return rc;
+  uint8_t hdr[B2S_FRAME_HEADER_FIXED];
+  b2s_frame_header_encode(b2s_frame_header_get(f), hdr);
+  *ours = false;
+  if (nvalid > 0 && memcmp(rec[0].header, hdr, sizeof hdr) == 0) {
+    *cur = rec[0];
+    *ours = true;
+  } else if (nvalid == 2 && memcmp(rec[1].header, hdr, sizeof hdr) == 0) {
+    return B2S_E_RECOVER;   /* the newest commit did not publish its header */
+  }
+  return 0;
+}
+
+static int open_existing(const char *path, bool sparse,
+                         const b2s_fwriter_opts *opts, b2s_frame *f,
+                         b2s_fwriter **out) {
+  b2s_fwriter *w = fw_alloc(sparse, opts);
+  if (w == NULL)
+    return B2S_E_NOMEM;
+  int rc = load_model(w, f);
+  if (rc == 0)
+    rc = open_files(w, path, B2S_SFRAME_INDEX_FILE, 0);
+  fw_record cur;
+  bool ours = false;
+  if (rc == 0)
+    rc = classify(w, f, &cur, &ours);
+  if (rc == 0 && !ours)
+    rc = 1;   /* not ours: caller adopts */
+  if (rc == 0)
+    rc = resume(w, &cur);
+  if (rc != 0)
+    return fail(w, rc);
+  w->dirty = false;
+  *out = w;
+  return 0;
+}
+
+int b2s_fwriter_open(const char *path, const b2s_fwriter_opts *opts,
+                     b2s_fwriter **out, b2s_frame_error *err) {
+  if (path == NULL || out == NULL)
+    return B2S_E_ARG;
+  *out = NULL;
+  struct stat sb;
+  if (stat(path, &sb) < 0)
+    return -errno;
+  bool sparse = S_ISDIR(sb.st_mode);
+  b2s_frame *f = NULL;
+  int rc = b2s_frame_open(path, &f, err);
+  if (rc < 0)   /* with commit records, recovery may restore it */
+    return fw_has_records(path) > 0 ? B2S_E_RECOVER : rc;
+  rc = open_existing(path, sparse, opts, f, out);
+  if (rc == 1) {
+    rc = adopt(path, sparse, f, opts);
+    b2s_frame_free(f);
+    f = NULL;
+    if (rc == 0)
+      rc = b2s_frame_open(path, &f, err);
+    if (rc == 0)
+      rc = open_existing(path, sparse, opts, f, out);
+    if (rc == 1)
+      rc = B2S_E_FRAME;
+  }
+  b2s_frame_free(f);
+  return rc;
+}
+
+int b2s_fwriter_close(b2s_fwriter *w) {
+  if (w == NULL)
+    return B2S_E_ARG;
+  int rc = w->opts.compact_on_close ? fw_compact(w) : b2s_fwriter_commit(w);
+  b2s_fwriter_free(w);
+  return rc;
+}

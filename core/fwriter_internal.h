@@ -1,0 +1,112 @@
+/* Internals shared by the frame writer's files: frame_writer.c (the
+ * in-memory model and chunk operations), frame_commit.c (layout, slots,
+ * commit records, commits), frame_recover.c (recovery). */
+#ifndef B2S_FWRITER_INTERNAL_H
+#define B2S_FWRITER_INTERNAL_H
+
+#include "frame_writer.h"
+#include "msgpack.h"
+
+/* The commit area: AREA bytes right after the natural header.  The two
+ * records sit in its second half so that the trailer of an empty
+ * contiguous frame, which c-blosc2 expects right after the header, does not
+ * overlap them. */
+#define FW_AREA 4096
+#define FW_REC_OFF 2048
+#define FW_REC_SIZE 512
+#define FW_REC_NFIELDS 11
+#define FW_REC_HDR (16 + 8 * FW_REC_NFIELDS)
+#define FW_REC_CRC (FW_REC_HDR + B2S_FRAME_HEADER_FIXED)
+#define FW_REC_USED (FW_REC_CRC + 4)
+#define FW_REC_MAGIC "B2SCOMIT"
+#define FW_REC_VERSION 1
+#define FW_INDEX_BLOCKSIZE 16384
+#define FW_RESERVE_MIN (INT64_C(1) << 20)
+
+/* One commit record: everything recovery needs to restore the state of one
+ * commit without trusting the frame header. */
+typedef struct fw_record {
+  uint64_t seq;
+  int64_t slot_pos, slot_len;      /* where this state's index + trailer are */
+  int64_t nchunks;
+  int64_t data_region;             /* cframe: data region end (rel. header) */
+  int64_t pos0, cap0, pos1;        /* slot layout */
+  int64_t data_end;                /* cframe: end of used data; sparse: 0 */
+  int64_t fresh_from;              /* cframe: data_end of the previous commit */
+  int64_t stored_bytes;            /* referenced stored chunk bytes */
+  uint8_t header[B2S_FRAME_HEADER_FIXED];
+} fw_record;
+
+struct b2s_fwriter {
+  bool sparse;
+  int fd;                          /* cframe file, or chunks.b2frame */
+  int dirfd;                       /* sparse frame directory, or -1 */
+  b2s_fwriter_opts opts;
+
+  /* Model being edited; header_len/frame_len/cbytes are set per commit. */
+  b2s_frame_header hdr;
+  b2s_frame_metas metas, vlmetas;
+  int64_t base;                    /* natural header length */
+  int64_t *index;
+  int64_t n, cap;
+  int32_t last_nbytes;             /* nbytes of the last chunk */
+  int64_t stored_bytes;            /* referenced stored chunk bytes */
+  bool dirty, trailer_dirty, metas_dirty;
+  b2s_mpbuf trailer;               /* encoded trailer for the model */
+
+  /* Contiguous frames: data written at data_end, within data_region. */
+  int64_t data_end, data_region;   /* relative to header_len */
+
+  /* Sparse frames: ids in use (referenced, or awaiting unlink). */
+  uint64_t *ids;
+  int64_t ids_words, id_hint;
+  int64_t *unlink_ids;
+  int64_t nunlink, unlink_cap;
+  int *sync_fds;
+  int nsync, sync_cap;
+
+  /* Layout and the last commit. */
+  int64_t pos[2], cap0;
+  int64_t slot_len[2];
+  int64_t valid[2];                /* leading entries of each slot that
+                                      match the model's index */
+  int active;                      /* slot of the committed state; -1: an
+                                      empty cframe (trailer after header) */
+  b2s_frame_header committed;
+  int64_t committed_n;
+  uint64_t seq;
+  int64_t fresh_from;
+  int64_t file_end;
+
+  int64_t write_limit, written;
+  b2s_ctx *ctx;
+  uint8_t *buf;
+  size_t bufcap;
+};
+
+/* frame_commit.c */
+int fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos);
+int fw_pread(int fd, void *p, size_t n, int64_t pos);
+int fw_buf(b2s_fwriter *w, size_t n);
+int fw_layout_init(b2s_fwriter *w);
+int fw_make_room(b2s_fwriter *w, int64_t cbytes);
+int fw_compact(b2s_fwriter *w);
+int64_t fw_slot_need(const b2s_fwriter *w, int64_t n);
+void fw_index_header(uint8_t out[B2S_HEADER_LEN], int64_t n);
+void fw_record_encode(const fw_record *r, uint8_t out[FW_REC_SIZE]);
+bool fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r);
+int fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid);
+int fw_sync(b2s_fwriter *w);
+
+/* frame_writer.c */
+void fw_touch(b2s_fwriter *w, int64_t pos);
+int64_t fw_natural_base(const b2s_frame_metas *metas);
+b2s_fwriter *fw_alloc(bool sparse, const b2s_fwriter_opts *opts);
+void fw_header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
+                        bool sparse);
+int fw_copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src);
+
+/* frame_recover.c: 1 when path has valid commit records, 0 when not. */
+int fw_has_records(const char *path);
+
+#endif
