@@ -1,0 +1,1040 @@
+/* Wire protocol header codec (libclient/wire.c) against docs/PROTOCOL.md.
+ *
+ * Golden bytes are the "Reference bytes" of PROTOCOL.md section 9.1; the
+ * rejection tests patch valid headers at the offsets the document's tables
+ * give, so a codec that drifts from the document fails here.  The error
+ * code table of section 6.3 is checked against core/b2s_errors.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b2s_errors.h"
+#include "wire.h"
+
+static const int all_types[] = {
+  B2S_WIRE_HELLO, B2S_WIRE_OPEN, B2S_WIRE_DATA, B2S_WIRE_FLUSH,
+  B2S_WIRE_CLOSE, B2S_WIRE_SHM_ATTACH, B2S_WIRE_SHM_SUBMIT,
+  B2S_WIRE_FOLLOW, B2S_WIRE_READ, B2S_WIRE_UNFOLLOW, B2S_WIRE_STATS,
+  B2S_WIRE_PING, B2S_WIRE_BYE, B2S_WIRE_WELCOME, B2S_WIRE_OPENED,
+  B2S_WIRE_ACK, B2S_WIRE_DROPPED, B2S_WIRE_FLUSHED, B2S_WIRE_CLOSED,
+  B2S_WIRE_SHM_ATTACHED, B2S_WIRE_FOLLOWING, B2S_WIRE_NOTIFY,
+  B2S_WIRE_CHUNK, B2S_WIRE_UNFOLLOWED, B2S_WIRE_STATS_REPLY,
+  B2S_WIRE_PONG, B2S_WIRE_ERROR,
+};
+#define NTYPES (sizeof all_types / sizeof all_types[0])
+
+/* Per type, as PROTOCOL.md section 3 states them: name, "Length N + n"
+ * (fixed part including string length fields), defined flag bits. */
+static const struct {
+  int type;
+  const char *name;
+  size_t fixed;
+  uint16_t flags;
+} doc[] = {
+  {0x01, "HELLO", 26, 0x0003},      {0x02, "OPEN", 20, 0},
+  {0x03, "DATA", 28, 0},            {0x04, "FLUSH", 20, 0},
+  {0x05, "CLOSE", 20, 0},           {0x06, "SHM_ATTACH", 28, 0},
+  {0x07, "SHM_SUBMIT", 40, 0},      {0x08, "FOLLOW", 26, 0x000F},
+  {0x09, "READ", 30, 0x0001},       {0x0A, "UNFOLLOW", 20, 0},
+  {0x0B, "STATS", 18, 0},           {0x0C, "PING", 24, 0},
+  {0x0D, "BYE", 16, 0},             {0x81, "WELCOME", 32, 0x0001},
+  {0x82, "OPENED", 30, 0},          {0x83, "ACK", 41, 0},
+  {0x84, "DROPPED", 29, 0},         {0x85, "FLUSHED", 28, 0},
+  {0x86, "CLOSED", 36, 0},          {0x87, "SHM_ATTACHED", 34, 0},
+  {0x88, "FOLLOWING", 36, 0},       {0x89, "NOTIFY", 40, 0},
+  {0x8A, "CHUNK", 36, 0x0003},      {0x8B, "UNFOLLOWED", 28, 0},
+  {0x8C, "STATS_REPLY", 16, 0},     {0x8D, "PONG", 32, 0},
+  {0x8E, "ERROR", 35, 0x0003},
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int encode(const b2s_wire_msg *m, uint8_t *buf) {
+  return b2s_wire_encode(m, buf, B2S_WIRE_HEADER_MAX);
+}
+
+static void put_le(uint8_t *p, uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; i++, v >>= 8)
+    p[i] = (uint8_t)v;
+}
+
+/* A valid message of each type with every field set to a distinct value. */
+static void sample(int type, b2s_wire_msg *m) {
+  b2s_wire_init(m, type);
+  m->tag = 0x0A0B0C0Du;
+  switch (type) {
+  case B2S_WIRE_HELLO:
+    m->flags = B2S_WIRE_HELLO_PRODUCER | B2S_WIRE_HELLO_CONSUMER;
+    m->hello.pid = 31337;
+    m->hello.ping_ms = 250;
+    m->hello.name = b2s_wire_cstr("acq-cam\xc3\xa9");   /* UTF-8 e acute */
+    break;
+  case B2S_WIRE_OPEN:
+    m->open.stream = b2s_wire_cstr("beamline/det1");
+    m->open.tmpl = b2s_wire_cstr("detector");
+    break;
+  case B2S_WIRE_DATA:
+    m->data.buffer_id = UINT64_C(0x0102030405060708);
+    m->data.handle = 0xFFFFFFFFu;
+    break;
+  case B2S_WIRE_FLUSH: m->flush.handle = 3; break;
+  case B2S_WIRE_CLOSE: m->close.handle = 4; break;
+  case B2S_WIRE_SHM_ATTACH:
+    m->shm_attach.handle = 5;
+    m->shm_attach.slot_count = 16;
+    m->shm_attach.slot_size = 4u << 20;
+    break;
+  case B2S_WIRE_SHM_SUBMIT:
+    m->shm_submit.buffer_id = 99;
+    m->shm_submit.handle = 6;
+    m->shm_submit.segment = 7;
+    m->shm_submit.slot = 0;
+    m->shm_submit.length = 123456;
+    break;
+  case B2S_WIRE_FOLLOW:
+    m->flags = B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED;
+    m->follow.start = 42;
+    m->follow.target = b2s_wire_cstr("det1");
+    break;
+  case B2S_WIRE_READ:
+    m->flags = B2S_WIRE_READ_DECOMPRESS;
+    m->read.chunk = UINT64_MAX;
+    m->read.stream = b2s_wire_cstr("det1");
+    break;
+  case B2S_WIRE_UNFOLLOW: m->unfollow.follow_id = 8; break;
+  case B2S_WIRE_STATS: m->stats.stream = b2s_wire_cstr("det2"); break;
+  case B2S_WIRE_PING: m->ping.nonce = UINT64_C(0xDEADBEEFCAFEF00D); break;
+  case B2S_WIRE_BYE: break;
+  case B2S_WIRE_WELCOME:
+    m->flags = B2S_WIRE_WELCOME_SHM;
+    m->welcome.max_buffer = 64u << 20;
+    m->welcome.timeout_ms = 15000;
+    m->welcome.session_id = 77;
+    m->welcome.version_min = 1;
+    m->welcome.version_max = 3;
+    m->welcome.server = b2s_wire_cstr("b2streamd 0.1.0");
+    break;
+  case B2S_WIRE_OPENED:
+    m->opened.handle = 9;
+    m->opened.credits = 32;
+    m->opened.max_buffer = 1u << 24;
+    m->opened.ack_level = B2S_WIRE_LEVEL_WRITTEN;
+    m->opened.policy = B2S_WIRE_POLICY_DROP_OLDEST;
+    break;
+  case B2S_WIRE_ACK:
+    m->ack.upto = 1000;
+    m->ack.dropped = 17;
+    m->ack.handle = 10;
+    m->ack.credits = 4;
+    m->ack.level = B2S_WIRE_LEVEL_DURABLE;
+    break;
+  case B2S_WIRE_DROPPED:
+    m->dropped.buffer_id = 555;
+    m->dropped.handle = 11;
+    m->dropped.reason = B2S_WIRE_POLICY_DROP_NEWEST;
+    break;
+  case B2S_WIRE_FLUSHED:
+    m->flushed.upto = 12345;
+    m->flushed.handle = 12;
+    break;
+  case B2S_WIRE_CLOSED:
+    m->closed.upto = 1u << 31;
+    m->closed.dropped = 3;
+    m->closed.handle = 13;
+    break;
+  case B2S_WIRE_SHM_ATTACHED:
+    m->shm_attached.handle = 14;
+    m->shm_attached.segment = 15;
+    m->shm_attached.slot_count = 8;
+    m->shm_attached.slot_size = 1u << 20;
+    m->shm_attached.shm_name = b2s_wire_cstr("/b2s-main-812-3");
+    break;
+  case B2S_WIRE_FOLLOWING:
+    m->following.start = 5;
+    m->following.committed = 9;
+    m->following.follow_id = 16;
+    break;
+  case B2S_WIRE_NOTIFY:
+    m->notify.first = 9;
+    m->notify.committed = 12;
+    m->notify.follow_id = 17;
+    m->notify.count = 3;
+    break;
+  case B2S_WIRE_CHUNK:
+    m->flags = B2S_WIRE_CHUNK_PUSHED;
+    m->chunk.index = 18;
+    m->chunk.follow_id = 19;
+    m->chunk.nbytes = 65536;
+    m->chunk.cbytes = 1234;
+    break;
+  case B2S_WIRE_UNFOLLOWED:
+    m->unfollowed.next = 20;
+    m->unfollowed.follow_id = 21;
+    break;
+  case B2S_WIRE_STATS_REPLY: break;
+  case B2S_WIRE_PONG:
+    m->pong.nonce = 22;
+    m->pong.time_ns = UINT64_C(1700000000123456789);
+    break;
+  case B2S_WIRE_ERROR:
+    m->flags = B2S_WIRE_ERROR_CLOSED_REF;
+    m->error.ref_index = 23;
+    m->error.code = B2S_E_OVERSIZE;
+    m->error.ref_id = 24;
+    m->error.ref_type = B2S_WIRE_DATA;
+    m->error.message = b2s_wire_cstr("buffer of 70 MB above the 64 MiB limit");
+    break;
+  default:
+    fail_msg("no sample for type %#x", type);
+  }
+}
+
+/* The string fields of a message, in wire order. */
+static int strings_of(b2s_wire_msg *m, b2s_wire_str **out) {
+  switch (m->type) {
+  case B2S_WIRE_HELLO: out[0] = &m->hello.name; return 1;
+  case B2S_WIRE_OPEN: out[0] = &m->open.stream; out[1] = &m->open.tmpl; return 2;
+  case B2S_WIRE_FOLLOW: out[0] = &m->follow.target; return 1;
+  case B2S_WIRE_READ: out[0] = &m->read.stream; return 1;
+  case B2S_WIRE_STATS: out[0] = &m->stats.stream; return 1;
+  case B2S_WIRE_WELCOME: out[0] = &m->welcome.server; return 1;
+  case B2S_WIRE_SHM_ATTACHED: out[0] = &m->shm_attached.shm_name; return 1;
+  case B2S_WIRE_ERROR: out[0] = &m->error.message; return 1;
+  default: return 0;
+  }
+}
+
+static size_t string_bytes(const b2s_wire_msg *cm) {
+  b2s_wire_msg m = *cm;
+  b2s_wire_str *s[2];
+  size_t n = 0;
+  for (int i = 0, k = strings_of(&m, s); i < k; i++)
+    n += s[i]->len;
+  return n;
+}
+
+/* Encode a sample, check it decodes; returns its length. */
+static size_t sample_bytes(int type, uint8_t *buf) {
+  b2s_wire_msg m, d;
+  sample(type, &m);
+  int n = encode(&m, buf);
+  assert_true(n >= B2S_WIRE_PREFIX_LEN);
+  assert_int_equal(b2s_wire_decode(buf, (size_t)n, &d), 0);
+  return (size_t)n;
+}
+
+static int decode_patched(int type, size_t off, uint64_t v, size_t width) {
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg d;
+  size_t n = sample_bytes(type, buf);
+  assert_true(off + width <= n);
+  put_le(buf + off, v, width);
+  return b2s_wire_decode(buf, n, &d);
+}
+
+/* ---- golden bytes (PROTOCOL.md 9.1) ------------------------------------- */
+
+static void expect_bytes(const b2s_wire_msg *m, const uint8_t *want,
+                         size_t len) {
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  int n = encode(m, buf);
+  assert_int_equal(n, (int)len);
+  assert_memory_equal(buf, want, len);
+}
+
+static void test_golden_hello(void **state) {
+  (void)state;
+  static const uint8_t want[] = {
+    0x42, 0x32, 0x53, 0x57, 0x01, 0x01, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x92, 0x10, 0x00, 0x00, 0xe8, 0x03, 0x00, 0x00,
+    0x04, 0x00, 0x63, 0x61, 0x6d, 0x30};
+  b2s_wire_msg m, d;
+  b2s_wire_init(&m, B2S_WIRE_HELLO);
+  m.flags = B2S_WIRE_HELLO_PRODUCER;
+  m.tag = 1;
+  m.hello.pid = 4242;
+  m.hello.ping_ms = 1000;
+  m.hello.name = b2s_wire_cstr("cam0");
+  expect_bytes(&m, want, sizeof want);
+
+  assert_int_equal(b2s_wire_decode(want, sizeof want, &d), 0);
+  assert_int_equal(d.version, 1);
+  assert_int_equal(d.type, B2S_WIRE_HELLO);
+  assert_int_equal(d.flags, B2S_WIRE_HELLO_PRODUCER);
+  assert_int_equal(d.tag, 1);
+  assert_int_equal(d.hello.pid, 4242);
+  assert_int_equal(d.hello.ping_ms, 1000);
+  assert_int_equal(d.hello.name.len, 4);
+  /* strings borrow from the input */
+  assert_ptr_equal(d.hello.name.ptr, (const char *)want + 26);
+}
+
+static void test_golden_open(void **state) {
+  (void)state;
+  static const uint8_t want[] = {
+    0x42, 0x32, 0x53, 0x57, 0x01, 0x02, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x64, 0x65, 0x74, 0x31, 0x04, 0x00,
+    0x74, 0x6d, 0x70, 0x6c};
+  b2s_wire_msg m, d;
+  b2s_wire_init(&m, B2S_WIRE_OPEN);
+  m.tag = 2;
+  m.open.stream = b2s_wire_cstr("det1");
+  m.open.tmpl = b2s_wire_cstr("tmpl");
+  expect_bytes(&m, want, sizeof want);
+
+  assert_int_equal(b2s_wire_decode(want, sizeof want, &d), 0);
+  assert_int_equal(d.open.stream.len, 4);
+  assert_memory_equal(d.open.stream.ptr, "det1", 4);
+  assert_int_equal(d.open.tmpl.len, 4);
+  assert_memory_equal(d.open.tmpl.ptr, "tmpl", 4);
+}
+
+static void test_golden_data(void **state) {
+  (void)state;
+  static const uint8_t want[] = {
+    0x42, 0x32, 0x53, 0x57, 0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00};
+  b2s_wire_msg m, d;
+  b2s_wire_init(&m, B2S_WIRE_DATA);
+  m.data.buffer_id = 7;
+  m.data.handle = 1;
+  expect_bytes(&m, want, sizeof want);
+  assert_int_equal(b2s_wire_decode(want, sizeof want, &d), 0);
+  assert_int_equal(d.data.buffer_id, 7);
+  assert_int_equal(d.data.handle, 1);
+  assert_true(b2s_wire_has_payload(d.type));
+}
+
+static void test_golden_ack(void **state) {
+  (void)state;
+  static const uint8_t want[] = {
+    0x42, 0x32, 0x53, 0x57, 0x01, 0x83, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x03};
+  b2s_wire_msg m, d;
+  b2s_wire_init(&m, B2S_WIRE_ACK);
+  m.ack.upto = 8;
+  m.ack.handle = 1;
+  m.ack.credits = 2;
+  m.ack.level = B2S_WIRE_LEVEL_DURABLE;
+  expect_bytes(&m, want, sizeof want);
+  assert_int_equal(b2s_wire_decode(want, sizeof want, &d), 0);
+  assert_int_equal(d.ack.upto, 8);
+  assert_int_equal(d.ack.dropped, 0);
+  assert_int_equal(d.ack.handle, 1);
+  assert_int_equal(d.ack.credits, 2);
+  assert_int_equal(d.ack.level, 3);
+}
+
+static void test_golden_error(void **state) {
+  (void)state;
+  static const uint8_t want[] = {
+    0x42, 0x32, 0x53, 0x57, 0x01, 0x8e, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x45, 0xfc, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x02, 0x09, 0x00, 0x6e,
+    0x6f, 0x20, 0x73, 0x74, 0x72, 0x65, 0x61, 0x6d};
+  b2s_wire_msg m, d;
+  assert_int_equal(B2S_E_NOSTREAM, -955);
+  b2s_wire_init(&m, B2S_WIRE_ERROR);
+  m.tag = 2;
+  m.error.code = B2S_E_NOSTREAM;
+  m.error.ref_type = B2S_WIRE_OPEN;
+  m.error.message = b2s_wire_cstr("no stream");
+  expect_bytes(&m, want, sizeof want);
+  assert_int_equal(b2s_wire_decode(want, sizeof want, &d), 0);
+  assert_int_equal(d.error.code, -955);
+  assert_int_equal(d.error.ref_type, B2S_WIRE_OPEN);
+  assert_int_equal(d.error.ref_id, 0);
+  assert_int_equal(d.error.message.len, 9);
+  assert_memory_equal(d.error.message.ptr, "no stream", 9);
+}
+
+/* ---- round trips -------------------------------------------------------- */
+
+static void test_roundtrip_every_type(void **state) {
+  (void)state;
+  assert_int_equal(NTYPES, sizeof doc / sizeof doc[0]);
+  for (size_t i = 0; i < NTYPES; i++) {
+    int type = all_types[i];
+    b2s_wire_msg m, d;
+    uint8_t buf[B2S_WIRE_HEADER_MAX], again[B2S_WIRE_HEADER_MAX];
+    sample(type, &m);
+    int n = encode(&m, buf);
+    assert_int_equal(doc[i].type, type);
+    /* length as the document gives it */
+    assert_int_equal(n, (int)(doc[i].fixed + string_bytes(&m)));
+    assert_memory_equal(buf, "B2SW\x01", 5);
+    assert_int_equal(buf[5], type);
+
+    assert_int_equal(b2s_wire_decode(buf, (size_t)n, &d), 0);
+    assert_int_equal(d.version, B2S_WIRE_VERSION);
+    assert_int_equal(d.tag, 0x0A0B0C0Du);
+    /* same strings (content), then the structs must match exactly: both
+     * started zeroed, so padding compares equal */
+    b2s_wire_str *sm[2], *sd[2];
+    int k = strings_of(&m, sm);
+    assert_int_equal(strings_of(&d, sd), k);
+    for (int j = 0; j < k; j++) {
+      assert_int_equal(sd[j]->len, sm[j]->len);
+      if (sm[j]->len > 0) {
+        assert_memory_equal(sd[j]->ptr, sm[j]->ptr, sm[j]->len);
+        assert_true((const uint8_t *)sd[j]->ptr > buf &&
+                    (const uint8_t *)sd[j]->ptr < buf + n);
+      }
+      /* rewrite both whole, padding included, so memcmp sees values */
+      b2s_wire_str same;
+      memset(&same, 0, sizeof same);
+      same.ptr = sm[j]->ptr;
+      same.len = sm[j]->len;
+      memcpy(sm[j], &same, sizeof same);
+      memcpy(sd[j], &same, sizeof same);
+    }
+    assert_memory_equal(&d, &m, sizeof m);
+
+    assert_int_equal(encode(&d, again), n);
+    assert_memory_equal(again, buf, (size_t)n);
+  }
+}
+
+/* Every field lands at the offset of its PROTOCOL.md table. */
+static void test_field_offsets(void **state) {
+  (void)state;
+  uint8_t b[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg m;
+
+  sample(B2S_WIRE_SHM_SUBMIT, &m);
+  assert_int_equal(encode(&m, b), 40);
+  assert_int_equal(b[16], 99);                  /* buffer_id */
+  assert_int_equal(b[24], 6);                   /* handle */
+  assert_int_equal(b[28], 7);                   /* segment */
+  assert_int_equal(b[32], 0);                   /* slot */
+  assert_memory_equal(b + 36, "\x40\xe2\x01\x00", 4);   /* 123456 */
+
+  sample(B2S_WIRE_WELCOME, &m);
+  assert_int_equal(encode(&m, b), 32 + 15);
+  assert_memory_equal(b + 16, "\x00\x00\x00\x04", 4);   /* 64 MiB */
+  assert_memory_equal(b + 20, "\x98\x3a\x00\x00", 4);   /* 15000 */
+  assert_int_equal(b[24], 77);
+  assert_int_equal(b[28], 1);
+  assert_int_equal(b[29], 3);
+  assert_int_equal(b[30], 15);
+  assert_memory_equal(b + 32, "b2streamd 0.1.0", 15);
+
+  sample(B2S_WIRE_OPENED, &m);
+  assert_int_equal(encode(&m, b), 30);
+  assert_int_equal(b[16], 9);
+  assert_int_equal(b[20], 32);
+  assert_int_equal(b[27], 1);                   /* 1 << 24 */
+  assert_int_equal(b[28], B2S_WIRE_LEVEL_WRITTEN);
+  assert_int_equal(b[29], B2S_WIRE_POLICY_DROP_OLDEST);
+
+  sample(B2S_WIRE_NOTIFY, &m);
+  assert_int_equal(encode(&m, b), 40);
+  assert_int_equal(b[16], 9);
+  assert_int_equal(b[24], 12);
+  assert_int_equal(b[32], 17);
+  assert_int_equal(b[36], 3);
+
+  sample(B2S_WIRE_CHUNK, &m);
+  assert_int_equal(encode(&m, b), 36);
+  assert_int_equal(b[6], B2S_WIRE_CHUNK_PUSHED);
+  assert_int_equal(b[16], 18);
+  assert_int_equal(b[24], 19);
+  assert_memory_equal(b + 28, "\x00\x00\x01\x00", 4);   /* 65536 */
+  assert_memory_equal(b + 32, "\xd2\x04\x00\x00", 4);   /* 1234 */
+
+  sample(B2S_WIRE_READ, &m);
+  assert_int_equal(encode(&m, b), 34);
+  assert_memory_equal(b + 16, "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+  assert_memory_equal(b + 24, "\x00\x00\x00\x00\x04\x00" "det1", 10);
+
+  sample(B2S_WIRE_ERROR, &m);
+  m.error.code = -2;                            /* an -errno */
+  assert_int_equal(encode(&m, b), 35 + (int)m.error.message.len);
+  assert_memory_equal(b + 24, "\xfe\xff\xff\xff", 4);
+  assert_int_equal(b[28], 24);
+  assert_int_equal(b[32], B2S_WIRE_DATA);
+}
+
+static void test_longest_header(void **state) {
+  (void)state;
+  static char text[B2S_WIRE_TEXT_MAX + 1];
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg m, d;
+  memset(text, 'x', B2S_WIRE_TEXT_MAX);
+  assert_int_equal(B2S_WIRE_HEADER_MAX, 1059);   /* PROTOCOL.md section 7 */
+
+  sample(B2S_WIRE_ERROR, &m);
+  m.error.message = b2s_wire_cstr(text);
+  assert_int_equal(b2s_wire_encode(&m, buf, sizeof buf), B2S_WIRE_HEADER_MAX);
+  assert_int_equal(b2s_wire_decode(buf, B2S_WIRE_HEADER_MAX, &d), 0);
+
+  sample(B2S_WIRE_FOLLOW, &m);
+  m.flags |= B2S_WIRE_FOLLOW_BY_PATH;
+  m.follow.target = b2s_wire_cstr(text);
+  int n = b2s_wire_encode(&m, buf, sizeof buf);
+  assert_int_equal(n, 26 + B2S_WIRE_PATH_MAX);
+  assert_int_equal(b2s_wire_decode(buf, (size_t)n, &d), 0);
+
+  /* two full names */
+  static char name[B2S_WIRE_NAME_MAX + 1];
+  memset(name, 'n', B2S_WIRE_NAME_MAX);
+  sample(B2S_WIRE_OPEN, &m);
+  m.open.stream = m.open.tmpl = b2s_wire_cstr(name);
+  assert_int_equal(encode(&m, buf), 20 + 2 * B2S_WIRE_NAME_MAX);
+}
+
+/* ---- rejections --------------------------------------------------------- */
+
+static void test_reject_short_and_magic(void **state) {
+  (void)state;
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg d;
+  size_t n = sample_bytes(B2S_WIRE_PING, buf);
+  for (size_t len = 0; len < B2S_WIRE_PREFIX_LEN; len++) {
+    assert_int_equal(b2s_wire_decode(buf, len, &d), B2S_E_PROTO);
+    assert_int_equal(d.type, 0);
+  }
+  assert_int_equal(b2s_wire_decode(NULL, 0, &d), B2S_E_PROTO);
+  for (size_t i = 0; i < 4; i++) {
+    buf[i] ^= 0x20;
+    assert_int_equal(b2s_wire_decode(buf, n, &d), B2S_E_PROTO);
+    assert_int_equal(d.type, 0);
+    buf[i] ^= 0x20;
+  }
+  assert_int_equal(b2s_wire_decode(buf, n, &d), 0);
+  assert_int_equal(b2s_wire_decode(buf, n, NULL), B2S_E_ARG);
+}
+
+static void test_reject_version(void **state) {
+  (void)state;
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg d;
+  size_t n = sample_bytes(B2S_WIRE_HELLO, buf);
+  static const uint8_t versions[] = {0, 2, 0x7f, 0xff};
+  for (size_t i = 0; i < sizeof versions; i++) {
+    buf[4] = versions[i];
+    assert_int_equal(b2s_wire_decode(buf, n, &d), B2S_E_PROTO_VERSION);
+    /* the prefix is reported so the daemon can address its ERROR */
+    assert_int_equal(d.version, versions[i]);
+    assert_int_equal(d.type, B2S_WIRE_HELLO);
+    assert_int_equal(d.tag, 0x0A0B0C0Du);
+    /* version is judged before anything after the prefix */
+    assert_int_equal(b2s_wire_decode(buf, B2S_WIRE_PREFIX_LEN, &d),
+                     B2S_E_PROTO_VERSION);
+  }
+}
+
+static void test_reject_unknown_type(void **state) {
+  (void)state;
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg d;
+  size_t n = sample_bytes(B2S_WIRE_BYE, buf);
+  int known = 0;
+  for (int t = 0; t < 256; t++) {
+    buf[5] = (uint8_t)t;
+    int rc = b2s_wire_decode(buf, n, &d);
+    if (rc == 0) {
+      known++;
+      continue;
+    }
+    /* only types without fields decode from a bare prefix; every unknown
+     * type fails, with its type reported */
+    if (strcmp(b2s_wire_type_name(t), "UNKNOWN") == 0) {
+      assert_int_equal(rc, B2S_E_PROTO);
+      assert_int_equal(d.type, t);
+    }
+  }
+  assert_int_equal(known, 2);                   /* BYE, STATS_REPLY */
+  static const int unknown[] = {0x00, 0x0E, 0x7F, 0x80, 0x8F, 0xFF};
+  for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+    assert_string_equal(b2s_wire_type_name(unknown[i]), "UNKNOWN");
+}
+
+static void test_reject_reserved_prefix(void **state) {
+  (void)state;
+  for (size_t off = 12; off < 16; off++)
+    assert_int_equal(decode_patched(B2S_WIRE_DATA, off, 1, 1), B2S_E_PROTO);
+}
+
+static void test_reject_undefined_flags(void **state) {
+  (void)state;
+  for (size_t i = 0; i < NTYPES; i++)
+    for (int bit = 0; bit < 16; bit++) {
+      uint16_t f = (uint16_t)(1u << bit);
+      if (doc[i].flags & f)
+        continue;
+      uint8_t buf[B2S_WIRE_HEADER_MAX];
+      b2s_wire_msg d, m;
+      size_t n = sample_bytes(doc[i].type, buf);
+      buf[6] |= (uint8_t)f;
+      buf[7] |= (uint8_t)(f >> 8);
+      assert_int_equal(b2s_wire_decode(buf, n, &d), B2S_E_PROTO);
+      sample(doc[i].type, &m);
+      m.flags |= f;
+      assert_int_equal(encode(&m, buf), B2S_E_ARG);
+    }
+}
+
+static void test_reject_truncated_and_trailing(void **state) {
+  (void)state;
+  for (size_t i = 0; i < NTYPES; i++) {
+    uint8_t buf[B2S_WIRE_HEADER_MAX + 1];
+    b2s_wire_msg d;
+    size_t n = sample_bytes(all_types[i], buf);
+    for (size_t len = B2S_WIRE_PREFIX_LEN; len < n; len++)
+      assert_int_equal(b2s_wire_decode(buf, len, &d), B2S_E_PROTO);
+    buf[n] = 0;
+    assert_int_equal(b2s_wire_decode(buf, n + 1, &d), B2S_E_PROTO);
+  }
+}
+
+/* Build OPEN bytes by hand, bypassing the encoder's checks. */
+static size_t raw_open(uint8_t *b, const char *s1, size_t n1, const char *s2,
+                       size_t n2) {
+  memcpy(b, "B2SW\x01\x02\0\0\0\0\0\0\0\0\0\0", 16);
+  put_le(b + 16, n1, 2);
+  memcpy(b + 18, s1, n1);
+  put_le(b + 18 + n1, n2, 2);
+  memcpy(b + 20 + n1, s2, n2);
+  return 20 + n1 + n2;
+}
+
+static void test_reject_string_lengths(void **state) {
+  (void)state;
+  static uint8_t b[4096];
+  static char big[2048];
+  b2s_wire_msg d;
+  memset(big, 'a', sizeof big);
+
+  assert_int_equal(b2s_wire_decode(b, raw_open(b, big, 255, big, 255), &d), 0);
+  assert_int_equal(b2s_wire_decode(b, raw_open(b, big, 256, "", 0), &d),
+                   B2S_E_PROTO);
+  assert_int_equal(b2s_wire_decode(b, raw_open(b, "s", 1, big, 256), &d),
+                   B2S_E_PROTO);
+  /* the stream name is required */
+  assert_int_equal(b2s_wire_decode(b, raw_open(b, "", 0, "t", 1), &d),
+                   B2S_E_PROTO);
+  /* a length running past the end, and one leaving bytes over */
+  size_t n = raw_open(b, "abc", 3, "de", 2);
+  put_le(b + 21, 3, 2);
+  assert_int_equal(b2s_wire_decode(b, n, &d), B2S_E_PROTO);
+  put_le(b + 21, 1, 2);
+  assert_int_equal(b2s_wire_decode(b, n, &d), B2S_E_PROTO);
+  put_le(b + 21, 0xFFFF, 2);
+  assert_int_equal(b2s_wire_decode(b, n, &d), B2S_E_PROTO);
+
+  /* ERROR message: 1024 accepted, 1025 not */
+  uint8_t e[B2S_WIRE_HEADER_MAX + 1];
+  b2s_wire_msg m;
+  sample(B2S_WIRE_ERROR, &m);
+  m.error.message.ptr = big;
+  m.error.message.len = B2S_WIRE_TEXT_MAX;
+  int len = encode(&m, e);
+  assert_int_equal(len, B2S_WIRE_HEADER_MAX);
+  put_le(e + 33, B2S_WIRE_TEXT_MAX + 1, 2);
+  e[len] = 'a';
+  assert_int_equal(b2s_wire_decode(e, (size_t)len + 1, &d), B2S_E_PROTO);
+  m.error.message.len = B2S_WIRE_TEXT_MAX + 1;
+  assert_int_equal(encode(&m, e), B2S_E_ARG);
+
+  /* FOLLOW target: a name up to 255, a path (by_path) up to 1024 */
+  sample(B2S_WIRE_FOLLOW, &m);
+  m.follow.target.ptr = big;
+  m.follow.target.len = 256;
+  assert_int_equal(encode(&m, e), B2S_E_ARG);
+  m.flags |= B2S_WIRE_FOLLOW_BY_PATH;
+  len = encode(&m, e);
+  assert_int_equal(len, 26 + 256);
+  assert_int_equal(b2s_wire_decode(e, (size_t)len, &d), 0);
+  e[6] &= (uint8_t)~B2S_WIRE_FOLLOW_BY_PATH;    /* same bytes, no by_path */
+  assert_int_equal(b2s_wire_decode(e, (size_t)len, &d), B2S_E_PROTO);
+  m.follow.target.len = B2S_WIRE_PATH_MAX + 1;
+  assert_int_equal(encode(&m, e), B2S_E_ARG);
+  m.follow.target.len = 0;
+  assert_int_equal(encode(&m, e), B2S_E_ARG);
+
+  /* shm name required */
+  sample(B2S_WIRE_SHM_ATTACHED, &m);
+  m.shm_attached.shm_name.len = 0;
+  assert_int_equal(encode(&m, e), B2S_E_ARG);
+  m.shm_attached.shm_name = b2s_wire_cstr("/");
+  assert_int_equal(encode(&m, e), 35);
+  assert_int_equal(b2s_wire_decode(e, 35, &d), 0);
+  put_le(e + 32, 0, 2);                         /* same frame, empty name */
+  assert_int_equal(b2s_wire_decode(e, 34, &d), B2S_E_PROTO);
+}
+
+static void test_reject_bad_utf8(void **state) {
+  (void)state;
+  static const struct { const char *s; size_t n; bool ok; } cases[] = {
+    {"plain", 5, true},
+    {"\xc3\xa9", 2, true},                     /* U+00E9 */
+    {"\xe2\x82\xac", 3, true},                 /* U+20AC */
+    {"\xf0\x9d\x84\x9e", 4, true},             /* U+1D11E */
+    {"\xf4\x8f\xbf\xbf", 4, true},             /* U+10FFFF */
+    {"\xed\x9f\xbf", 3, true},                 /* U+D7FF */
+    {"a\0b", 3, false},                        /* NUL */
+    {"\x80", 1, false},                        /* lone continuation */
+    {"\xc0\x80", 2, false},                    /* overlong NUL */
+    {"\xc1\xbf", 2, false},                    /* overlong */
+    {"\xe0\x9f\xbf", 3, false},                /* overlong */
+    {"\xf0\x8f\xbf\xbf", 4, false},            /* overlong */
+    {"\xed\xa0\x80", 3, false},                /* surrogate U+D800 */
+    {"\xf4\x90\x80\x80", 4, false},            /* U+110000 */
+    {"\xf5\x80\x80\x80", 4, false},            /* F5 lead */
+    {"\xff", 1, false},
+    {"\xe2\x82", 2, false},                    /* cut short */
+    {"\xc3(", 2, false},                       /* bad continuation */
+    {"\xe2\x28\xac", 3, false},
+    {"\xf0\x9d\x84(", 4, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint8_t b[64];
+    b2s_wire_msg d, m;
+    size_t n = raw_open(b, cases[i].s, cases[i].n, "", 0);
+    int want = cases[i].ok ? 0 : B2S_E_PROTO;
+    if (b2s_wire_decode(b, n, &d) != want)
+      fail_msg("case %zu: decode gave the wrong verdict", i);
+    b2s_wire_init(&m, B2S_WIRE_OPEN);
+    m.open.stream.ptr = cases[i].s;
+    m.open.stream.len = (uint16_t)cases[i].n;
+    int rc = encode(&m, b);
+    if (cases[i].ok ? rc != (int)n : rc != B2S_E_ARG)
+      fail_msg("case %zu: encode gave %d", i, rc);
+  }
+}
+
+static void test_reject_enums_and_ids(void **state) {
+  (void)state;
+  /* ACK level at 40 */
+  assert_int_equal(decode_patched(B2S_WIRE_ACK, 40, 0, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_ACK, 40, 4, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_ACK, 40, 1, 1), 0);
+  /* OPENED ack_level at 28, policy at 29 */
+  assert_int_equal(decode_patched(B2S_WIRE_OPENED, 28, 0, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_OPENED, 28, 4, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_OPENED, 29, 0, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_OPENED, 29, 4, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_OPENED, 29, 1, 1), 0);
+  /* DROPPED reason at 28: only the drop policies */
+  assert_int_equal(decode_patched(B2S_WIRE_DROPPED, 28, 1, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_DROPPED, 28, 4, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_DROPPED, 28, 3, 1), 0);
+  /* handles and follow ids are never 0 */
+  assert_int_equal(decode_patched(B2S_WIRE_DATA, 24, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_FLUSH, 16, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_CLOSE, 16, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_SHM_SUBMIT, 28, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_SHM_SUBMIT, 36, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_SHM_ATTACH, 20, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_UNFOLLOW, 16, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_NOTIFY, 32, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_OPENED, 16, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_OPENED, 24, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_OPENED, 20, 0, 4), 0); /* credits */
+  /* WELCOME: the range must contain version 1 */
+  assert_int_equal(decode_patched(B2S_WIRE_WELCOME, 28, 0, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_WELCOME, 28, 2, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_WELCOME, 29, 0, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_WELCOME, 29, 1, 1), 0);
+  /* ERROR: code negative, ref_type 0 or a client type */
+  assert_int_equal(decode_patched(B2S_WIRE_ERROR, 24, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_ERROR, 24, 5, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_ERROR, 24, 0x7FFFFFFF, 4),
+                   B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_ERROR, 24, 0x80000000u, 4), 0);
+  assert_int_equal(decode_patched(B2S_WIRE_ERROR, 32, 0, 1), 0);
+  assert_int_equal(decode_patched(B2S_WIRE_ERROR, 32, 0x0D, 1), 0);
+  assert_int_equal(decode_patched(B2S_WIRE_ERROR, 32, 0x0E, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_ERROR, 32, 0x83, 1), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_ERROR, 32, 0xFF, 1), B2S_E_PROTO);
+}
+
+static void test_reject_cross_field_rules(void **state) {
+  (void)state;
+  uint8_t b[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg m;
+
+  /* READ: by follow id or by name, exactly one */
+  sample(B2S_WIRE_READ, &m);
+  m.read.follow_id = 3;
+  assert_int_equal(encode(&m, b), B2S_E_ARG);
+  assert_int_equal(decode_patched(B2S_WIRE_READ, 24, 3, 4), B2S_E_PROTO);
+  m.read.stream.len = 0;
+  assert_int_equal(encode(&m, b), 30);
+  m.read.follow_id = 0;
+  assert_int_equal(encode(&m, b), B2S_E_ARG);
+
+  /* FOLLOW: one push mode at most; from_end only with start 0 */
+  sample(B2S_WIRE_FOLLOW, &m);
+  m.flags |= B2S_WIRE_FOLLOW_PUSH_COMPRESSED;
+  assert_int_equal(encode(&m, b), B2S_E_ARG);
+  assert_int_equal(decode_patched(B2S_WIRE_FOLLOW, 6, 0x0C, 2), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_FOLLOW, 6, 0x07, 2), B2S_E_PROTO);
+  sample(B2S_WIRE_FOLLOW, &m);
+  m.flags |= B2S_WIRE_FOLLOW_FROM_END;
+  assert_int_equal(encode(&m, b), B2S_E_ARG);
+  m.follow.start = 0;
+  assert_int_equal(encode(&m, b), 30);
+
+  /* FOLLOWING: start <= committed */
+  assert_int_equal(decode_patched(B2S_WIRE_FOLLOWING, 16, 10, 8), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_FOLLOWING, 16, 9, 8), 0);
+
+  /* NOTIFY: count >= 1, first + count <= committed, without overflow */
+  assert_int_equal(decode_patched(B2S_WIRE_NOTIFY, 36, 0, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_NOTIFY, 36, 4, 4), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_NOTIFY, 16, 10, 8), B2S_E_PROTO);
+  assert_int_equal(decode_patched(B2S_WIRE_NOTIFY, 24, 11, 8), B2S_E_PROTO);
+  sample(B2S_WIRE_NOTIFY, &m);
+  m.notify.first = UINT64_MAX - 1;
+  m.notify.committed = UINT64_MAX;
+  m.notify.count = 2;                           /* wraps past UINT64_MAX */
+  assert_int_equal(encode(&m, b), B2S_E_ARG);
+  m.notify.count = 1;
+  assert_int_equal(encode(&m, b), 40);
+
+  /* CHUNK: a pushed chunk names its follow */
+  assert_int_equal(decode_patched(B2S_WIRE_CHUNK, 24, 0, 4), B2S_E_PROTO);
+  sample(B2S_WIRE_CHUNK, &m);
+  m.flags = 0;
+  m.chunk.follow_id = 0;                        /* READ by name */
+  assert_int_equal(encode(&m, b), 36);
+}
+
+static void test_encode_errors(void **state) {
+  (void)state;
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg m;
+
+  b2s_wire_init(&m, 0x42);
+  assert_int_equal(encode(&m, buf), B2S_E_ARG);
+  assert_int_equal(b2s_wire_encode(NULL, buf, sizeof buf), B2S_E_ARG);
+
+  /* too small: nothing written; exactly large enough: fine */
+  sample(B2S_WIRE_OPEN, &m);
+  int n = encode(&m, buf);
+  memset(buf, 0xAA, sizeof buf);
+  assert_int_equal(b2s_wire_encode(&m, buf, (size_t)n - 1), B2S_E_DEST_SMALL);
+  for (size_t i = 0; i < sizeof buf; i++)
+    assert_int_equal(buf[i], 0xAA);
+  assert_int_equal(b2s_wire_encode(&m, NULL, 0), B2S_E_DEST_SMALL);
+  assert_int_equal(b2s_wire_encode(&m, buf, (size_t)n), n);
+  assert_int_equal(buf[n], 0xAA);
+
+  /* a string with bytes missing */
+  m.open.stream.ptr = NULL;
+  assert_int_equal(encode(&m, buf), B2S_E_ARG);
+  /* a string too long for any field */
+  static char huge[70000];
+  memset(huge, 'h', sizeof huge - 1);
+  m.open.stream = b2s_wire_cstr(huge);
+  assert_int_equal(m.open.stream.len, UINT16_MAX);
+  assert_int_equal(encode(&m, buf), B2S_E_ARG);
+  /* enum out of range */
+  sample(B2S_WIRE_ACK, &m);
+  m.ack.level = 0;
+  assert_int_equal(encode(&m, buf), B2S_E_ARG);
+  /* ERROR code must be negative */
+  sample(B2S_WIRE_ERROR, &m);
+  m.error.code = 0;
+  assert_int_equal(encode(&m, buf), B2S_E_ARG);
+  m.error.code = -28;                           /* -ENOSPC passes through */
+  assert_true(encode(&m, buf) > 0);
+  m.error.ref_type = B2S_WIRE_ACK;
+  assert_int_equal(encode(&m, buf), B2S_E_ARG);
+
+  /* the version field of the struct is ignored: encode speaks version 1 */
+  sample(B2S_WIRE_PING, &m);
+  m.version = 9;
+  assert_int_equal(encode(&m, buf), 24);
+  assert_int_equal(buf[4], 1);
+}
+
+/* ---- helpers of the API ------------------------------------------------- */
+
+static void test_type_names_and_payload(void **state) {
+  (void)state;
+  for (size_t i = 0; i < NTYPES; i++) {
+    int t = doc[i].type;
+    assert_string_equal(b2s_wire_type_name(t), doc[i].name);
+    bool payload = t == B2S_WIRE_DATA || t == B2S_WIRE_CHUNK ||
+                   t == B2S_WIRE_STATS_REPLY;
+    assert_int_equal(b2s_wire_has_payload(t), payload);
+    /* bit 7 marks exactly the daemon's messages (section 3) */
+    assert_int_equal((t & B2S_WIRE_FROM_DAEMON) != 0, i >= 13);
+  }
+  assert_string_equal(b2s_wire_type_name(-1), "UNKNOWN");
+  assert_string_equal(b2s_wire_type_name(0x1234), "UNKNOWN");
+  assert_false(b2s_wire_has_payload(0));
+  assert_false(b2s_wire_has_payload(0xFF));
+}
+
+static void test_check_payload(void **state) {
+  (void)state;
+  b2s_wire_msg m;
+  sample(B2S_WIRE_DATA, &m);
+  assert_int_equal(b2s_wire_check_payload(&m, 1, 100), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, 100, 100), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, 101, 100), B2S_E_OVERSIZE);
+  assert_int_equal(b2s_wire_check_payload(&m, 0, 100), B2S_E_PROTO);
+
+  sample(B2S_WIRE_STATS_REPLY, &m);
+  assert_int_equal(b2s_wire_check_payload(&m, 2, 100), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, 0, 100), B2S_E_PROTO);
+
+  sample(B2S_WIRE_CHUNK, &m);                  /* nbytes 65536, cbytes 1234 */
+  assert_int_equal(b2s_wire_check_payload(&m, 1234, 1 << 20), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, 1233, 1 << 20), B2S_E_PROTO);
+  assert_int_equal(b2s_wire_check_payload(&m, 65536, 1 << 20), B2S_E_PROTO);
+  assert_int_equal(b2s_wire_check_payload(&m, 1234, 1000), B2S_E_OVERSIZE);
+  m.flags |= B2S_WIRE_CHUNK_DECOMPRESSED;
+  assert_int_equal(b2s_wire_check_payload(&m, 65536, 1 << 20), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, 1234, 1 << 20), B2S_E_PROTO);
+  m.chunk.nbytes = 0;                           /* an empty chunk */
+  assert_int_equal(b2s_wire_check_payload(&m, 0, 1 << 20), 0);
+
+  for (size_t i = 0; i < NTYPES; i++) {
+    if (b2s_wire_has_payload(all_types[i]))
+      continue;
+    sample(all_types[i], &m);
+    assert_int_equal(b2s_wire_check_payload(&m, 0, 100), 0);
+    assert_int_equal(b2s_wire_check_payload(&m, 1, 100), B2S_E_PROTO);
+  }
+  b2s_wire_init(&m, 0x42);
+  assert_int_equal(b2s_wire_check_payload(&m, 0, 100), B2S_E_PROTO);
+  assert_int_equal(b2s_wire_check_payload(NULL, 0, 100), B2S_E_PROTO);
+}
+
+static void test_utf8_cut(void **state) {
+  (void)state;
+  const char *s = "ab\xc3\xa9" "c\xf0\x9d\x84\x9e";  /* a b é c U+1D11E */
+  size_t n = strlen(s);                               /* 9 */
+  assert_int_equal(n, 9);
+  assert_int_equal(b2s_wire_utf8_cut(s, n, 100), 9);
+  assert_int_equal(b2s_wire_utf8_cut(s, n, 9), 9);
+  assert_int_equal(b2s_wire_utf8_cut(s, n, 8), 5);   /* not inside U+1D11E */
+  assert_int_equal(b2s_wire_utf8_cut(s, n, 6), 5);
+  assert_int_equal(b2s_wire_utf8_cut(s, n, 5), 5);
+  assert_int_equal(b2s_wire_utf8_cut(s, n, 4), 4);
+  assert_int_equal(b2s_wire_utf8_cut(s, n, 3), 2);   /* not inside é */
+  assert_int_equal(b2s_wire_utf8_cut(s, n, 0), 0);
+
+  /* a cut message always encodes */
+  static char text[1100];
+  for (size_t i = 0; i + 2 <= sizeof text - 1; i += 2)
+    memcpy(text + i, "\xc3\xa9", 2);
+  b2s_wire_msg m;
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  sample(B2S_WIRE_ERROR, &m);
+  m.error.message.ptr = text;
+  m.error.message.len = (uint16_t)b2s_wire_utf8_cut(text, strlen(text) - 1,
+                                                   B2S_WIRE_TEXT_MAX);
+  assert_int_equal(m.error.message.len, B2S_WIRE_TEXT_MAX);
+  assert_int_equal(encode(&m, buf), B2S_WIRE_HEADER_MAX);
+
+  b2s_wire_str w = b2s_wire_cstr(NULL);
+  assert_int_equal(w.len, 0);
+  w = b2s_wire_cstr("xyz");
+  assert_int_equal(w.len, 3);
+}
+
+/* ---- the error table of PROTOCOL.md 6.3 --------------------------------- */
+
+static const struct { const char *name; int value; } codes[] = {
+#define B2S_CODE_(name, msg) {#name, name},
+  B2S_ERROR_LIST(B2S_CODE_)
+#undef B2S_CODE_
+};
+#define NCODES (sizeof codes / sizeof codes[0])
+
+static char *read_doc(void) {
+  const char *path = getenv("B2S_PROTOCOL_MD");
+  if (path == NULL)
+    fail_msg("B2S_PROTOCOL_MD is not set (tests/meson.build sets it)");
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    fail_msg("cannot open %s", path);
+  static char text[1 << 18];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  assert_true(n < sizeof text - 1);
+  text[n] = '\0';
+  return text;
+}
+
+static void test_error_table_matches(void **state) {
+  (void)state;
+  char *text = read_doc();
+  int seen[NCODES] = {0};
+  int rows = 0;
+  for (char *line = strtok(text, "\n"); line != NULL;
+       line = strtok(NULL, "\n")) {
+    char name[64], msg[256];
+    int value;
+    if (sscanf(line, "| `%63[A-Z0-9_]` | %d | %255[^|]|", name, &value,
+               msg) != 3)
+      continue;
+    rows++;
+    size_t len = strlen(msg);
+    while (len > 0 && msg[len - 1] == ' ')
+      msg[--len] = '\0';
+    size_t i = 0;
+    while (i < NCODES && strcmp(codes[i].name, name) != 0)
+      i++;
+    if (i == NCODES)
+      fail_msg("PROTOCOL.md lists %s, which b2s_errors.h does not have", name);
+    if (codes[i].value != value)
+      fail_msg("PROTOCOL.md gives %s = %d, b2s_errors.h %d: codes must "
+               "never be renumbered", name, value, codes[i].value);
+    if (strcmp(msg, b2s_strerror(value)) != 0)
+      fail_msg("PROTOCOL.md message of %s is \"%s\", b2s_strerror says "
+               "\"%s\"", name, msg, b2s_strerror(value));
+    seen[i]++;
+  }
+  for (size_t i = 0; i < NCODES; i++)
+    if (seen[i] != 1)
+      fail_msg("%s (%d) is listed %d times in docs/PROTOCOL.md section 6.3; "
+               "every code must be there once", codes[i].name,
+               codes[i].value, seen[i]);
+  assert_int_equal(rows, (int)NCODES);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_golden_hello),
+    cmocka_unit_test(test_golden_open),
+    cmocka_unit_test(test_golden_data),
+    cmocka_unit_test(test_golden_ack),
+    cmocka_unit_test(test_golden_error),
+    cmocka_unit_test(test_roundtrip_every_type),
+    cmocka_unit_test(test_field_offsets),
+    cmocka_unit_test(test_longest_header),
+    cmocka_unit_test(test_reject_short_and_magic),
+    cmocka_unit_test(test_reject_version),
+    cmocka_unit_test(test_reject_unknown_type),
+    cmocka_unit_test(test_reject_reserved_prefix),
+    cmocka_unit_test(test_reject_undefined_flags),
+    cmocka_unit_test(test_reject_truncated_and_trailing),
+    cmocka_unit_test(test_reject_string_lengths),
+    cmocka_unit_test(test_reject_bad_utf8),
+    cmocka_unit_test(test_reject_enums_and_ids),
+    cmocka_unit_test(test_reject_cross_field_rules),
+    cmocka_unit_test(test_encode_errors),
+    cmocka_unit_test(test_type_names_and_payload),
+    cmocka_unit_test(test_check_payload),
+    cmocka_unit_test(test_utf8_cut),
+    cmocka_unit_test(test_error_table_matches),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
