@@ -1,0 +1,230 @@
+/* Shared pieces of the b2stream command-line tool: opening a PATH of any
+ * kind, error lines, option and value parsing, output, JSON.
+ *
+ * Error policy: every failure is reported once, as one line on stderr
+ * starting with "b2stream: ", by the function that detects it; callers
+ * only turn the failure into an exit status (CLI_EXIT_*).
+ *
+ * Ownership: a cli_src owns its frame handle, the chunk file's bytes and
+ * its buffers; cli_src_close() releases them.  Pointers it returns stay
+ * valid until the next call on the same cli_src. */
+#ifndef B2S_CLI_H
+#define B2S_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "b2s_chunk.h"
+#include "frame.h"
+
+enum {
+  CLI_EXIT_OK = 0,
+  CLI_EXIT_FAIL = 1,     /* the operation failed or found a problem */
+  CLI_EXIT_USAGE = 2,    /* bad command line */
+};
+
+/* ---- messages ---------------------------------------------------------- */
+
+/* "b2stream: <fmt>\n" on stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "b2stream: PATH: reason: message (at byte OFFSET[, chunk N])": a frame
+ * error as the core describes it.  In a sparse frame an offset inside a
+ * chunk file names that file.  chunk_id: the file's id when known, else -1. */
+void cli_err_frame(const char *path, const b2s_frame_error *e, int code,
+                   int64_t chunk_id);
+
+/* ---- command line ------------------------------------------------------ */
+
+/* A subcommand: its name, one-line summary, full help text and entry point
+ * (argv[0] is the subcommand name). */
+typedef struct cli_cmd {
+  const char *name;
+  const char *summary;
+  const char *help;
+  int (*run)(int argc, char **argv);
+} cli_cmd;
+
+extern const cli_cmd cli_cmd_info, cli_cmd_ls, cli_cmd_cat, cli_cmd_unpack,
+    cli_cmd_verify, cli_cmd_recover, cli_cmd_convert, cli_cmd_pack;
+
+/* Walks argv[1..argc) of a subcommand.  Options (--name, --name=value,
+ * --name value) may come anywhere; "--" ends them; "-" is an operand. */
+typedef struct cli_args {
+  int argc, i;
+  char **argv;
+  const char *cmd;
+  bool only_operands;              /* after "--" */
+  const char *opt;                 /* current option name without "--" */
+  const char *raw;                 /* the current argument as given */
+  char optbuf[64];
+  const char *inline_val;          /* value after '=' or NULL */
+} cli_args;
+
+void cli_args_init(cli_args *a, int argc, char **argv);
+
+/* Next argument: 1 for an option (a->opt), 2 for an operand (*operand),
+ * 0 at the end. */
+int cli_args_next(cli_args *a, const char **operand);
+
+/* Value of the current option (inline or the next argument); NULL after
+ * printing an error when it is missing. */
+const char *cli_args_value(cli_args *a);
+
+/* The current option was given a value it does not take: error. */
+bool cli_args_no_value(cli_args *a);
+
+/* Usage error: prints "b2stream: CMD: <fmt> (see b2stream CMD --help)",
+ * returns CLI_EXIT_USAGE. */
+int cli_usage(const cli_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Usage error for the current option, which the command does not know. */
+int cli_unknown_option(const cli_args *a);
+
+/* Whether argv holds --help or -h before any "--". */
+bool cli_wants_help(int argc, char **argv);
+
+/* ---- value parsing (no output; 0 or a negative error) ------------------- */
+
+/* Decimal integer in [min, max], whole string. */
+int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* Size with an optional unit: B, K/KiB/k, M/MiB, G/GiB (binary), KB/kB,
+ * MB, GB (decimal).  In [min, max]. */
+int cli_parse_size(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* Hex string (even length, may be empty) into a malloc'ed buffer of
+ * *len bytes (at least 1 allocated). */
+int cli_parse_hex(const char *s, uint8_t **out, int32_t *len);
+
+/* Codec name (blosclz, lz4, lz4hc, zlib, zstd) to enum b2s_codec. */
+int cli_parse_codec(const char *s);
+
+/* Comma list of NAME[:META] (shuffle, bitshuffle, delta, truncprec; truncprec
+ * needs its precision in bits, which may be negative), or "none".  Filled
+ * right-aligned into the six slots, as c-blosc2's defaults are. */
+int cli_parse_filters(const char *s, uint8_t filters[B2S_MAX_FILTERS],
+                      uint8_t meta[B2S_MAX_FILTERS]);
+
+/* ---- names -------------------------------------------------------------- */
+
+const char *cli_codec_name(int code);       /* "code N" style fallbacks */
+const char *cli_special_name(int special);  /* none/zeros/nan/value/uninit */
+const char *cli_split_name(int splitmode);
+/* "delta,shuffle", "truncprec:10,shuffle" or "none" into out. */
+void cli_filters_str(const uint8_t filters[B2S_MAX_FILTERS],
+                     const uint8_t meta[B2S_MAX_FILTERS], char *out,
+                     size_t outlen);
+
+/* ---- output ------------------------------------------------------------- */
+
+/* write(2) all of buf to fd, through short writes and EINTR.  0 or -errno
+ * (-EPIPE when the reader went away: SIGPIPE is ignored). */
+int cli_write_all(int fd, const void *buf, size_t len);
+
+/* Flush stdout; on failure print the error and return false. */
+bool cli_flush_stdout(void);
+
+/* Remove a frame this process created and failed to finish: the file, or
+ * the directory with the files in it.  Best effort, silent. */
+void cli_remove_frame(const char *path);
+
+/* ---- JSON --------------------------------------------------------------- */
+
+/* Writes s[0..n) as a JSON string literal: valid UTF-8 passes through,
+ * quotes, backslashes and control characters are escaped, and every byte
+ * that is not part of valid UTF-8 becomes \u00XX (its Latin-1 reading),
+ * so any byte string gives valid JSON. */
+void cli_json_string(FILE *out, const char *s, size_t n);
+
+#define CLI_JSON_MAX_DEPTH 16
+
+/* Pretty-printed JSON, built value by value.  Keys are given with each
+ * value inside objects and are NULL inside arrays. */
+typedef struct cli_json {
+  FILE *out;
+  int depth;
+  bool first[CLI_JSON_MAX_DEPTH];
+  bool inline_[CLI_JSON_MAX_DEPTH];  /* array printed on one line */
+} cli_json;
+
+void cj_init(cli_json *j, FILE *out);
+void cj_obj_open(cli_json *j, const char *key);
+void cj_obj_close(cli_json *j);
+/* inline_items: all on one line (short arrays of numbers). */
+void cj_arr_open(cli_json *j, const char *key, bool inline_items);
+void cj_arr_close(cli_json *j);
+void cj_str(cli_json *j, const char *key, const char *s);
+void cj_strn(cli_json *j, const char *key, const char *s, size_t n);
+void cj_int(cli_json *j, const char *key, int64_t v);
+void cj_bool(cli_json *j, const char *key, bool v);
+void cj_null(cli_json *j, const char *key);
+/* nbytes / cbytes with 3 decimals, or null when cbytes is 0. */
+void cj_ratio(cli_json *j, const char *key, int64_t nbytes, int64_t cbytes);
+/* Ends the document with a newline. */
+void cj_end(cli_json *j);
+
+/* ---- PATH of any kind ----------------------------------------------------- */
+
+typedef enum cli_kind {
+  CLI_KIND_CHUNK,
+  CLI_KIND_CFRAME,
+  CLI_KIND_SFRAME,
+} cli_kind;
+
+const char *cli_kind_name(cli_kind k);      /* chunk / cframe / sframe */
+
+typedef struct cli_src {
+  const char *path;
+  cli_kind kind;
+  b2s_frame *frame;                /* frames */
+  uint8_t *chunk;                  /* chunk file: its bytes */
+  size_t chunk_len;
+  b2s_ctx *ctx;
+  uint8_t *buf;                    /* chunk bytes as read / decoded */
+  size_t cap;
+} cli_src;
+
+/* Open PATH: a directory is a sparse frame, a file starting with the frame
+ * magic a contiguous frame, anything else a chunk file (its header is
+ * checked).  Prints the error; returns 0 or a negative error. */
+int cli_src_open(const char *path, cli_src *src);
+void cli_src_close(cli_src *src);
+
+int64_t cli_src_nchunks(const cli_src *src);
+
+/* What is known about chunk i without decoding it. */
+typedef struct cli_chunk {
+  int64_t index;
+  int32_t nbytes, cbytes;          /* cbytes 32 for a special index entry */
+  bool stored;                     /* false: special index entry */
+  int64_t entry;                   /* frame index value, 0 for a chunk file */
+  int special;                     /* enum b2s_special */
+  b2s_chunk_info info;             /* header of a stored chunk */
+  const uint8_t *bytes;            /* the chunk (cbytes bytes): as stored,
+                                      or the special chunk an index entry
+                                      stands for */
+} cli_chunk;
+
+/* Describe chunk i and read it whole (d->bytes).  Prints the error; 0 or
+ * negative. */
+int cli_src_chunk(cli_src *src, int64_t i, cli_chunk *d);
+
+/* Decode chunk i into the source's buffer (*out, returns nbytes).  An
+ * uninitialised chunk decodes to zeros.  Prints the error. */
+int cli_src_decode(cli_src *src, int64_t i, const uint8_t **out);
+
+/* Print the frame's last error for PATH (chunk i's file in a sparse
+ * frame); code is the value returned. */
+void cli_src_frame_err(const cli_src *src, int code);
+
+/* Bytes of PATH on disk: the file, or chunks.b2frame plus every chunk file
+ * of a sparse frame.  *holes: unreferenced bytes (see cmd_info.c).  Prints
+ * the error. */
+int cli_src_space(cli_src *src, int64_t *file_size, int64_t *stored,
+                  int64_t *holes);
+
+#endif

@@ -1,0 +1,394 @@
+/* A PATH of any kind for the b2stream tool: a sparse frame directory, a
+ * contiguous frame file or a single chunk file, behind one interface of
+ * numbered chunks (see cli.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* msgpack fixarray(14), fixstr(8), "b2frame\0" */
+static const uint8_t frame_magic[10] = {0x9e, 0xa8, 'b', '2', 'f',
+                                        'r',  'a',  'm', 'e', 0};
+
+const char *cli_kind_name(cli_kind k) {
+  return k == CLI_KIND_CHUNK ? "chunk" : k == CLI_KIND_CFRAME ? "cframe"
+                                                              : "sframe";
+}
+
+/* Read the whole of fd (a regular file of `size` bytes). */
+static int read_all(int fd, uint8_t *dst, size_t size) {
+  size_t got = 0;
+  while (got < size) {
+    ssize_t r = read(fd, dst + got, size - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return -errno;
+    if (r == 0)
+      return B2S_E_TRUNCATED;
+    got += (size_t)r;
+  }
+  return 0;
+}
+
+static int open_chunk_file(cli_src *src, int fd, int64_t size) {
+  if (size > (int64_t)B2S_MAX_BUFFERSIZE + B2S_MAX_OVERHEAD) {
+    cli_err("%s: not a frame, and too large for a chunk", src->path);
+    return B2S_E_CBYTES;
+  }
+  src->chunk = malloc(size ? (size_t)size : 1);
+  if (src->chunk == NULL) {
+    cli_err("%s: out of memory", src->path);
+    return B2S_E_NOMEM;
+  }
+  int rc = read_all(fd, src->chunk, (size_t)size);
+  if (rc < 0) {
+    cli_err("%s: cannot read: %s", src->path, b2s_strerror(rc));
+    return rc;
+  }
+  src->chunk_len = (size_t)size;
+  b2s_chunk_info info;
+  rc = b2s_chunk_info_get(src->chunk, src->chunk_len, &info);
+  if (rc < 0)
+    cli_err("%s: neither a frame nor a valid chunk: %s", src->path,
+            b2s_strerror(rc));
+  return rc;
+}
+
+/* A regular file: a contiguous frame when it starts with the magic, else
+ * a chunk. */
+static int open_file(cli_src *src) {
+  int fd = open(src->path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0) {
+    int rc = -errno;
+    cli_err("%s: %s", src->path, strerror(-rc));
+    if (fd >= 0)
+      close(fd);
+    return rc;
+  }
+  uint8_t head[sizeof frame_magic];
+  int rc = 0;
+  bool is_frame = st.st_size >= (off_t)sizeof head &&
+                  read_all(fd, head, sizeof head) == 0 &&
+                  !memcmp(head, frame_magic, sizeof head);
+  if (is_frame) {
+    src->kind = CLI_KIND_CFRAME;
+    b2s_frame_error err;
+    rc = b2s_frame_open_file(src->path, 0, &src->frame, &err);
+    if (rc < 0)
+      cli_err_frame(src->path, &err, rc, -1);
+  } else if (lseek(fd, 0, SEEK_SET) < 0) {
+    rc = -errno;
+    cli_err("%s: %s", src->path, strerror(-rc));
+  } else {
+    src->kind = CLI_KIND_CHUNK;
+    rc = open_chunk_file(src, fd, (int64_t)st.st_size);
+  }
+  close(fd);
+  return rc;
+}
+
+int cli_src_open(const char *path, cli_src *src) {
+  memset(src, 0, sizeof *src);
+  src->path = path;
+  src->ctx = b2s_ctx_new();
+  if (src->ctx == NULL) {
+    cli_err("%s: out of memory", path);
+    return B2S_E_NOMEM;
+  }
+  struct stat st;
+  if (stat(path, &st) < 0) {
+    int rc = -errno;
+    cli_err("%s: %s", path, strerror(-rc));
+    cli_src_close(src);
+    return rc;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    int rc = open_file(src);
+    if (rc < 0)
+      cli_src_close(src);
+    return rc;
+  }
+  src->kind = CLI_KIND_SFRAME;
+  b2s_frame_error err;
+  int rc = b2s_frame_open_sparse(path, &src->frame, &err);
+  if (rc < 0) {
+    cli_err_frame(path, &err, rc, -1);
+    cli_src_close(src);
+  }
+  return rc;
+}
+
+void cli_src_close(cli_src *src) {
+  b2s_frame_free(src->frame);
+  free(src->chunk);
+  free(src->buf);
+  b2s_ctx_free(src->ctx);
+  const char *path = src->path;
+  memset(src, 0, sizeof *src);
+  src->path = path;
+}
+
+int64_t cli_src_nchunks(const cli_src *src) {
+  return src->frame ? b2s_frame_nchunks(src->frame) : src->chunk ? 1 : 0;
+}
+
+void cli_src_frame_err(const cli_src *src, int code) {
+  const b2s_frame_error *e = b2s_frame_last_error(src->frame);
+  int64_t id = -1;
+  if (src->kind == CLI_KIND_SFRAME && e && e->nchunk >= 0 &&
+      e->nchunk < b2s_frame_nchunks(src->frame))
+    id = b2s_frame_index(src->frame)[e->nchunk];
+  cli_err_frame(src->path, e, code, id);
+}
+
+static int reserve(cli_src *src, size_t n) {
+  if (n <= src->cap)
+    return 0;
+  uint8_t *p = realloc(src->buf, n);
+  if (p == NULL) {
+    cli_err("%s: out of memory (%zu bytes)", src->path, n);
+    return B2S_E_NOMEM;
+  }
+  src->buf = p;
+  src->cap = n;
+  return 0;
+}
+
+static int chunk_file_desc(cli_src *src, int64_t i, cli_chunk *d) {
+  if (i != 0) {
+    cli_err("%s: no chunk %lld (a chunk file holds chunk 0 only)", src->path,
+            (long long)i);
+    return B2S_E_NCHUNK;
+  }
+  b2s_chunk_info_get(src->chunk, src->chunk_len, &d->info);  /* checked */
+  d->nbytes = d->info.nbytes;
+  d->cbytes = d->info.cbytes;
+  d->stored = true;
+  d->special = d->info.special;
+  d->bytes = src->chunk;
+  return 0;
+}
+
+int cli_src_chunk(cli_src *src, int64_t i, cli_chunk *d) {
+  memset(d, 0, sizeof *d);
+  d->index = i;
+  if (src->frame == NULL)
+    return chunk_file_desc(src, i, d);
+  b2s_frame *f = src->frame;
+  int rc = b2s_frame_chunk_sizes(f, i, &d->cbytes, &d->nbytes);
+  if (rc < 0) {
+    cli_src_frame_err(src, rc);
+    return rc;
+  }
+  d->entry = b2s_frame_index(f)[i];
+  d->stored = d->entry >= 0;
+  if ((rc = reserve(src, (size_t)d->cbytes)) < 0)
+    return rc;
+  rc = b2s_frame_chunk_read(f, i, src->buf, src->cap);
+  if (rc < 0) {
+    cli_src_frame_err(src, rc);
+    return rc;
+  }
+  d->bytes = src->buf;
+  b2s_chunk_info_get(d->bytes, (size_t)d->cbytes, &d->info);  /* checked */
+  d->special = d->stored ? d->info.special : b2s_frame_entry_kind(d->entry);
+  return 0;
+}
+
+int cli_src_decode(cli_src *src, int64_t i, const uint8_t **out) {
+  int32_t nbytes;
+  int rc;
+  if (src->frame == NULL) {
+    cli_chunk d;
+    if ((rc = chunk_file_desc(src, i, &d)) < 0)
+      return rc;
+    nbytes = d.nbytes;
+  } else if ((rc = b2s_frame_chunk_sizes(src->frame, i, NULL, &nbytes)) < 0) {
+    cli_src_frame_err(src, rc);
+    return rc;
+  }
+  if ((rc = reserve(src, nbytes ? (size_t)nbytes : 1)) < 0)
+    return rc;
+  /* uninitialised chunks write nothing: give them defined bytes */
+  memset(src->buf, 0, (size_t)nbytes);
+  if (src->frame == NULL) {
+    rc = b2s_decompress(src->ctx, src->chunk, src->chunk_len, src->buf,
+                        (size_t)nbytes);
+    if (rc < 0)
+      cli_err("%s: chunk does not decompress: %s (chunk 0)", src->path,
+              b2s_strerror(rc));
+  } else {
+    rc = b2s_frame_chunk_decompress(src->frame, i, src->ctx, src->buf,
+                                    (size_t)nbytes);
+    if (rc < 0)
+      cli_src_frame_err(src, rc);
+  }
+  if (rc >= 0 && rc != nbytes) {
+    cli_err("%s: chunk %lld decoded to %d bytes instead of %d", src->path,
+            (long long)i, rc, nbytes);
+    rc = B2S_E_DECODE;
+  }
+  *out = src->buf;
+  return rc;
+}
+
+/* ---- space accounting ------------------------------------------------------ */
+
+typedef struct span {
+  int64_t start, len;
+} span;
+
+static int span_cmp(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Stored chunks of the frame as (offset or chunk id, cbytes), sorted. */
+static int stored_spans(cli_src *src, span **out, size_t *n) {
+  b2s_frame *f = src->frame;
+  int64_t nch = b2s_frame_nchunks(f);
+  const int64_t *index = b2s_frame_index(f);
+  span *s = malloc(nch > 0 ? (size_t)nch * sizeof *s : 1);
+  if (s == NULL) {
+    cli_err("%s: out of memory", src->path);
+    return B2S_E_NOMEM;
+  }
+  size_t k = 0;
+  for (int64_t i = 0; i < nch; i++) {
+    int32_t cb;
+    if (index[i] < 0)
+      continue;
+    int rc = b2s_frame_chunk_sizes(f, i, &cb, NULL);
+    if (rc < 0) {
+      cli_src_frame_err(src, rc);
+      free(s);
+      return rc;
+    }
+    s[k++] = (span){index[i], cb};
+  }
+  qsort(s, k, sizeof *s, span_cmp);
+  *out = s;
+  *n = k;
+  return 0;
+}
+
+/* Bytes covered by the union of the spans (a chunk referenced twice is
+ * stored once). */
+static int64_t union_len(const span *s, size_t n) {
+  int64_t total = 0, end = INT64_MIN;
+  for (size_t k = 0; k < n; k++) {
+    int64_t a = s[k].start > end ? s[k].start : end;
+    int64_t b = s[k].start + s[k].len;
+    if (b > a)
+      total += b - a;
+    if (b > end)
+      end = b;
+  }
+  return total;
+}
+
+/* Chunk id of a sparse frame's chunk file name "XXXXXXXX.chunk", or -1. */
+static int64_t chunk_file_id(const char *name) {
+  if (strlen(name) != 14 || strcmp(name + 8, ".chunk") != 0)
+    return -1;
+  int64_t id = 0;
+  for (int k = 0; k < 8; k++) {
+    char c = name[k];
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                                   : -1;
+    if (v < 0)
+      return -1;
+    id = id << 4 | v;
+  }
+  return id;
+}
+
+static const span *find_id(const span *s, size_t n, int64_t id) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s[mid].start < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && s[lo].start == id ? &s[lo] : NULL;
+}
+
+/* Sparse frame: every chunk file counts towards the size; a file no index
+ * entry names, and bytes after a chunk's cbytes, are holes. */
+static int sparse_space(cli_src *src, const span *s, size_t n,
+                        int64_t *file_size, int64_t *holes) {
+  DIR *d = opendir(src->path);
+  if (d == NULL) {
+    int rc = -errno;
+    cli_err("%s: %s", src->path, strerror(-rc));
+    return rc;
+  }
+  struct stat st;
+  int rc = 0;
+  *file_size = *holes = 0;
+  for (struct dirent *de; (de = readdir(d)) != NULL;) {
+    int64_t id = chunk_file_id(de->d_name);
+    bool index_file = !strcmp(de->d_name, B2S_SFRAME_INDEX_FILE);
+    if (id < 0 && !index_file)
+      continue;
+    if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      rc = -errno;
+      cli_err("%s/%s: %s", src->path, de->d_name, strerror(-rc));
+      break;
+    }
+    *file_size += st.st_size;
+    if (index_file)
+      continue;
+    const span *ref = find_id(s, n, id);
+    *holes += ref ? st.st_size - ref->len : st.st_size;
+  }
+  closedir(d);
+  return rc;
+}
+
+int cli_src_space(cli_src *src, int64_t *file_size, int64_t *stored,
+                  int64_t *holes) {
+  struct stat st;
+  if (src->frame == NULL) {
+    b2s_chunk_info info;
+    b2s_chunk_info_get(src->chunk, src->chunk_len, &info);  /* checked */
+    *file_size = (int64_t)src->chunk_len;
+    *stored = info.cbytes;
+    *holes = *file_size - *stored;
+    return 0;
+  }
+  span *s;
+  size_t n;
+  int rc = stored_spans(src, &s, &n);
+  if (rc < 0)
+    return rc;
+  if (src->kind == CLI_KIND_SFRAME) {
+    size_t k = 0;   /* the same chunk file referenced twice counts once */
+    for (size_t r = 0; r < n; r++)
+      if (k == 0 || s[r].start != s[k - 1].start)
+        s[k++] = s[r];
+    n = k;
+    *stored = 0;
+    for (size_t r = 0; r < n; r++)
+      *stored += s[r].len;
+    rc = sparse_space(src, s, n, file_size, holes);
+  } else if (stat(src->path, &st) < 0) {
+    rc = -errno;
+    cli_err("%s: %s", src->path, strerror(-rc));
+  } else {
+    *file_size = st.st_size;
+    *stored = union_len(s, n);
+    *holes = b2s_frame_header_get(src->frame)->cbytes - *stored;
+  }
+  free(s);
+  return rc;
+}

@@ -1,0 +1,148 @@
+/* b2stream convert: contiguous frame <-> sparse frame.  Chunks are copied
+ * as stored (no recompression), with the metalayers, the vlmetalayers and
+ * the header's compression defaults. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "frame_writer.h"
+
+static const char help[] =
+    "usage: b2stream convert SRC DST [--sparse | --contiguous]\n"
+    "\n"
+    "Copy the frame SRC into a new frame DST (which must not exist) of the\n"
+    "other type: a contiguous frame becomes a sparse frame directory and a\n"
+    "sparse frame a contiguous file, unless --sparse or --contiguous says\n"
+    "which.  Chunks are copied as stored, without recompression; metalayers,\n"
+    "vlmetalayers and the compression defaults of the header are kept.\n";
+
+/* Writer options that reproduce SRC's header defaults. */
+static int opts_from(const b2s_frame_header *h, b2s_fwriter_opts *wo) {
+  b2s_cparams *cp = &wo->cparams;
+  *wo = B2S_FWRITER_OPTS_DEFAULTS;
+  cp->codec = h->codec_flags & 0x0f;
+  if (cp->codec == 6)   /* user-defined codec: its code is in udcodec */
+    cp->codec = h->udcodec;
+  cp->clevel = h->codec_flags >> 4;
+  if (h->typesize > B2S_MAX_TYPESIZE)
+    return B2S_E_TYPESIZE;
+  cp->typesize = h->typesize;
+  cp->blocksize = h->blocksize;
+  int split = (h->other_flags & 0x07) + 1;
+  cp->splitmode = split <= B2S_SPLIT_FORWARD_COMPAT ? split
+                                                   : B2S_SPLIT_FORWARD_COMPAT;
+  memcpy(cp->filters, h->filters, B2S_MAX_FILTERS);
+  memcpy(cp->filters_meta, h->filters_meta, B2S_MAX_FILTERS);
+  cp->use_dict = h->other_flags2 & 1;
+  return 0;
+}
+
+static int copy_chunks(cli_src *src, b2s_fwriter *w, const char *dst) {
+  int64_t n = cli_src_nchunks(src);
+  for (int64_t i = 0; i < n; i++) {
+    cli_chunk d;
+    if (cli_src_chunk(src, i, &d) < 0)
+      return -1;
+    int64_t rc = b2s_fwriter_append(w, d.bytes, (size_t)d.cbytes);
+    if (rc < 0) {
+      cli_err("%s: cannot append chunk %lld: %s", dst, (long long)i,
+              b2s_strerror((int)rc));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int copy_vlmetas(cli_src *src, b2s_fwriter *w, const char *dst) {
+  const b2s_frame_metas *m = b2s_frame_vlmetalayers(src->frame);
+  for (int32_t k = 0; k < m->n; k++) {
+    uint8_t *content;
+    int32_t len;
+    const char *name = m->items[k].name;
+    int rc = b2s_frame_vlmeta_get(src->frame, name, src->ctx, &content, &len);
+    if (rc < 0) {
+      cli_src_frame_err(src, rc);
+      return -1;
+    }
+    rc = b2s_fwriter_vlmeta_set(w, name, content, len);
+    free(content);
+    if (rc < 0) {
+      cli_err("%s: cannot copy vlmetalayer '%s': %s", dst, name,
+              b2s_strerror(rc));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int convert(cli_src *src, const char *dst, bool sparse) {
+  b2s_fwriter_opts wo;
+  int rc = opts_from(b2s_frame_header_get(src->frame), &wo);
+  if (rc < 0) {
+    cli_err("%s: typesize above %d cannot be written", src->path,
+            B2S_MAX_TYPESIZE);
+    return CLI_EXIT_FAIL;
+  }
+  b2s_fwriter *w;
+  rc = b2s_fwriter_create(dst, sparse, &wo, b2s_frame_metalayers(src->frame),
+                          &w);
+  if (rc < 0) {
+    cli_err("%s: cannot create the frame: %s", dst, b2s_strerror(rc));
+    return CLI_EXIT_FAIL;
+  }
+  if (copy_chunks(src, w, dst) < 0 || copy_vlmetas(src, w, dst) < 0) {
+    b2s_fwriter_free(w);
+    cli_remove_frame(dst);
+    return CLI_EXIT_FAIL;
+  }
+  if ((rc = b2s_fwriter_close(w)) < 0) {
+    cli_err("%s: cannot close the frame: %s", dst, b2s_strerror(rc));
+    cli_remove_frame(dst);
+    return CLI_EXIT_FAIL;
+  }
+  return CLI_EXIT_OK;
+}
+
+static int run(int argc, char **argv) {
+  cli_args a;
+  cli_args_init(&a, argc, argv);
+  const char *ops[2] = {NULL, NULL}, *operand;
+  int nops = 0, want = -1;   /* -1: the opposite of SRC */
+  for (int t; (t = cli_args_next(&a, &operand)) != 0;) {
+    if (t == 2 && nops < 2)
+      ops[nops++] = operand;
+    else if (t == 2)
+      return cli_usage(&a, "unexpected argument '%s'", operand);
+    else if (strcmp(a.opt, "sparse") && strcmp(a.opt, "contiguous"))
+      return cli_unknown_option(&a);
+    else if (!cli_args_no_value(&a))
+      return CLI_EXIT_USAGE;
+    else
+      want = !strcmp(a.opt, "sparse");
+  }
+  if (nops < 2)
+    return cli_usage(&a, "needs SRC and DST");
+  if (!strcmp(ops[1], "-"))
+    return cli_usage(&a, "DST must be a path: a frame is not written to "
+                         "stdout");
+  struct stat st;
+  if (lstat(ops[1], &st) == 0) {
+    cli_err("%s: already exists", ops[1]);
+    return CLI_EXIT_FAIL;
+  }
+  cli_src src;
+  if (cli_src_open(ops[0], &src) < 0)
+    return CLI_EXIT_FAIL;
+  int status = CLI_EXIT_FAIL;
+  if (src.kind == CLI_KIND_CHUNK)
+    cli_err("%s: a chunk file, not a frame", ops[0]);
+  else
+    status = convert(&src, ops[1],
+                     want < 0 ? src.kind == CLI_KIND_CFRAME : want == 1);
+  cli_src_close(&src);
+  return status;
+}
+
+const cli_cmd cli_cmd_convert = {"convert", "contiguous <-> sparse frame",
+                                 help, run};

@@ -1,0 +1,117 @@
+/* b2stream ls: one line (or JSON object) per chunk.  The JSON keys are
+ * documented in tools/README.md. */
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: b2stream ls PATH [--json]\n"
+    "\n"
+    "List the chunks of a frame (or the one chunk of a chunk file): index,\n"
+    "nbytes, cbytes, ratio, special kind (none/zeros/nan/uninit/value) and,\n"
+    "for stored chunks, codec and filters.  Special index entries (chunks\n"
+    "that occupy no space) show '-' as codec.\n"
+    "\n"
+    "  --json   print one JSON object (keys documented in tools/README.md)\n";
+
+static void chunk_json(cli_json *j, const cli_chunk *d) {
+  cj_obj_open(j, NULL);
+  cj_int(j, "index", d->index);
+  cj_int(j, "index_value", d->entry);
+  cj_bool(j, "stored", d->stored);
+  cj_int(j, "nbytes", d->nbytes);
+  cj_int(j, "cbytes", d->cbytes);
+  cj_ratio(j, "ratio", d->nbytes, d->nbytes ? d->cbytes : 0);
+  cj_str(j, "special", cli_special_name(d->special));
+  if (d->stored) {
+    char filters[96];
+    cli_filters_str(d->info.filters, d->info.filters_meta, filters,
+                    sizeof filters);
+    cj_str(j, "codec", cli_codec_name(d->info.codec));
+    cj_int(j, "compcode", d->info.codec);
+    cj_arr_open(j, "filters", true);
+    for (int k = 0; k < B2S_MAX_FILTERS; k++)
+      cj_int(j, NULL, d->info.filters[k]);
+    cj_arr_close(j);
+    cj_arr_open(j, "filters_meta", true);
+    for (int k = 0; k < B2S_MAX_FILTERS; k++)
+      cj_int(j, NULL, d->info.filters_meta[k]);
+    cj_arr_close(j);
+    cj_str(j, "filters_str", filters);
+  }
+  cj_obj_close(j);
+}
+
+static void chunk_text(const cli_chunk *d) {
+  char filters[96] = "-", ratio[32] = "-";
+  if (d->stored)
+    cli_filters_str(d->info.filters, d->info.filters_meta, filters,
+                    sizeof filters);
+  if (d->nbytes > 0)
+    snprintf(ratio, sizeof ratio, "%.3f", (double)d->nbytes / d->cbytes);
+  printf("%8lld %11d %11d %8s  %-7s %-8s %s\n", (long long)d->index, d->nbytes,
+         d->cbytes, ratio, cli_special_name(d->special),
+         d->stored ? cli_codec_name(d->info.codec) : "-", filters);
+}
+
+static int list(cli_src *src, bool json) {
+  int64_t n = cli_src_nchunks(src);
+  cli_json j;
+  if (json) {
+    cj_init(&j, stdout);
+    cj_obj_open(&j, NULL);
+    cj_str(&j, "path", src->path);
+    cj_str(&j, "kind", cli_kind_name(src->kind));
+    cj_int(&j, "nchunks", n);
+    cj_arr_open(&j, "chunks", false);
+  } else {
+    printf("%8s %11s %11s %8s  %-7s %-8s %s\n", "chunk", "nbytes", "cbytes",
+           "ratio", "special", "codec", "filters");
+  }
+  for (int64_t i = 0; i < n; i++) {
+    cli_chunk d;
+    if (cli_src_chunk(src, i, &d) < 0)
+      return CLI_EXIT_FAIL;   /* partial output: the error line says why */
+    if (json)
+      chunk_json(&j, &d);
+    else
+      chunk_text(&d);
+  }
+  if (json) {
+    cj_arr_close(&j);
+    cj_obj_close(&j);
+    cj_end(&j);
+  }
+  return CLI_EXIT_OK;
+}
+
+static int run(int argc, char **argv) {
+  cli_args a;
+  cli_args_init(&a, argc, argv);
+  const char *path = NULL, *operand;
+  bool json = false;
+  for (int t; (t = cli_args_next(&a, &operand)) != 0;) {
+    if (t == 2 && path == NULL)
+      path = operand;
+    else if (t == 2)
+      return cli_usage(&a, "unexpected argument '%s'", operand);
+    else if (strcmp(a.opt, "json"))
+      return cli_unknown_option(&a);
+    else if (!cli_args_no_value(&a))
+      return CLI_EXIT_USAGE;
+    else
+      json = true;
+  }
+  if (path == NULL)
+    return cli_usage(&a, "missing PATH");
+  cli_src src;
+  if (cli_src_open(path, &src) < 0)
+    return CLI_EXIT_FAIL;
+  int status = list(&src, json);
+  cli_src_close(&src);
+  if (!cli_flush_stdout())
+    status = CLI_EXIT_FAIL;
+  return status;
+}
+
+const cli_cmd cli_cmd_ls = {"ls", "list the chunks", help, run};
