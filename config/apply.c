@@ -1,0 +1,312 @@
+/* Walk a YAML mapping against the schema and store each value into its
+ * field: type checks, bounds, unknown and duplicate keys, defaults. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+static void child_path(char *out, const char *parent, const char *key) {
+  snprintf(out, CFG_KEYPATH_MAX, "%s%s%s", parent, parent[0] ? "." : "", key);
+}
+
+static int expected(cfg_ctx *c, const cfg_node *v, const char *kp,
+                    const char *what) {
+  if (v->kind != CN_SCALAR || cfg_node_is_null(v))
+    return cfg_fail(c, v, kp, "expected %s, got %s", what,
+                    cfg_node_kind_name(v));
+  char q[96];
+  cfg_quote(q, sizeof q, v->str, v->len);
+  return cfg_fail(c, v, kp, "expected %s, got %s", what, q);
+}
+
+static bool is_value(const cfg_node *v) {
+  return v->kind == CN_SCALAR && !cfg_node_is_null(v);
+}
+
+static int get_int(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                   const char *kp, int64_t *out) {
+  if (!is_value(v) || cfg_parse_int(v->str, out) < 0)
+    return expected(c, v, kp, "an integer");
+  if (*out < d->min || *out > d->max)
+    return cfg_fail(c, v, kp, "%s is out of range %lld..%lld", v->str,
+                    (long long)d->min, (long long)d->max);
+  return 0;
+}
+
+static int get_size(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                    const char *kp, int64_t *out) {
+  if (!is_value(v))
+    return expected(c, v, kp, "a size");
+  if (cfg_parse_size(v->str, out) < 0) {
+    char q[96];
+    cfg_quote(q, sizeof q, v->str, v->len);
+    return cfg_fail(c, v, kp, "%s is not a size (a number of bytes, with "
+                    "k, M, G, T or KiB, MiB, GiB, TiB)", q);
+  }
+  if (*out < d->min || *out > d->max) {
+    char lo[32], hi[32];
+    cfg_format_size(d->min, lo, sizeof lo);
+    cfg_format_size(d->max, hi, sizeof hi);
+    return cfg_fail(c, v, kp, "%s is out of range %s..%s", v->str, lo, hi);
+  }
+  return 0;
+}
+
+static int get_enum(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                    const char *kp, int64_t *out) {
+  const char *names[16];
+  size_t n = 0;
+  char list[160] = "";
+  for (const cfg_enum *e = d->enums; e->name && n < 16; e++) {
+    if (is_value(v) && strcmp(v->str, e->name) == 0) {
+      *out = e->value;
+      return 0;
+    }
+    names[n++] = e->name;
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", e->name);
+  }
+  if (!is_value(v))
+    return cfg_fail(c, v, kp, "expected one of %s, got %s", list,
+                    cfg_node_kind_name(v));
+  char q[96];
+  cfg_quote(q, sizeof q, v->str, v->len);
+  const char *hint = cfg_suggest(v->str, names, n);
+  if (hint)
+    return cfg_fail(c, v, kp, "%s is not one of %s (did you mean '%s'?)", q,
+                    list, hint);
+  return cfg_fail(c, v, kp, "%s is not one of %s", q, list);
+}
+
+static int put_string(cfg_ctx *c, const cfg_node *v, const char *kp,
+                      char *dst, size_t cap, const char *s) {
+  size_t len = strlen(s);
+  if (len >= cap)
+    return cfg_fail(c, v, kp, "longer than %zu bytes", cap - 1);
+  memcpy(dst, s, len + 1);
+  return 0;
+}
+
+static int set_path(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                    const char *kp, void *field) {
+  if (!v->str[0])
+    return put_string(c, v, kp, field, d->size, "");
+  char full[B2S_CONFIG_PATH_MAX];
+  if (cfg_path_join(c->base_dir, v->str, full, sizeof full) < 0)
+    return cfg_fail(c, v, kp, "path longer than %d bytes",
+                    B2S_CONFIG_PATH_MAX - 1);
+  return put_string(c, v, kp, field, d->size, full);
+}
+
+static int set_dtype(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                     const char *kp, void *field) {
+  for (const char *p = v->str; *p; p++)
+    if (*p < 0x20 || *p > 0x7e)
+      return cfg_fail(c, v, kp, "a dtype is printable ASCII");
+  return put_string(c, v, kp, field, d->size, v->str);
+}
+
+static int set_template(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                        const char *kp, void *field) {
+  if (b2s_stream_name_check(v->str) < 0) {
+    char q[96];
+    cfg_quote(q, sizeof q, v->str, v->len);
+    return cfg_fail(c, v, kp, "%s is not a valid template name", q);
+  }
+  return put_string(c, v, kp, field, d->size, v->str);
+}
+
+static int set_string(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                      const char *kp, void *field) {
+  if (v->kind != CN_SCALAR || cfg_node_is_null(v))
+    return expected(c, v, kp, "a string");
+  switch (d->type) {
+  case CT_PATH: return set_path(c, d, v, kp, field);
+  case CT_DTYPE: return set_dtype(c, d, v, kp, field);
+  case CT_TEMPLATE: return set_template(c, d, v, kp, field);
+  default: return put_string(c, v, kp, field, d->size, v->str);
+  }
+}
+
+static int set_item(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                    const char *kp, void *field) {
+  int64_t x = 0;
+  int rc;
+  switch (d->type) {
+  case CT_ENDPOINTS: {
+    if (v->kind != CN_SCALAR || cfg_node_is_null(v))
+      return expected(c, v, kp, "an endpoint string");
+    const char *why = cfg_endpoint_check(v->str);
+    if (why) {
+      char q[96];
+      cfg_quote(q, sizeof q, v->str, v->len);
+      return cfg_fail(c, v, kp, "%s: %s", q, why);
+    }
+    return put_string(c, v, kp, field, d->size, v->str);
+  }
+  case CT_ENUM_LIST:
+    rc = get_enum(c, d, v, kp, &x);
+    break;
+  default:
+    rc = get_int(c, d, v, kp, &x);
+    break;
+  }
+  if (rc == 0)
+    cfg_field_set(field, d->size, x);
+  return rc;
+}
+
+static int set_list(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                    const char *kp, void *obj) {
+  if (v->kind != CN_SEQ)
+    return expected(c, v, kp, "a list");
+  if (v->n > d->max_items)
+    return cfg_fail(c, v, kp, "at most %d items, got %zu", d->max_items,
+                    v->n);
+  if (v->n < d->min_items)
+    return cfg_fail(c, v, kp, "at least %d item%s needed", d->min_items,
+                    d->min_items == 1 ? "" : "s");
+  size_t i = 0;
+  for (const cfg_node *it = v->child; it; it = it->next, i++) {
+    char ikp[CFG_KEYPATH_MAX + 8];
+    snprintf(ikp, sizeof ikp, "%s[%zu]", kp, i);
+    int rc = set_item(c, d, it, ikp, (char *)obj + d->off + i * d->size);
+    if (rc < 0)
+      return rc;
+  }
+  *((uint8_t *)obj + d->aux) = (uint8_t)v->n;
+  return 0;
+}
+
+static int set_value(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                     void *obj, const char *kp) {
+  void *field = (char *)obj + d->off;
+  int64_t x = 0;
+  int rc;
+  switch (d->type) {
+  case CT_INT: rc = get_int(c, d, v, kp, &x); break;
+  case CT_SIZE: rc = get_size(c, d, v, kp, &x); break;
+  case CT_ENUM: rc = get_enum(c, d, v, kp, &x); break;
+  case CT_ENDPOINTS:
+  case CT_ENUM_LIST:
+  case CT_INT_LIST:
+    return set_list(c, d, v, kp, obj);
+  default:
+    return set_string(c, d, v, kp, field);
+  }
+  if (rc == 0)
+    cfg_field_set(field, d->size, x);
+  return rc;
+}
+
+int cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template) {
+  for (size_t i = 0; i < cfg_nschema; i++) {
+    const cfg_desc *d = &cfg_schema[i];
+    if (d->scope != scope || !d->def ||
+        (template && (d->flags & CF_STREAM_ONLY)))
+      continue;
+    const char *text = d->def;
+    /* "" is an empty string for string keys, not a missing value */
+    bool quoted = d->type == CT_PATH || d->type == CT_STREAM_PATH ||
+                  d->type == CT_DTYPE || d->type == CT_TEMPLATE;
+    char envval[B2S_CONFIG_PATH_MAX];
+    const char *e = d->env ? getenv(d->env) : NULL;
+    if (e && e[0]) {
+      /* systemd lists several directories with ':'; ours is the first */
+      size_t n = strcspn(e, ":");
+      if (n >= sizeof envval)
+        return cfg_fail(c, NULL, d->path, "$%s is too long", d->env);
+      memcpy(envval, e, n);
+      envval[n] = '\0';
+      text = envval;
+      quoted = true;
+    }
+    cfg_node *v = cfg_tree_from_text(&c->tree, text, quoted);
+    if (!v)
+      return cfg_nomem(c);
+    int rc = set_value(c, d, v, obj, d->path);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+static int unknown_key(cfg_ctx *c, int scope, const char *prefix,
+                       const cfg_node *k, const char *kp) {
+  const char *names[CFG_MAX_DESC];
+  size_t n = 0;
+  for (size_t i = 0; i < cfg_nschema; i++)
+    if (cfg_desc_under(&cfg_schema[i], scope, prefix))
+      names[n++] = cfg_desc_key(&cfg_schema[i]);
+  char q[96];
+  cfg_quote(q, sizeof q, k->str, k->len);
+  const char *hint = cfg_suggest(k->str, names, n);
+  if (hint)
+    return cfg_fail(c, k, kp, "unknown key %s (did you mean '%s'?)", q, hint);
+  return cfg_fail(c, k, kp, "unknown key %s", q);
+}
+
+static int apply_group(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                       void *obj, bool template, cfg_loc *loc,
+                       const char *kp) {
+  bool *present = (d->flags & CF_OPTIONAL) ? (bool *)((char *)obj + d->aux)
+                                            : NULL;
+  if (cfg_node_is_null(v)) {
+    /* "b2nd: null" switches off what a template switched on */
+    if (present)
+      *present = false;
+    return 0;
+  }
+  if (v->kind != CN_MAP)
+    return expected(c, v, kp, "a mapping");
+  if (present)
+    *present = true;
+  return cfg_apply_map(c, d->scope, d->path, v, obj, template, loc, kp);
+}
+
+int cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
+                  const cfg_node *map, void *obj, bool template,
+                  cfg_loc *loc, const char *keypath) {
+  const cfg_node *first[CFG_MAX_DESC] = {0};
+  for (const cfg_node *k = map->child; k && k->next; k = k->next->next) {
+    const cfg_node *v = k->next;
+    int di = cfg_schema_find(scope, prefix, k->str, k->len);
+    if (di < 0)
+      return unknown_key(c, scope, prefix, k, keypath);
+    const cfg_desc *d = &cfg_schema[di];
+    char kp[CFG_KEYPATH_MAX];
+    child_path(kp, keypath, cfg_desc_key(d));
+    if (first[di])
+      return cfg_fail(c, k, keypath, "duplicate key '%s' (first at line %d)",
+                      cfg_desc_key(d), first[di]->line);
+    first[di] = k;
+    if (template && (d->flags & CF_STREAM_ONLY))
+      return cfg_fail(c, k, keypath, "'%s' is not allowed in a template",
+                      cfg_desc_key(d));
+    if (loc)
+      loc->at[di] = v;
+    int rc;
+    switch (d->type) {
+    case CT_GROUP:
+      rc = apply_group(c, d, v, obj, template, loc, kp);
+      break;
+    case CT_TEMPLATES:
+    case CT_STREAMS:
+      if (v->kind != CN_MAP && !cfg_node_is_null(v))
+        return expected(c, v, kp, "a mapping of names to stream settings");
+      if (d->type == CT_TEMPLATES)
+        c->templates_node = v;
+      else
+        c->streams_node = v;
+      rc = 0;
+      break;
+    default:
+      rc = set_value(c, d, v, obj, kp);
+      break;
+    }
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}

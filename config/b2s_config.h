@@ -1,0 +1,207 @@
+/* b2streamd configuration: a YAML file checked against one schema table.
+ *
+ * The schema (config/schema.c) lists every key once with its type, default,
+ * bounds and help text; loading, defaults, bounds checks, equality and the
+ * effective-config dump are all driven by it.  Errors come back as one line
+ * naming the file, line, column and key path, e.g.
+ *   b2streamd.yaml:14:12: streams.raw.clevel: 12 is out of range 0..9
+ *
+ * Paths: relative paths in the file are relative to the directory of the
+ * file (b2s_config_load makes that absolute), stream paths relative to
+ * data_dir, relative ipc:// endpoints relative to run_dir.  Every path held
+ * here is absolute and lexically normalised; the checks are lexical (no
+ * symlinks are followed), so whoever opens a stream path should still open
+ * it without following links out of data_dir.
+ *
+ * Streams without a `template:` key inherit from the template `default`
+ * (built-in defaults unless the file defines it); a stream's own keys
+ * override the template's, key by key inside nested maps.
+ *
+ * Ownership: a b2s_config owns everything it points to and is immutable
+ * after loading, so threads may share it; pointers into it live as long as
+ * it does.  b2s_stream_cfg and b2s_daemon_cfg hold no pointers and may be
+ * copied by value (a stream writer keeps its own copy across reloads). */
+#ifndef B2S_CONFIG_H
+#define B2S_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "b2s_chunk.h"
+#include "b2s_errors.h"
+#include "frame_format.h"
+
+#define B2S_STREAM_NAME_MAX 64          /* bytes, without the NUL */
+#define B2S_CONFIG_PATH_MAX 4096        /* bytes, with the NUL */
+#define B2S_CONFIG_STRING_MAX 4096      /* longest scalar accepted */
+#define B2S_CONFIG_TEXT_MAX (1 << 20)   /* largest configuration document */
+#define B2S_CONFIG_MAX_STREAMS 1024     /* streams, and templates, each */
+#define B2S_CONFIG_MAX_LISTEN 16
+#define B2S_CONFIG_ENDPOINT_MAX 512     /* bytes, with the NUL */
+#define B2S_CONFIG_MAX_DIM 8
+#define B2S_CONFIG_DTYPE_MAX 64         /* bytes, with the NUL */
+#define B2S_IPC_PATH_MAX 107            /* sockaddr_un.sun_path minus NUL */
+
+enum b2s_log_level {
+  B2S_LOG_ERROR = 0,
+  B2S_LOG_WARNING = 1,
+  B2S_LOG_INFO = 2,
+  B2S_LOG_DEBUG = 3,
+};
+
+enum b2s_stream_format {
+  B2S_FORMAT_CONTIGUOUS = 0,           /* one .b2frame file */
+  B2S_FORMAT_SPARSE = 1,               /* a .b2frame directory */
+};
+
+enum b2s_ack {
+  B2S_ACK_RECEIPT = 0,                 /* once the daemon holds the buffer */
+  B2S_ACK_WRITE = 1,                   /* once the chunk is written */
+  B2S_ACK_FSYNC = 2,                   /* once the commit is on stable storage */
+};
+
+enum b2s_backpressure {
+  B2S_BP_BLOCK = 0,
+  B2S_BP_DROP_NEWEST = 1,
+  B2S_BP_DROP_OLDEST = 2,
+};
+
+/* The b2nd (N-d array) description of a stream.  Counts are as configured;
+ * in a finished stream (not a template) ndim == nshape == nchunkshape ==
+ * nblockshape, dtype is filled in and cparams.blocksize matches blockshape.
+ * shape[0] may be 0: the first dimension grows with the stream. */
+typedef struct b2s_stream_b2nd {
+  bool enabled;
+  int8_t ndim;
+  uint8_t nshape, nchunkshape, nblockshape;
+  int64_t shape[B2S_CONFIG_MAX_DIM];
+  int32_t chunkshape[B2S_CONFIG_MAX_DIM];
+  int32_t blockshape[B2S_CONFIG_MAX_DIM]; /* none configured: = chunkshape */
+  char dtype[B2S_CONFIG_DTYPE_MAX];       /* NumPy dtype string; "" = auto */
+} b2s_stream_b2nd;
+
+typedef struct b2s_stream_durability {
+  int32_t ack;                         /* enum b2s_ack */
+  int32_t group_count;                 /* commit after this many chunks */
+  int32_t group_interval_ms;           /* ... or after this long */
+} b2s_stream_durability;
+
+/* One stream's (or template's) settings. */
+typedef struct b2s_stream_cfg {
+  char name[B2S_STREAM_NAME_MAX + 1];
+  char template_name[B2S_STREAM_NAME_MAX + 1]; /* "" in a template */
+  /* Normalised, relative to data_dir; a template keeps its "{name}"
+   * placeholders, which a stream replaces by its name. */
+  char path[B2S_CONFIG_PATH_MAX];
+  char full_path[B2S_CONFIG_PATH_MAX];  /* data_dir/path; "" in a template */
+  int32_t format;                      /* enum b2s_stream_format */
+  /* Ready for b2s_compress: codec, clevel, typesize, blocksize, splitmode
+   * as configured; filters and filters_meta from the lists below, placed
+   * at the end of the pipeline as c-blosc2 does. */
+  b2s_cparams cparams;
+  uint8_t nfilters;                    /* as configured, in pipeline order */
+  uint8_t filters[B2S_MAX_FILTERS];
+  uint8_t nfilters_meta;               /* 0 or nfilters */
+  int16_t filters_meta[B2S_MAX_FILTERS];
+  b2s_stream_b2nd b2nd;
+  b2s_stream_durability durability;
+  int32_t backpressure;                /* enum b2s_backpressure */
+  int32_t queue_depth;                 /* buffers in flight for the stream */
+} b2s_stream_cfg;
+
+typedef struct b2s_daemon_cfg {
+  /* Endpoints to bind; relative ipc:// paths already joined to run_dir. */
+  char listen[B2S_CONFIG_MAX_LISTEN][B2S_CONFIG_ENDPOINT_MAX];
+  uint8_t nlisten;
+  char run_dir[B2S_CONFIG_PATH_MAX];
+  char data_dir[B2S_CONFIG_PATH_MAX];
+  int32_t workers;                     /* 0 = one per online CPU */
+  int64_t memory_limit;                /* bytes for all buffers in flight */
+  int64_t max_buffer;                  /* largest single buffer, bytes */
+  int32_t log_level;                   /* enum b2s_log_level */
+  int32_t slow_disk_ms;
+  struct {
+    int32_t slots;
+    int64_t slot_size;
+  } shm;                               /* defaults for shared-memory producers */
+  struct {
+    bool enabled;
+    char secret_key_file[B2S_CONFIG_PATH_MAX];
+    char authorized_keys_file[B2S_CONFIG_PATH_MAX];
+  } curve;
+} b2s_daemon_cfg;
+
+typedef struct b2s_config b2s_config;
+
+/* Read and check the file at path.  Returns 0 and a new config in *out, or
+ * a negative error (B2S_E_CONFIG, B2S_E_NOMEM, -errno) with a one-line
+ * message in err (when err is not NULL). */
+int b2s_config_load(const char *path, b2s_config **out, char *err,
+                    size_t errlen);
+
+/* The same from text[0..len).  filename only names the text in messages
+ * (NULL: "<config>"); base_dir, which must be absolute, stands for the
+ * directory of the file.  Nothing is read from the filesystem;
+ * $RUNTIME_DIRECTORY and $STATE_DIRECTORY supply the run_dir and data_dir
+ * defaults when set. */
+int b2s_config_parse(const char *text, size_t len, const char *filename,
+                     const char *base_dir, b2s_config **out, char *err,
+                     size_t errlen);
+
+void b2s_config_free(b2s_config *cfg);
+
+const b2s_daemon_cfg *b2s_config_daemon(const b2s_config *cfg);
+
+/* Configured streams in file order; *count receives their number. */
+const b2s_stream_cfg *b2s_config_streams(const b2s_config *cfg, size_t *count);
+const b2s_stream_cfg *b2s_config_stream_find(const b2s_config *cfg,
+                                             const char *name);
+
+/* Templates (always including "default") in file order. */
+const b2s_stream_cfg *b2s_config_templates(const b2s_config *cfg,
+                                           size_t *count);
+const b2s_stream_cfg *b2s_config_template_find(const b2s_config *cfg,
+                                               const char *name);
+
+/* Settings for a stream created at run time from a template (NULL means
+ * "default").  Returns 0, B2S_E_STREAM_NAME, B2S_E_NOTEMPLATE, or
+ * B2S_E_CONFIG when the resulting path does not fit.  The
+ * caller still checks the name and path against the streams it runs. */
+int b2s_config_stream_from_template(const b2s_config *cfg,
+                                    const char *template_name,
+                                    const char *stream_name,
+                                    b2s_stream_cfg *out);
+
+/* Whether two streams' effective settings are the same (what a reload
+ * compares to decide whether a stream must be reopened). */
+bool b2s_stream_cfg_equal(const b2s_stream_cfg *a, const b2s_stream_cfg *b);
+bool b2s_daemon_cfg_equal(const b2s_daemon_cfg *a, const b2s_daemon_cfg *b);
+
+/* The core's b2nd description of s (which must have b2nd.enabled); nd
+ * borrows the dtype string from s. */
+void b2s_stream_cfg_b2nd(const b2s_stream_cfg *s, b2s_b2nd *nd);
+
+/* workers, with 0 resolved to the number of online CPUs (1..256). */
+int b2s_daemon_cfg_workers(const b2s_daemon_cfg *d);
+
+/* 0 when name is a valid stream or template name: 1..64 bytes of
+ * [A-Za-z0-9._-], not starting with '.'; else B2S_E_STREAM_NAME. */
+int b2s_stream_name_check(const char *name);
+
+/* Resolve a stream path (relative to data_dir, or absolute) lexically and
+ * write data_dir/<normalised path> to out.  Returns 0, B2S_E_CONFIG when
+ * the path is empty, names data_dir itself or leaves it, or -ENAMETOOLONG
+ * when the result does not fit in outlen bytes.  data_dir must be absolute
+ * and normalised. */
+int b2s_stream_path_resolve(const char *data_dir, const char *path, char *out,
+                            size_t outlen);
+
+/* Print the effective configuration as YAML that loads back to an equal
+ * configuration.  With B2S_DUMP_HELP every key carries its help text as a
+ * comment.  Returns 0 or -EIO. */
+#define B2S_DUMP_HELP 1u
+int b2s_config_dump(const b2s_config *cfg, FILE *out, unsigned flags);
+
+#endif

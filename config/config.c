@@ -1,0 +1,239 @@
+/* Loading a configuration: file -> text -> tree -> daemon settings,
+ * templates, streams; and access to the result. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config_internal.h"
+
+#define DI(path) cfg_schema_index(CFG_DAEMON, path)
+
+static int finish_listen(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
+  for (int i = 0; i < d->nlisten; i++) {
+    char out[B2S_CONFIG_ENDPOINT_MAX];
+    if (cfg_endpoint_resolve(d->listen[i], d->run_dir, out, sizeof out) < 0)
+      return cfg_loc_item_fail(c, loc, DI("listen"), i, "'%s' in run_dir "
+                               "makes a socket path longer than %d bytes",
+                               d->listen[i], B2S_IPC_PATH_MAX);
+    memcpy(d->listen[i], out, sizeof out);
+  }
+  return 0;
+}
+
+static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
+  if (!d->run_dir[0])
+    return cfg_loc_fail(c, loc, DI("run_dir"), "must not be empty");
+  if (!d->data_dir[0])
+    return cfg_loc_fail(c, loc, DI("data_dir"), "must not be empty");
+  int rc = finish_listen(c, d, loc);
+  if (rc < 0)
+    return rc;
+  if (d->curve.enabled) {
+    const char *keys[] = {"curve.secret_key_file", "curve.authorized_keys_file"};
+    const char *vals[] = {d->curve.secret_key_file,
+                          d->curve.authorized_keys_file};
+    for (int i = 0; i < 2; i++)
+      if (!vals[i][0])
+        return cfg_loc_fail(c, loc, DI(keys[i]), "required with curve");
+  }
+  if (d->max_buffer > d->memory_limit) {
+    char a[32], b[32];
+    cfg_format_size(d->max_buffer, a, sizeof a);
+    cfg_format_size(d->memory_limit, b, sizeof b);
+    if (!loc->at[DI("max_buffer")] && loc->at[DI("memory_limit")])
+      return cfg_loc_fail(c, loc, DI("memory_limit"), "%s is smaller than "
+                          "max_buffer (%s)", b, a);
+    return cfg_loc_fail(c, loc, DI("max_buffer"), "%s is larger than "
+                        "memory_limit (%s)", a, b);
+  }
+  return 0;
+}
+
+static int build(cfg_ctx *c, const char *text, size_t len) {
+  b2s_config *cfg = c->cfg;
+  int rc = cfg_tree_parse(c, text, len);
+  if (rc == 0)
+    rc = cfg_apply_defaults(c, CFG_DAEMON, &cfg->daemon, false);
+  if (rc == 0)
+    rc = cfg_apply_defaults(c, CFG_STREAM, &cfg->stream_defaults, true);
+  if (rc < 0)
+    return rc;
+  const cfg_node *root = c->tree.root;
+  cfg_loc *loc = calloc(1, sizeof *loc);
+  if (!loc)
+    return cfg_nomem(c);
+  loc->self = root;
+  if (root && root->kind != CN_MAP && !cfg_node_is_null(root))
+    rc = cfg_fail(c, root, "", "the top level must be a mapping of keys, "
+                  "got %s", cfg_node_kind_name(root));
+  else if (root && root->kind == CN_MAP)
+    rc = cfg_apply_map(c, CFG_DAEMON, "", root, &cfg->daemon, false, loc, "");
+  if (rc == 0)
+    rc = finish_daemon(c, &cfg->daemon, loc);
+  free(loc);
+  if (rc == 0)
+    rc = cfg_streams_load(c);
+  return rc;
+}
+
+int b2s_config_parse(const char *text, size_t len, const char *filename,
+                     const char *base_dir, b2s_config **out, char *err,
+                     size_t errlen) {
+  if (err && errlen)
+    err[0] = '\0';
+  if (!out || (!text && len))
+    return B2S_E_ARG;
+  *out = NULL;
+  char base[B2S_CONFIG_PATH_MAX];
+  cfg_ctx c = {.file = filename ? filename : "<config>", .err = err,
+               .errlen = errlen, .base_dir = base};
+  if (!base_dir || base_dir[0] != '/' ||
+      cfg_path_normalize(base_dir, base, sizeof base, NULL) < 0)
+    return cfg_fail(&c, NULL, "", "the base directory must be an absolute "
+                    "path shorter than %d bytes", B2S_CONFIG_PATH_MAX),
+           B2S_E_ARG;
+  if (len > B2S_CONFIG_TEXT_MAX)
+    return cfg_fail(&c, NULL, "", "larger than %d bytes",
+                    B2S_CONFIG_TEXT_MAX);
+  c.cfg = calloc(1, sizeof *c.cfg);
+  if (!c.cfg)
+    return cfg_nomem(&c);
+  int rc = build(&c, text ? text : "", len);
+  cfg_tree_fini(&c.tree);
+  if (rc < 0) {
+    b2s_config_free(c.cfg);
+    return rc;
+  }
+  *out = c.cfg;
+  return 0;
+}
+
+static int read_all(int fd, char **text, size_t *len) {
+  size_t cap = 64 * 1024, n = 0;
+  char *buf = malloc(cap);
+  if (!buf)
+    return B2S_E_NOMEM;
+  for (;;) {
+    if (n == cap) {
+      if (cap > B2S_CONFIG_TEXT_MAX) {
+        free(buf);
+        return -EFBIG;
+      }
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        return B2S_E_NOMEM;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int e = errno;
+      free(buf);
+      return -e;
+    }
+    if (r == 0)
+      break;
+    n += (size_t)r;
+  }
+  if (n > B2S_CONFIG_TEXT_MAX) {
+    free(buf);
+    return -EFBIG;
+  }
+  *text = buf;
+  *len = n;
+  return 0;
+}
+
+int b2s_config_load(const char *path, b2s_config **out, char *err,
+                    size_t errlen) {
+  if (err && errlen)
+    err[0] = '\0';
+  if (!path || !out)
+    return B2S_E_ARG;
+  *out = NULL;
+  cfg_ctx c = {.file = path, .err = err, .errlen = errlen};
+  char *real = realpath(path, NULL);
+  if (!real) {
+    int e = errno;
+    cfg_fail(&c, NULL, "", "%s", strerror(e));
+    return -e;
+  }
+  int fd = open(real, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    free(real);
+    cfg_fail(&c, NULL, "", "%s", strerror(e));
+    return -e;
+  }
+  char *text = NULL;
+  size_t len = 0;
+  int rc = read_all(fd, &text, &len);
+  close(fd);
+  if (rc == -EFBIG)
+    rc = cfg_fail(&c, NULL, "", "larger than %d bytes", B2S_CONFIG_TEXT_MAX);
+  else if (rc < 0)
+    cfg_fail(&c, NULL, "", "%s", rc == B2S_E_NOMEM ? "out of memory"
+                                                   : strerror(-rc));
+  if (rc == 0)
+    rc = b2s_config_parse(text, len, path, dirname(real), out, err, errlen);
+  free(text);
+  free(real);
+  return rc;
+}
+
+void b2s_config_free(b2s_config *cfg) {
+  if (!cfg)
+    return;
+  free(cfg->streams);
+  free(cfg->templates);
+  free(cfg);
+}
+
+const b2s_daemon_cfg *b2s_config_daemon(const b2s_config *cfg) {
+  return &cfg->daemon;
+}
+
+const b2s_stream_cfg *b2s_config_streams(const b2s_config *cfg, size_t *count) {
+  *count = cfg->nstreams;
+  return cfg->streams;
+}
+
+const b2s_stream_cfg *b2s_config_templates(const b2s_config *cfg,
+                                           size_t *count) {
+  *count = cfg->ntemplates;
+  return cfg->templates;
+}
+
+static const b2s_stream_cfg *find(const b2s_stream_cfg *v, size_t n,
+                                  const char *name) {
+  for (size_t i = 0; name && i < n; i++)
+    if (strcmp(v[i].name, name) == 0)
+      return &v[i];
+  return NULL;
+}
+
+const b2s_stream_cfg *b2s_config_stream_find(const b2s_config *cfg,
+                                             const char *name) {
+  return find(cfg->streams, cfg->nstreams, name);
+}
+
+const b2s_stream_cfg *b2s_config_template_find(const b2s_config *cfg,
+                                               const char *name) {
+  return find(cfg->templates, cfg->ntemplates, name);
+}
+
+int b2s_daemon_cfg_workers(const b2s_daemon_cfg *d) {
+  if (d->workers > 0)
+    return d->workers;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}

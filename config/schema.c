@@ -1,0 +1,222 @@
+/* The configuration schema: every key, once.  Parsing, defaults, bounds,
+ * equality and the dump all walk this table; a new key is one new row (and
+ * its field).  Children of a group follow the group's row. */
+#include <stddef.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+#define KIB INT64_C(1024)
+#define MIB (KIB * 1024)
+#define GIB (MIB * 1024)
+#define TIB (GIB * 1024)
+
+#define FSIZE(T, m) sizeof(((T *)0)->m)
+#define D(m) .off = offsetof(b2s_daemon_cfg, m), .size = FSIZE(b2s_daemon_cfg, m)
+#define DL(m, count)                                                           \
+  .off = offsetof(b2s_daemon_cfg, m), .size = FSIZE(b2s_daemon_cfg, m[0]),     \
+  .aux = offsetof(b2s_daemon_cfg, count)
+#define S(m) .off = offsetof(b2s_stream_cfg, m), .size = FSIZE(b2s_stream_cfg, m)
+#define SL(m, count)                                                           \
+  .off = offsetof(b2s_stream_cfg, m), .size = FSIZE(b2s_stream_cfg, m[0]),     \
+  .aux = offsetof(b2s_stream_cfg, count)
+#define DAEMON .scope = CFG_DAEMON
+#define STREAM .scope = CFG_STREAM
+
+static const cfg_enum log_levels[] = {
+  {"error", B2S_LOG_ERROR}, {"warning", B2S_LOG_WARNING},
+  {"info", B2S_LOG_INFO}, {"debug", B2S_LOG_DEBUG}, {NULL, 0}};
+static const cfg_enum formats[] = {
+  {"contiguous", B2S_FORMAT_CONTIGUOUS}, {"sparse", B2S_FORMAT_SPARSE},
+  {NULL, 0}};
+static const cfg_enum codecs[] = {
+  {"blosclz", B2S_CODEC_BLOSCLZ}, {"lz4", B2S_CODEC_LZ4},
+  {"lz4hc", B2S_CODEC_LZ4HC}, {"zlib", B2S_CODEC_ZLIB},
+  {"zstd", B2S_CODEC_ZSTD}, {NULL, 0}};
+static const cfg_enum filters[] = {
+  {"shuffle", B2S_FILTER_SHUFFLE}, {"bitshuffle", B2S_FILTER_BITSHUFFLE},
+  {"delta", B2S_FILTER_DELTA}, {"truncprec", B2S_FILTER_TRUNC_PREC},
+  {NULL, 0}};
+static const cfg_enum splits[] = {
+  {"always", B2S_SPLIT_ALWAYS}, {"never", B2S_SPLIT_NEVER},
+  {"auto", B2S_SPLIT_AUTO}, {"forward_compat", B2S_SPLIT_FORWARD_COMPAT},
+  {NULL, 0}};
+static const cfg_enum acks[] = {
+  {"receipt", B2S_ACK_RECEIPT}, {"write", B2S_ACK_WRITE},
+  {"fsync", B2S_ACK_FSYNC}, {NULL, 0}};
+static const cfg_enum backpressures[] = {
+  {"block", B2S_BP_BLOCK}, {"drop-newest", B2S_BP_DROP_NEWEST},
+  {"drop-oldest", B2S_BP_DROP_OLDEST}, {NULL, 0}};
+
+const cfg_desc cfg_schema[] = {
+  /* daemon */
+  {"listen", DAEMON, .type = CT_ENDPOINTS, DL(listen, nlisten),
+   .min_items = 1, .max_items = B2S_CONFIG_MAX_LISTEN,
+   .def = "[ipc://b2streamd.sock]",
+   .help = "ZeroMQ endpoints to bind: ipc://PATH (relative to run_dir) or "
+           "tcp://HOST:PORT"},
+  {"run_dir", DAEMON, .type = CT_PATH, D(run_dir), .def = "run",
+   .env = "RUNTIME_DIRECTORY",
+   .help = "directory for sockets ($RUNTIME_DIRECTORY, else run/ next to "
+           "this file)"},
+  {"data_dir", DAEMON, .type = CT_PATH, D(data_dir), .def = "data",
+   .env = "STATE_DIRECTORY",
+   .help = "directory for frames ($STATE_DIRECTORY, else data/ next to "
+           "this file)"},
+  {"workers", DAEMON, .type = CT_INT, D(workers), .min = 0, .max = 256,
+   .def = "0", .help = "compression threads; 0 = one per online CPU"},
+  {"memory_limit", DAEMON, .type = CT_SIZE, D(memory_limit), .min = MIB,
+   .max = TIB, .def = "256MiB", .unit = "bytes",
+   .help = "total size of the buffers in flight"},
+  {"max_buffer", DAEMON, .type = CT_SIZE, D(max_buffer), .min = KIB,
+   .max = 2 * GIB - 64, .def = "64MiB", .unit = "bytes",
+   .help = "largest single buffer accepted"},
+  {"log_level", DAEMON, .type = CT_ENUM, D(log_level), .enums = log_levels,
+   .def = "info", .help = "error, warning, info or debug"},
+  {"slow_disk_ms", DAEMON, .type = CT_INT, D(slow_disk_ms), .min = 1,
+   .max = 600000, .def = "200", .unit = "ms",
+   .help = "log disk calls slower than this"},
+  {"shm", DAEMON, .type = CT_GROUP,
+   .help = "defaults for shared-memory producers"},
+  {"shm.slots", DAEMON, .type = CT_INT, D(shm.slots), .min = 1, .max = 4096,
+   .def = "16", .help = "slots per producer"},
+  {"shm.slot_size", DAEMON, .type = CT_SIZE, D(shm.slot_size), .min = 4 * KIB,
+   .max = GIB, .def = "4MiB", .unit = "bytes", .help = "bytes per slot"},
+  {"curve", DAEMON, .type = CT_GROUP, .flags = CF_OPTIONAL,
+   .aux = offsetof(b2s_daemon_cfg, curve.enabled),
+   .help = "CurveZMQ encryption and authentication of tcp:// clients"},
+  {"curve.secret_key_file", DAEMON, .type = CT_PATH,
+   D(curve.secret_key_file), .def = "",
+   .help = "the daemon's secret key (Z85)"},
+  {"curve.authorized_keys_file", DAEMON, .type = CT_PATH,
+   D(curve.authorized_keys_file), .def = "",
+   .help = "public keys of the clients allowed in, one per line"},
+  {"templates", DAEMON, .type = CT_TEMPLATES,
+   .help = "stream settings for streams created at run time"},
+  {"streams", DAEMON, .type = CT_STREAMS, .help = "streams opened at start"},
+
+  /* stream (and template) */
+  {"template", STREAM, .type = CT_TEMPLATE, .flags = CF_STREAM_ONLY,
+   S(template_name), .def = "default",
+   .help = "template the other keys override"},
+  {"path", STREAM, .type = CT_STREAM_PATH, S(path), .def = "{name}.b2frame",
+   .help = "frame path inside data_dir; {name} is the stream name"},
+  {"format", STREAM, .type = CT_ENUM, S(format), .enums = formats,
+   .def = "contiguous",
+   .help = "contiguous (one file) or sparse (a directory)"},
+  {"codec", STREAM, .type = CT_ENUM, S(cparams.codec), .enums = codecs,
+   .def = "zstd", .help = "blosclz, lz4, lz4hc, zlib or zstd"},
+  {"clevel", STREAM, .type = CT_INT, S(cparams.clevel), .min = 0, .max = 9,
+   .def = "5", .help = "compression level; 0 stores the data"},
+  {"typesize", STREAM, .type = CT_INT, S(cparams.typesize), .min = 1,
+   .max = B2S_MAX_TYPESIZE, .def = "2", .unit = "bytes",
+   .help = "item size the filters work on"},
+  {"filters", STREAM, .type = CT_ENUM_LIST, SL(filters, nfilters),
+   .enums = filters, .max_items = B2S_MAX_FILTERS, .def = "[shuffle]",
+   .help = "pipeline: shuffle, bitshuffle, delta, truncprec"},
+  {"filters_meta", STREAM, .type = CT_INT_LIST,
+   SL(filters_meta, nfilters_meta), .min = -128, .max = 255,
+   .max_items = B2S_MAX_FILTERS, .def = "[]",
+   .help = "one parameter per filter (truncprec: bits kept); [] = none"},
+  {"blocksize", STREAM, .type = CT_SIZE, S(cparams.blocksize), .min = 0,
+   .max = B2S_MAX_BLOCKSIZE, .def = "0", .unit = "bytes",
+   .help = "0 = automatic (or from b2nd.blockshape)"},
+  {"split", STREAM, .type = CT_ENUM, S(cparams.splitmode), .enums = splits,
+   .def = "forward_compat",
+   .help = "always, never, auto or forward_compat"},
+  {"b2nd", STREAM, .type = CT_GROUP, .flags = CF_OPTIONAL,
+   .aux = offsetof(b2s_stream_cfg, b2nd.enabled),
+   .help = "N-d array metadata (python-blosc2 opens the frame as an array)"},
+  /* no defaults: without b2nd there are no shapes */
+  {"b2nd.shape", STREAM, .type = CT_INT_LIST, SL(b2nd.shape, b2nd.nshape),
+   .min = 0, .max = INT64_MAX, .min_items = 1,
+   .max_items = B2S_CONFIG_MAX_DIM,
+   .help = "array shape; a first dimension of 0 grows with the stream"},
+  {"b2nd.chunkshape", STREAM, .type = CT_INT_LIST,
+   SL(b2nd.chunkshape, b2nd.nchunkshape), .min = 1, .max = INT32_MAX,
+   .min_items = 1, .max_items = B2S_CONFIG_MAX_DIM,
+   .help = "shape of one chunk (one buffer)"},
+  {"b2nd.blockshape", STREAM, .type = CT_INT_LIST,
+   SL(b2nd.blockshape, b2nd.nblockshape), .min = 1, .max = INT32_MAX,
+   .max_items = B2S_CONFIG_MAX_DIM,
+   .help = "shape of one block; [] = the chunkshape"},
+  {"b2nd.dtype", STREAM, .type = CT_DTYPE, S(b2nd.dtype), .def = "",
+   .help = "NumPy dtype string, e.g. <u2; \"\" = from typesize"},
+  {"durability", STREAM, .type = CT_GROUP,
+   .help = "when producers are acknowledged and commits happen"},
+  {"durability.ack", STREAM, .type = CT_ENUM, S(durability.ack),
+   .enums = acks, .def = "write",
+   .help = "acknowledge on receipt, after write, or after fsync"},
+  {"durability.group_count", STREAM, .type = CT_INT,
+   S(durability.group_count), .min = 1, .max = 1000000, .def = "64",
+   .help = "commit after this many chunks"},
+  {"durability.group_interval_ms", STREAM, .type = CT_INT,
+   S(durability.group_interval_ms), .min = 0, .max = 60000, .def = "50",
+   .unit = "ms", .help = "... or after this long"},
+  {"backpressure", STREAM, .type = CT_ENUM, S(backpressure),
+   .enums = backpressures, .def = "block",
+   .help = "when the queue is full: block, drop-newest or drop-oldest"},
+  {"queue_depth", STREAM, .type = CT_INT, S(queue_depth), .min = 1,
+   .max = 65536, .def = "64", .help = "buffers in flight for the stream"},
+};
+
+const size_t cfg_nschema = sizeof cfg_schema / sizeof cfg_schema[0];
+
+_Static_assert(sizeof cfg_schema / sizeof cfg_schema[0] <= CFG_MAX_DESC,
+               "the seen-key mask holds CFG_MAX_DESC entries");
+_Static_assert(sizeof(b2s_daemon_cfg) <= UINT16_MAX &&
+                   sizeof(b2s_stream_cfg) <= UINT16_MAX,
+               "field offsets are 16-bit");
+
+const char *cfg_desc_key(const cfg_desc *d) {
+  const char *dot = strrchr(d->path, '.');
+  return dot ? dot + 1 : d->path;
+}
+
+bool cfg_desc_under(const cfg_desc *d, int scope, const char *prefix) {
+  if (d->scope != scope)
+    return false;
+  size_t pl = strlen(prefix);
+  if (pl == 0)
+    return strchr(d->path, '.') == NULL;
+  return strncmp(d->path, prefix, pl) == 0 && d->path[pl] == '.' &&
+         strchr(d->path + pl + 1, '.') == NULL;
+}
+
+int cfg_schema_find(int scope, const char *prefix, const char *key,
+                    size_t keylen) {
+  for (size_t i = 0; i < cfg_nschema; i++) {
+    const cfg_desc *d = &cfg_schema[i];
+    if (!cfg_desc_under(d, scope, prefix))
+      continue;
+    const char *k = cfg_desc_key(d);
+    if (strlen(k) == keylen && memcmp(k, key, keylen) == 0)
+      return (int)i;
+  }
+  return -1;
+}
+
+const cfg_enum *cfg_enum_by_value(const cfg_enum *e, int value) {
+  for (; e->name; e++)
+    if (e->value == value)
+      return e;
+  return NULL;
+}
+
+int cfg_desc_parent(int di) {
+  const cfg_desc *d = &cfg_schema[di];
+  const char *dot = strrchr(d->path, '.');
+  for (size_t i = 0; dot && i < cfg_nschema; i++)
+    if (cfg_schema[i].scope == d->scope &&
+        strlen(cfg_schema[i].path) == (size_t)(dot - d->path) &&
+        strncmp(cfg_schema[i].path, d->path, (size_t)(dot - d->path)) == 0)
+      return (int)i;
+  return -1;
+}
+
+int cfg_schema_index(int scope, const char *path) {
+  for (size_t i = 0; i < cfg_nschema; i++)
+    if (cfg_schema[i].scope == scope && strcmp(cfg_schema[i].path, path) == 0)
+      return (int)i;
+  return -1;
+}
