@@ -4,10 +4,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_client.h"
 
 static const cli_cmd *const commands[] = {
     &cli_cmd_info,   &cli_cmd_ls,      &cli_cmd_cat,     &cli_cmd_verify,
     &cli_cmd_recover, &cli_cmd_convert, &cli_cmd_pack,   &cli_cmd_unpack,
+    &cli_cmd_produce, &cli_cmd_tail,   &cli_cmd_stats,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

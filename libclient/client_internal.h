@@ -1,0 +1,143 @@
+/* Internals of the client library shared by client_*.c.
+ *
+ * One message pump per session (client_session.c): every message read from
+ * the socket goes through sc_dispatch, which routes it to the producer
+ * (by handle) or consumer (by follow id) it is about, or, when its tag is
+ * the one a request is waiting for, parks it in the session's reply slot.
+ * Waiting functions loop on sc_pump until their condition holds, so
+ * asynchronous messages (ACK, DROPPED, NOTIFY, pushed CHUNK) are never lost
+ * while a request is outstanding.
+ *
+ * Ownership: the session owns its producers and consumers (two lists) and
+ * the reply slot's ZeroMQ messages. */
+#ifndef B2SC_CLIENT_INTERNAL_H
+#define B2SC_CLIENT_INTERNAL_H
+
+#include <zmq.h>
+
+#include "b2stream_client.h"
+#include "shm.h"
+#include "wire.h"
+
+/* A ZeroMQ message received and decoded: the header frame, the decoded
+ * header (its strings borrow from hdr) and the payload when there is one. */
+typedef struct sc_msg {
+  zmq_msg_t hdr, payload;
+  bool has_payload;
+  b2s_wire_msg m;
+} sc_msg;
+
+void sc_msg_close(sc_msg *x);
+
+/* A chunk pushed by the daemon and not yet returned by b2sc_next. */
+typedef struct sc_pushed {
+  struct sc_pushed *next;
+  uint64_t index, committed;
+  uint32_t nbytes, cbytes;
+  zmq_msg_t payload;
+} sc_pushed;
+
+struct b2sc_producer {
+  b2sc_session *s;
+  b2sc_producer *next;               /* session list */
+  uint32_t handle;
+  int closed;                        /* 0, or why the daemon ended it */
+  int64_t credits;                   /* available, reservations deducted */
+  uint32_t max_buffer;
+  uint8_t ack_level, policy;
+  uint64_t next_id;                  /* buffers sent = next buffer id */
+  uint64_t bytes;
+  uint64_t upto[4];                  /* ACK upto per level 1..3 */
+  uint64_t dropped, rejected;
+  int status;                        /* first drop/rejection since flush */
+  /* shared memory */
+  b2s_shm *seg;
+  uint32_t segment;
+};
+
+struct b2sc_consumer {
+  b2sc_session *s;
+  b2sc_consumer *next;               /* session list */
+  char stream[B2S_WIRE_NAME_MAX + 1];
+  unsigned flags;
+  uint32_t follow_id;
+  int closed;                        /* 0, or why the daemon ended it */
+  uint64_t pos;                      /* next index b2sc_next returns */
+  uint64_t announced;                /* NOTIFY: indexes < this announced */
+  uint64_t committed;                /* latest committed count heard */
+  sc_pushed *head, *tail;            /* pushed chunks, in index order */
+  uint64_t push_next;                /* index the next pushed CHUNK has */
+  zmq_msg_t current;                 /* payload b2sc_next handed out */
+  bool has_current;
+  /* b2sc_read's kept chunk */
+  zmq_msg_t cached;
+  bool has_cached, cached_dec;
+  uint64_t cached_index;
+};
+
+struct b2sc_session {
+  void *zctx, *sock;
+  int timeout_ms;                    /* request timeout */
+  int dead;                          /* 0, or why the session ended */
+  uint32_t next_tag;
+  int64_t last_send_ms;              /* for PING */
+  /* WELCOME */
+  char server[B2S_WIRE_NAME_MAX + 1];
+  uint32_t session_id, max_buffer, daemon_timeout_ms;
+  bool shm;
+  /* last ERROR */
+  char last_error[B2S_WIRE_TEXT_MAX + 1];
+  int last_code;
+  /* the request being waited for */
+  uint32_t wait_tag;
+  bool have_reply;
+  sc_msg reply;
+  b2sc_producer *producers;
+  b2sc_consumer *consumers;
+};
+
+/* Monotonic milliseconds. */
+int64_t sc_now_ms(void);
+
+/* Deadline for timeout_ms from now: -1 for none. */
+int64_t sc_deadline(int timeout_ms);
+
+/* Encode m (tag as set) and send it, with payload msg when not NULL (the
+ * payload is consumed on success).  0, B2S_E_CLOSED, B2S_E_TIMEOUT. */
+int sc_send(b2sc_session *s, const b2s_wire_msg *m, zmq_msg_t *payload);
+
+/* Read and dispatch messages until one arrived (1), the deadline passed
+ * (0; deadline -1 = wait forever, 0 = only what is queued) or the session
+ * failed (negative).  Sends PING when idle too long. */
+int sc_pump(b2sc_session *s, int64_t deadline);
+
+/* Send m as a request with a new tag and wait (request timeout) for the
+ * direct reply, left in s->reply (caller calls sc_msg_close).  Returns 0,
+ * the ERROR's code when the daemon answered with an ERROR, B2S_E_TIMEOUT,
+ * B2S_E_CLOSED, or B2S_E_PROTO when the reply has an unexpected type. */
+int sc_request(b2sc_session *s, b2s_wire_msg *m, int want_type,
+               int64_t deadline);
+
+/* Copy wire string w into a NUL-terminated buffer of cap bytes. */
+void sc_strcpy(char *dst, size_t cap, b2s_wire_str w);
+
+/* Routing of asynchronous messages (client_producer.c,
+ * client_consumer.c). */
+void sc_producer_dispatch(b2sc_session *s, sc_msg *x);
+void sc_consumer_dispatch(b2sc_session *s, sc_msg *x);
+/* An ERROR that names a handle or follow (ref_type says which). */
+void sc_producer_error(b2sc_session *s, const b2s_wire_msg *m);
+void sc_consumer_error(b2sc_session *s, const b2s_wire_msg *m);
+
+/* Handle queued messages, then wait until p has a credit: 0,
+ * B2S_E_TIMEOUT, B2S_E_CLOSED (client_producer.c). */
+int sc_producer_wait_credit(b2sc_producer *p, int64_t deadline);
+
+/* Unlink and free without talking to the daemon (b2sc_close). */
+void sc_producer_free(b2sc_producer *p);
+void sc_consumer_free(b2sc_consumer *c);
+
+/* Common checks on entry: 0, or the code why the object is unusable. */
+int sc_session_usable(const b2sc_session *s);
+
+#endif

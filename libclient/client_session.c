@@ -1,0 +1,461 @@
+/* Client sessions: connecting, the message pump, requests and replies,
+ * errors, PING and STATS.
+ *
+ * Everything the daemon sends arrives on the one DEALER socket.  sc_pump
+ * reads one message, lets the producer or consumer it names update its
+ * state, and parks it as the reply when its tag is the one the current
+ * request waits for; see client_internal.h. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client_internal.h"
+
+/* How long b2sc_close waits to hand BYE to the kernel. */
+#define SC_LINGER_MS 1000
+
+int64_t sc_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t sc_deadline(int timeout_ms) {
+  return timeout_ms < 0 ? -1 : sc_now_ms() + timeout_ms;
+}
+
+void sc_strcpy(char *dst, size_t cap, b2s_wire_str w) {
+  size_t n = w.len < cap - 1 ? w.len : cap - 1;
+  if (n > 0)
+    memcpy(dst, w.ptr, n);
+  dst[n] = '\0';
+}
+
+void sc_msg_close(sc_msg *x) {
+  zmq_msg_close(&x->hdr);
+  if (x->has_payload)
+    zmq_msg_close(&x->payload);
+  x->has_payload = false;
+}
+
+const char *b2sc_strerror(int code) { return b2s_strerror(code); }
+
+const char *b2sc_last_error(const b2sc_session *s) {
+  return s != NULL ? s->last_error : "";
+}
+
+int b2sc_last_error_code(const b2sc_session *s) {
+  return s != NULL ? s->last_code : 0;
+}
+
+int sc_session_usable(const b2sc_session *s) {
+  if (s == NULL)
+    return B2S_E_ARG;
+  return s->dead ? B2S_E_CLOSED : 0;
+}
+
+static void set_error(b2sc_session *s, int code, const char *text) {
+  s->last_code = code;
+  snprintf(s->last_error, sizeof s->last_error, "%s", text);
+}
+
+/* zmq errno to our codes: a closed context or socket is a closed session. */
+static int zmq_fail(b2sc_session *s) {
+  int e = zmq_errno();
+  if (e == EAGAIN)
+    return B2S_E_TIMEOUT;
+  if (e == EINTR)
+    return -EINTR;
+  s->dead = B2S_E_CLOSED;
+  return B2S_E_CLOSED;
+}
+
+int sc_send(b2sc_session *s, const b2s_wire_msg *m, zmq_msg_t *payload) {
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  int n = b2s_wire_encode(m, buf, sizeof buf);
+  if (n < 0)
+    return n;
+  int timeo = s->timeout_ms;
+  zmq_setsockopt(s->sock, ZMQ_SNDTIMEO, &timeo, sizeof timeo);
+  if (zmq_send(s->sock, buf, (size_t)n, payload ? ZMQ_SNDMORE : 0) < 0)
+    return zmq_fail(s);
+  if (payload != NULL && zmq_msg_send(payload, s->sock, 0) < 0) {
+    /* Half a message went out: the daemon would misread whatever follows,
+     * so this session is over. */
+    s->dead = B2S_E_CLOSED;
+    return B2S_E_CLOSED;
+  }
+  s->last_send_ms = sc_now_ms();
+  return 0;
+}
+
+static void send_ping(b2sc_session *s, uint32_t tag) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_PING);
+  m.tag = tag;
+  m.ping.nonce = (uint64_t)sc_now_ms();
+  sc_send(s, &m, NULL);
+}
+
+/* An ERROR: remember it, end what it says is ended, tell the owner. */
+static void on_error(b2sc_session *s, const b2s_wire_msg *m) {
+  char text[B2S_WIRE_TEXT_MAX + 1];
+  sc_strcpy(text, sizeof text, m->error.message);
+  set_error(s, m->error.code, text);
+  if (m->flags & B2S_WIRE_ERROR_CLOSED_SESSION)
+    s->dead = B2S_E_CLOSED;
+  sc_producer_error(s, m);
+  sc_consumer_error(s, m);
+}
+
+static void dispatch(b2sc_session *s, sc_msg *x) {
+  switch (x->m.type) {
+  case B2S_WIRE_ACK:
+  case B2S_WIRE_DROPPED:
+  case B2S_WIRE_FLUSHED:
+  case B2S_WIRE_CLOSED:
+    sc_producer_dispatch(s, x);
+    break;
+  case B2S_WIRE_NOTIFY:
+  case B2S_WIRE_CHUNK:
+  case B2S_WIRE_UNFOLLOWED:
+    sc_consumer_dispatch(s, x);
+    break;
+  case B2S_WIRE_ERROR:
+    on_error(s, &x->m);
+    break;
+  default:
+    break;
+  }
+  if (x->m.tag != 0 && x->m.tag == s->wait_tag && !s->have_reply) {
+    s->reply = *x;            /* the zmq_msg_t structures move with it */
+    s->have_reply = true;
+    return;
+  }
+  sc_msg_close(x);
+}
+
+static void drain_frames(void *sock) {
+  int more = 1;
+  size_t sz = sizeof more;
+  while (zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &sz) == 0 && more) {
+    zmq_msg_t junk;
+    zmq_msg_init(&junk);
+    zmq_msg_recv(&junk, sock, 0);
+    zmq_msg_close(&junk);
+  }
+}
+
+/* Receive one whole message that zmq_poll said is there, check and
+ * dispatch it.  A message that breaks the protocol is dropped and
+ * recorded as B2S_E_PROTO in last_error. */
+static int recv_one(b2sc_session *s) {
+  sc_msg x = {.has_payload = false};
+  zmq_msg_init(&x.hdr);
+  if (zmq_msg_recv(&x.hdr, s->sock, ZMQ_DONTWAIT) < 0) {
+    zmq_msg_close(&x.hdr);
+    int rc = zmq_fail(s);
+    return rc == B2S_E_TIMEOUT ? 0 : rc;
+  }
+  if (zmq_msg_more(&x.hdr)) {
+    zmq_msg_init(&x.payload);
+    x.has_payload = true;
+    if (zmq_msg_recv(&x.payload, s->sock, 0) < 0) {
+      sc_msg_close(&x);
+      return zmq_fail(s);
+    }
+    if (zmq_msg_more(&x.payload)) {
+      drain_frames(s->sock);
+      sc_msg_close(&x);
+      set_error(s, B2S_E_PROTO, "message from the daemon with 3 or more frames");
+      return 1;
+    }
+  }
+  size_t plen = x.has_payload ? zmq_msg_size(&x.payload) : 0;
+  int rc = b2s_wire_decode(zmq_msg_data(&x.hdr), zmq_msg_size(&x.hdr), &x.m);
+  if (rc == 0 && !(x.m.type & B2S_WIRE_FROM_DAEMON))
+    rc = B2S_E_PROTO;
+  if (rc == 0 && b2s_wire_has_payload(x.m.type) != x.has_payload)
+    rc = B2S_E_PROTO;   /* the payload frame is there exactly when due */
+  if (rc == 0)
+    rc = b2s_wire_check_payload(&x.m, plen, SIZE_MAX);
+  if (rc < 0) {
+    sc_msg_close(&x);
+    set_error(s, B2S_E_PROTO, "malformed message from the daemon ignored");
+    return 1;
+  }
+  dispatch(s, &x);
+  return 1;
+}
+
+int sc_pump(b2sc_session *s, int64_t deadline) {
+  for (;;) {
+    if (s->dead)
+      return s->dead;
+    int64_t now = sc_now_ms();
+    int64_t wait = deadline < 0 ? -1 : (deadline > now ? deadline - now : 0);
+    if (s->daemon_timeout_ms > 0) {
+      /* PING at a third of the daemon's limit (PROTOCOL.md 4.6). */
+      int64_t ivl = s->daemon_timeout_ms / 3;
+      int64_t due = s->last_send_ms + ivl - now;
+      if (due <= 0) {
+        send_ping(s, 0);
+        due = ivl;
+      }
+      if (wait < 0 || wait > due)
+        wait = due;
+    }
+    zmq_pollitem_t it = {.socket = s->sock, .events = ZMQ_POLLIN};
+    int n = zmq_poll(&it, 1, wait > INT_MAX ? INT_MAX : (long)wait);
+    if (n < 0) {
+      int rc = zmq_fail(s);
+      if (rc == -EINTR)
+        continue;
+      return rc;
+    }
+    if (n > 0)
+      return recv_one(s);
+    if (deadline >= 0 && sc_now_ms() >= deadline)
+      return 0;
+  }
+}
+
+int sc_request(b2sc_session *s, b2s_wire_msg *m, int want_type,
+               int64_t deadline) {
+  int rc = sc_session_usable(s);
+  if (rc < 0)
+    return rc;
+  if (++s->next_tag == 0)
+    s->next_tag = 1;
+  m->tag = s->next_tag;
+  if ((rc = sc_send(s, m, NULL)) < 0)
+    return rc;
+  s->wait_tag = m->tag;
+  s->have_reply = false;
+  while (!s->have_reply) {
+    rc = sc_pump(s, deadline);
+    if (rc < 0 && !s->have_reply)
+      break;
+    if (rc == 0) {
+      rc = B2S_E_TIMEOUT;
+      break;
+    }
+  }
+  s->wait_tag = 0;   /* a late reply is dropped, not taken for another */
+  if (!s->have_reply)
+    return rc;
+  s->have_reply = false;
+  if (s->reply.m.type == B2S_WIRE_ERROR) {
+    rc = s->reply.m.error.code;
+    sc_msg_close(&s->reply);
+    return rc;
+  }
+  if (s->reply.m.type != want_type) {
+    sc_msg_close(&s->reply);
+    set_error(s, B2S_E_PROTO, "unexpected reply type from the daemon");
+    return B2S_E_PROTO;
+  }
+  return 0;
+}
+
+/* ---- connect and close -------------------------------------------------- */
+
+int b2sc_default_endpoint(char *buf, size_t cap) {
+  const char *env = getenv(B2SC_ENDPOINT_ENV);
+  const char *rt = getenv("RUNTIME_DIRECTORY");
+  int n;
+  if (env != NULL && env[0])
+    n = snprintf(buf, cap, "%s", env);
+  else if (rt != NULL && rt[0])
+    n = snprintf(buf, cap, "ipc://%s/%s", rt, B2SC_SOCKET_NAME);
+  else
+    n = snprintf(buf, cap, "ipc://run/%s", B2SC_SOCKET_NAME);
+  return n < 0 || (size_t)n >= cap ? B2S_E_DEST_SMALL : n;
+}
+
+/* A missing ipc:// socket file is an immediate -ENOENT rather than a
+ * timeout: ZeroMQ would wait for it to appear. */
+static int check_endpoint(const char *ep) {
+  if (strncmp(ep, "ipc://", 6) == 0) {
+    const char *path = ep + 6;
+    struct stat st;
+    if (path[0] != '@' && stat(path, &st) < 0)
+      return -errno;
+    return 0;
+  }
+  return strncmp(ep, "tcp://", 6) == 0 ? 0 : B2S_E_ARG;
+}
+
+static int hello(b2sc_session *s, const b2sc_options *o) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_HELLO);
+  m.flags = (uint16_t)(o->roles & (B2S_WIRE_HELLO_PRODUCER |
+                                   B2S_WIRE_HELLO_CONSUMER));
+  m.hello.pid = (uint32_t)getpid();
+  m.hello.ping_ms = 0;   /* no promise: pings only while inside the library */
+  m.hello.name = b2s_wire_cstr(o->client_name);
+  int rc = sc_request(s, &m, B2S_WIRE_WELCOME, sc_deadline(s->timeout_ms));
+  if (rc < 0)
+    return rc;
+  const b2s_wire_msg *w = &s->reply.m;
+  sc_strcpy(s->server, sizeof s->server, w->welcome.server);
+  s->session_id = w->welcome.session_id;
+  s->max_buffer = w->welcome.max_buffer;
+  s->daemon_timeout_ms = w->welcome.timeout_ms;
+  s->shm = (w->flags & B2S_WIRE_WELCOME_SHM) != 0;
+  sc_msg_close(&s->reply);
+  return 0;
+}
+
+static int open_socket(b2sc_session *s, const char *ep) {
+  if ((s->zctx = zmq_ctx_new()) == NULL)
+    return B2S_E_NOMEM;
+  if ((s->sock = zmq_socket(s->zctx, ZMQ_DEALER)) == NULL)
+    return -zmq_errno();
+  int linger = SC_LINGER_MS;
+  zmq_setsockopt(s->sock, ZMQ_LINGER, &linger, sizeof linger);
+  if (zmq_connect(s->sock, ep) < 0)
+    return zmq_errno() == EINVAL || zmq_errno() == EPROTONOSUPPORT
+               ? B2S_E_ARG : -zmq_errno();
+  return 0;
+}
+
+int b2sc_connect_opts(const char *endpoint, const b2sc_options *opts,
+                      b2sc_session **out) {
+  if (out == NULL)
+    return B2S_E_ARG;
+  *out = NULL;
+  b2sc_options o = opts ? *opts
+                        : (b2sc_options){.roles = B2SC_ROLE_PRODUCER |
+                                                  B2SC_ROLE_CONSUMER};
+  if (o.timeout_ms < 0)
+    return B2S_E_ARG;
+  if (o.client_name && strlen(o.client_name) > B2S_WIRE_NAME_MAX)
+    return B2S_E_ARG;
+  char def[B2S_WIRE_PATH_MAX];
+  if (endpoint == NULL) {
+    if (b2sc_default_endpoint(def, sizeof def) < 0)
+      return B2S_E_ARG;
+    endpoint = def;
+  }
+  int rc = check_endpoint(endpoint);
+  if (rc < 0)
+    return rc;
+  b2sc_session *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return B2S_E_NOMEM;
+  s->timeout_ms = o.timeout_ms ? o.timeout_ms : B2SC_DEFAULT_TIMEOUT_MS;
+  if ((rc = open_socket(s, endpoint)) == 0)
+    rc = hello(s, &o);
+  if (rc < 0) {
+    if (s->sock) {
+      int zero = 0;   /* nothing worth delivering */
+      zmq_setsockopt(s->sock, ZMQ_LINGER, &zero, sizeof zero);
+      zmq_close(s->sock);
+    }
+    if (s->zctx)
+      zmq_ctx_term(s->zctx);
+    free(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+int b2sc_connect(const char *endpoint, const char *client_name,
+                 b2sc_session **out) {
+  b2sc_options o = {.client_name = client_name,
+                    .roles = B2SC_ROLE_PRODUCER | B2SC_ROLE_CONSUMER};
+  return b2sc_connect_opts(endpoint, &o, out);
+}
+
+void b2sc_close(b2sc_session *s) {
+  if (s == NULL)
+    return;
+  while (s->producers)
+    sc_producer_free(s->producers);
+  while (s->consumers)
+    sc_consumer_free(s->consumers);
+  if (!s->dead) {
+    b2s_wire_msg m;
+    b2s_wire_init(&m, B2S_WIRE_BYE);
+    sc_send(s, &m, NULL);
+  }
+  zmq_close(s->sock);
+  zmq_ctx_term(s->zctx);
+  free(s);
+}
+
+int b2sc_set_timeout(b2sc_session *s, int timeout_ms) {
+  if (s == NULL || timeout_ms <= 0)
+    return B2S_E_ARG;
+  s->timeout_ms = timeout_ms;
+  return 0;
+}
+
+int b2sc_session_info_get(const b2sc_session *s, b2sc_session_info *info) {
+  if (s == NULL || info == NULL)
+    return B2S_E_ARG;
+  *info = (b2sc_session_info){.server = s->server,
+                              .session_id = s->session_id,
+                              .max_buffer = s->max_buffer,
+                              .timeout_ms = s->daemon_timeout_ms,
+                              .shm = s->shm};
+  return 0;
+}
+
+/* ---- PING and STATS ------------------------------------------------------ */
+
+int b2sc_ping(b2sc_session *s, int timeout_ms) {
+  int rc = sc_session_usable(s);
+  if (rc < 0)
+    return rc;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_PING);
+  m.ping.nonce = (uint64_t)t0.tv_sec * 1000000000u + (uint64_t)t0.tv_nsec;
+  if ((rc = sc_request(s, &m, B2S_WIRE_PONG, sc_deadline(timeout_ms))) < 0)
+    return rc;
+  bool echoed = s->reply.m.pong.nonce == m.ping.nonce;
+  sc_msg_close(&s->reply);
+  if (!echoed)
+    return B2S_E_PROTO;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  int64_t us = (t1.tv_sec - t0.tv_sec) * 1000000 +
+               (t1.tv_nsec - t0.tv_nsec) / 1000;
+  return us > INT32_MAX ? INT32_MAX : (int)us;
+}
+
+int b2sc_stats(b2sc_session *s, const char *stream, char **json,
+               size_t *len) {
+  if (json == NULL)
+    return B2S_E_ARG;
+  *json = NULL;
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_STATS);
+  m.stats.stream = b2s_wire_cstr(stream);
+  if (m.stats.stream.len > B2S_WIRE_NAME_MAX)
+    return B2S_E_ARG;
+  int rc = sc_request(s, &m, B2S_WIRE_STATS_REPLY, sc_deadline(s ? s->timeout_ms : 0));
+  if (rc < 0)
+    return rc;
+  size_t n = zmq_msg_size(&s->reply.payload);
+  char *out = malloc(n + 1);
+  if (out != NULL) {
+    memcpy(out, zmq_msg_data(&s->reply.payload), n);
+    out[n] = '\0';
+  }
+  sc_msg_close(&s->reply);
+  if (out == NULL)
+    return B2S_E_NOMEM;
+  *json = out;
+  if (len)
+    *len = n;
+  return 0;
+}

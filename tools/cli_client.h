@@ -1,0 +1,29 @@
+/* What the b2stream subcommands that talk to b2streamd share (produce,
+ * tail, stats): the --endpoint default, connecting, and error lines that
+ * carry the daemon's own message.  Error policy as in cli.h: each failure
+ * is printed once, here, and the caller only picks the exit status. */
+#ifndef B2S_CLI_CLIENT_H
+#define B2S_CLI_CLIENT_H
+
+#include "b2stream_client.h"
+#include "cli.h"
+
+extern const cli_cmd cli_cmd_produce, cli_cmd_tail, cli_cmd_stats;
+
+/* Help text lines describing --endpoint, shared by the three commands. */
+#define CLI_ENDPOINT_HELP                                                      \
+  "  --endpoint E       the daemon's ZeroMQ endpoint (ipc://PATH or\n"        \
+  "                     tcp://HOST:PORT); default $B2STREAM_ENDPOINT, else\n" \
+  "                     ipc://$RUNTIME_DIRECTORY/b2streamd.sock, else\n"      \
+  "                     ipc://run/b2streamd.sock\n"
+
+/* Connect (endpoint NULL: the default) with the given roles.  Prints the
+ * error; returns 0 or negative. */
+int cli_client_connect(const char *endpoint, unsigned roles,
+                       b2sc_session **out);
+
+/* "b2stream: <what>: <message>[: <daemon's message>]" for code rc; the
+ * daemon's message is added when it sent one with this code. */
+void cli_client_err(const b2sc_session *s, const char *what, int rc);
+
+#endif
