@@ -160,16 +160,17 @@ bool fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r) {
 /* Both records of the commit area, newest first; *nvalid says how many
  * checked out. */
 int fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid) {
-  uint8_t raw[2 * FW_REC_SIZE];
+  uint8_t raw[FW_REC_SIZE];
   *nvalid = 0;
-  int rc = fw_pread(fd, raw, sizeof raw, base + FW_REC_OFF);
-  if (rc == B2S_E_TRUNCATED)
-    return 0;
-  if (rc < 0)
-    return rc;
-  for (int i = 0; i < 2; i++)
-    if (fw_record_decode(raw + i * FW_REC_SIZE, &rec[*nvalid]))
+  for (int i = 0; i < 2; i++) {
+    /* the file may end right after the used part of a record */
+    memset(raw, 0, sizeof raw);
+    int rc = fw_pread(fd, raw, FW_REC_USED, base + FW_REC_OFF + i * FW_REC_SIZE);
+    if (rc < 0 && rc != B2S_E_TRUNCATED)
+      return rc;
+    if (rc == 0 && fw_record_decode(raw, &rec[*nvalid]))
       (*nvalid)++;
+  }
   if (*nvalid == 2 && rec[1].seq > rec[0].seq) {
     fw_record t = rec[0];
     rec[0] = rec[1];
@@ -412,6 +413,9 @@ static int commit_empty_cframe(b2s_fwriter *w) {
 
 static int commit_slot(b2s_fwriter *w) {
   int s = w->active == 0 ? 1 : 0;
+  int rc0 = encode_trailer(w);
+  if (rc0 < 0)
+    return rc0;
   int64_t need = fw_slot_need(w, w->n);
   if (s == 0 && need > w->cap0) {
     int rc = move_slots(w, w->data_region, slot0_capacity(need));
@@ -478,10 +482,15 @@ int b2s_fwriter_commit(b2s_fwriter *w) {
  * file ends with it. */
 int fw_compact(b2s_fwriter *w) {
   int rc = b2s_fwriter_commit(w);
+  if (rc == 0)
+    rc = encode_trailer(w);
   if (rc < 0)
     return rc;
   if (!w->sparse && w->n == 0) {
+    /* keep the commit records, which lie after an empty frame's trailer */
     int64_t end = w->base + (int64_t)w->trailer.len;
+    if (end < w->base + FW_REC_OFF + FW_REC_SIZE + FW_REC_USED)
+      end = w->base + FW_REC_OFF + FW_REC_SIZE + FW_REC_USED;
     return ftruncate(w->fd, end) < 0 ? -errno : (w->file_end = end, 0);
   }
   int64_t need = fw_slot_need(w, w->n);

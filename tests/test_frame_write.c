@@ -605,6 +605,62 @@ static void test_record_checksum(void **state) {
   model_free(&m);
 }
 
+/* Empty frames reopen, whether closed or abandoned. */
+static void test_reopen_empty(void **state) {
+  (void)state;
+  for (int sparse = 0; sparse < 2; sparse++)
+    for (int closed = 0; closed < 2; closed++) {
+      char path[512];
+      pathf(path, sparse ? "empty.d" : "empty.b2frame");
+      rmrf(path);
+      b2s_fwriter *w;
+      assert_int_equal(b2s_fwriter_create(path, sparse, NULL, NULL, &w), 0);
+      if (closed)
+        assert_int_equal(b2s_fwriter_close(w), 0);
+      else
+        b2s_fwriter_free(w);
+      model m = {0};
+      check_frame(path, &m);
+      assert_int_equal(b2s_fwriter_open(path, NULL, &w, NULL), 0);
+      assert_int_equal(b2s_fwriter_nchunks(w), 0);
+      append_some(w, &m, 2, 1, 0, 0);
+      assert_int_equal(b2s_fwriter_close(w), 0);
+      check_frame(path, &m);
+      model_free(&m);
+    }
+}
+
+/* Abandoned writer, recovery, reopen, close with compaction and nothing
+ * appended: the trailer must be carried over. */
+static void test_compact_after_recover(void **state) {
+  (void)state;
+  for (int sparse = 0; sparse < 2; sparse++) {
+    char path[512];
+    pathf(path, sparse ? "car.d" : "car.b2frame");
+    rmrf(path);
+    b2s_fwriter *w;
+    assert_int_equal(b2s_fwriter_create(path, sparse, NULL, NULL, &w), 0);
+    model m = {0};
+    append_some(w, &m, 3, 9, 0, 0);
+    assert_int_equal(b2s_fwriter_vlmeta_set(w, "k", "v", 1), 0);
+    assert_int_equal(b2s_fwriter_commit(w), 0);
+    b2s_fwriter_free(w);
+    assert_int_equal(b2s_frame_recover(path, false, NULL, NULL), 0);
+    assert_int_equal(b2s_fwriter_open(path, NULL, &w, NULL), 0);
+    assert_int_equal(b2s_fwriter_close(w), 0);
+    check_frame(path, &m);
+    b2s_frame *f;
+    uint8_t *v;
+    int32_t len;
+    assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+    assert_int_equal(b2s_frame_vlmeta_get(f, "k", NULL, &v, &len), 0);
+    assert_int_equal(len, 1);
+    free(v);
+    b2s_frame_free(f);
+    model_free(&m);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ops_contiguous),
@@ -613,6 +669,8 @@ int main(void) {
       cmocka_unit_test(test_metadata),
       cmocka_unit_test(test_adopt_vector),
       cmocka_unit_test(test_record_checksum),
+      cmocka_unit_test(test_reopen_empty),
+      cmocka_unit_test(test_compact_after_recover),
       cmocka_unit_test(test_cut_contiguous),
       cmocka_unit_test(test_cut_contiguous_move),
       cmocka_unit_test(test_cut_sparse),
