@@ -1,0 +1,195 @@
+/* b2streamd internals shared by the daemon's modules.
+ *
+ * Threads and who owns what:
+ *   - the main thread is the I/O thread: it owns every ZeroMQ socket, the
+ *     sessions, handles and follows, the signalfd and the reader handles
+ *     used to answer READ; nothing else touches them;
+ *   - worker threads (workers.c) take jobs from one bounded FIFO, compress
+ *     them with their own b2s_ctx and give the chunk to the stream's writer;
+ *   - one writer thread per stream (stream.c) owns its b2s_fwriter, puts
+ *     chunks back in sequence order, appends and commits them.
+ * Workers and writers never call ZeroMQ: they publish progress in atomics
+ * of the stream (sequence numbers reached per level, committed chunks) and
+ * wake the I/O thread through an eventfd (b2sd_wake), which then sends
+ * ACK, FLUSHED, CLOSED and NOTIFY messages.
+ *
+ * Sequence numbers: every buffer a stream accepts gets the stream's next
+ * sequence number (seq_next, I/O thread).  A buffer dropped by drop-oldest
+ * keeps its number and reaches the writer as a tombstone, so the writer can
+ * always advance strictly in order. */
+#ifndef B2SD_H
+#define B2SD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zmq.h>
+
+#include "b2s_config.h"
+#include "frame.h"
+#include "frame_writer.h"
+#include "log.h"
+#include "shm.h"
+
+#define B2SD_NAME "b2streamd"
+#define B2SD_VERSION "0.1.0"
+
+typedef struct b2sd_stream b2sd_stream;
+typedef struct b2sd_server b2sd_server;
+
+/* ---- wakeups of the I/O thread ------------------------------------------ */
+
+/* Wake the I/O thread (coalesced: at most one eventfd write until it runs). */
+void b2sd_wake(b2sd_server *srv);
+
+/* ---- jobs and chunks ------------------------------------------------------ */
+
+/* One accepted buffer on its way to a worker. */
+typedef struct b2sd_job {
+  struct b2sd_job *next, *prev;  /* in the global FIFO */
+  b2sd_stream *st;
+  uint64_t seq;
+  b2s_cparams cparams;           /* the stream's settings at acceptance */
+  bool is_shm;
+  zmq_msg_t msg;                 /* ZMQ payload, owned, never copied */
+  b2s_shm *shm;                  /* shared-memory slot (is_shm) */
+  uint32_t slot;
+  const void *data;              /* the buffer bytes (msg data or slot) */
+  size_t len;
+  uint32_t session_id, handle_id;
+  uint64_t buffer_id;
+} b2sd_job;
+
+/* One compressed chunk (or a tombstone) on its way to the writer. */
+typedef struct b2sd_chunk {
+  struct b2sd_chunk *next;
+  uint64_t seq;
+  int32_t cbytes, nbytes;        /* cbytes 0: tombstone (dropped / failed) */
+  int err;                       /* compression error, 0 when none */
+  uint8_t data[];
+} b2sd_chunk;
+
+/* ---- worker pool (workers.c) --------------------------------------------- */
+
+typedef struct b2sd_pool b2sd_pool;
+
+int b2sd_pool_new(b2sd_server *srv, int nworkers, size_t max_jobs,
+                  b2sd_pool **out);
+/* Stop once the queue is empty, join the workers, free.  Accepts NULL. */
+void b2sd_pool_free(b2sd_pool *pool);
+/* Queue a job (ownership moves to the pool, *job is cleared).  Never
+ * blocks: the caller has checked the bounds. */
+void b2sd_pool_push(b2sd_pool *pool, b2sd_job **job);
+/* Remove the oldest job of stream st not yet taken by a worker; NULL when
+ * there is none.  The caller owns and frees the job (b2sd_job_free). */
+b2sd_job *b2sd_pool_steal_oldest(b2sd_pool *pool, b2sd_stream *st);
+/* Jobs queued and not yet taken, all streams. */
+size_t b2sd_pool_queued(b2sd_pool *pool);
+size_t b2sd_pool_stream_queued(b2sd_pool *pool, b2sd_stream *st);
+void b2sd_job_free(b2sd_server *srv, b2sd_job *job);
+
+/* ---- streams (stream.c) ---------------------------------------------------- */
+
+struct b2sd_stream {
+  b2sd_stream *next;             /* server list, I/O thread */
+  b2sd_server *srv;
+  char name[B2S_STREAM_NAME_MAX + 1];
+  char path[B2S_CONFIG_PATH_MAX];
+
+  /* Settings: written by the I/O thread on reload, under lock; the writer
+   * copies what it needs under lock. */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  b2s_stream_cfg cfg;
+
+  /* Writer input, under lock: chunks sorted by seq (the reorder buffer),
+   * the seq a flush or drain wants committed and durable, stop. */
+  b2sd_chunk *ready;
+  uint64_t flush_upto;           /* make every seq below durable */
+  bool stop;
+  pthread_t thread;
+  bool thread_started;
+  b2s_fwriter *fw;               /* writer thread only (after start) */
+
+  /* Published by the writer (stores with release, loaded with acquire by
+   * the I/O thread after its wakeup). */
+  _Atomic uint64_t written_seq;  /* every seq below is committed or dropped */
+  _Atomic uint64_t durable_seq;  /* ... and on stable storage */
+  _Atomic int64_t committed;     /* chunks committed in the frame */
+  _Atomic int failed;            /* negative error once the frame failed */
+  /* Published by the workers: every seq below was taken out of the queue
+   * (or dropped from it); stored under the pool lock. */
+  _Atomic uint64_t taken_seq;
+  size_t nqueued;                /* jobs in the FIFO, under the pool lock */
+
+  /* I/O thread only. */
+  uint64_t seq_next;             /* next sequence number to give */
+  b2s_frame *reader;             /* for READ and pushed chunks */
+  struct b2sd_handle *handles;   /* producers' handles on this stream */
+  struct b2sd_follow *follows;
+
+  /* Statistics (relaxed atomics; only read for STATS). */
+  _Atomic uint64_t st_buffers_in, st_bytes_in, st_bytes_out, st_drops;
+  _Atomic uint64_t st_chunks, st_commits, st_commit_ns_total,
+      st_commit_ns_max, st_slow_calls, st_errors;
+};
+
+int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
+                     b2sd_stream **out);
+/* Start the writer thread. */
+int b2sd_stream_start(b2sd_stream *st);
+/* Ask the writer to commit and fsync every seq below upto. */
+void b2sd_stream_flush(b2sd_stream *st, uint64_t upto);
+/* Hand a chunk (or tombstone) to the writer; takes ownership. */
+void b2sd_stream_put(b2sd_stream *st, b2sd_chunk *c);
+/* Stop the writer (after it wrote everything queued), close the frame
+ * (compacting it), join, free.  Accepts NULL. */
+void b2sd_stream_free(b2sd_stream *st);
+/* Update the settings the stream takes from the configuration. */
+void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg);
+/* Snapshot of the settings. */
+void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out);
+/* A reader refreshed to at least `want` chunks (I/O thread). */
+int b2sd_stream_reader(b2sd_stream *st, int64_t want, b2s_frame **out);
+
+/* ---- the server ------------------------------------------------------------- */
+
+struct b2sd_server {
+  const char *config_path;
+  b2s_config *cfg;               /* current configuration */
+  b2s_daemon_cfg dcfg;           /* its daemon part */
+  void *zctx;
+  void *sockets[B2S_CONFIG_MAX_LISTEN];
+  int nsockets;
+  int sigfd;                     /* signalfd of SIGTERM, SIGINT, SIGHUP */
+  int wakefd;                    /* eventfd */
+  atomic_int wake_pending;       /* set by b2sd_wake, cleared by the I/O loop */
+  b2sd_pool *pool;
+  b2sd_stream *streams;
+  size_t nstreams;
+  _Atomic int64_t inflight_bytes; /* buffer bytes held by jobs */
+  struct b2sd_session *sessions;
+  uint32_t next_session_id;
+  bool draining;
+  bool reload;
+  int nworkers;
+};
+
+b2sd_stream *b2sd_server_stream(b2sd_server *srv, const char *name);
+
+/* The I/O loop; returns when a SIGTERM/SIGINT drain has finished. */
+int b2sd_server_run(b2sd_server *srv);
+int b2sd_server_init(b2sd_server *srv, const char *config_path,
+                     b2s_config *cfg);
+void b2sd_server_fini(b2sd_server *srv);
+
+/* Statistics as a JSON object for STATS_REPLY (stream NULL: all).  Returns
+ * a malloc'ed NUL-terminated text, NULL when out of memory. */
+char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only);
+
+uint64_t b2sd_now_ns(void);
+
+#endif

@@ -1,0 +1,969 @@
+/* The I/O thread: ZeroMQ ROUTER sockets, sessions, producer handles,
+ * acknowledgements and the daemon's main loop (PROTOCOL.md).
+ *
+ * One loop polls the ROUTER sockets, the signalfd and the wakeup eventfd.
+ * Each turn it reads a bounded batch of messages per socket, then scans the
+ * streams: progress the workers and writers published (taken, written,
+ * durable, committed) becomes ACK, FLUSHED, CLOSED and NOTIFY messages.
+ * Messages the daemon can regenerate (cumulative ACKs, NOTIFY ranges,
+ * pushed chunks) are simply retried on a later turn when a peer's queue is
+ * full (ROUTER_MANDATORY gives EAGAIN); nothing is buffered without bound. */
+#define _GNU_SOURCE
+#include "session.h"
+#include "notify.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RECV_BATCH 256
+
+void b2sd_wake(b2sd_server *srv) {
+  /* acq_rel: pairs with the exchange to 0 in the I/O loop before it scans;
+   * whoever sets the flag writes the eventfd, so no wakeup is lost */
+  if (!atomic_exchange_explicit(&srv->wake_pending, 1, memory_order_acq_rel)) {
+    uint64_t one = 1;
+    ssize_t w = write(srv->wakefd, &one, sizeof one);
+    (void)w;
+  }
+}
+
+b2sd_stream *b2sd_server_stream(b2sd_server *srv, const char *name) {
+  for (b2sd_stream *st = srv->streams; st; st = st->next)
+    if (strcmp(st->name, name) == 0)
+      return st;
+  return NULL;
+}
+
+/* ---- sending --------------------------------------------------------------- */
+
+int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+              const void *payload, size_t plen) {
+  if (s->dead)
+    return -EHOSTUNREACH;
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  int n = b2s_wire_encode(m, hdr, sizeof hdr);
+  if (n < 0) {
+    LOG_E("encoding %s failed: %s", b2s_wire_type_name(m->type),
+          b2s_strerror(n));
+    return n;
+  }
+  void *sock = srv->sockets[s->sock];
+  if (zmq_send(sock, s->rid, s->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+    int e = errno;
+    if (e == EHOSTUNREACH)
+      s->dead = true;
+    return -e;
+  }
+  /* the rest of a multipart message is queued once its first part is */
+  zmq_send(sock, hdr, (size_t)n, payload ? ZMQ_SNDMORE : 0);
+  if (payload)
+    zmq_send(sock, payload, plen, 0);
+  return 0;
+}
+
+void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
+                     int code, uint16_t flags, uint8_t ref_type,
+                     uint32_t ref_id, uint64_t ref_index, const char *text) {
+  b2s_wire_msg e;
+  b2s_wire_init(&e, B2S_WIRE_ERROR);
+  e.tag = tag;
+  e.flags = flags;
+  e.error.code = code;
+  e.error.ref_type = ref_type > 0x0D ? 0 : ref_type;
+  e.error.ref_id = ref_id;
+  e.error.ref_index = ref_index;
+  const char *t = text ? text : b2s_strerror(code);
+  e.error.message.ptr = t;
+  e.error.message.len =
+      (uint16_t)b2s_wire_utf8_cut(t, strlen(t), B2S_WIRE_TEXT_MAX);
+  b2sd_send(srv, s, &e, NULL, 0);
+}
+
+/* An ERROR to a peer that has no session (sent on the raw routing id). */
+static void error_raw(b2sd_server *srv, int sock, const void *rid,
+                      size_t rid_len, uint32_t tag, int code, uint16_t flags,
+                      uint8_t ref_type, uint64_t ref_index, const char *text) {
+  b2sd_session tmp = {.sock = sock, .rid_len = rid_len};
+  memcpy(tmp.rid, rid, rid_len);
+  b2sd_send_error(srv, &tmp, tag, code, flags, ref_type, 0, ref_index, text);
+}
+
+/* ---- handles ---------------------------------------------------------------- */
+
+static b2sd_entry *entry_at(b2sd_handle *h, size_t i) {
+  return &h->q[(h->qhead + i) % h->qcap];
+}
+
+static int entry_push(b2sd_handle *h, uint8_t state, uint64_t seq) {
+  if (h->qlen == h->qcap) {
+    size_t ncap = h->qcap ? h->qcap * 2 : 16;
+    b2sd_entry *nq = malloc(ncap * sizeof *nq);
+    if (!nq)
+      return B2S_E_NOMEM;
+    for (size_t i = 0; i < h->qlen; i++)
+      nq[i] = *entry_at(h, i);
+    free(h->q);
+    h->q = nq;
+    h->qcap = ncap;
+    h->qhead = 0;
+  }
+  b2sd_entry *e = entry_at(h, h->qlen++);
+  e->seq = seq;
+  e->state = state;
+  h->next_id++;
+  return 0;
+}
+
+static b2sd_handle *handle_find(b2sd_session *s, uint32_t id) {
+  for (b2sd_handle *h = s->handles; h; h = h->next_s)
+    if (h->id == id)
+      return h;
+  return NULL;
+}
+
+static void handle_free(b2sd_handle *h) {
+  b2sd_session *s = h->sess;
+  for (b2sd_handle **pp = &s->handles; *pp; pp = &(*pp)->next_s)
+    if (*pp == h) {
+      *pp = h->next_s;
+      break;
+    }
+  for (b2sd_handle **pp = &h->st->handles; *pp; pp = &(*pp)->next_st)
+    if (*pp == h) {
+      *pp = h->next_st;
+      break;
+    }
+  s->nhandles--;
+  free(h->q);
+  free(h);
+}
+
+static bool settled(const b2sd_handle *h, const b2sd_entry *e, int level,
+                    uint64_t written, uint64_t durable) {
+  if (e->state != ENTRY_QUEUED || level <= B2S_WIRE_LEVEL_RECEIVED)
+    return true;
+  return e->seq < (level == B2S_WIRE_LEVEL_WRITTEN ? written : durable);
+  (void)h;
+}
+
+static uint64_t handle_upto(b2sd_handle *h, int level, uint64_t written,
+                            uint64_t durable) {
+  for (size_t i = 0; i < h->qlen; i++)
+    if (!settled(h, entry_at(h, i), level, written, durable))
+      return h->first_id + i;
+  return h->next_id;
+}
+
+/* Progress of one handle: credits, ACKs, FLUSHED, CLOSED.  Returns false
+ * when the handle was closed and freed. */
+static bool handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
+                            uint64_t written, uint64_t durable,
+                            bool memory_ok) {
+  /* credits come back in entry order */
+  while (h->ncredited < h->qlen) {
+    b2sd_entry *e = entry_at(h, h->ncredited);
+    if (e->state == ENTRY_QUEUED && h->policy == B2S_WIRE_POLICY_BLOCK &&
+        (e->seq >= taken || !memory_ok))
+      break;
+    h->ncredited++;
+    h->owed++;
+  }
+  b2s_wire_msg m;
+  uint64_t ur = h->next_id;
+  if (ur > h->acked[1] || h->owed) {
+    b2s_wire_init(&m, B2S_WIRE_ACK);
+    m.ack.upto = ur;
+    m.ack.dropped = h->dropped;
+    m.ack.handle = h->id;
+    m.ack.credits = h->owed;
+    m.ack.level = B2S_WIRE_LEVEL_RECEIVED;
+    if (b2sd_send(srv, h->sess, &m, NULL, 0) == 0) {
+      h->acked[1] = ur;
+      h->avail += h->owed;
+      h->owed = 0;
+    }
+  }
+  int lvl = h->ack_level;
+  uint64_t u = lvl > 1 ? handle_upto(h, lvl, written, durable) : ur;
+  if (lvl > 1 && u > h->acked[lvl]) {
+    b2s_wire_init(&m, B2S_WIRE_ACK);
+    m.ack.upto = u;
+    m.ack.dropped = h->dropped;
+    m.ack.handle = h->id;
+    m.ack.level = (uint8_t)lvl;
+    if (b2sd_send(srv, h->sess, &m, NULL, 0) == 0)
+      h->acked[lvl] = u;
+  }
+  /* drop entries settled at the ack level whose credit came back */
+  while (h->ncredited > 0 && h->first_id < u) {
+    h->qhead = (h->qhead + 1) % h->qcap;
+    h->qlen--;
+    h->ncredited--;
+    h->first_id++;
+  }
+  while (h->nflush > 0 && durable >= h->flushes[0].seq) {
+    b2s_wire_init(&m, B2S_WIRE_FLUSHED);
+    m.tag = h->flushes[0].tag;
+    m.flushed.upto = h->flushes[0].upto;
+    m.flushed.handle = h->id;
+    if (b2sd_send(srv, h->sess, &m, NULL, 0) == -EAGAIN)
+      break;
+    memmove(h->flushes, h->flushes + 1,
+            (size_t)--h->nflush * sizeof h->flushes[0]);
+  }
+  if (h->closing && h->nflush == 0 && u == h->next_id &&
+      h->ncredited == h->qlen) {
+    b2s_wire_init(&m, B2S_WIRE_CLOSED);
+    m.tag = h->close_tag;
+    m.closed.upto = h->next_id;
+    m.closed.dropped = h->dropped;
+    m.closed.handle = h->id;
+    if (b2sd_send(srv, h->sess, &m, NULL, 0) == -EAGAIN)
+      return true;
+    handle_free(h);
+    return false;
+  }
+  return true;
+}
+
+/* ---- sessions ------------------------------------------------------------- */
+
+static b2sd_session *session_find(b2sd_server *srv, int sock, const void *rid,
+                                  size_t len) {
+  for (b2sd_session *s = srv->sessions; s; s = s->next)
+    if (s->sock == sock && s->rid_len == len && memcmp(s->rid, rid, len) == 0)
+      return s;
+  return NULL;
+}
+
+static void session_end(b2sd_server *srv, b2sd_session *s) {
+  while (s->handles)
+    handle_free(s->handles);
+  while (s->follows)
+    b2sd_follow_remove(s->follows);
+  for (b2sd_session **pp = &srv->sessions; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  LOG_D("session %u ended", s->id);
+  free(s);
+}
+
+/* ---- messages ----------------------------------------------------------- */
+
+typedef struct inmsg {
+  int sock;
+  zmq_msg_t rid, hdr, payload;
+  bool has_payload;
+  int nframes;
+} inmsg;
+
+static int cstr_copy(char *dst, size_t cap, b2s_wire_str s) {
+  if (s.len >= cap)
+    return B2S_E_STREAM_NAME;
+  memcpy(dst, s.ptr, s.len);
+  dst[s.len] = '\0';
+  return 0;
+}
+
+static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                     const b2s_wire_msg *m) {
+  if (s)
+    session_end(srv, s);
+  s = calloc(1, sizeof *s);
+  if (!s) {
+    error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
+              m->tag, B2S_E_NOMEM, B2S_WIRE_ERROR_CLOSED_SESSION, m->type, 0,
+              NULL);
+    return;
+  }
+  s->sock = in->sock;
+  s->rid_len = zmq_msg_size(&in->rid);
+  memcpy(s->rid, zmq_msg_data(&in->rid), s->rid_len);
+  s->id = ++srv->next_session_id;
+  memcpy(s->name, m->hello.name.ptr ? m->hello.name.ptr : "", m->hello.name.len);
+  s->pid = m->hello.pid;
+  if (m->hello.ping_ms) {
+    uint64_t t = (uint64_t)m->hello.ping_ms * 3;
+    s->timeout_ms = (uint32_t)(t < 3000 ? 3000 : t > 3600000 ? 3600000 : t);
+  }
+  s->last_ns = b2sd_now_ns();
+  s->next_handle = s->next_follow = 1;
+  s->next = srv->sessions;
+  srv->sessions = s;
+  b2s_wire_msg w;
+  b2s_wire_init(&w, B2S_WIRE_WELCOME);
+  w.tag = m->tag;
+  int64_t mb = srv->dcfg.max_buffer;
+  w.welcome.max_buffer = (uint32_t)(mb > UINT32_MAX ? UINT32_MAX : mb);
+  w.welcome.timeout_ms = s->timeout_ms;
+  w.welcome.session_id = s->id;
+  w.welcome.version_min = w.welcome.version_max = B2S_WIRE_VERSION;
+  w.welcome.server = b2s_wire_cstr(B2SD_NAME " " B2SD_VERSION);
+  b2sd_send(srv, s, &w, NULL, 0);
+  LOG_I("session %u: hello from '%s' pid %u", s->id, s->name, s->pid);
+}
+
+static int stream_create_from_template(b2sd_server *srv, const char *name,
+                                       const char *tmpl, b2sd_stream **out) {
+  b2s_stream_cfg sc;
+  int rc = b2s_config_stream_from_template(srv->cfg, tmpl, name, &sc);
+  if (rc < 0)
+    return rc;
+  for (b2sd_stream *st = srv->streams; st; st = st->next)
+    if (strcmp(st->path, sc.full_path) == 0)
+      return B2S_E_CONFIG;
+  b2sd_stream *st;
+  rc = b2sd_stream_open(srv, &sc, &st);
+  if (rc < 0)
+    return rc;
+  rc = b2sd_stream_start(st);
+  if (rc < 0) {
+    b2sd_stream_free(st);
+    return rc;
+  }
+  st->next = srv->streams;
+  srv->streams = st;
+  srv->nstreams++;
+  LOG_I("stream %s: created from template %s", name, tmpl);
+  *out = st;
+  return 0;
+}
+
+static void on_open(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
+  char name[B2S_STREAM_NAME_MAX + 1], tmpl[B2S_WIRE_NAME_MAX + 1];
+  int rc = cstr_copy(name, sizeof name, m->open.stream);
+  if (rc == 0)
+    rc = b2s_stream_name_check(name);
+  if (rc == 0)
+    rc = cstr_copy(tmpl, sizeof tmpl, m->open.tmpl) ? B2S_E_NOTEMPLATE : 0;
+  if (rc == 0 && srv->draining)
+    rc = B2S_E_CLOSED;
+  if (rc == 0 && s->nhandles >= B2SD_MAX_HANDLES)
+    rc = B2S_E_BUSY;
+  b2sd_stream *st = rc == 0 ? b2sd_server_stream(srv, name) : NULL;
+  if (rc == 0 && !st)
+    rc = tmpl[0] ? stream_create_from_template(srv, name, tmpl, &st)
+                 : B2S_E_NOSTREAM;
+  /* acquire: pairs with the writer's release store of a failure */
+  if (rc == 0 && atomic_load_explicit(&st->failed, memory_order_acquire))
+    rc = atomic_load_explicit(&st->failed, memory_order_acquire);
+  b2sd_handle *h = rc == 0 ? calloc(1, sizeof *h) : NULL;
+  if (rc == 0 && !h)
+    rc = B2S_E_NOMEM;
+  if (rc < 0) {
+    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, 0, NULL);
+    return;
+  }
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  h->sess = s;
+  h->st = st;
+  h->id = s->next_handle++;
+  h->ack_level = (uint8_t)(cfg.durability.ack + 1);
+  h->policy = (uint8_t)(cfg.backpressure + 1);
+  h->avail = (uint32_t)cfg.queue_depth;
+  h->next_s = s->handles;
+  s->handles = h;
+  h->next_st = st->handles;
+  st->handles = h;
+  s->nhandles++;
+  b2s_wire_msg o;
+  b2s_wire_init(&o, B2S_WIRE_OPENED);
+  o.tag = m->tag;
+  o.opened.handle = h->id;
+  o.opened.credits = h->avail;
+  int64_t mb = srv->dcfg.max_buffer;
+  o.opened.max_buffer = (uint32_t)(mb > UINT32_MAX ? UINT32_MAX : mb);
+  o.opened.ack_level = h->ack_level;
+  o.opened.policy = h->policy;
+  b2sd_send(srv, s, &o, NULL, 0);
+}
+
+static void send_dropped(b2sd_server *srv, b2sd_handle *h, uint64_t id,
+                         int reason) {
+  b2s_wire_msg d;
+  b2s_wire_init(&d, B2S_WIRE_DROPPED);
+  d.dropped.buffer_id = id;
+  d.dropped.handle = h->id;
+  d.dropped.reason = (uint8_t)reason;
+  b2sd_send(srv, h->sess, &d, NULL, 0);
+  h->dropped++;
+  /* relaxed: statistics counter */
+  atomic_fetch_add_explicit(&h->st->st_drops, 1, memory_order_relaxed);
+}
+
+/* drop-oldest: take the stream's oldest queued job out and report it. */
+static bool drop_oldest(b2sd_server *srv, b2sd_stream *st) {
+  b2sd_job *j = b2sd_pool_steal_oldest(srv->pool, st);
+  if (!j)
+    return false;
+  b2sd_chunk *c = calloc(1, sizeof *c);
+  if (!c)
+    abort();
+  c->seq = j->seq;
+  b2sd_stream_put(st, c);        /* tombstone: the writer skips the seq */
+  for (b2sd_session *s = srv->sessions; s; s = s->next) {
+    if (s->id != j->session_id)
+      continue;
+    b2sd_handle *h = handle_find(s, j->handle_id);
+    if (h && j->buffer_id >= h->first_id && j->buffer_id < h->next_id) {
+      entry_at(h, (size_t)(j->buffer_id - h->first_id))->state = ENTRY_DROPPED;
+      send_dropped(srv, h, j->buffer_id, B2S_WIRE_POLICY_DROP_OLDEST);
+    }
+  }
+  b2sd_job_free(srv, j);
+  return true;
+}
+
+static void handle_close_ref(b2sd_server *srv, b2sd_handle *h, uint32_t tag,
+                             int code, uint8_t type, uint64_t index) {
+  b2sd_send_error(srv, h->sess, tag, code, B2S_WIRE_ERROR_CLOSED_REF, type,
+                  h->id, index, NULL);
+  handle_free(h);
+}
+
+static void on_data(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                    inmsg *in) {
+  b2sd_handle *h = handle_find(s, m->data.handle);
+  uint64_t id = m->data.buffer_id;
+  if (!h) {
+    b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type, m->data.handle,
+                    id, NULL);
+    return;
+  }
+  if (id != h->next_id) {
+    handle_close_ref(srv, h, m->tag, B2S_E_PROTO, m->type, id);
+    return;
+  }
+  if (h->avail == 0) {
+    handle_close_ref(srv, h, m->tag, B2S_E_BUSY, m->type, id);
+    return;
+  }
+  h->avail--;
+  size_t plen = in->has_payload ? zmq_msg_size(&in->payload) : 0;
+  int64_t mb = srv->dcfg.max_buffer;
+  int rc = b2s_wire_check_payload(m, plen, (size_t)mb);
+  if (rc == 0 && (h->closing || srv->draining))
+    rc = B2S_E_CLOSED;
+  if (rc == 0 && m->type == B2S_WIRE_SHM_SUBMIT)
+    rc = B2S_E_ARG;               /* no segment: SHM_ATTACH is not offered */
+  if (rc < 0) {
+    entry_push(h, ENTRY_REJECTED, 0);
+    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, h->id, id, NULL);
+    return;
+  }
+  b2sd_stream *st = h->st;
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  /* relaxed: the memory bound is approximate by at most one buffer per
+   * worker; pairs with the fetch_sub in b2sd_job_free */
+  int64_t inflight =
+      atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
+  bool full = b2sd_pool_stream_queued(srv->pool, st) >=
+                  (size_t)cfg.queue_depth ||
+              inflight + (int64_t)plen > srv->dcfg.memory_limit;
+  if (full && cfg.backpressure == B2S_BP_DROP_NEWEST) {
+    entry_push(h, ENTRY_DROPPED, 0);
+    send_dropped(srv, h, id, B2S_WIRE_POLICY_DROP_NEWEST);
+    return;
+  }
+  if (full && cfg.backpressure == B2S_BP_DROP_OLDEST)
+    drop_oldest(srv, st);
+  b2sd_job *j = calloc(1, sizeof *j);
+  if (!j || entry_push(h, ENTRY_QUEUED, st->seq_next) < 0) {
+    free(j);
+    h->next_id = id;              /* undo: reject instead */
+    entry_push(h, ENTRY_REJECTED, 0);
+    b2sd_send_error(srv, s, m->tag, B2S_E_NOMEM, 0, m->type, h->id, id, NULL);
+    return;
+  }
+  j->st = st;
+  j->seq = st->seq_next++;
+  j->cparams = cfg.cparams;
+  zmq_msg_init(&j->msg);
+  zmq_msg_move(&j->msg, &in->payload);
+  j->data = zmq_msg_data(&j->msg);
+  j->len = plen;
+  j->session_id = s->id;
+  j->handle_id = h->id;
+  j->buffer_id = id;
+  /* relaxed: see the load above */
+  atomic_fetch_add_explicit(&srv->inflight_bytes, (int64_t)plen,
+                            memory_order_relaxed);
+  /* relaxed: statistics counters */
+  atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->st_bytes_in, plen, memory_order_relaxed);
+  b2sd_pool_push(srv->pool, &j);
+}
+
+static void on_flush_close(b2sd_server *srv, b2sd_session *s,
+                           const b2s_wire_msg *m) {
+  uint32_t hid = m->type == B2S_WIRE_FLUSH ? m->flush.handle : m->close.handle;
+  b2sd_handle *h = handle_find(s, hid);
+  if (!h || h->closing) {
+    b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type, hid, 0, NULL);
+    return;
+  }
+  if (m->type == B2S_WIRE_CLOSE) {
+    h->closing = true;
+    h->close_tag = m->tag;
+    return;
+  }
+  if (h->nflush == B2SD_MAX_FLUSHES) {
+    b2sd_send_error(srv, s, m->tag, B2S_E_BUSY, 0, m->type, hid, 0, NULL);
+    return;
+  }
+  b2sd_flush *f = &h->flushes[h->nflush++];
+  f->tag = m->tag;
+  f->upto = h->next_id;
+  f->seq = h->st->seq_next;
+  b2sd_stream_flush(h->st, f->seq);
+}
+
+static void on_stats(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
+  char name[B2S_STREAM_NAME_MAX + 1] = "";
+  b2sd_stream *st = NULL;
+  if (m->stats.stream.len) {
+    if (cstr_copy(name, sizeof name, m->stats.stream) < 0 ||
+        !(st = b2sd_server_stream(srv, name))) {
+      b2sd_send_error(srv, s, m->tag, B2S_E_NOSTREAM, 0, m->type, 0, 0, NULL);
+      return;
+    }
+  }
+  char *json = b2sd_stats_json(srv, st);
+  if (!json) {
+    b2sd_send_error(srv, s, m->tag, B2S_E_NOMEM, 0, m->type, 0, 0, NULL);
+    return;
+  }
+  b2s_wire_msg r;
+  b2s_wire_init(&r, B2S_WIRE_STATS_REPLY);
+  r.tag = m->tag;
+  b2sd_send(srv, s, &r, json, strlen(json));
+  free(json);
+}
+
+static void on_ping(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  b2s_wire_msg r;
+  b2s_wire_init(&r, B2S_WIRE_PONG);
+  r.tag = m->tag;
+  r.pong.nonce = m->ping.nonce;
+  r.pong.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  b2sd_send(srv, s, &r, NULL, 0);
+}
+
+static void dispatch(b2sd_server *srv, inmsg *in) {
+  const void *rid = zmq_msg_data(&in->rid);
+  size_t rlen = zmq_msg_size(&in->rid);
+  b2sd_session *s = session_find(srv, in->sock, rid, rlen);
+  b2s_wire_msg m;
+  int rc = b2s_wire_decode(zmq_msg_data(&in->hdr), zmq_msg_size(&in->hdr), &m);
+  if (rc == B2S_E_PROTO_VERSION) {
+    char text[96];
+    snprintf(text, sizeof text,
+             "protocol version %u not supported; this daemon speaks %d to %d",
+             m.version, B2S_WIRE_VERSION, B2S_WIRE_VERSION);
+    if (s)
+      session_end(srv, s);
+    error_raw(srv, in->sock, rid, rlen, m.tag, rc,
+              B2S_WIRE_ERROR_CLOSED_SESSION, m.type < 0x80 ? m.type : 0,
+              B2S_WIRE_VERSION + 256u * B2S_WIRE_VERSION, text);
+    return;
+  }
+  uint8_t rtype = m.type < 0x80 ? m.type : 0;
+  if (rc < 0) {
+    error_raw(srv, in->sock, rid, rlen, m.tag, B2S_E_PROTO, 0, rtype, 0,
+              "malformed header");
+    return;
+  }
+  if (m.type & B2S_WIRE_FROM_DAEMON) {
+    error_raw(srv, in->sock, rid, rlen, m.tag, B2S_E_PROTO, 0, 0, 0,
+              "daemon-side message type");
+    return;
+  }
+  if (m.type != B2S_WIRE_HELLO && !s) {
+    error_raw(srv, in->sock, rid, rlen, m.tag, B2S_E_PROTO,
+              B2S_WIRE_ERROR_CLOSED_SESSION, rtype, 0, "no session: HELLO first");
+    return;
+  }
+  if (s)
+    s->last_ns = b2sd_now_ns();
+  size_t plen = in->has_payload ? zmq_msg_size(&in->payload) : 0;
+  if (in->nframes > 3 || (m.type != B2S_WIRE_DATA &&
+                          b2s_wire_check_payload(&m, plen, SIZE_MAX) < 0)) {
+    error_raw(srv, in->sock, rid, rlen, m.tag, B2S_E_PROTO, 0, rtype, 0,
+              "wrong number of frames");
+    return;
+  }
+  switch (m.type) {
+  case B2S_WIRE_HELLO: on_hello(srv, in, s, &m); break;
+  case B2S_WIRE_OPEN: on_open(srv, s, &m); break;
+  case B2S_WIRE_DATA: on_data(srv, s, &m, in); break;
+  case B2S_WIRE_SHM_SUBMIT: {
+    b2s_wire_msg d = m;       /* same accounting as DATA, then rejected */
+    d.data.buffer_id = m.shm_submit.buffer_id;
+    d.data.handle = m.shm_submit.handle;
+    on_data(srv, s, &d, in);
+    break;
+  }
+  case B2S_WIRE_FLUSH:
+  case B2S_WIRE_CLOSE: on_flush_close(srv, s, &m); break;
+  case B2S_WIRE_SHM_ATTACH:
+    b2sd_send_error(srv, s, m.tag, -EOPNOTSUPP, 0, m.type,
+                    m.shm_attach.handle, 0, "shared-memory ingest not offered");
+    break;
+  case B2S_WIRE_FOLLOW: b2sd_follow_msg(srv, s, &m); break;
+  case B2S_WIRE_READ: b2sd_read_msg(srv, s, &m); break;
+  case B2S_WIRE_UNFOLLOW: b2sd_unfollow_msg(srv, s, &m); break;
+  case B2S_WIRE_STATS: on_stats(srv, s, &m); break;
+  case B2S_WIRE_PING: on_ping(srv, s, &m); break;
+  case B2S_WIRE_BYE: session_end(srv, s); break;
+  default:
+    b2sd_send_error(srv, s, m.tag, B2S_E_PROTO, 0, rtype, 0, 0, NULL);
+  }
+}
+
+/* Read up to RECV_BATCH messages from one socket. */
+static void recv_batch(b2sd_server *srv, int sock) {
+  void *z = srv->sockets[sock];
+  for (int n = 0; n < RECV_BATCH; n++) {
+    inmsg in = {.sock = sock};
+    zmq_msg_init(&in.rid);
+    zmq_msg_init(&in.hdr);
+    zmq_msg_init(&in.payload);
+    if (zmq_msg_recv(&in.rid, z, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&in.rid);
+      zmq_msg_close(&in.hdr);
+      zmq_msg_close(&in.payload);
+      return;
+    }
+    in.nframes = 1;
+    if (zmq_msg_more(&in.rid) && zmq_msg_recv(&in.hdr, z, 0) >= 0)
+      in.nframes++;
+    if (in.nframes == 2 && zmq_msg_more(&in.hdr) &&
+        zmq_msg_recv(&in.payload, z, 0) >= 0) {
+      in.nframes++;
+      in.has_payload = true;
+    }
+    bool more = in.nframes == 3 && zmq_msg_more(&in.payload);
+    while (more) {              /* extra frames: discard, counted */
+      zmq_msg_t x;
+      zmq_msg_init(&x);
+      zmq_msg_recv(&x, z, 0);
+      more = zmq_msg_more(&x);
+      zmq_msg_close(&x);
+      in.nframes++;
+    }
+    if (in.nframes >= 2 && zmq_msg_size(&in.hdr) <= B2S_WIRE_HEADER_MAX)
+      dispatch(srv, &in);
+    else if (in.nframes >= 2)
+      error_raw(srv, sock, zmq_msg_data(&in.rid), zmq_msg_size(&in.rid), 0,
+                B2S_E_PROTO, 0, 0, 0, "header frame too long");
+    zmq_msg_close(&in.rid);
+    zmq_msg_close(&in.hdr);
+    zmq_msg_close(&in.payload);
+  }
+}
+
+/* ---- the scan after progress -------------------------------------------------- */
+
+/* A stream that failed ends every handle and follow on it. */
+static void stream_failed(b2sd_server *srv, b2sd_stream *st, int code) {
+  while (st->handles)
+    handle_close_ref(srv, st->handles, 0, code, 0, 0);
+  while (st->follows) {
+    b2sd_follow *f = st->follows;
+    b2sd_send_error(srv, f->sess, 0, code, B2S_WIRE_ERROR_CLOSED_REF, 0, f->id,
+                    0, NULL);
+    b2sd_follow_remove(f);
+  }
+}
+
+/* Returns true when something was held back and wants a retry soon. */
+static bool scan(b2sd_server *srv) {
+  bool retry = false;
+  /* relaxed: see on_data */
+  bool memory_ok = atomic_load_explicit(&srv->inflight_bytes,
+                                        memory_order_relaxed) <
+                   srv->dcfg.memory_limit;
+  for (b2sd_stream *st = srv->streams; st; st = st->next) {
+    /* acquire: pair with the release stores of the workers (taken) and
+     * the writer (levels, committed, failed) */
+    int failed = atomic_load_explicit(&st->failed, memory_order_acquire);
+    if (failed) {
+      stream_failed(srv, st, failed);
+      continue;
+    }
+    uint64_t taken = atomic_load_explicit(&st->taken_seq, memory_order_acquire);
+    uint64_t written =
+        atomic_load_explicit(&st->written_seq, memory_order_acquire);
+    uint64_t durable =
+        atomic_load_explicit(&st->durable_seq, memory_order_acquire);
+    for (b2sd_handle *h = st->handles, *nx; h; h = nx) {
+      nx = h->next_st;
+      if (!h->sess->dead)
+        handle_progress(srv, h, taken, written, durable, memory_ok);
+    }
+    retry |= b2sd_follow_scan(srv, st);
+  }
+  return retry;
+}
+
+static void sweep_sessions(b2sd_server *srv) {
+  uint64_t now = b2sd_now_ns();
+  for (b2sd_session *s = srv->sessions, *nx; s; s = nx) {
+    nx = s->next;
+    if (s->dead) {
+      LOG_I("session %u: peer gone", s->id);
+      session_end(srv, s);
+    } else if (s->timeout_ms &&
+               now - s->last_ns > (uint64_t)s->timeout_ms * 1000000u) {
+      LOG_I("session %u: silent for %u ms, ended", s->id, s->timeout_ms);
+      session_end(srv, s);
+    }
+  }
+}
+
+/* ---- reload --------------------------------------------------------------- */
+
+static void reload(b2sd_server *srv) {
+  char err[512];
+  b2s_config *cfg = NULL;
+  int rc = b2s_config_load(srv->config_path, &cfg, err, sizeof err);
+  if (rc < 0) {
+    LOG_E("reload: %s; keeping the running configuration", err);
+    return;
+  }
+  const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
+  if (d->nlisten != srv->dcfg.nlisten ||
+      memcmp(d->listen, srv->dcfg.listen, sizeof d->listen) != 0 ||
+      strcmp(d->data_dir, srv->dcfg.data_dir) != 0 ||
+      d->workers != srv->dcfg.workers)
+    LOG_W("reload: listen, data_dir and workers apply after a restart");
+  srv->dcfg.memory_limit = d->memory_limit;
+  srv->dcfg.max_buffer = d->max_buffer;
+  srv->dcfg.log_level = d->log_level;
+  b2sd_log_set_level(d->log_level);
+  size_t n;
+  const b2s_stream_cfg *sc = b2s_config_streams(cfg, &n);
+  b2s_config *old = srv->cfg;
+  srv->cfg = cfg;
+  for (size_t i = 0; i < n; i++) {
+    b2sd_stream *st = b2sd_server_stream(srv, sc[i].name);
+    if (st) {
+      b2s_stream_cfg cur;
+      b2sd_stream_cfg_get(st, &cur);
+      if (!b2s_stream_cfg_equal(&cur, &sc[i])) {
+        b2sd_stream_reconfigure(st, &sc[i]);
+        LOG_I("reload: stream %s: new settings apply to the next chunk",
+              st->name);
+      }
+      continue;
+    }
+    if (b2sd_stream_open(srv, &sc[i], &st) < 0)
+      continue;
+    if (b2sd_stream_start(st) < 0) {
+      b2sd_stream_free(st);
+      continue;
+    }
+    st->next = srv->streams;
+    srv->streams = st;
+    srv->nstreams++;
+    LOG_I("reload: stream %s added", st->name);
+  }
+  b2s_config_free(old);
+  LOG_I("configuration reloaded from %s", srv->config_path);
+}
+
+/* ---- init, run, fini --------------------------------------------------------- */
+
+int b2sd_server_init(b2sd_server *srv, const char *config_path,
+                     b2s_config *cfg) {
+  srv->config_path = config_path;
+  srv->cfg = cfg;
+  srv->dcfg = *b2s_config_daemon(cfg);
+  srv->sigfd = srv->wakefd = -1;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  srv->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  srv->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (srv->sigfd < 0 || srv->wakefd < 0)
+    return -errno;
+  srv->nworkers = b2s_daemon_cfg_workers(&srv->dcfg);
+  int rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
+  if (rc < 0)
+    return rc;
+  size_t n;
+  const b2s_stream_cfg *sc = b2s_config_streams(cfg, &n);
+  for (size_t i = 0; i < n; i++) {
+    b2sd_stream *st;
+    rc = b2sd_stream_open(srv, &sc[i], &st);
+    if (rc < 0)
+      return rc;
+    st->next = srv->streams;
+    srv->streams = st;
+    srv->nstreams++;
+    rc = b2sd_stream_start(st);
+    if (rc < 0)
+      return rc;
+  }
+  srv->zctx = zmq_ctx_new();
+  if (!srv->zctx)
+    return -errno;
+  for (int i = 0; i < srv->dcfg.nlisten; i++) {
+    void *z = zmq_socket(srv->zctx, ZMQ_ROUTER);
+    int one = 1, hwm = 100000, linger = 2000;
+    zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(z, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    zmq_setsockopt(z, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
+    srv->sockets[srv->nsockets++] = z;
+    const char *ep = srv->dcfg.listen[i];
+    if (strncmp(ep, "ipc://", 6) == 0)
+      unlink(ep + 6);          /* a socket left by a daemon that died */
+    if (zmq_bind(z, ep) < 0) {
+      rc = -errno;
+      LOG_E("cannot bind %s: %s", ep, zmq_strerror(errno));
+      return rc;
+    }
+    LOG_I("listening on %s", ep);
+  }
+  return 0;
+}
+
+static bool drained(b2sd_server *srv) {
+  if (b2sd_pool_queued(srv->pool))
+    return false;
+  for (b2sd_stream *st = srv->streams; st; st = st->next) {
+    /* acquire: pairs with the writer's release stores */
+    if (atomic_load_explicit(&st->failed, memory_order_acquire))
+      continue;
+    if (atomic_load_explicit(&st->durable_seq, memory_order_acquire) <
+        st->seq_next)
+      return false;
+  }
+  return true;
+}
+
+static int on_signal(b2sd_server *srv) {
+  struct signalfd_siginfo si;
+  int stop = 0;
+  while (read(srv->sigfd, &si, sizeof si) == sizeof si) {
+    if (si.ssi_signo == SIGHUP) {
+      LOG_I("SIGHUP: reloading %s", srv->config_path);
+      b2s_notify_reloading();
+      reload(srv);
+      b2s_notify_ready("serving");
+    } else if (!srv->draining) {
+      LOG_I("signal %u: draining", si.ssi_signo);
+      b2s_notify_stopping();
+      srv->draining = true;
+      for (b2sd_stream *st = srv->streams; st; st = st->next)
+        b2sd_stream_flush(st, st->seq_next);
+      stop = 1;
+    }
+  }
+  return stop;
+}
+
+int b2sd_server_run(b2sd_server *srv) {
+  zmq_pollitem_t items[B2S_CONFIG_MAX_LISTEN + 2];
+  int n = srv->nsockets;
+  for (int i = 0; i < n; i++)
+    items[i] = (zmq_pollitem_t){.socket = srv->sockets[i], .events = ZMQ_POLLIN};
+  items[n] = (zmq_pollitem_t){.fd = srv->sigfd, .events = ZMQ_POLLIN};
+  items[n + 1] = (zmq_pollitem_t){.fd = srv->wakefd, .events = ZMQ_POLLIN};
+  bool retry = false;
+  uint64_t drain_start = 0, last_sweep = 0, last_dog = 0, dog_usec = 0;
+  if (b2s_notify_watchdog_usec(&dog_usec) < 0)
+    dog_usec = 0;
+  for (;;) {
+    long timeout = retry ? 10 : srv->draining ? 20 : 500;
+    int rc = zmq_poll(items, n + 2, timeout);
+    if (rc < 0 && errno != EINTR) {
+      LOG_E("zmq_poll: %s", zmq_strerror(errno));
+      return -errno;
+    }
+    if (items[n].revents & ZMQ_POLLIN)
+      on_signal(srv);
+    if (items[n + 1].revents & ZMQ_POLLIN) {
+      uint64_t v;
+      ssize_t r = read(srv->wakefd, &v, sizeof v);
+      (void)r;
+    }
+    /* acq_rel: pairs with the exchange in b2sd_wake; cleared before the
+     * scan so progress published after it wakes us again */
+    atomic_exchange_explicit(&srv->wake_pending, 0, memory_order_acq_rel);
+    for (int i = 0; i < n; i++)
+      recv_batch(srv, i);
+    /* observed before the scan, so the scan sends every last ACK */
+    bool done = srv->draining && drained(srv);
+    retry = scan(srv);
+    uint64_t now = b2sd_now_ns();
+    if (dog_usec && now - last_dog > dog_usec * 1000u / 3) {
+      b2s_notify_watchdog();       /* the loop turns: the daemon is alive */
+      last_dog = now;
+    }
+    if (now - last_sweep > 200000000u) {
+      sweep_sessions(srv);
+      last_sweep = now;
+    }
+    if (srv->draining) {
+      if (!drain_start)
+        drain_start = now;
+      if (done && !retry)
+        break;
+      if (now - drain_start > 60000000000u) {
+        LOG_E("drain: still busy after 60 s, stopping anyway");
+        break;
+      }
+    }
+  }
+  return 0;
+}
+
+void b2sd_server_fini(b2sd_server *srv) {
+  /* workers first (they finish queued jobs), then the writers */
+  b2sd_pool_free(srv->pool);
+  srv->pool = NULL;
+  while (srv->streams) {
+    b2sd_stream *st = srv->streams;
+    srv->streams = st->next;
+    while (st->handles)
+      handle_free(st->handles);
+    while (st->follows)
+      b2sd_follow_remove(st->follows);
+    b2sd_stream_free(st);
+  }
+  while (srv->sessions) {
+    b2sd_session *s = srv->sessions;
+    b2sd_send_error(srv, s, 0, B2S_E_CLOSED, B2S_WIRE_ERROR_CLOSED_SESSION, 0,
+                    0, 0, "daemon stopping");
+    session_end(srv, s);
+  }
+  for (int i = 0; i < srv->nsockets; i++)
+    zmq_close(srv->sockets[i]);
+  if (srv->zctx)
+    zmq_ctx_term(srv->zctx);
+  if (srv->sigfd >= 0)
+    close(srv->sigfd);
+  if (srv->wakefd >= 0)
+    close(srv->wakefd);
+  for (int i = 0; i < srv->dcfg.nlisten; i++)
+    if (strncmp(srv->dcfg.listen[i], "ipc://", 6) == 0)
+      unlink(srv->dcfg.listen[i] + 6);
+  b2s_config_free(srv->cfg);
+}

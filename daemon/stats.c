@@ -1,0 +1,112 @@
+/* Statistics as JSON for STATS_REPLY (and `b2stream stats`).
+ *
+ * {"daemon": {...}, "streams": {"name": {...}, ...}}; counters are relaxed
+ * atomics bumped by the workers and writers, so a reply is a snapshot of
+ * values that may be a few buffers apart. */
+#define _GNU_SOURCE
+#include "session.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct jbuf {
+  char *p;
+  size_t len, cap;
+  bool oom;
+} jbuf;
+
+static void jp(jbuf *b, const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0,
+                      fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->oom = true;
+      return;
+    }
+    if (b->p && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t ncap = (b->cap + (size_t)n + 1) * 2;
+    char *np = realloc(b->p, ncap);
+    if (!np) {
+      b->oom = true;
+      return;
+    }
+    b->p = np;
+    b->cap = ncap;
+  }
+}
+
+/* A JSON string body: quotes, backslashes and control bytes escaped. */
+static void jstr(jbuf *b, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      jp(b, "\\%c", c);
+    else if (c < 0x20)
+      jp(b, "\\u%04x", c);
+    else
+      jp(b, "%c", c);
+  }
+}
+
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
+  /* relaxed loads: statistics only (pair with the relaxed increments) */
+  uint64_t in = LD(st->st_bytes_in), out = LD(st->st_bytes_out);
+  uint64_t commits = LD(st->st_commits);
+  jp(b, "\"%s\":{\"path\":\"", st->name);
+  jstr(b, st->path);
+  jp(b, "\",\"buffers_in\":%llu,\"bytes_in\":%llu,"
+        "\"chunks_out\":%llu,\"bytes_out\":%llu,\"ratio\":%.3f,"
+        "\"drops\":%llu,\"queue_depth\":%zu,\"committed\":%lld,"
+        "\"commits\":%llu,\"commit_latency_avg_us\":%.1f,"
+        "\"commit_latency_max_us\":%.1f,\"slow_disk_calls\":%llu,"
+        "\"errors\":%llu,\"failed\":%d}",
+     (unsigned long long)LD(st->st_buffers_in),
+     (unsigned long long)in, (unsigned long long)LD(st->st_chunks),
+     (unsigned long long)out, out ? (double)in / (double)out : 0.0,
+     (unsigned long long)LD(st->st_drops),
+     b2sd_pool_stream_queued(srv->pool, st), (long long)LD(st->committed),
+     (unsigned long long)commits,
+     commits ? (double)LD(st->st_commit_ns_total) / (double)commits / 1e3 : 0.0,
+     (double)LD(st->st_commit_ns_max) / 1e3,
+     (unsigned long long)LD(st->st_slow_calls),
+     (unsigned long long)LD(st->st_errors), LD(st->failed));
+}
+
+char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
+  jbuf b = {0};
+  size_t nsess = 0;
+  for (b2sd_session *s = srv->sessions; s; s = s->next)
+    nsess++;
+  jp(&b, "{\"daemon\":{\"version\":\"%s\",\"workers\":%d,\"streams\":%zu,"
+         "\"sessions\":%zu,\"queued\":%zu,\"inflight_bytes\":%lld,"
+         "\"memory_limit\":%lld,\"draining\":%s},\"streams\":{",
+     B2SD_VERSION, srv->nworkers, srv->nstreams, nsess,
+     b2sd_pool_queued(srv->pool),
+     (long long)LD(srv->inflight_bytes), (long long)srv->dcfg.memory_limit,
+     srv->draining ? "true" : "false");
+  bool first = true;
+  for (b2sd_stream *st = srv->streams; st; st = st->next) {
+    if (only && st != only)
+      continue;
+    if (!first)
+      jp(&b, ",");
+    first = false;
+    stream_json(&b, srv, st);
+  }
+  jp(&b, "}}");
+  if (b.oom) {
+    free(b.p);
+    return NULL;
+  }
+  return b.p;
+}

@@ -1,0 +1,409 @@
+/* Streams and their writers.
+ *
+ * One writer thread per stream owns the stream's b2s_fwriter.  Workers hand
+ * it chunks in any order; it keeps them in a list sorted by sequence number
+ * (the reorder buffer: out-of-order completion is bounded by the number of
+ * workers plus drop-oldest tombstones), appends them strictly in order and
+ * commits in groups (group_count chunks or group_interval_ms, earlier when
+ * a flush or the drain asks).  Only after a commit does it publish the new
+ * committed count and sequence levels, then wake the I/O thread, which
+ * acknowledges and notifies: nothing is announced before it is true.
+ *
+ * Durability: a stream with ack fsync opens its writer with B2S_SYNC_FULL.
+ * For the other streams a FLUSH (or the drain) makes the committed state
+ * durable with syncfs(2) on the frame's filesystem, which covers the frame
+ * file, a sparse frame's chunk files and their directory entries. */
+#define _GNU_SOURCE
+#include "b2sd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t b2sd_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int mkdir_parents(const char *path) {
+  char buf[B2S_CONFIG_PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+      return -errno;
+    *p = '/';
+  }
+  return 0;
+}
+
+static int sync_fs_of(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  int rc = syncfs(fd) < 0 ? -errno : 0;
+  close(fd);
+  return rc;
+}
+
+static int create_frame(b2sd_stream *st, const b2s_stream_cfg *cfg,
+                        const b2s_fwriter_opts *opts) {
+  b2s_frame_metas metas;
+  b2s_frame_metas_init(&metas);
+  int rc = 0;
+  if (cfg->b2nd.enabled) {
+    b2s_b2nd nd;
+    b2s_stream_cfg_b2nd(cfg, &nd);
+    rc = b2s_frame_metas_add_b2nd(&metas, &nd);
+  }
+  if (rc >= 0)
+    rc = b2s_fwriter_create(st->path, cfg->format == B2S_FORMAT_SPARSE, opts,
+                            &metas, &st->fw);
+  b2s_frame_metas_fini(&metas);
+  return rc < 0 ? rc : 0;
+}
+
+int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
+                     b2sd_stream **out) {
+  b2sd_stream *st = calloc(1, sizeof *st);
+  if (!st)
+    return B2S_E_NOMEM;
+  st->srv = srv;
+  st->cfg = *cfg;
+  snprintf(st->name, sizeof st->name, "%s", cfg->name);
+  snprintf(st->path, sizeof st->path, "%s", cfg->full_path);
+  pthread_mutex_init(&st->lock, NULL);
+  pthread_cond_init(&st->cond, NULL);
+
+  b2s_fwriter_opts opts = B2S_FWRITER_OPTS_DEFAULTS;
+  opts.cparams = cfg->cparams;
+  opts.sync = cfg->durability.ack == B2S_ACK_FSYNC ? B2S_SYNC_FULL
+                                                   : B2S_SYNC_NONE;
+  opts.compact_on_close = true;
+  b2s_frame_error ferr = {0};
+  struct stat sb;
+  int rc;
+  if (lstat(st->path, &sb) == 0) {
+    b2s_recover_report rep = {0};
+    rc = b2s_frame_recover(st->path, false, &rep, &ferr);
+    if (rc < 0) {
+      LOG_E("stream %s: recovering %s failed: %s (%s at offset %lld)",
+            st->name, st->path, b2s_strerror(rc),
+            ferr.reason ? ferr.reason : "?", (long long)ferr.offset);
+      goto fail;
+    }
+    if (rep.was_clean)
+      LOG_I("stream %s: %s is clean, %lld chunks", st->name, st->path,
+            (long long)rep.nchunks);
+    else
+      LOG_W("stream %s: recovered %s to commit %lld: %lld chunks kept, "
+            "%lld dropped, %lld checked, %lld orphan files removed",
+            st->name, st->path, (long long)rep.commit,
+            (long long)rep.nchunks, (long long)rep.dropped_chunks,
+            (long long)rep.chunks_checked, (long long)rep.orphan_files);
+    rc = b2s_fwriter_open(st->path, &opts, &st->fw, &ferr);
+  } else if (errno == ENOENT) {
+    rc = mkdir_parents(st->path);
+    if (rc == 0)
+      rc = create_frame(st, cfg, &opts);
+    if (rc == 0)
+      LOG_I("stream %s: created %s", st->name, st->path);
+  } else {
+    rc = -errno;
+  }
+  if (rc < 0) {
+    LOG_E("stream %s: cannot open %s: %s", st->name, st->path,
+          b2s_strerror(rc));
+    goto fail;
+  }
+  /* relaxed: no other thread runs yet; thread creation publishes it */
+  atomic_store_explicit(&st->committed, b2s_fwriter_nchunks(st->fw),
+                        memory_order_relaxed);
+  *out = st;
+  return 0;
+fail:
+  pthread_mutex_destroy(&st->lock);
+  pthread_cond_destroy(&st->cond);
+  free(st);
+  return rc;
+}
+
+void b2sd_stream_put(b2sd_stream *st, b2sd_chunk *c) {
+  pthread_mutex_lock(&st->lock);
+  b2sd_chunk **pp = &st->ready;
+  while (*pp && (*pp)->seq < c->seq)
+    pp = &(*pp)->next;
+  c->next = *pp;
+  *pp = c;
+  pthread_cond_signal(&st->cond);
+  pthread_mutex_unlock(&st->lock);
+}
+
+void b2sd_stream_flush(b2sd_stream *st, uint64_t upto) {
+  pthread_mutex_lock(&st->lock);
+  if (upto > st->flush_upto)
+    st->flush_upto = upto;
+  pthread_cond_signal(&st->cond);
+  pthread_mutex_unlock(&st->lock);
+}
+
+void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out) {
+  pthread_mutex_lock(&st->lock);
+  *out = st->cfg;
+  pthread_mutex_unlock(&st->lock);
+}
+
+void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
+  pthread_mutex_lock(&st->lock);
+  if (strcmp(cfg->full_path, st->cfg.full_path) != 0 ||
+      cfg->format != st->cfg.format)
+    LOG_W("stream %s: path and format changes apply after a restart",
+          st->name);
+  b2s_stream_cfg keep = st->cfg;
+  st->cfg = *cfg;
+  memcpy(st->cfg.full_path, keep.full_path, sizeof keep.full_path);
+  memcpy(st->cfg.path, keep.path, sizeof keep.path);
+  st->cfg.format = keep.format;
+  st->cfg.b2nd = keep.b2nd;
+  pthread_cond_signal(&st->cond);
+  pthread_mutex_unlock(&st->lock);
+}
+
+/* ---- the writer thread ------------------------------------------------------ */
+
+typedef struct wstate {
+  uint64_t next_seq;        /* next seq to append */
+  uint64_t written;         /* seqs below are committed (or dropped) */
+  uint64_t durable;
+  int pending;              /* chunks appended since the last commit */
+  int64_t appended;         /* chunks appended by this writer */
+  uint64_t pending_since;   /* ns of the first of them */
+  int failed;
+} wstate;
+
+static void slow_check(b2sd_stream *st, const char *what, uint64_t t0) {
+  uint64_t ms = (b2sd_now_ns() - t0) / 1000000u;
+  if ((int64_t)ms >= st->srv->dcfg.slow_disk_ms) {
+    /* relaxed: statistics counter, read only for STATS */
+    atomic_fetch_add_explicit(&st->st_slow_calls, 1, memory_order_relaxed);
+    LOG_W("stream %s: slow disk: %s took %llu ms", st->name, what,
+          (unsigned long long)ms);
+  }
+}
+
+static void writer_fail(b2sd_stream *st, wstate *w, int rc, const char *what) {
+  if (w->failed)
+    return;
+  w->failed = rc;
+  LOG_E("stream %s: %s failed: %s; the stream stops writing", st->name, what,
+        b2s_strerror(rc));
+  /* release: pairs with the acquire load in the I/O thread's stream scan */
+  atomic_store_explicit(&st->failed, rc, memory_order_release);
+  b2sd_wake(st->srv);
+}
+
+static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  if (!w->failed && c->cbytes > 0) {
+    uint64_t t0 = b2sd_now_ns();
+    int64_t rc = b2s_fwriter_append(st->fw, c->data, (size_t)c->cbytes);
+    slow_check(st, "append", t0);
+    if (rc < 0) {
+      writer_fail(st, w, (int)rc, "append");
+    } else {
+      if (w->pending++ == 0)
+        w->pending_since = t0;
+      w->appended++;
+      /* relaxed: statistics counters */
+      atomic_fetch_add_explicit(&st->st_bytes_out, (uint64_t)c->cbytes,
+                                memory_order_relaxed);
+      atomic_fetch_add_explicit(&st->st_chunks, 1, memory_order_relaxed);
+    }
+  } else if (c->err) {
+    /* relaxed: statistics counter */
+    atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
+  }
+  w->next_seq = c->seq + 1;
+  free(c);
+}
+
+/* Commit what is pending; make it durable when `durable`. */
+static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
+                          bool opened_full) {
+  if (w->failed)
+    return;
+  if (w->pending > 0) {
+    uint64_t t0 = b2sd_now_ns();
+    int rc = b2s_fwriter_commit(st->fw);
+    uint64_t dt = b2sd_now_ns() - t0;
+    slow_check(st, "commit", t0);
+    if (rc < 0) {
+      writer_fail(st, w, rc, "commit");
+      return;
+    }
+    w->pending = 0;
+    /* relaxed: statistics counters */
+    atomic_fetch_add_explicit(&st->st_commits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->st_commit_ns_total, dt,
+                              memory_order_relaxed);
+    if (dt > atomic_load_explicit(&st->st_commit_ns_max, memory_order_relaxed))
+      atomic_store_explicit(&st->st_commit_ns_max, dt, memory_order_relaxed);
+  }
+  w->written = w->next_seq;
+  if (opened_full) {
+    w->durable = w->written;
+  } else if (durable && w->durable < w->written) {
+    uint64_t t0 = b2sd_now_ns();
+    int rc = sync_fs_of(st->path);
+    slow_check(st, "syncfs", t0);
+    if (rc < 0) {
+      writer_fail(st, w, rc, "syncfs");
+      return;
+    }
+    w->durable = w->written;
+  }
+  /* release: the committed count and levels pair with the acquire loads of
+   * the I/O thread after its wakeup; the frame is complete on disk first */
+  atomic_store_explicit(&st->committed, b2s_fwriter_nchunks(st->fw),
+                        memory_order_release);
+  atomic_store_explicit(&st->written_seq, w->written, memory_order_release);
+  atomic_store_explicit(&st->durable_seq, w->durable, memory_order_release);
+  b2sd_wake(st->srv);
+}
+
+static void *writer_main(void *arg) {
+  b2sd_stream *st = arg;
+  wstate w = {0};
+  const bool opened_full = st->cfg.durability.ack == B2S_ACK_FSYNC;
+  pthread_mutex_lock(&st->lock);
+  for (;;) {
+    /* take the chunks that continue the sequence */
+    b2sd_chunk *batch = NULL, **tail = &batch;
+    uint64_t expect = w.next_seq;
+    while (st->ready && st->ready->seq == expect) {
+      b2sd_chunk *c = st->ready;
+      st->ready = c->next;
+      c->next = NULL;
+      *tail = c;
+      tail = &c->next;
+      expect++;
+    }
+    b2s_stream_durability dur = st->cfg.durability;
+    bool fsync_now = dur.ack == B2S_ACK_FSYNC;
+    uint64_t flush_upto = st->flush_upto;
+    bool stop = st->stop;
+    pthread_mutex_unlock(&st->lock);
+
+    while (batch) {
+      b2sd_chunk *c = batch;
+      batch = c->next;
+      writer_append(st, &w, c);
+      if (w.pending >= dur.group_count)
+        writer_commit(st, &w, fsync_now, opened_full);
+    }
+    uint64_t now = b2sd_now_ns();
+    uint64_t deadline = w.pending_since +
+                        (uint64_t)dur.group_interval_ms * 1000000u;
+    bool want_flush = flush_upto > w.durable && w.next_seq >= flush_upto;
+    if (w.next_seq > w.written &&
+        (w.pending == 0 || now >= deadline || want_flush || stop))
+      writer_commit(st, &w, fsync_now || want_flush || stop, opened_full);
+    else if (want_flush)
+      writer_commit(st, &w, true, opened_full);
+
+    pthread_mutex_lock(&st->lock);
+    if (st->ready && st->ready->seq == w.next_seq)
+      continue;
+    if (stop && !st->ready)
+      break;
+    if (stop) {              /* a gap at stop: cannot happen after a drain */
+      LOG_E("stream %s: chunks missing at stop (next %llu)", st->name,
+            (unsigned long long)w.next_seq);
+      break;
+    }
+    if (st->flush_upto > flush_upto || st->stop)
+      continue;
+    if (w.pending > 0) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      uint64_t left = deadline > now ? deadline - now : 0;
+      uint64_t ns = (uint64_t)ts.tv_nsec + left;
+      ts.tv_sec += (time_t)(ns / 1000000000u);
+      ts.tv_nsec = (long)(ns % 1000000000u);
+      pthread_cond_timedwait(&st->cond, &st->lock, &ts);
+    } else {
+      pthread_cond_wait(&st->cond, &st->lock);
+    }
+  }
+  while (st->ready) {        /* only after a gap or a failure */
+    b2sd_chunk *c = st->ready;
+    st->ready = c->next;
+    free(c);
+  }
+  pthread_mutex_unlock(&st->lock);
+  writer_commit(st, &w, true, opened_full);
+  int rc = b2s_fwriter_close(st->fw);  /* commits and compacts */
+  st->fw = NULL;
+  if (rc < 0)
+    LOG_E("stream %s: closing %s: %s", st->name, st->path, b2s_strerror(rc));
+  else if (!w.failed && sync_fs_of(st->path) == 0)
+    LOG_I("stream %s: closed %s (%lld chunks)", st->name, st->path,
+          (long long)atomic_load_explicit(&st->committed,
+                                          memory_order_relaxed));
+  return NULL;
+}
+
+int b2sd_stream_start(b2sd_stream *st) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_destroy(&st->cond);
+  pthread_cond_init(&st->cond, &ca);
+  pthread_condattr_destroy(&ca);
+  int rc = pthread_create(&st->thread, NULL, writer_main, st);
+  if (rc)
+    return -rc;
+  st->thread_started = true;
+  char name[16];
+  snprintf(name, sizeof name, "b2s-w-%.9s", st->name);
+  pthread_setname_np(st->thread, name);
+  return 0;
+}
+
+void b2sd_stream_free(b2sd_stream *st) {
+  if (!st)
+    return;
+  if (st->thread_started) {
+    pthread_mutex_lock(&st->lock);
+    st->stop = true;
+    pthread_cond_signal(&st->cond);
+    pthread_mutex_unlock(&st->lock);
+    pthread_join(st->thread, NULL);
+  } else {
+    b2s_fwriter_close(st->fw);
+  }
+  b2s_frame_free(st->reader);
+  pthread_mutex_destroy(&st->lock);
+  pthread_cond_destroy(&st->cond);
+  free(st);
+}
+
+int b2sd_stream_reader(b2sd_stream *st, int64_t want, b2s_frame **out) {
+  if (!st->reader || b2s_frame_nchunks(st->reader) < want) {
+    b2s_frame_free(st->reader);
+    st->reader = NULL;
+    b2s_frame_error err = {0};
+    int rc = b2s_frame_open(st->path, &st->reader, &err);
+    if (rc < 0)
+      return rc;
+  }
+  *out = st->reader;
+  return 0;
+}

@@ -1,0 +1,210 @@
+/* Worker pool: a fixed set of threads taking jobs from one bounded FIFO.
+ *
+ * The FIFO is shared by all streams, so a stream's jobs leave it in
+ * sequence order; stream->taken_seq records how far each stream got (the
+ * I/O thread returns `block` credits from it).  Each worker owns one
+ * b2s_ctx and one scratch buffer for its lifetime: no allocation on the hot
+ * path once warm except the chunk handed to the writer (exactly cbytes). */
+#define _GNU_SOURCE
+#include "b2sd.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct b2sd_pool {
+  b2sd_server *srv;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  b2sd_job *head, *tail;
+  size_t queued;
+  bool stop;
+  int nthreads;
+  pthread_t *threads;
+};
+
+void b2sd_job_free(b2sd_server *srv, b2sd_job *job) {
+  if (!job)
+    return;
+  if (job->is_shm) {
+    if (job->shm)
+      b2s_shm_release(job->shm, job->slot);
+  } else {
+    zmq_msg_close(&job->msg);
+  }
+  /* relaxed: a counter for the memory bound; pairs with the fetch_add in
+   * the I/O thread's accept path */
+  atomic_fetch_sub_explicit(&srv->inflight_bytes, (int64_t)job->len,
+                            memory_order_relaxed);
+  free(job);
+}
+
+static b2sd_job *pool_take(b2sd_pool *p) {
+  pthread_mutex_lock(&p->lock);
+  while (!p->head && !p->stop)
+    pthread_cond_wait(&p->cond, &p->lock);
+  b2sd_job *j = p->head;
+  if (j) {
+    p->head = j->next;
+    if (p->head)
+      p->head->prev = NULL;
+    else
+      p->tail = NULL;
+    p->queued--;
+    j->st->nqueued--;
+    /* release: pairs with the acquire load of the I/O thread returning
+     * credits; seqs of one stream leave the FIFO in order */
+    atomic_store_explicit(&j->st->taken_seq, j->seq + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return j;
+}
+
+static void *worker_main(void *arg) {
+  b2sd_pool *p = arg;
+  b2s_ctx *ctx = b2s_ctx_new();
+  uint8_t *scratch = NULL;
+  size_t scap = 0;
+  b2sd_job *j;
+  while ((j = pool_take(p))) {
+    b2sd_wake(p->srv);         /* credits may come back */
+    b2sd_stream *st = j->st;
+    size_t need = j->len + B2S_MAX_OVERHEAD;
+    b2sd_chunk *c = NULL;
+    int rc = ctx ? 0 : B2S_E_NOMEM;
+    if (rc == 0 && need > scap) {
+      uint8_t *n = realloc(scratch, need);
+      if (!n)
+        rc = B2S_E_NOMEM;
+      else
+        scratch = n, scap = need;
+    }
+    if (rc == 0)
+      rc = b2s_compress(ctx, &j->cparams, j->data, (int32_t)j->len, scratch,
+                        (int32_t)need);
+    if (rc > 0) {
+      c = malloc(sizeof *c + (size_t)rc);
+      if (c) {
+        memcpy(c->data, scratch, (size_t)rc);
+        c->cbytes = rc;
+        c->nbytes = (int32_t)j->len;
+        c->err = 0;
+      } else {
+        rc = B2S_E_NOMEM;
+      }
+    }
+    if (!c) {
+      c = calloc(1, sizeof *c);
+      if (!c)
+        abort();             /* cannot even report: nothing sane left */
+      c->err = rc < 0 ? rc : B2S_E_COMPRESS;
+      LOG_E("stream %s: compressing buffer %llu failed: %s", st->name,
+            (unsigned long long)j->seq, b2s_strerror(c->err));
+    }
+    c->seq = j->seq;
+    b2sd_job_free(p->srv, j);  /* the slot or message goes back first */
+    b2sd_stream_put(st, c);
+  }
+  free(scratch);
+  b2s_ctx_free(ctx);
+  return NULL;
+}
+
+int b2sd_pool_new(b2sd_server *srv, int nworkers, size_t max_jobs,
+                  b2sd_pool **out) {
+  (void)max_jobs;
+  b2sd_pool *p = calloc(1, sizeof *p);
+  if (!p)
+    return B2S_E_NOMEM;
+  p->srv = srv;
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->cond, NULL);
+  p->threads = calloc((size_t)nworkers, sizeof *p->threads);
+  if (!p->threads) {
+    free(p);
+    return B2S_E_NOMEM;
+  }
+  for (int i = 0; i < nworkers; i++) {
+    int rc = pthread_create(&p->threads[i], NULL, worker_main, p);
+    if (rc) {
+      b2sd_pool_free(p);
+      return -rc;
+    }
+    char name[24];                 /* pthread names hold 15 bytes */
+    snprintf(name, sizeof name, "b2s-work-%d", i & 0xffff);
+    name[15] = '\0';
+    pthread_setname_np(p->threads[i], name);
+    p->nthreads++;
+  }
+  *out = p;
+  return 0;
+}
+
+void b2sd_pool_free(b2sd_pool *p) {
+  if (!p)
+    return;
+  pthread_mutex_lock(&p->lock);
+  p->stop = true;
+  pthread_cond_broadcast(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+  for (int i = 0; i < p->nthreads; i++)
+    pthread_join(p->threads[i], NULL);
+  free(p->threads);
+  pthread_mutex_destroy(&p->lock);
+  pthread_cond_destroy(&p->cond);
+  free(p);
+}
+
+void b2sd_pool_push(b2sd_pool *p, b2sd_job **job) {
+  b2sd_job *j = *job;
+  *job = NULL;
+  j->next = NULL;
+  pthread_mutex_lock(&p->lock);
+  j->prev = p->tail;
+  if (p->tail)
+    p->tail->next = j;
+  else
+    p->head = j;
+  p->tail = j;
+  p->queued++;
+  j->st->nqueued++;
+  pthread_cond_signal(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+}
+
+b2sd_job *b2sd_pool_steal_oldest(b2sd_pool *p, b2sd_stream *st) {
+  pthread_mutex_lock(&p->lock);
+  b2sd_job *j = p->head;
+  while (j && j->st != st)
+    j = j->next;
+  if (j) {
+    if (j->prev)
+      j->prev->next = j->next;
+    else
+      p->head = j->next;
+    if (j->next)
+      j->next->prev = j->prev;
+    else
+      p->tail = j->prev;
+    p->queued--;
+    st->nqueued--;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return j;
+}
+
+size_t b2sd_pool_queued(b2sd_pool *p) {
+  pthread_mutex_lock(&p->lock);
+  size_t n = p->queued;
+  pthread_mutex_unlock(&p->lock);
+  return n;
+}
+
+size_t b2sd_pool_stream_queued(b2sd_pool *p, b2sd_stream *st) {
+  pthread_mutex_lock(&p->lock);
+  size_t n = st->nqueued;
+  pthread_mutex_unlock(&p->lock);
+  return n;
+}
