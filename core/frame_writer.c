@@ -283,7 +283,7 @@ static int entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
 /* Forget chunk i's storage: its bytes become a hole (cframe) or its file
  * is removed after the next commit (sparse). */
 static int release_entry(b2s_fwriter *w, int64_t i, int32_t *old_nbytes) {
-  int32_t cb;
+  int32_t cb = 0;
   int rc = entry_sizes(w, i, old_nbytes, &cb);
   if (rc < 0)
     return rc;
@@ -324,7 +324,7 @@ static int go_variable(b2s_fwriter *w) {
     int64_t e = w->index[i];
     if (e >= 0)
       continue;
-    int32_t nb, cb;
+    int32_t nb = 0, cb = 0;
     uint8_t chunk[64];
     int rc = entry_sizes(w, i, &nb, &cb);
     if (rc >= 0)
@@ -470,7 +470,7 @@ int b2s_fwriter_update(b2s_fwriter *w, int64_t pos, const void *chunk,
     return rc;
   if (pos < 0 || pos >= w->n)
     return B2S_E_NCHUNK;
-  int32_t old_nb;
+  int32_t old_nb = 0;
   rc = release_entry(w, pos, &old_nb);
   if (rc == 0)
     rc = chunksize_rules(w, pos, in.ci.nbytes, true);
@@ -500,7 +500,7 @@ int b2s_fwriter_delete(b2s_fwriter *w, int64_t pos) {
     return B2S_E_ARG;
   if (pos < 0 || pos >= w->n)
     return B2S_E_NCHUNK;
-  int32_t old_nb;
+  int32_t old_nb = 0;
   int rc = release_entry(w, pos, &old_nb);
   if (rc < 0)
     return rc;

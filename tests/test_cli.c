@@ -774,8 +774,10 @@ static void check_info_frame(const mf_entry *e, json_object *me,
   CHECK(jint(o, "nbytes") == jint(me, "nbytes"), "%s: nbytes", e->name);
   CHECK(jint(o, "chunksize") == jint(me, "chunksize"), "%s: chunksize",
         e->name);
-  CHECK(!strcmp(jstr(o, "chunksize_kind"),
-                jint(me, "chunksize") > 0 ? "fixed" : "variable"),
+  const char *kind_want = jint(me, "chunksize") > 0 ? "fixed" : "variable";
+  json_object *kind_got = jget(o, "chunksize_kind");
+  CHECK(kind_got && json_object_is_type(kind_got, json_type_string) &&
+            strcmp(json_object_get_string(kind_got), kind_want) == 0,
         "%s: chunksize_kind", e->name);
   CHECK(jint(o, "format_version") == jint(fr, "format_version"),
         "%s: format_version", e->name);
