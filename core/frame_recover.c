@@ -75,13 +75,21 @@ static int rfile_open(const char *path, rfile *r) {
   return find_base(r);
 }
 
+/* Open path's frame file and read its commit records. */
+static int open_records(const char *path, rfile *r, fw_record rec[2],
+                        int *nvalid) {
+  *nvalid = 0;
+  int rc = rfile_open(path, r);
+  if (rc == 0)
+    rc = fw_records_read(r->fd, r->base, rec, nvalid);
+  return rc;
+}
+
 int fw_has_records(const char *path) {
   rfile r;
-  int rc = rfile_open(path, &r);
   fw_record rec[2];
-  int nvalid = 0;
-  if (rc == 0)
-    rc = fw_records_read(r.fd, r.base, rec, &nvalid);
+  int nvalid;
+  int rc = open_records(path, &r, rec, &nvalid);
   rfile_close(&r);
   return rc < 0 ? rc : nvalid > 0;
 }
@@ -237,11 +245,9 @@ int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
   if (path == NULL)
     return B2S_E_ARG;
   rfile r;
-  int rc = rfile_open(path, &r);
   fw_record rec[2];
-  int nvalid = 0;
-  if (rc == 0)
-    rc = fw_records_read(r.fd, r.base, rec, &nvalid);
+  int nvalid;
+  int rc = open_records(path, &r, rec, &nvalid);
   if (rc < 0) {
     rfile_close(&r);
     return rc;

@@ -100,23 +100,13 @@ static int load_model(b2s_fwriter *w, b2s_frame *f) {
 }
 
 static int mark_ids(b2s_fwriter *w) {
-  for (int64_t i = 0; i < w->n; i++)
-    if (w->index[i] >= 0) {
-      int64_t id = w->index[i];
-      int64_t word = id / 64;
-      if (word >= w->ids_words) {
-        int64_t nw = w->ids_words ? w->ids_words : 64;
-        while (nw <= word)
-          nw *= 2;
-        uint64_t *p = realloc(w->ids, (size_t)nw * sizeof *p);
-        if (p == NULL)
-          return B2S_E_NOMEM;
-        memset(p + w->ids_words, 0, (size_t)(nw - w->ids_words) * sizeof *p);
-        w->ids = p;
-        w->ids_words = nw;
-      }
-      w->ids[word] |= UINT64_C(1) << (id % 64);
-    }
+  for (int64_t i = 0; i < w->n; i++) {
+    int rc = w->index[i] >= 0 ? fw_id_mark(w, w->index[i]) : 0;
+    if (rc < 0)
+      return rc;
+  }
+  /* allocation restarts from the lowest free id */
+  w->id_hint = 0;
   return 0;
 }
 

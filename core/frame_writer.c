@@ -131,7 +131,7 @@ static int index_reserve(b2s_fwriter *w, int64_t n) {
 
 /* ---- sparse chunk ids --------------------------------------------------------- */
 
-static int id_mark(b2s_fwriter *w, int64_t id) {
+int fw_id_mark(b2s_fwriter *w, int64_t id) {
   int64_t word = id / 64;
   if (word >= w->ids_words) {
     int64_t nw = w->ids_words ? w->ids_words * 2 : 64;
@@ -156,7 +156,7 @@ static int64_t id_alloc(b2s_fwriter *w) {
     id++;
   if (id > (int64_t)UINT32_MAX)
     return B2S_E_CHUNK_ID;
-  int rc = id_mark(w, id);
+  int rc = fw_id_mark(w, id);
   if (rc < 0)
     return rc;
   w->id_hint = id + 1;

@@ -105,6 +105,8 @@ b2s_fwriter *fw_alloc(bool sparse, const b2s_fwriter_opts *opts);
 void fw_header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
                         bool sparse);
 int fw_copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src);
+/* Mark sparse chunk id as in use. */
+int fw_id_mark(b2s_fwriter *w, int64_t id);
 
 /* frame_recover.c: 1 when path has valid commit records, 0 when not. */
 int fw_has_records(const char *path);

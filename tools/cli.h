@@ -84,6 +84,10 @@ int cli_usage(const cli_args *a, const char *fmt, ...)
 /* Usage error for the current option, which the command does not know. */
 int cli_unknown_option(const cli_args *a);
 
+/* The command line "PATH [--json]" (info, ls): CLI_EXIT_OK with *path set,
+ * else the usage exit status (the message is printed). */
+int cli_args_path_json(cli_args *a, const char **path, bool *json);
+
 /* Whether argv holds --help or -h before any "--". */
 bool cli_wants_help(int argc, char **argv);
 

@@ -88,22 +88,11 @@ static int list(cli_src *src, bool json) {
 static int run(int argc, char **argv) {
   cli_args a;
   cli_args_init(&a, argc, argv);
-  const char *path = NULL, *operand;
-  bool json = false;
-  for (int t; (t = cli_args_next(&a, &operand)) != 0;) {
-    if (t == 2 && path == NULL)
-      path = operand;
-    else if (t == 2)
-      return cli_usage(&a, "unexpected argument '%s'", operand);
-    else if (strcmp(a.opt, "json"))
-      return cli_unknown_option(&a);
-    else if (!cli_args_no_value(&a))
-      return CLI_EXIT_USAGE;
-    else
-      json = true;
-  }
-  if (path == NULL)
-    return cli_usage(&a, "missing PATH");
+  const char *path;
+  bool json;
+  int usage = cli_args_path_json(&a, &path, &json);
+  if (usage != CLI_EXIT_OK)
+    return usage;
   cli_src src;
   if (cli_src_open(path, &src) < 0)
     return CLI_EXIT_FAIL;
