@@ -142,27 +142,8 @@ static int resume(b2s_fwriter *w, const fw_record *r) {
   if (rc < 0 || w->n == 0)
     return rc;
   /* last chunk's size for the chunksize rules */
-  int32_t nb = w->hdr.chunksize;
-  int64_t e = w->index[w->n - 1];
-  if (e < 0) {
-    if (nb > 0 && w->hdr.nbytes % nb)
-      nb = (int32_t)(w->hdr.nbytes % nb);
-  } else {
-    uint8_t h[B2S_HEADER_LEN];
-    if (w->sparse) {
-      char name[32];
-      snprintf(name, sizeof name, "%08X.chunk", (unsigned)e);
-      int fd = openat(w->dirfd, name, O_RDONLY | O_CLOEXEC);
-      rc = fd < 0 ? -errno : fw_pread(fd, h, sizeof h, 0);
-      if (fd >= 0)
-        close(fd);
-    } else {
-      rc = fw_pread(w->fd, h, sizeof h, w->base + e);
-    }
-    nb = (int32_t)(h[4] | h[5] << 8 | h[6] << 16 | (uint32_t)h[7] << 24);
-  }
-  w->last_nbytes = nb;
-  return rc;
+  int32_t cb;
+  return fw_entry_sizes(w, w->n - 1, &w->last_nbytes, &cb);
 }
 
 /* Copy chunk i of f into w: a contiguous frame gets the bytes at the end

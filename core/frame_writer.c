@@ -243,8 +243,8 @@ static int store_chunk(b2s_fwriter *w, const void *chunk, int32_t cbytes,
 }
 
 /* nbytes and cbytes (0 for special entries) of chunk i as stored now. */
-static int entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
-                       int32_t *cbytes) {
+int fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
+                   int32_t *cbytes) {
   int64_t e = w->index[i];
   if (e < 0) {
     int64_t cs = w->hdr.chunksize;
@@ -284,7 +284,7 @@ static int entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
  * is removed after the next commit (sparse). */
 static int release_entry(b2s_fwriter *w, int64_t i, int32_t *old_nbytes) {
   int32_t cb = 0;
-  int rc = entry_sizes(w, i, old_nbytes, &cb);
+  int rc = fw_entry_sizes(w, i, old_nbytes, &cb);
   if (rc < 0)
     return rc;
   if (w->index[i] >= 0) {
@@ -326,7 +326,7 @@ static int go_variable(b2s_fwriter *w) {
       continue;
     int32_t nb = 0, cb = 0;
     uint8_t chunk[64];
-    int rc = entry_sizes(w, i, &nb, &cb);
+    int rc = fw_entry_sizes(w, i, &nb, &cb);
     if (rc >= 0)
       rc = special_as_chunk(w, b2s_frame_entry_kind(e), nb, w->hdr.typesize,
                             chunk);
@@ -489,7 +489,7 @@ int b2s_fwriter_update(b2s_fwriter *w, int64_t pos, const void *chunk,
 
 static int refresh_last(b2s_fwriter *w) {
   int32_t nb = 0, cb;
-  int rc = w->n > 0 ? entry_sizes(w, w->n - 1, &nb, &cb) : 0;
+  int rc = w->n > 0 ? fw_entry_sizes(w, w->n - 1, &nb, &cb) : 0;
   if (rc == 0)
     w->last_nbytes = nb;
   return rc;

@@ -105,6 +105,9 @@ b2s_fwriter *fw_alloc(bool sparse, const b2s_fwriter_opts *opts);
 void fw_header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
                         bool sparse);
 int fw_copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src);
+/* nbytes and cbytes (0 for a special entry) of chunk i as stored now. */
+int fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
+                   int32_t *cbytes);
 /* Mark sparse chunk id as in use. */
 int fw_id_mark(b2s_fwriter *w, int64_t id);
 
