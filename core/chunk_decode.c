@@ -168,13 +168,14 @@ static int setup(dec *d, b2s_ctx *ctx, const void *src, size_t srcsize,
 static int vl_block_span(const dec *d, int32_t i, int32_t *start, int32_t *clen,
                          int32_t *nb) {
   const uint8_t *bst = d->src + d->ci.header_len;
-  int32_t s = b2s_rd32(bst + 4 * i);
-  int32_t e = i + 1 < d->ci.nblocks ? b2s_rd32(bst + 4 * (i + 1)) : d->ci.cbytes;
+  int64_t s = b2s_rd32(bst + 4 * i);
+  int64_t e = i + 1 < d->ci.nblocks ? b2s_rd32(bst + 4 * (i + 1)) : d->ci.cbytes;
+  /* 64-bit so hostile starts cannot overflow the difference */
   if (s < d->data_start || e > d->ci.cbytes || e - s < 4)
     return B2S_E_BSTARTS;
   *nb = b2s_rd32(d->src + s);
-  *start = s + 4;
-  *clen = e - s - 4;
+  *start = (int32_t)s + 4;
+  *clen = (int32_t)(e - s - 4);
   return *nb < 0 ? B2S_E_STREAM : 0;
 }
 
