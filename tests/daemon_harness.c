@@ -1,0 +1,378 @@
+/* See daemon_harness.h. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "b2s_chunk.h"
+#include "b2s_errors.h"
+#include "frame.h"
+#include "daemon_harness.h"
+
+const char *daemon_path;
+void *zctx;
+
+
+/* ---- daemon process -------------------------------------------------------- */
+
+const char *base_config =
+    "listen: [ipc://d.sock]\n"
+    "run_dir: run\n"
+    "data_dir: data\n"
+    "workers: 2\n"
+    "max_buffer: 1MiB\n"
+    "log_level: debug\n"
+    "streams:\n"
+    "  w:\n"
+    "    typesize: 4\n"
+    "    durability: {ack: write, group_count: 8, group_interval_ms: 5}\n"
+    "  f:\n"
+    "    codec: lz4\n"
+    "    durability: {ack: fsync, group_count: 4, group_interval_ms: 5}\n"
+    "  r:\n"
+    "    format: sparse\n"
+    "    durability: {ack: receipt, group_count: 4, group_interval_ms: 5}\n"
+    "  dn:\n"
+    "    codec: zstd\n"
+    "    clevel: 9\n"
+    "    queue_depth: 1\n"
+    "    backpressure: drop-newest\n"
+    "  do:\n"
+    "    codec: zstd\n"
+    "    clevel: 9\n"
+    "    queue_depth: 1\n"
+    "    backpressure: drop-oldest\n"
+    "  bl:\n"
+    "    queue_depth: 2\n"
+    "    backpressure: block\n"
+    "templates:\n"
+    "  tm:\n"
+    "    codec: lz4\n";
+
+void env_init(env *e) {
+  env_init_config(e, base_config);
+}
+
+void env_init_config(env *e, const char *yaml) {
+  snprintf(e->dir, sizeof e->dir, "/tmp/b2sd-test-XXXXXX");
+  assert_non_null(mkdtemp(e->dir));
+  snprintf(e->config, sizeof e->config, "%s/b2streamd.yaml", e->dir);
+  snprintf(e->sock, sizeof e->sock, "ipc://%s/run/d.sock", e->dir);
+  snprintf(e->log, sizeof e->log, "%s/daemon.log", e->dir);
+  FILE *f = fopen(e->config, "w");
+  assert_non_null(f);
+  fputs(yaml, f);
+  fclose(f);
+  e->pid = 0;
+}
+
+void env_start(env *e) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(e->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 2);
+    execl(daemon_path, daemon_path, "--config", e->config, (char *)NULL);
+    _exit(127);
+  }
+  e->pid = pid;
+  char path[400];
+  snprintf(path, sizeof path, "%s/run/d.sock", e->dir);
+  for (int i = 0; i < WAIT_MS / 10; i++) {
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+      return;
+    int st;
+    assert_int_equal(waitpid(pid, &st, WNOHANG), 0);
+    usleep(10000);
+  }
+  fail_msg("daemon did not start");
+}
+
+/* Signal the daemon and return its exit status (-1 on a signal death). */
+int env_stop(env *e, int sig) {
+  kill(e->pid, sig);
+  for (int i = 0; i < WAIT_MS / 10 * 3; i++) {
+    int st;
+    if (waitpid(e->pid, &st, WNOHANG) == e->pid) {
+      e->pid = 0;
+      return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    }
+    usleep(10000);
+  }
+  kill(e->pid, SIGKILL);
+  fail_msg("daemon did not stop");
+  return -2;
+}
+
+void env_fini(env *e) {
+  if (e->pid > 0)
+    env_stop(e, SIGKILL);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", e->dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "cleanup of %s failed\n", e->dir);
+}
+
+void frame_path(env *e, const char *stream, char *out, size_t n) {
+  snprintf(out, n, "%s/data/%s.b2frame", e->dir, stream);
+}
+
+/* ---- raw client ------------------------------------------------------------- */
+
+
+void *cli_connect(env *e) {
+  void *s = zmq_socket(zctx, ZMQ_DEALER);
+  int linger = 0;
+  zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+  assert_int_equal(zmq_connect(s, e->sock), 0);
+  return s;
+}
+
+void cli_send(void *s, const b2s_wire_msg *m, const void *p,
+                     size_t plen) {
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  int n = b2s_wire_encode(m, hdr, sizeof hdr);
+  assert_true(n > 0);
+  assert_int_equal(zmq_send(s, hdr, (size_t)n, p ? ZMQ_SNDMORE : 0), n);
+  if (p)
+    assert_int_equal(zmq_send(s, p, plen, 0), (int)plen);
+}
+
+void rx_free(rx *r) {
+  free(r->payload);
+  r->payload = NULL;
+}
+
+/* Next message (fails the test after WAIT_MS). */
+void cli_recv(void *s, rx *r) {
+  zmq_pollitem_t it = {.socket = s, .events = ZMQ_POLLIN};
+  assert_int_equal(zmq_poll(&it, 1, WAIT_MS), 1);
+  int n = zmq_recv(s, r->hdr, sizeof r->hdr, 0);
+  assert_true(n >= 16 && n <= (int)sizeof r->hdr);
+  assert_int_equal(b2s_wire_decode(r->hdr, (size_t)n, &r->m), 0);
+  r->payload = NULL;
+  r->plen = 0;
+  int more;
+  size_t ml = sizeof more;
+  zmq_getsockopt(s, ZMQ_RCVMORE, &more, &ml);
+  if (more) {
+    zmq_msg_t p;
+    zmq_msg_init(&p);
+    assert_true(zmq_msg_recv(&p, s, 0) >= 0);
+    r->plen = zmq_msg_size(&p);
+    r->payload = malloc(r->plen + 1);
+    memcpy(r->payload, zmq_msg_data(&p), r->plen);
+    r->payload[r->plen] = 0;
+    zmq_msg_close(&p);
+  }
+  assert_int_equal(b2s_wire_check_payload(&r->m, r->plen, SIZE_MAX), 0);
+}
+
+/* Receive until a message of `type` arrives; others are skipped. */
+void cli_expect(void *s, int type, rx *r) {
+  for (;;) {
+    cli_recv(s, r);
+    if (r->m.type == type)
+      return;
+    if (r->m.type == B2S_WIRE_ERROR)
+      fail_msg("ERROR %d while waiting for %s", r->m.error.code,
+               b2s_wire_type_name(type));
+    rx_free(r);
+  }
+}
+
+void cli_hello(void *s, uint16_t flags) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_HELLO);
+  m.flags = flags;
+  m.tag = 1;
+  m.hello.pid = (uint32_t)getpid();
+  m.hello.name = b2s_wire_cstr("test");
+  cli_send(s, &m, NULL, 0);
+  rx r;
+  cli_expect(s, B2S_WIRE_WELCOME, &r);
+  assert_int_equal(r.m.tag, 1);
+  assert_int_equal(r.m.welcome.version_min, 1);
+}
+
+/* OPEN; returns the OPENED message, or the ERROR code in *err. */
+int cli_open(void *s, const char *stream, const char *tmpl,
+                    b2s_wire_msg *opened) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_OPEN);
+  m.tag = 2;
+  m.open.stream = b2s_wire_cstr(stream);
+  m.open.tmpl = b2s_wire_cstr(tmpl);
+  cli_send(s, &m, NULL, 0);
+  rx r;
+  cli_recv(s, &r);
+  assert_int_equal(r.m.tag, 2);
+  if (r.m.type == B2S_WIRE_ERROR)
+    return r.m.error.code;
+  assert_int_equal(r.m.type, B2S_WIRE_OPENED);
+  *opened = r.m;
+  return 0;
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+size_t buf_len(int i, size_t base) {
+  return base + (size_t)((i * 7919) % 1000);
+}
+
+void buf_fill(uint8_t *b, size_t len, int i) {
+  uint32_t x = (uint32_t)i * 2654435761u + 1;
+  for (size_t k = 0; k < len; k++) {
+    if (k % 64 == 0)
+      x = x * 1103515245u + 12345u;
+    b[k] = (uint8_t)((x >> 16) + (k % 64 < 48 ? 0 : k));
+  }
+}
+
+
+void prod_handle(prod *p, rx *r) {
+  switch (r->m.type) {
+  case B2S_WIRE_ACK:
+    assert_int_equal(r->m.ack.handle, p->handle);
+    p->credits += r->m.ack.credits;
+    assert_true(r->m.ack.upto >= p->acked[r->m.ack.level]);
+    p->acked[r->m.ack.level] = r->m.ack.upto;
+    p->ack_dropped = r->m.ack.dropped;
+    assert_int_equal(r->m.ack.dropped, p->ndropped);
+    break;
+  case B2S_WIRE_DROPPED:
+    assert_true(r->m.dropped.buffer_id < (uint64_t)p->n);
+    assert_false(p->dropped[r->m.dropped.buffer_id]);
+    p->dropped[r->m.dropped.buffer_id] = 1;
+    p->ndropped++;
+    p->drop_reason = r->m.dropped.reason;
+    break;
+  case B2S_WIRE_ERROR:
+    fail_msg("ERROR %d (%s)", r->m.error.code, b2s_strerror(r->m.error.code));
+    break;
+  default:
+    break;
+  }
+}
+
+void prod_run(prod *p, int level) {
+  uint8_t *b = malloc(p->base + 1000);
+  assert_true(p->n <= 256);
+  for (int i = 0; i < p->n; i++) {
+    while (p->credits == 0) {
+      rx r;
+      cli_recv(p->s, &r);
+      prod_handle(p, &r);
+      rx_free(&r);
+    }
+    size_t len = buf_len(p->seed + i, p->base);
+    buf_fill(b, len, p->seed + i);
+    b2s_wire_msg m;
+    b2s_wire_init(&m, B2S_WIRE_DATA);
+    m.data.buffer_id = (uint64_t)i;
+    m.data.handle = p->handle;
+    cli_send(p->s, &m, b, len);
+    p->credits--;
+  }
+  while (p->acked[level] < (uint64_t)p->n) {
+    rx r;
+    cli_recv(p->s, &r);
+    prod_handle(p, &r);
+    rx_free(&r);
+  }
+  free(b);
+}
+
+void cli_close(prod *p) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_CLOSE);
+  m.tag = 4;
+  m.close.handle = p->handle;
+  cli_send(p->s, &m, NULL, 0);
+  for (;;) {
+    rx r;
+    cli_recv(p->s, &r);
+    if (r.m.type == B2S_WIRE_CLOSED) {
+      assert_int_equal(r.m.tag, 4);
+      assert_int_equal(r.m.closed.upto, (uint64_t)p->n);
+      assert_int_equal(r.m.closed.dropped, p->ndropped);
+      return;
+    }
+    prod_handle(p, &r);
+    rx_free(&r);
+  }
+}
+
+/* The frame holds exactly the buffers [seed, seed + n) not dropped, in
+ * order, and every chunk decodes. */
+void check_frame(const char *path, const prod *p, int64_t expect_min) {
+  b2s_frame *f = NULL;
+  b2s_frame_error err = {0};
+  assert_int_equal(b2s_frame_open(path, &f, &err), 0);
+  int64_t nch = b2s_frame_nchunks(f);
+  uint8_t *want = malloc(p->base + 1000), *got = malloc(p->base + 1000);
+  int64_t k = 0;
+  int64_t nbytes_total = 0;
+  for (int i = 0; i < p->n && k < nch; i++) {
+    if (p->dropped[i])
+      continue;
+    size_t len = buf_len(p->seed + i, p->base);
+    buf_fill(want, len, p->seed + i);
+    int32_t cb = 0, nb = 0;
+    assert_int_equal(b2s_frame_chunk_sizes(f, k, &cb, &nb), 0);
+    uint8_t *chunk = malloc((size_t)cb);
+    assert_int_equal(b2s_frame_chunk_read(f, k, chunk, (size_t)cb), cb);
+    b2s_chunk_info info;
+    assert_int_equal(b2s_chunk_info_get(chunk, (size_t)cb, &info), 0);
+    assert_int_equal(info.nbytes, (int32_t)len);
+    free(chunk);
+    assert_int_equal(nb, (int32_t)len);
+    assert_int_equal(b2s_frame_chunk_decompress(f, k, NULL, got, len),
+                     (int)len);
+    assert_memory_equal(got, want, len);
+    nbytes_total += (int64_t)len;
+    k++;
+  }
+  assert_int_equal(k, nch);     /* nothing extra */
+  assert_true(nch >= expect_min);
+  assert_int_equal(b2s_frame_header_get(f)->nbytes, nbytes_total);
+  free(want);
+  free(got);
+  b2s_frame_free(f);
+}
+
+uint64_t count_kept(const prod *p) {
+  return (uint64_t)p->n - p->ndropped;
+}
+
+int harness_init(void) {
+  daemon_path = getenv("B2S_DAEMON");
+  if (!daemon_path) {
+    fprintf(stderr, "B2S_DAEMON is not set\n");
+    return 1;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  zctx = zmq_ctx_new();
+  return zctx ? 0 : 1;
+}
+
+void harness_fini(void) {
+  zmq_ctx_term(zctx);
+}

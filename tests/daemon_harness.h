@@ -1,0 +1,83 @@
+/* The test harness of the daemon's integration tests: the real b2streamd
+ * ($B2S_DAEMON) on a temporary directory with its own configuration and ipc
+ * socket, a raw DEALER client speaking docs/PROTOCOL.md byte for byte, and
+ * checks of the frames it writes.  Every wait has a generous timeout that
+ * only guards against a hang. */
+#ifndef DAEMON_HARNESS_H
+#define DAEMON_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wire.h"
+
+#define WAIT_MS 20000
+
+extern const char *daemon_path;   /* from $B2S_DAEMON */
+extern void *zctx;
+extern const char *base_config;   /* streams w, f, r, dn, do, bl; template tm */
+
+typedef struct env {
+  char dir[256];
+  char config[300];
+  char sock[300];
+  char log[300];
+  pid_t pid;
+} env;
+
+typedef struct rx {
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg m;
+  uint8_t *payload;
+  size_t plen;
+} rx;
+
+/* A producer run: send n buffers on `handle` honouring credits, collect
+ * ACKs and DROPPED until every buffer is settled at `level`. */
+typedef struct prod {
+  void *s;
+  uint32_t handle;
+  uint32_t credits;
+  int n;
+  size_t base;
+  int seed;                   /* buffer i has content seed + i */
+  uint8_t dropped[256];       /* per buffer id; n <= 256 */
+  uint64_t ndropped, ack_dropped, acked[4];
+  int drop_reason;
+} prod;
+
+/* A temporary directory with base_config (or yaml) as b2streamd.yaml,
+ * listening on ipc://DIR/run/d.sock; start, signal and stop the daemon. */
+void env_init(env *e);
+void env_init_config(env *e, const char *yaml);
+void env_start(env *e);
+int env_stop(env *e, int sig);
+void env_fini(env *e);
+void frame_path(env *e, const char *stream, char *out, size_t n);
+/* The raw client: connect, send, receive, HELLO, OPEN. */
+void *cli_connect(env *e);
+void cli_send(void *s, const b2s_wire_msg *m, const void *p,
+                     size_t plen);
+void rx_free(rx *r);
+void cli_recv(void *s, rx *r);
+void cli_expect(void *s, int type, rx *r);
+void cli_hello(void *s, uint16_t flags);
+int cli_open(void *s, const char *stream, const char *tmpl,
+                    b2s_wire_msg *opened);
+/* Producer runs with deterministic buffers (content seed + i), checked
+ * byte for byte in the frame by check_frame. */
+size_t buf_len(int i, size_t base);
+void buf_fill(uint8_t *b, size_t len, int i);
+void prod_handle(prod *p, rx *r);
+void prod_run(prod *p, int level);
+void cli_close(prod *p);
+void check_frame(const char *path, const prod *p, int64_t expect_min);
+uint64_t count_kept(const prod *p);
+
+/* Set daemon_path and zctx from the environment; returns 0 or prints why
+ * not and returns 1. */
+int harness_init(void);
+void harness_fini(void);
+
+#endif
