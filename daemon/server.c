@@ -95,144 +95,6 @@ static void error_raw(b2sd_server *srv, int sock, const void *rid,
   b2sd_send_error(srv, &tmp, tag, code, flags, ref_type, 0, ref_index, text);
 }
 
-/* ---- handles ---------------------------------------------------------------- */
-
-static b2sd_entry *entry_at(b2sd_handle *h, size_t i) {
-  return &h->q[(h->qhead + i) % h->qcap];
-}
-
-static int entry_push(b2sd_handle *h, uint8_t state, uint64_t seq) {
-  if (h->qlen == h->qcap) {
-    size_t ncap = h->qcap ? h->qcap * 2 : 16;
-    b2sd_entry *nq = malloc(ncap * sizeof *nq);
-    if (!nq)
-      return B2S_E_NOMEM;
-    for (size_t i = 0; i < h->qlen; i++)
-      nq[i] = *entry_at(h, i);
-    free(h->q);
-    h->q = nq;
-    h->qcap = ncap;
-    h->qhead = 0;
-  }
-  b2sd_entry *e = entry_at(h, h->qlen++);
-  e->seq = seq;
-  e->state = state;
-  h->next_id++;
-  return 0;
-}
-
-static b2sd_handle *handle_find(b2sd_session *s, uint32_t id) {
-  for (b2sd_handle *h = s->handles; h; h = h->next_s)
-    if (h->id == id)
-      return h;
-  return NULL;
-}
-
-static void handle_free(b2sd_handle *h) {
-  b2sd_session *s = h->sess;
-  for (b2sd_handle **pp = &s->handles; *pp; pp = &(*pp)->next_s)
-    if (*pp == h) {
-      *pp = h->next_s;
-      break;
-    }
-  for (b2sd_handle **pp = &h->st->handles; *pp; pp = &(*pp)->next_st)
-    if (*pp == h) {
-      *pp = h->next_st;
-      break;
-    }
-  s->nhandles--;
-  free(h->q);
-  free(h);
-}
-
-static bool settled(const b2sd_handle *h, const b2sd_entry *e, int level,
-                    uint64_t written, uint64_t durable) {
-  if (e->state != ENTRY_QUEUED || level <= B2S_WIRE_LEVEL_RECEIVED)
-    return true;
-  return e->seq < (level == B2S_WIRE_LEVEL_WRITTEN ? written : durable);
-  (void)h;
-}
-
-static uint64_t handle_upto(b2sd_handle *h, int level, uint64_t written,
-                            uint64_t durable) {
-  for (size_t i = 0; i < h->qlen; i++)
-    if (!settled(h, entry_at(h, i), level, written, durable))
-      return h->first_id + i;
-  return h->next_id;
-}
-
-/* Progress of one handle: credits, ACKs, FLUSHED, CLOSED.  Returns false
- * when the handle was closed and freed. */
-static bool handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
-                            uint64_t written, uint64_t durable,
-                            bool memory_ok) {
-  /* credits come back in entry order */
-  while (h->ncredited < h->qlen) {
-    b2sd_entry *e = entry_at(h, h->ncredited);
-    if (e->state == ENTRY_QUEUED && h->policy == B2S_WIRE_POLICY_BLOCK &&
-        (e->seq >= taken || !memory_ok))
-      break;
-    h->ncredited++;
-    h->owed++;
-  }
-  b2s_wire_msg m;
-  uint64_t ur = h->next_id;
-  if (ur > h->acked[1] || h->owed) {
-    b2s_wire_init(&m, B2S_WIRE_ACK);
-    m.ack.upto = ur;
-    m.ack.dropped = h->dropped;
-    m.ack.handle = h->id;
-    m.ack.credits = h->owed;
-    m.ack.level = B2S_WIRE_LEVEL_RECEIVED;
-    if (b2sd_send(srv, h->sess, &m, NULL, 0) == 0) {
-      h->acked[1] = ur;
-      h->avail += h->owed;
-      h->owed = 0;
-    }
-  }
-  int lvl = h->ack_level;
-  uint64_t u = lvl > 1 ? handle_upto(h, lvl, written, durable) : ur;
-  if (lvl > 1 && u > h->acked[lvl]) {
-    b2s_wire_init(&m, B2S_WIRE_ACK);
-    m.ack.upto = u;
-    m.ack.dropped = h->dropped;
-    m.ack.handle = h->id;
-    m.ack.level = (uint8_t)lvl;
-    if (b2sd_send(srv, h->sess, &m, NULL, 0) == 0)
-      h->acked[lvl] = u;
-  }
-  /* drop entries settled at the ack level whose credit came back */
-  while (h->ncredited > 0 && h->first_id < u) {
-    h->qhead = (h->qhead + 1) % h->qcap;
-    h->qlen--;
-    h->ncredited--;
-    h->first_id++;
-  }
-  while (h->nflush > 0 && durable >= h->flushes[0].seq) {
-    b2s_wire_init(&m, B2S_WIRE_FLUSHED);
-    m.tag = h->flushes[0].tag;
-    m.flushed.upto = h->flushes[0].upto;
-    m.flushed.handle = h->id;
-    if (b2sd_send(srv, h->sess, &m, NULL, 0) == -EAGAIN)
-      break;
-    memmove(h->flushes, h->flushes + 1,
-            (size_t)--h->nflush * sizeof h->flushes[0]);
-  }
-  if (h->closing && h->nflush == 0 && u == h->next_id &&
-      h->ncredited == h->qlen) {
-    b2s_wire_init(&m, B2S_WIRE_CLOSED);
-    m.tag = h->close_tag;
-    m.closed.upto = h->next_id;
-    m.closed.dropped = h->dropped;
-    m.closed.handle = h->id;
-    if (b2sd_send(srv, h->sess, &m, NULL, 0) == -EAGAIN)
-      return true;
-    handle_free(h);
-    return false;
-  }
-  return true;
-}
-
 /* ---- sessions ------------------------------------------------------------- */
 
 static b2sd_session *session_find(b2sd_server *srv, int sock, const void *rid,
@@ -245,7 +107,7 @@ static b2sd_session *session_find(b2sd_server *srv, int sock, const void *rid,
 
 static void session_end(b2sd_server *srv, b2sd_session *s) {
   while (s->handles)
-    handle_free(s->handles);
+    b2sd_handle_free(s->handles);
   while (s->follows)
     b2sd_follow_remove(s->follows);
   for (b2sd_session **pp = &srv->sessions; *pp; pp = &(*pp)->next)
@@ -265,14 +127,6 @@ typedef struct inmsg {
   bool has_payload;
   int nframes;
 } inmsg;
-
-static int cstr_copy(char *dst, size_t cap, b2s_wire_str s) {
-  if (s.len >= cap)
-    return B2S_E_STREAM_NAME;
-  memcpy(dst, s.ptr, s.len);
-  dst[s.len] = '\0';
-  return 0;
-}
 
 static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
                      const b2s_wire_msg *m) {
@@ -308,232 +162,19 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
   w.welcome.session_id = s->id;
   w.welcome.version_min = w.welcome.version_max = B2S_WIRE_VERSION;
   w.welcome.server = b2s_wire_cstr(B2SD_NAME " " B2SD_VERSION);
+  /* shared memory only where the peer is on this machine */
+  s->shm = strncmp(srv->dcfg.listen[s->sock], "ipc://", 6) == 0;
+  if (s->shm)
+    w.flags |= B2S_WIRE_WELCOME_SHM;
   b2sd_send(srv, s, &w, NULL, 0);
   LOG_I("session %u: hello from '%s' pid %u", s->id, s->name, s->pid);
-}
-
-static int stream_create_from_template(b2sd_server *srv, const char *name,
-                                       const char *tmpl, b2sd_stream **out) {
-  b2s_stream_cfg sc;
-  int rc = b2s_config_stream_from_template(srv->cfg, tmpl, name, &sc);
-  if (rc < 0)
-    return rc;
-  for (b2sd_stream *st = srv->streams; st; st = st->next)
-    if (strcmp(st->path, sc.full_path) == 0)
-      return B2S_E_CONFIG;
-  b2sd_stream *st;
-  rc = b2sd_stream_open(srv, &sc, &st);
-  if (rc < 0)
-    return rc;
-  rc = b2sd_stream_start(st);
-  if (rc < 0) {
-    b2sd_stream_free(st);
-    return rc;
-  }
-  st->next = srv->streams;
-  srv->streams = st;
-  srv->nstreams++;
-  LOG_I("stream %s: created from template %s", name, tmpl);
-  *out = st;
-  return 0;
-}
-
-static void on_open(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
-  char name[B2S_STREAM_NAME_MAX + 1], tmpl[B2S_WIRE_NAME_MAX + 1];
-  int rc = cstr_copy(name, sizeof name, m->open.stream);
-  if (rc == 0)
-    rc = b2s_stream_name_check(name);
-  if (rc == 0)
-    rc = cstr_copy(tmpl, sizeof tmpl, m->open.tmpl) ? B2S_E_NOTEMPLATE : 0;
-  if (rc == 0 && srv->draining)
-    rc = B2S_E_CLOSED;
-  if (rc == 0 && s->nhandles >= B2SD_MAX_HANDLES)
-    rc = B2S_E_BUSY;
-  b2sd_stream *st = rc == 0 ? b2sd_server_stream(srv, name) : NULL;
-  if (rc == 0 && !st)
-    rc = tmpl[0] ? stream_create_from_template(srv, name, tmpl, &st)
-                 : B2S_E_NOSTREAM;
-  /* acquire: pairs with the writer's release store of a failure */
-  if (rc == 0 && atomic_load_explicit(&st->failed, memory_order_acquire))
-    rc = atomic_load_explicit(&st->failed, memory_order_acquire);
-  b2sd_handle *h = rc == 0 ? calloc(1, sizeof *h) : NULL;
-  if (rc == 0 && !h)
-    rc = B2S_E_NOMEM;
-  if (rc < 0) {
-    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, 0, NULL);
-    return;
-  }
-  b2s_stream_cfg cfg;
-  b2sd_stream_cfg_get(st, &cfg);
-  h->sess = s;
-  h->st = st;
-  h->id = s->next_handle++;
-  h->ack_level = (uint8_t)(cfg.durability.ack + 1);
-  h->policy = (uint8_t)(cfg.backpressure + 1);
-  h->avail = (uint32_t)cfg.queue_depth;
-  h->next_s = s->handles;
-  s->handles = h;
-  h->next_st = st->handles;
-  st->handles = h;
-  s->nhandles++;
-  b2s_wire_msg o;
-  b2s_wire_init(&o, B2S_WIRE_OPENED);
-  o.tag = m->tag;
-  o.opened.handle = h->id;
-  o.opened.credits = h->avail;
-  int64_t mb = srv->dcfg.max_buffer;
-  o.opened.max_buffer = (uint32_t)(mb > UINT32_MAX ? UINT32_MAX : mb);
-  o.opened.ack_level = h->ack_level;
-  o.opened.policy = h->policy;
-  b2sd_send(srv, s, &o, NULL, 0);
-}
-
-static void send_dropped(b2sd_server *srv, b2sd_handle *h, uint64_t id,
-                         int reason) {
-  b2s_wire_msg d;
-  b2s_wire_init(&d, B2S_WIRE_DROPPED);
-  d.dropped.buffer_id = id;
-  d.dropped.handle = h->id;
-  d.dropped.reason = (uint8_t)reason;
-  b2sd_send(srv, h->sess, &d, NULL, 0);
-  h->dropped++;
-  /* relaxed: statistics counter */
-  atomic_fetch_add_explicit(&h->st->st_drops, 1, memory_order_relaxed);
-}
-
-/* drop-oldest: take the stream's oldest queued job out and report it. */
-static bool drop_oldest(b2sd_server *srv, b2sd_stream *st) {
-  b2sd_job *j = b2sd_pool_steal_oldest(srv->pool, st);
-  if (!j)
-    return false;
-  b2sd_chunk *c = calloc(1, sizeof *c);
-  if (!c)
-    abort();
-  c->seq = j->seq;
-  b2sd_stream_put(st, c);        /* tombstone: the writer skips the seq */
-  for (b2sd_session *s = srv->sessions; s; s = s->next) {
-    if (s->id != j->session_id)
-      continue;
-    b2sd_handle *h = handle_find(s, j->handle_id);
-    if (h && j->buffer_id >= h->first_id && j->buffer_id < h->next_id) {
-      entry_at(h, (size_t)(j->buffer_id - h->first_id))->state = ENTRY_DROPPED;
-      send_dropped(srv, h, j->buffer_id, B2S_WIRE_POLICY_DROP_OLDEST);
-    }
-  }
-  b2sd_job_free(srv, j);
-  return true;
-}
-
-static void handle_close_ref(b2sd_server *srv, b2sd_handle *h, uint32_t tag,
-                             int code, uint8_t type, uint64_t index) {
-  b2sd_send_error(srv, h->sess, tag, code, B2S_WIRE_ERROR_CLOSED_REF, type,
-                  h->id, index, NULL);
-  handle_free(h);
-}
-
-static void on_data(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                    inmsg *in) {
-  b2sd_handle *h = handle_find(s, m->data.handle);
-  uint64_t id = m->data.buffer_id;
-  if (!h) {
-    b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type, m->data.handle,
-                    id, NULL);
-    return;
-  }
-  if (id != h->next_id) {
-    handle_close_ref(srv, h, m->tag, B2S_E_PROTO, m->type, id);
-    return;
-  }
-  if (h->avail == 0) {
-    handle_close_ref(srv, h, m->tag, B2S_E_BUSY, m->type, id);
-    return;
-  }
-  h->avail--;
-  size_t plen = in->has_payload ? zmq_msg_size(&in->payload) : 0;
-  int64_t mb = srv->dcfg.max_buffer;
-  int rc = b2s_wire_check_payload(m, plen, (size_t)mb);
-  if (rc == 0 && (h->closing || srv->draining))
-    rc = B2S_E_CLOSED;
-  if (rc == 0 && m->type == B2S_WIRE_SHM_SUBMIT)
-    rc = B2S_E_ARG;               /* no segment: SHM_ATTACH is not offered */
-  if (rc < 0) {
-    entry_push(h, ENTRY_REJECTED, 0);
-    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, h->id, id, NULL);
-    return;
-  }
-  b2sd_stream *st = h->st;
-  b2s_stream_cfg cfg;
-  b2sd_stream_cfg_get(st, &cfg);
-  /* relaxed: the memory bound is approximate by at most one buffer per
-   * worker; pairs with the fetch_sub in b2sd_job_free */
-  int64_t inflight =
-      atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
-  bool full = b2sd_pool_stream_queued(srv->pool, st) >=
-                  (size_t)cfg.queue_depth ||
-              inflight + (int64_t)plen > srv->dcfg.memory_limit;
-  if (full && cfg.backpressure == B2S_BP_DROP_NEWEST) {
-    entry_push(h, ENTRY_DROPPED, 0);
-    send_dropped(srv, h, id, B2S_WIRE_POLICY_DROP_NEWEST);
-    return;
-  }
-  if (full && cfg.backpressure == B2S_BP_DROP_OLDEST)
-    drop_oldest(srv, st);
-  b2sd_job *j = calloc(1, sizeof *j);
-  if (!j || entry_push(h, ENTRY_QUEUED, st->seq_next) < 0) {
-    free(j);
-    h->next_id = id;              /* undo: reject instead */
-    entry_push(h, ENTRY_REJECTED, 0);
-    b2sd_send_error(srv, s, m->tag, B2S_E_NOMEM, 0, m->type, h->id, id, NULL);
-    return;
-  }
-  j->st = st;
-  j->seq = st->seq_next++;
-  j->cparams = cfg.cparams;
-  zmq_msg_init(&j->msg);
-  zmq_msg_move(&j->msg, &in->payload);
-  j->data = zmq_msg_data(&j->msg);
-  j->len = plen;
-  j->session_id = s->id;
-  j->handle_id = h->id;
-  j->buffer_id = id;
-  /* relaxed: see the load above */
-  atomic_fetch_add_explicit(&srv->inflight_bytes, (int64_t)plen,
-                            memory_order_relaxed);
-  /* relaxed: statistics counters */
-  atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&st->st_bytes_in, plen, memory_order_relaxed);
-  b2sd_pool_push(srv->pool, &j);
-}
-
-static void on_flush_close(b2sd_server *srv, b2sd_session *s,
-                           const b2s_wire_msg *m) {
-  uint32_t hid = m->type == B2S_WIRE_FLUSH ? m->flush.handle : m->close.handle;
-  b2sd_handle *h = handle_find(s, hid);
-  if (!h || h->closing) {
-    b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type, hid, 0, NULL);
-    return;
-  }
-  if (m->type == B2S_WIRE_CLOSE) {
-    h->closing = true;
-    h->close_tag = m->tag;
-    return;
-  }
-  if (h->nflush == B2SD_MAX_FLUSHES) {
-    b2sd_send_error(srv, s, m->tag, B2S_E_BUSY, 0, m->type, hid, 0, NULL);
-    return;
-  }
-  b2sd_flush *f = &h->flushes[h->nflush++];
-  f->tag = m->tag;
-  f->upto = h->next_id;
-  f->seq = h->st->seq_next;
-  b2sd_stream_flush(h->st, f->seq);
 }
 
 static void on_stats(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   char name[B2S_STREAM_NAME_MAX + 1] = "";
   b2sd_stream *st = NULL;
   if (m->stats.stream.len) {
-    if (cstr_copy(name, sizeof name, m->stats.stream) < 0 ||
+    if (b2sd_cstr_copy(name, sizeof name, m->stats.stream) < 0 ||
         !(st = b2sd_server_stream(srv, name))) {
       b2sd_send_error(srv, s, m->tag, B2S_E_NOSTREAM, 0, m->type, 0, 0, NULL);
       return;
@@ -607,21 +248,12 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
   }
   switch (m.type) {
   case B2S_WIRE_HELLO: on_hello(srv, in, s, &m); break;
-  case B2S_WIRE_OPEN: on_open(srv, s, &m); break;
-  case B2S_WIRE_DATA: on_data(srv, s, &m, in); break;
-  case B2S_WIRE_SHM_SUBMIT: {
-    b2s_wire_msg d = m;       /* same accounting as DATA, then rejected */
-    d.data.buffer_id = m.shm_submit.buffer_id;
-    d.data.handle = m.shm_submit.handle;
-    on_data(srv, s, &d, in);
-    break;
-  }
+  case B2S_WIRE_OPEN: b2sd_open_msg(srv, s, &m); break;
+  case B2S_WIRE_DATA: b2sd_data_msg(srv, s, &m, in->has_payload ? &in->payload : NULL); break;
+  case B2S_WIRE_SHM_SUBMIT: b2sd_shm_submit_msg(srv, s, &m); break;
   case B2S_WIRE_FLUSH:
-  case B2S_WIRE_CLOSE: on_flush_close(srv, s, &m); break;
-  case B2S_WIRE_SHM_ATTACH:
-    b2sd_send_error(srv, s, m.tag, -EOPNOTSUPP, 0, m.type,
-                    m.shm_attach.handle, 0, "shared-memory ingest not offered");
-    break;
+  case B2S_WIRE_CLOSE: b2sd_flush_close_msg(srv, s, &m); break;
+  case B2S_WIRE_SHM_ATTACH: b2sd_shm_attach_msg(srv, s, &m); break;
   case B2S_WIRE_FOLLOW: b2sd_follow_msg(srv, s, &m); break;
   case B2S_WIRE_READ: b2sd_read_msg(srv, s, &m); break;
   case B2S_WIRE_UNFOLLOW: b2sd_unfollow_msg(srv, s, &m); break;
@@ -680,7 +312,7 @@ static void recv_batch(b2sd_server *srv, int sock) {
 /* A stream that failed ends every handle and follow on it. */
 static void stream_failed(b2sd_server *srv, b2sd_stream *st, int code) {
   while (st->handles)
-    handle_close_ref(srv, st->handles, 0, code, 0, 0);
+    b2sd_handle_close_ref(srv, st->handles, 0, code, 0, 0);
   while (st->follows) {
     b2sd_follow *f = st->follows;
     b2sd_send_error(srv, f->sess, 0, code, B2S_WIRE_ERROR_CLOSED_REF, 0, f->id,
@@ -695,7 +327,7 @@ static bool scan(b2sd_server *srv) {
   /* relaxed: see on_data */
   bool memory_ok = atomic_load_explicit(&srv->inflight_bytes,
                                         memory_order_relaxed) <
-                   srv->dcfg.memory_limit;
+                   b2sd_memory_room(srv);
   for (b2sd_stream *st = srv->streams; st; st = st->next) {
     /* acquire: pair with the release stores of the workers (taken) and
      * the writer (levels, committed, failed) */
@@ -712,11 +344,20 @@ static bool scan(b2sd_server *srv) {
     for (b2sd_handle *h = st->handles, *nx; h; h = nx) {
       nx = h->next_st;
       if (!h->sess->dead)
-        handle_progress(srv, h, taken, written, durable, memory_ok);
+        b2sd_handle_progress(srv, h, taken, written, durable, memory_ok);
     }
     retry |= b2sd_follow_scan(srv, st);
   }
   return retry;
+}
+
+/* A shared-memory producer that died without a word: its process is gone,
+ * so is its session. */
+static bool session_producer_dead(const b2sd_session *s) {
+  for (const b2sd_handle *h = s->handles; h; h = h->next_s)
+    if (b2sd_handle_producer_dead(h))
+      return true;
+  return false;
 }
 
 static void sweep_sessions(b2sd_server *srv) {
@@ -725,6 +366,10 @@ static void sweep_sessions(b2sd_server *srv) {
     nx = s->next;
     if (s->dead) {
       LOG_I("session %u: peer gone", s->id);
+      session_end(srv, s);
+    } else if (session_producer_dead(s)) {
+      LOG_W("session %u: producer pid %u died; its slots are reclaimed",
+            s->id, s->pid);
       session_end(srv, s);
     } else if (s->timeout_ms &&
                now - s->last_ns > (uint64_t)s->timeout_ms * 1000000u) {
@@ -771,6 +416,15 @@ static void reload(b2sd_server *srv) {
       continue;
     }
     if (b2sd_stream_open(srv, &sc[i], &st) < 0)
+    /* one writer per frame: a stream made from a template may own it */
+    for (st = srv->streams; st; st = st->next)
+      if (strcmp(st->path, sc[i].full_path) == 0)
+        break;
+    if (st) {
+      LOG_E("reload: stream %s: %s is the frame of running stream %s; not "
+            "added", sc[i].name, sc[i].full_path, st->name);
+      continue;
+    }
       continue;
     if (b2sd_stream_start(st) < 0) {
       b2sd_stream_free(st);
@@ -804,6 +458,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     return -errno;
   srv->nworkers = b2s_daemon_cfg_workers(&srv->dcfg);
   int rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
+  b2sd_shm_cleanup();
   if (rc < 0)
     return rc;
   size_t n;
@@ -943,7 +598,7 @@ void b2sd_server_fini(b2sd_server *srv) {
     b2sd_stream *st = srv->streams;
     srv->streams = st->next;
     while (st->handles)
-      handle_free(st->handles);
+      b2sd_handle_free(st->handles);
     while (st->follows)
       b2sd_follow_remove(st->follows);
     b2sd_stream_free(st);

@@ -6,6 +6,8 @@
 #include "b2sd.h"
 #include "wire.h"
 
+#include <string.h>
+
 #define B2SD_MAX_HANDLES 1024     /* per session */
 #define B2SD_MAX_FOLLOWS 1024     /* per session */
 #define B2SD_MAX_FLUSHES 64       /* pending FLUSHes per handle */
@@ -45,6 +47,7 @@ typedef struct b2sd_handle {
   int nflush;
   bool closing;
   uint32_t close_tag;
+  struct b2sd_seg *seg;        /* shared-memory segment, or NULL */
 } b2sd_handle;
 
 typedef struct b2sd_follow {
@@ -72,7 +75,17 @@ typedef struct b2sd_session {
   b2sd_handle *handles;
   b2sd_follow *follows;
   bool dead;                   /* peer unreachable: drop at the next sweep */
+  bool shm;                    /* shared memory offered (ipc:// peer) */
 } b2sd_session;
+
+/* A wire string as a C string (B2S_E_STREAM_NAME when it does not fit). */
+static inline int b2sd_cstr_copy(char *dst, size_t cap, b2s_wire_str s) {
+  if (s.len >= cap)
+    return B2S_E_STREAM_NAME;
+  memcpy(dst, s.ptr, s.len);
+  dst[s.len] = '\0';
+  return 0;
+}
 
 /* Send one message (header + optional payload) to a session.  Returns 0,
  * -EAGAIN when the peer's queue is full, -EHOSTUNREACH when it is gone
@@ -83,6 +96,50 @@ int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
 void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
                      int code, uint16_t flags, uint8_t ref_type,
                      uint32_t ref_id, uint64_t ref_index, const char *text);
+
+/* handles.c: producer handles */
+b2sd_handle *b2sd_handle_find(b2sd_session *s, uint32_t id);
+/* Free a handle (its segment, if any, is reclaimed). */
+void b2sd_handle_free(b2sd_handle *h);
+/* Credits, ACKs, FLUSHED, CLOSED for the progress published by workers and
+ * writer.  Returns false when the handle was closed and freed. */
+bool b2sd_handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
+                          uint64_t written, uint64_t durable, bool memory_ok);
+/* ERROR with closed_ref about the handle, then free it. */
+void b2sd_handle_close_ref(b2sd_server *srv, b2sd_handle *h, uint32_t tag,
+                           int code, uint8_t type, uint64_t index);
+void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
+void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload);
+void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
+                          const b2s_wire_msg *m);
+
+/* Where an accepted buffer's bytes are: a DATA payload (moved into the job)
+ * or a TAKEN slot of a segment. */
+typedef struct b2sd_bufsrc {
+  zmq_msg_t *msg;
+  struct b2sd_seg *seg;
+  uint32_t slot;
+  const void *data;
+  size_t len;
+} b2sd_bufsrc;
+
+b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
+                               const b2s_wire_msg *m, uint32_t handle,
+                               uint64_t id);
+void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
+                        const b2s_wire_msg *m, uint64_t id, int code);
+/* Queue the buffer for a worker, or drop it per the stream's policy. */
+void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
+                        const b2s_wire_msg *m, uint64_t id, b2sd_bufsrc *b);
+
+/* shm_ingest.c: shared-memory segments of producer handles */
+void b2sd_shm_attach_msg(b2sd_server *srv, b2sd_session *s,
+                         const b2s_wire_msg *m);
+void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
+                         const b2s_wire_msg *m);
+/* True when the producer that attached the handle's segment has died. */
+bool b2sd_handle_producer_dead(const b2sd_handle *h);
 
 /* follow.c */
 void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);

@@ -29,15 +29,15 @@ void b2sd_job_free(b2sd_server *srv, b2sd_job *job) {
   if (!job)
     return;
   if (job->is_shm) {
-    if (job->shm)
-      b2s_shm_release(job->shm, job->slot);
+    b2sd_seg_give_back(job->seg, job->slot);
+    b2sd_seg_unref(job->seg);
   } else {
     zmq_msg_close(&job->msg);
+    /* relaxed: a counter for the memory bound; pairs with the fetch_add
+     * in the I/O thread's accept path */
+    atomic_fetch_sub_explicit(&srv->inflight_bytes, (int64_t)job->len,
+                              memory_order_relaxed);
   }
-  /* relaxed: a counter for the memory bound; pairs with the fetch_add in
-   * the I/O thread's accept path */
-  atomic_fetch_sub_explicit(&srv->inflight_bytes, (int64_t)job->len,
-                            memory_order_relaxed);
   free(job);
 }
 

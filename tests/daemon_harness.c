@@ -83,6 +83,10 @@ void env_init_config(env *e, const char *yaml) {
 }
 
 void env_start(env *e) {
+  char sock[400];
+  /* a socket left by a killed daemon would pass for the new one's */
+  snprintf(sock, sizeof sock, "%s/run/d.sock", e->dir);
+  unlink(sock);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {

@@ -1,0 +1,403 @@
+/* Producer handles (PROTOCOL.md 4.2, 4.3): OPEN, DATA, SHM_SUBMIT, FLUSH,
+ * CLOSE, credits and acknowledgements.  I/O thread only. */
+#define _GNU_SOURCE
+#include "session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- handles ---------------------------------------------------------------- */
+
+static b2sd_entry *entry_at(b2sd_handle *h, size_t i) {
+  return &h->q[(h->qhead + i) % h->qcap];
+}
+
+static int entry_push(b2sd_handle *h, uint8_t state, uint64_t seq) {
+  if (h->qlen == h->qcap) {
+    size_t ncap = h->qcap ? h->qcap * 2 : 16;
+    b2sd_entry *nq = malloc(ncap * sizeof *nq);
+    if (!nq)
+      return B2S_E_NOMEM;
+    for (size_t i = 0; i < h->qlen; i++)
+      nq[i] = *entry_at(h, i);
+    free(h->q);
+    h->q = nq;
+    h->qcap = ncap;
+    h->qhead = 0;
+  }
+  b2sd_entry *e = entry_at(h, h->qlen++);
+  e->seq = seq;
+  e->state = state;
+  h->next_id++;
+  return 0;
+}
+
+b2sd_handle *b2sd_handle_find(b2sd_session *s, uint32_t id) {
+  for (b2sd_handle *h = s->handles; h; h = h->next_s)
+    if (h->id == id)
+      return h;
+  return NULL;
+}
+
+void b2sd_handle_free(b2sd_handle *h) {
+  b2sd_session *s = h->sess;
+  for (b2sd_handle **pp = &s->handles; *pp; pp = &(*pp)->next_s)
+    if (*pp == h) {
+      *pp = h->next_s;
+      break;
+    }
+  for (b2sd_handle **pp = &h->st->handles; *pp; pp = &(*pp)->next_st)
+    if (*pp == h) {
+      *pp = h->next_st;
+      break;
+    }
+  s->nhandles--;
+  if (h->seg)
+    b2sd_seg_end(h->seg);     /* the producer's slots come back */
+  free(h->q);
+  free(h);
+}
+
+static bool settled(const b2sd_handle *h, const b2sd_entry *e, int level,
+                    uint64_t written, uint64_t durable) {
+  if (e->state != ENTRY_QUEUED || level <= B2S_WIRE_LEVEL_RECEIVED)
+    return true;
+  return e->seq < (level == B2S_WIRE_LEVEL_WRITTEN ? written : durable);
+  (void)h;
+}
+
+static uint64_t handle_upto(b2sd_handle *h, int level, uint64_t written,
+                            uint64_t durable) {
+  for (size_t i = 0; i < h->qlen; i++)
+    if (!settled(h, entry_at(h, i), level, written, durable))
+      return h->first_id + i;
+  return h->next_id;
+}
+
+/* Progress of one handle: credits, ACKs, FLUSHED, CLOSED.  Returns false
+ * when the handle was closed and freed. */
+bool b2sd_handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
+                            uint64_t written, uint64_t durable,
+                            bool memory_ok) {
+  /* credits come back in entry order */
+  while (h->ncredited < h->qlen) {
+    b2sd_entry *e = entry_at(h, h->ncredited);
+    if (e->state == ENTRY_QUEUED && h->policy == B2S_WIRE_POLICY_BLOCK &&
+        (e->seq >= taken || !memory_ok))
+      break;
+    h->ncredited++;
+    h->owed++;
+  }
+  b2s_wire_msg m;
+  uint64_t ur = h->next_id;
+  if (ur > h->acked[1] || h->owed) {
+    b2s_wire_init(&m, B2S_WIRE_ACK);
+    m.ack.upto = ur;
+    m.ack.dropped = h->dropped;
+    m.ack.handle = h->id;
+    m.ack.credits = h->owed;
+    m.ack.level = B2S_WIRE_LEVEL_RECEIVED;
+    if (b2sd_send(srv, h->sess, &m, NULL, 0) == 0) {
+      h->acked[1] = ur;
+      h->avail += h->owed;
+      h->owed = 0;
+    }
+  }
+  int lvl = h->ack_level;
+  uint64_t u = lvl > 1 ? handle_upto(h, lvl, written, durable) : ur;
+  if (lvl > 1 && u > h->acked[lvl]) {
+    b2s_wire_init(&m, B2S_WIRE_ACK);
+    m.ack.upto = u;
+    m.ack.dropped = h->dropped;
+    m.ack.handle = h->id;
+    m.ack.level = (uint8_t)lvl;
+    if (b2sd_send(srv, h->sess, &m, NULL, 0) == 0)
+      h->acked[lvl] = u;
+  }
+  /* drop entries settled at the ack level whose credit came back */
+  while (h->ncredited > 0 && h->first_id < u) {
+    h->qhead = (h->qhead + 1) % h->qcap;
+    h->qlen--;
+    h->ncredited--;
+    h->first_id++;
+  }
+  while (h->nflush > 0 && durable >= h->flushes[0].seq) {
+    b2s_wire_init(&m, B2S_WIRE_FLUSHED);
+    m.tag = h->flushes[0].tag;
+    m.flushed.upto = h->flushes[0].upto;
+    m.flushed.handle = h->id;
+    if (b2sd_send(srv, h->sess, &m, NULL, 0) == -EAGAIN)
+      break;
+    memmove(h->flushes, h->flushes + 1,
+            (size_t)--h->nflush * sizeof h->flushes[0]);
+  }
+  if (h->closing && h->nflush == 0 && u == h->next_id &&
+      h->ncredited == h->qlen) {
+    b2s_wire_init(&m, B2S_WIRE_CLOSED);
+    m.tag = h->close_tag;
+    m.closed.upto = h->next_id;
+    m.closed.dropped = h->dropped;
+    m.closed.handle = h->id;
+    if (b2sd_send(srv, h->sess, &m, NULL, 0) == -EAGAIN)
+      return true;
+    b2sd_handle_free(h);
+    return false;
+  }
+  return true;
+}
+
+static int stream_create_from_template(b2sd_server *srv, const char *name,
+                                       const char *tmpl, b2sd_stream **out) {
+  b2s_stream_cfg sc;
+  int rc = b2s_config_stream_from_template(srv->cfg, tmpl, name, &sc);
+  if (rc < 0)
+    return rc;
+  for (b2sd_stream *st = srv->streams; st; st = st->next)
+    if (strcmp(st->path, sc.full_path) == 0)
+      return B2S_E_CONFIG;
+  b2sd_stream *st;
+  rc = b2sd_stream_open(srv, &sc, &st);
+  if (rc < 0)
+    return rc;
+  rc = b2sd_stream_start(st);
+  if (rc < 0) {
+    b2sd_stream_free(st);
+    return rc;
+  }
+  st->next = srv->streams;
+  srv->streams = st;
+  srv->nstreams++;
+  LOG_I("stream %s: created from template %s", name, tmpl);
+  *out = st;
+  return 0;
+}
+
+void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
+  char name[B2S_STREAM_NAME_MAX + 1], tmpl[B2S_WIRE_NAME_MAX + 1];
+  int rc = b2sd_cstr_copy(name, sizeof name, m->open.stream);
+  if (rc == 0)
+    rc = b2s_stream_name_check(name);
+  if (rc == 0)
+    rc = b2sd_cstr_copy(tmpl, sizeof tmpl, m->open.tmpl) ? B2S_E_NOTEMPLATE : 0;
+  if (rc == 0 && srv->draining)
+    rc = B2S_E_CLOSED;
+  if (rc == 0 && s->nhandles >= B2SD_MAX_HANDLES)
+    rc = B2S_E_BUSY;
+  b2sd_stream *st = rc == 0 ? b2sd_server_stream(srv, name) : NULL;
+  if (rc == 0 && !st)
+    rc = tmpl[0] ? stream_create_from_template(srv, name, tmpl, &st)
+                 : B2S_E_NOSTREAM;
+  /* acquire: pairs with the writer's release store of a failure */
+  if (rc == 0 && atomic_load_explicit(&st->failed, memory_order_acquire))
+    rc = atomic_load_explicit(&st->failed, memory_order_acquire);
+  b2sd_handle *h = rc == 0 ? calloc(1, sizeof *h) : NULL;
+  if (rc == 0 && !h)
+    rc = B2S_E_NOMEM;
+  if (rc < 0) {
+    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, 0, NULL);
+    return;
+  }
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  h->sess = s;
+  h->st = st;
+  h->id = s->next_handle++;
+  h->ack_level = (uint8_t)(cfg.durability.ack + 1);
+  h->policy = (uint8_t)(cfg.backpressure + 1);
+  h->avail = (uint32_t)cfg.queue_depth;
+  h->next_s = s->handles;
+  s->handles = h;
+  h->next_st = st->handles;
+  st->handles = h;
+  s->nhandles++;
+  b2s_wire_msg o;
+  b2s_wire_init(&o, B2S_WIRE_OPENED);
+  o.tag = m->tag;
+  o.opened.handle = h->id;
+  o.opened.credits = h->avail;
+  int64_t mb = srv->dcfg.max_buffer;
+  o.opened.max_buffer = (uint32_t)(mb > UINT32_MAX ? UINT32_MAX : mb);
+  o.opened.ack_level = h->ack_level;
+  o.opened.policy = h->policy;
+  b2sd_send(srv, s, &o, NULL, 0);
+}
+
+static void send_dropped(b2sd_server *srv, b2sd_handle *h, uint64_t id,
+                         int reason) {
+  b2s_wire_msg d;
+  b2s_wire_init(&d, B2S_WIRE_DROPPED);
+  d.dropped.buffer_id = id;
+  d.dropped.handle = h->id;
+  d.dropped.reason = (uint8_t)reason;
+  b2sd_send(srv, h->sess, &d, NULL, 0);
+  h->dropped++;
+  /* relaxed: statistics counter */
+  atomic_fetch_add_explicit(&h->st->st_drops, 1, memory_order_relaxed);
+}
+
+/* drop-oldest: take the stream's oldest queued job out and report it. */
+static bool drop_oldest(b2sd_server *srv, b2sd_stream *st) {
+  b2sd_job *j = b2sd_pool_steal_oldest(srv->pool, st);
+  if (!j)
+    return false;
+  b2sd_chunk *c = calloc(1, sizeof *c);
+  if (!c)
+    abort();
+  c->seq = j->seq;
+  b2sd_stream_put(st, c);        /* tombstone: the writer skips the seq */
+  for (b2sd_session *s = srv->sessions; s; s = s->next) {
+    if (s->id != j->session_id)
+      continue;
+    b2sd_handle *h = b2sd_handle_find(s, j->handle_id);
+    if (h && j->buffer_id >= h->first_id && j->buffer_id < h->next_id) {
+      entry_at(h, (size_t)(j->buffer_id - h->first_id))->state = ENTRY_DROPPED;
+      send_dropped(srv, h, j->buffer_id, B2S_WIRE_POLICY_DROP_OLDEST);
+    }
+  }
+  b2sd_job_free(srv, j);
+  return true;
+}
+
+void b2sd_handle_close_ref(b2sd_server *srv, b2sd_handle *h, uint32_t tag,
+                             int code, uint8_t type, uint64_t index) {
+  b2sd_send_error(srv, h->sess, tag, code, B2S_WIRE_ERROR_CLOSED_REF, type,
+                  h->id, index, NULL);
+  b2sd_handle_free(h);
+}
+
+/* The checks every buffer message passes first: known handle, the next
+ * buffer id, a credit.  Returns the handle, or NULL when the message was
+ * answered here (the handle may then be closed). */
+b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
+                               const b2s_wire_msg *m, uint32_t handle,
+                               uint64_t id) {
+  b2sd_handle *h = b2sd_handle_find(s, handle);
+  if (!h) {
+    b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type, handle, id,
+                    NULL);
+    return NULL;
+  }
+  if (id != h->next_id) {
+    b2sd_handle_close_ref(srv, h, m->tag, B2S_E_PROTO, m->type, id);
+    return NULL;
+  }
+  if (h->avail == 0) {
+    b2sd_handle_close_ref(srv, h, m->tag, B2S_E_BUSY, m->type, id);
+    return NULL;
+  }
+  h->avail--;
+  return h;
+}
+
+/* A buffer refused on its own: settled for ACK, the handle stays open. */
+void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
+                        const b2s_wire_msg *m, uint64_t id, int code) {
+  entry_push(h, ENTRY_REJECTED, 0);
+  b2sd_send_error(srv, h->sess, m->tag, code, 0, m->type, h->id, id, NULL);
+}
+
+/* Give up a buffer's bytes that no job took. */
+static void source_drop(b2sd_bufsrc *b) {
+  if (b->seg)
+    b2sd_seg_give_back(b->seg, b->slot);
+}
+
+void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
+                        const b2s_wire_msg *m, uint64_t id, b2sd_bufsrc *b) {
+  b2sd_stream *st = h->st;
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  /* relaxed: the memory bound is approximate by at most one buffer per
+   * worker; pairs with the fetch_sub in b2sd_job_free */
+  int64_t inflight =
+      atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
+  size_t plen = b->len;
+  bool full = b2sd_pool_stream_queued(srv->pool, st) >=
+                  (size_t)cfg.queue_depth ||
+              (!b->seg && inflight + (int64_t)plen > b2sd_memory_room(srv));
+  if (full && cfg.backpressure == B2S_BP_DROP_NEWEST) {
+    source_drop(b);
+    entry_push(h, ENTRY_DROPPED, 0);
+    send_dropped(srv, h, id, B2S_WIRE_POLICY_DROP_NEWEST);
+    return;
+  }
+  if (full && cfg.backpressure == B2S_BP_DROP_OLDEST)
+    drop_oldest(srv, st);
+  b2sd_job *j = calloc(1, sizeof *j);
+  if (!j || entry_push(h, ENTRY_QUEUED, st->seq_next) < 0) {
+    free(j);
+    source_drop(b);
+    h->next_id = id;              /* undo: reject instead */
+    b2sd_buffer_reject(srv, h, m, id, B2S_E_NOMEM);
+    return;
+  }
+  j->st = st;
+  j->seq = st->seq_next++;
+  j->cparams = cfg.cparams;
+  if (b->seg) {
+    j->is_shm = true;
+    j->seg = b->seg;
+    j->slot = b->slot;
+    j->data = b->data;
+    b2sd_seg_ref(b->seg);
+  } else {
+    zmq_msg_init(&j->msg);
+    zmq_msg_move(&j->msg, b->msg);
+    j->data = zmq_msg_data(&j->msg);
+    /* relaxed: see the load above */
+    atomic_fetch_add_explicit(&srv->inflight_bytes, (int64_t)plen,
+                              memory_order_relaxed);
+  }
+  j->len = plen;
+  j->session_id = h->sess->id;
+  j->handle_id = h->id;
+  j->buffer_id = id;
+  /* relaxed: statistics counters */
+  atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->st_bytes_in, plen, memory_order_relaxed);
+  b2sd_pool_push(srv->pool, &j);
+}
+
+void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload) {
+  uint64_t id = m->data.buffer_id;
+  b2sd_handle *h = b2sd_buffer_admit(srv, s, m, m->data.handle, id);
+  if (!h)
+    return;
+  size_t plen = payload ? zmq_msg_size(payload) : 0;
+  int rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
+  if (rc == 0 && (h->closing || srv->draining))
+    rc = B2S_E_CLOSED;
+  if (rc < 0) {
+    b2sd_buffer_reject(srv, h, m, id, rc);
+    return;
+  }
+  b2sd_bufsrc b = {.msg = payload, .data = zmq_msg_data(payload), .len = plen};
+  b2sd_buffer_accept(srv, h, m, id, &b);
+}
+
+void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
+                           const b2s_wire_msg *m) {
+  uint32_t hid = m->type == B2S_WIRE_FLUSH ? m->flush.handle : m->close.handle;
+  b2sd_handle *h = b2sd_handle_find(s, hid);
+  if (!h || h->closing) {
+    b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type, hid, 0, NULL);
+    return;
+  }
+  if (m->type == B2S_WIRE_CLOSE) {
+    h->closing = true;
+    h->close_tag = m->tag;
+    return;
+  }
+  if (h->nflush == B2SD_MAX_FLUSHES) {
+    b2sd_send_error(srv, s, m->tag, B2S_E_BUSY, 0, m->type, hid, 0, NULL);
+    return;
+  }
+  b2sd_flush *f = &h->flushes[h->nflush++];
+  f->tag = m->tag;
+  f->upto = h->next_id;
+  f->seq = h->st->seq_next;
+  b2sd_stream_flush(h->st, f->seq);
+}
