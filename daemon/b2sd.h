@@ -175,6 +175,26 @@ void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out);
 /* A reader refreshed to at least `want` chunks (I/O thread). */
 int b2sd_stream_reader(b2sd_stream *st, int64_t want, b2s_frame **out);
 
+/* ---- CURVE authentication of tcp:// clients (auth.c) ----------------------- */
+
+typedef struct b2sd_auth b2sd_auth;
+/* With curve configured: load the daemon's secret key and the authorized
+ * client keys, bind the ZAP handler in zctx.  *out is set even on failure
+ * (b2sd_auth_free it).  B2S_E_CONFIG when libzmq lacks CURVE or a key file
+ * is wrong, -errno when one cannot be read (the reason is logged). */
+int b2sd_auth_new(void *zctx, const b2s_daemon_cfg *d, b2sd_auth **out);
+/* Make ROUTER z, before it binds endpoint, a CURVE server of the daemon. */
+int b2sd_auth_server_socket(b2sd_auth *a, void *z, const char *endpoint);
+/* Start the handler thread, once every socket is set up. */
+int b2sd_auth_start(b2sd_auth *a);
+/* Reload: re-read the authorized keys (on failure, logged, the old set
+ * stays); warn about curve settings that need a restart.  a may be NULL
+ * (curve off). */
+void b2sd_auth_reload(b2sd_auth *a, const b2s_daemon_cfg *running,
+                      const b2s_daemon_cfg *loaded);
+/* Stop the thread, close its sockets (before zmq_ctx_term).  Accepts NULL. */
+void b2sd_auth_free(b2sd_auth *a);
+
 /* ---- the server ------------------------------------------------------------- */
 
 struct b2sd_server {
@@ -184,6 +204,7 @@ struct b2sd_server {
   void *zctx;
   void *sockets[B2S_CONFIG_MAX_LISTEN];
   int nsockets;
+  b2sd_auth *auth;               /* CURVE; NULL when not configured */
   int sigfd;                     /* signalfd of SIGTERM, SIGINT, SIGHUP */
   int wakefd;                    /* eventfd */
   atomic_int wake_pending;       /* set by b2sd_wake, cleared by the I/O loop */

@@ -395,6 +395,7 @@ static void reload(b2sd_server *srv) {
       strcmp(d->data_dir, srv->dcfg.data_dir) != 0 ||
       d->workers != srv->dcfg.workers)
     LOG_W("reload: listen, data_dir and workers apply after a restart");
+  b2sd_auth_reload(srv->auth, &srv->dcfg, d);
   srv->dcfg.memory_limit = d->memory_limit;
   srv->dcfg.max_buffer = d->max_buffer;
   srv->dcfg.log_level = d->log_level;
@@ -415,7 +416,6 @@ static void reload(b2sd_server *srv) {
       }
       continue;
     }
-    if (b2sd_stream_open(srv, &sc[i], &st) < 0)
     /* one writer per frame: a stream made from a template may own it */
     for (st = srv->streams; st; st = st->next)
       if (strcmp(st->path, sc[i].full_path) == 0)
@@ -425,6 +425,7 @@ static void reload(b2sd_server *srv) {
             "added", sc[i].name, sc[i].full_path, st->name);
       continue;
     }
+    if (b2sd_stream_open(srv, &sc[i], &st) < 0)
       continue;
     if (b2sd_stream_start(st) < 0) {
       b2sd_stream_free(st);
@@ -457,8 +458,8 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   if (srv->sigfd < 0 || srv->wakefd < 0)
     return -errno;
   srv->nworkers = b2s_daemon_cfg_workers(&srv->dcfg);
-  int rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
   b2sd_shm_cleanup();
+  int rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
   if (rc < 0)
     return rc;
   size_t n;
@@ -478,6 +479,9 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   srv->zctx = zmq_ctx_new();
   if (!srv->zctx)
     return -errno;
+  if (srv->dcfg.curve.enabled &&
+      (rc = b2sd_auth_new(srv->zctx, &srv->dcfg, &srv->auth)) < 0)
+    return rc;
   for (int i = 0; i < srv->dcfg.nlisten; i++) {
     void *z = zmq_socket(srv->zctx, ZMQ_ROUTER);
     int one = 1, hwm = 100000, linger = 2000;
@@ -489,6 +493,11 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     const char *ep = srv->dcfg.listen[i];
     if (strncmp(ep, "ipc://", 6) == 0)
       unlink(ep + 6);          /* a socket left by a daemon that died */
+    if (srv->auth && strncmp(ep, "tcp://", 6) == 0 &&
+        (rc = b2sd_auth_server_socket(srv->auth, z, ep)) < 0) {
+      LOG_E("cannot make %s a CURVE server: %s", ep, zmq_strerror(-rc));
+      return rc;
+    }
     if (zmq_bind(z, ep) < 0) {
       rc = -errno;
       LOG_E("cannot bind %s: %s", ep, zmq_strerror(errno));
@@ -496,6 +505,8 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     }
     LOG_I("listening on %s", ep);
   }
+  if (srv->auth && (rc = b2sd_auth_start(srv->auth)) < 0)
+    return rc;
   return 0;
 }
 
@@ -611,6 +622,8 @@ void b2sd_server_fini(b2sd_server *srv) {
   }
   for (int i = 0; i < srv->nsockets; i++)
     zmq_close(srv->sockets[i]);
+  b2sd_auth_free(srv->auth);     /* its sockets too, before the term */
+  srv->auth = NULL;
   if (srv->zctx)
     zmq_ctx_term(srv->zctx);
   if (srv->sigfd >= 0)

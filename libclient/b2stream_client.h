@@ -90,19 +90,40 @@ enum {
   B2SC_ROLE_CONSUMER = 0x2,
 };
 
+/* CurveZMQ keys are 40 characters of Z85 text (32 bytes). */
+#define B2SC_CURVE_KEY_LEN 40
+
 typedef struct b2sc_options {
   const char *client_name;  /* shown in the daemon's logs; NULL = "" */
   unsigned roles;           /* B2SC_ROLE_*; 0 for a statistics-only client */
   int timeout_ms;           /* request timeout, also for the handshake;
                                0 = B2SC_DEFAULT_TIMEOUT_MS */
+  /* CurveZMQ, for a tcp:// endpoint of a daemon configured with curve:
+   * (docs/PROTOCOL.md 1.1): the connection is encrypted and the daemon
+   * admits this client only if its public key is authorized.  Z85 keys;
+   * NULL server key: no CURVE.  With a server key the secret key is
+   * required; a NULL public key is derived from the secret key. */
+  const char *curve_server_key;  /* the daemon's public key */
+  const char *curve_secret_key;  /* this client's secret key */
+  const char *curve_public_key;  /* this client's public key, or NULL */
 } b2sc_options;
+
+/* Read a Z85 key from the file at path: the first line that is neither
+ * blank nor a '#' comment (the format b2streamd reads).  key receives it
+ * NUL-terminated.  -errno when the file cannot be read, B2S_E_ARG when it
+ * holds no valid key. */
+int b2sc_curve_key_read(const char *path, char key[B2SC_CURVE_KEY_LEN + 1]);
 
 /* Connect to endpoint ("ipc://PATH" or "tcp://HOST:PORT"; NULL for the
  * default endpoint) and say HELLO.  Returns 0 once the daemon answered
  * WELCOME; -ENOENT when an ipc:// socket file does not exist; B2S_E_TIMEOUT
  * when nothing answered within the timeout; B2S_E_PROTO_VERSION or
  * B2S_E_AUTH when the daemon refused (no session is made, so only the code
- * tells).  opts may be NULL (both roles, default timeout). */
+ * tells).  With CURVE keys, B2S_E_AUTH also when the CurveZMQ handshake
+ * failed: this client's key is not authorized, the server key is wrong,
+ * or the endpoint does not speak CURVE; B2S_E_ARG for a malformed key;
+ * -EOPNOTSUPP when libzmq was built without CURVE.  opts may be NULL (both
+ * roles, default timeout, no CURVE). */
 int b2sc_connect_opts(const char *endpoint, const b2sc_options *opts,
                       b2sc_session **out);
 

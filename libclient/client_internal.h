@@ -77,6 +77,7 @@ struct b2sc_consumer {
 
 struct b2sc_session {
   void *zctx, *sock;
+  void *mon;                         /* CURVE: handshake events until WELCOME */
   int timeout_ms;                    /* request timeout */
   int dead;                          /* 0, or why the session ended */
   uint32_t next_tag;

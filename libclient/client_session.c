@@ -193,6 +193,31 @@ static int recv_one(b2sc_session *s) {
   return 1;
 }
 
+/* A CURVE handshake event; true when the handshake failed, which ends the
+ * session with B2S_E_AUTH (ZeroMQ would only retry, forever). */
+static bool monitor_failed(b2sc_session *s) {
+  zmq_msg_t ev;
+  zmq_msg_init(&ev);
+  int n = zmq_msg_recv(&ev, s->mon, ZMQ_DONTWAIT);
+  uint16_t event = 0;
+  if (n >= 6)
+    memcpy(&event, zmq_msg_data(&ev), sizeof event);
+  if (n >= 0 && zmq_msg_more(&ev))
+    drain_frames(s->mon);
+  zmq_msg_close(&ev);
+  if (event != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH &&
+      event != ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+      event != ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+    return false;
+  set_error(s, B2S_E_AUTH,
+            event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+                ? "CURVE: the daemon does not authorize this client's key"
+                : "CURVE handshake failed: wrong server key, or the endpoint "
+                  "does not use CURVE");
+  s->dead = B2S_E_AUTH;
+  return true;
+}
+
 int sc_pump(b2sc_session *s, int64_t deadline) {
   for (;;) {
     if (s->dead)
@@ -210,16 +235,19 @@ int sc_pump(b2sc_session *s, int64_t deadline) {
       if (wait < 0 || wait > due)
         wait = due;
     }
-    zmq_pollitem_t it = {.socket = s->sock, .events = ZMQ_POLLIN};
-    int n = zmq_poll(&it, 1, wait > INT_MAX ? INT_MAX : (long)wait);
+    zmq_pollitem_t it[2] = {{.socket = s->sock, .events = ZMQ_POLLIN},
+                            {.socket = s->mon, .events = ZMQ_POLLIN}};
+    int n = zmq_poll(it, s->mon ? 2 : 1, wait > INT_MAX ? INT_MAX : (long)wait);
     if (n < 0) {
       int rc = zmq_fail(s);
       if (rc == -EINTR)
         continue;
       return rc;
     }
-    if (n > 0)
+    if (n > 0 && (it[0].revents & ZMQ_POLLIN))
       return recv_one(s);
+    if (n > 0 && monitor_failed(s))
+      return s->dead;
     if (deadline >= 0 && sc_now_ms() >= deadline)
       return 0;
   }
@@ -312,13 +340,91 @@ static int hello(b2sc_session *s, const b2sc_options *o) {
   return 0;
 }
 
-static int open_socket(b2sc_session *s, const char *ep) {
+/* A Z85 key: 40 characters that decode to 32 bytes. */
+static bool key_decode(const char *z85, uint8_t out[32]) {
+  return z85 != NULL && strlen(z85) == B2SC_CURVE_KEY_LEN &&
+         zmq_z85_decode(out, z85) != NULL;
+}
+
+int b2sc_curve_key_read(const char *path, char key[B2SC_CURVE_KEY_LEN + 1]) {
+  if (path == NULL || key == NULL)
+    return B2S_E_ARG;
+  FILE *f = fopen(path, "re");
+  if (f == NULL)
+    return -errno;
+  char line[512];
+  int rc = B2S_E_ARG;
+  while (fgets(line, sizeof line, f)) {
+    /* the first word of a line; Z85 has '#' too, so a line is a comment
+     * only when that word is not a key */
+    char *p = line + strspn(line, " \t\r\n");
+    size_t n = strcspn(p, " \t\r\n");
+    p[n] = '\0';
+    uint8_t bin[32];
+    if (key_decode(p, bin)) {
+      memcpy(key, p, n + 1);
+      rc = 0;
+      break;
+    }
+    if (n > 0 && p[0] != '#')
+      break;                 /* neither a key, a comment nor blank */
+  }
+  fclose(f);
+  return rc;
+}
+
+/* CURVE client keys, and a monitor that turns a failed handshake into
+ * B2S_E_AUTH; before connecting. */
+static int curve_setup(b2sc_session *s, const b2sc_options *o) {
+  if (o->curve_server_key == NULL)
+    return 0;
+  if (!zmq_has("curve"))
+    return -EOPNOTSUPP;
+  uint8_t server[32], secret[32], public[32];
+  char derived[B2SC_CURVE_KEY_LEN + 1];
+  const char *pub = o->curve_public_key;
+  if (!key_decode(o->curve_server_key, server) ||
+      !key_decode(o->curve_secret_key, secret))
+    return B2S_E_ARG;
+  if (pub == NULL && zmq_curve_public(derived, o->curve_secret_key) == 0)
+    pub = derived;
+  if (!key_decode(pub, public))
+    return B2S_E_ARG;
+  if (zmq_setsockopt(s->sock, ZMQ_CURVE_SERVERKEY, server, 32) < 0 ||
+      zmq_setsockopt(s->sock, ZMQ_CURVE_PUBLICKEY, public, 32) < 0 ||
+      zmq_setsockopt(s->sock, ZMQ_CURVE_SECRETKEY, secret, 32) < 0)
+    return -zmq_errno();
+  const char *mon = "inproc://b2sc-monitor";   /* one per session context */
+  if (zmq_socket_monitor(s->sock, mon, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) < 0 ||
+      (s->mon = zmq_socket(s->zctx, ZMQ_PAIR)) == NULL)
+    return -zmq_errno();
+  int zero = 0;
+  zmq_setsockopt(s->mon, ZMQ_LINGER, &zero, sizeof zero);
+  return zmq_connect(s->mon, mon) < 0 ? -zmq_errno() : 0;
+}
+
+/* The handshake is over (WELCOME, or failure): stop the monitor. */
+static void monitor_stop(b2sc_session *s) {
+  if (s->mon == NULL)
+    return;
+  zmq_socket_monitor(s->sock, NULL, 0);
+  zmq_close(s->mon);
+  s->mon = NULL;
+}
+
+static int open_socket(b2sc_session *s, const char *ep,
+                       const b2sc_options *o) {
   if ((s->zctx = zmq_ctx_new()) == NULL)
     return B2S_E_NOMEM;
   if ((s->sock = zmq_socket(s->zctx, ZMQ_DEALER)) == NULL)
     return -zmq_errno();
   int linger = SC_LINGER_MS;
   zmq_setsockopt(s->sock, ZMQ_LINGER, &linger, sizeof linger);
+  int rc = curve_setup(s, o);
+  if (rc < 0)
+    return rc;
   if (zmq_connect(s->sock, ep) < 0)
     return zmq_errno() == EINVAL || zmq_errno() == EPROTONOSUPPORT
                ? B2S_E_ARG : -zmq_errno();
@@ -350,8 +456,10 @@ int b2sc_connect_opts(const char *endpoint, const b2sc_options *opts,
   if (s == NULL)
     return B2S_E_NOMEM;
   s->timeout_ms = o.timeout_ms ? o.timeout_ms : B2SC_DEFAULT_TIMEOUT_MS;
-  if ((rc = open_socket(s, endpoint)) == 0)
+  if ((rc = open_socket(s, endpoint, &o)) == 0)
     rc = hello(s, &o);
+  if (s->sock)
+    monitor_stop(s);
   if (rc < 0) {
     if (s->sock) {
       int zero = 0;   /* nothing worth delivering */

@@ -134,6 +134,37 @@ void env_fini(env *e) {
     fprintf(stderr, "cleanup of %s failed\n", e->dir);
 }
 
+void env_write_config(env *e, const char *yaml) {
+  char tmp[320];
+  snprintf(tmp, sizeof tmp, "%s.new", e->config);
+  FILE *f = fopen(tmp, "w");
+  assert_non_null(f);
+  fputs(yaml, f);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(rename(tmp, e->config), 0);   /* never seen half written */
+}
+
+int env_log_count(env *e, const char *text) {
+  FILE *f = fopen(e->log, "r");
+  if (!f)
+    return 0;
+  int n = 0;
+  char line[2048];
+  while (fgets(line, sizeof line, f))
+    n += strstr(line, text) != NULL;
+  fclose(f);
+  return n;
+}
+
+void env_log_wait(env *e, const char *text, int n) {
+  for (int i = 0; i < WAIT_MS / 10; i++) {
+    if (env_log_count(e, text) >= n)
+      return;
+    usleep(10000);
+  }
+  fail_msg("the daemon did not log '%s' %d times", text, n);
+}
+
 void frame_path(env *e, const char *stream, char *out, size_t n) {
   snprintf(out, n, "%s/data/%s.b2frame", e->dir, stream);
 }

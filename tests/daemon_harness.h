@@ -54,6 +54,12 @@ void env_init_config(env *e, const char *yaml);
 void env_start(env *e);
 int env_stop(env *e, int sig);
 void env_fini(env *e);
+/* Replace the configuration file (before a SIGHUP). */
+void env_write_config(env *e, const char *yaml);
+/* How often text occurs in the daemon's log so far; wait (up to WAIT_MS)
+ * until it occurs at least n times. */
+int env_log_count(env *e, const char *text);
+void env_log_wait(env *e, const char *text, int n);
 void frame_path(env *e, const char *stream, char *out, size_t n);
 /* The raw client: connect, send, receive, HELLO, OPEN. */
 void *cli_connect(env *e);

@@ -1,5 +1,6 @@
 /* Connecting to b2streamd and reporting its errors (see cli_client.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_client.h"
@@ -20,11 +21,37 @@ int cli_client_connect(const char *endpoint, unsigned roles,
   if (endpoint == NULL && b2sc_default_endpoint(def, sizeof def) > 0)
     endpoint = def;
   b2sc_options o = {.client_name = "b2stream", .roles = roles};
+  /* CURVE from the environment: the daemon's public key, and a file with
+   * this client's secret key */
+  char secret[B2SC_CURVE_KEY_LEN + 1];
+  const char *server = getenv(CLI_CURVE_SERVER_ENV);
+  const char *keyfile = getenv(CLI_CURVE_KEY_FILE_ENV);
+  if (server != NULL && server[0]) {
+    if (keyfile == NULL || !keyfile[0]) {
+      cli_err("%s is set but %s is not", CLI_CURVE_SERVER_ENV,
+              CLI_CURVE_KEY_FILE_ENV);
+      return B2S_E_ARG;
+    }
+    int krc = b2sc_curve_key_read(keyfile, secret);
+    if (krc < 0) {
+      cli_err("%s: %s", keyfile, krc == B2S_E_ARG ? "no Z85 secret key in it"
+                                                  : b2sc_strerror(krc));
+      return krc;
+    }
+    o.curve_server_key = server;
+    o.curve_secret_key = secret;
+  }
   int rc = b2sc_connect_opts(endpoint, &o, out);
   if (rc == -ENOENT)
     cli_err("%s: no daemon listening (socket missing)", endpoint);
   else if (rc == B2S_E_TIMEOUT)
     cli_err("%s: no answer from the daemon", endpoint);
+  else if (rc == B2S_E_ARG && o.curve_server_key)
+    cli_err("%s: %s is not a Z85 key (40 characters)", endpoint,
+            CLI_CURVE_SERVER_ENV);
+  else if (rc == B2S_E_AUTH && o.curve_server_key)
+    cli_err("%s: refused by CURVE: this client's key is not authorized, "
+            "or the server key is wrong", endpoint);
   else if (rc < 0)
     cli_err("%s: %s", endpoint, b2sc_strerror(rc));
   return rc;

@@ -8,7 +8,8 @@
 #include "b2stream_client.h"
 #include "cli.h"
 
-extern const cli_cmd cli_cmd_produce, cli_cmd_tail, cli_cmd_stats;
+extern const cli_cmd cli_cmd_produce, cli_cmd_tail, cli_cmd_stats,
+    cli_cmd_keygen;
 
 /* Help text lines describing --endpoint, shared by the three commands. */
 #define CLI_ENDPOINT_HELP                                                      \
@@ -17,8 +18,14 @@ extern const cli_cmd cli_cmd_produce, cli_cmd_tail, cli_cmd_stats;
   "                     ipc://$RUNTIME_DIRECTORY/b2streamd.sock, else\n"      \
   "                     ipc://run/b2streamd.sock\n"
 
-/* Connect (endpoint NULL: the default) with the given roles.  Prints the
- * error; returns 0 or negative. */
+/* CURVE for tcp:// endpoints of a daemon with curve: configured: the
+ * daemon's public key (Z85) and a file holding this client's secret key. */
+#define CLI_CURVE_SERVER_ENV "B2S_CURVE_SERVER_KEY"
+#define CLI_CURVE_KEY_FILE_ENV "B2S_CURVE_KEY_FILE"
+
+/* Connect (endpoint NULL: the default) with the given roles, with CURVE
+ * when $B2S_CURVE_SERVER_KEY is set.  Prints the error; returns 0 or
+ * negative. */
 int cli_client_connect(const char *endpoint, unsigned roles,
                        b2sc_session **out);
 
