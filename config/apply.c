@@ -117,6 +117,29 @@ static int set_template(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   return put_string(c, v, kp, field, d->size, v->str);
 }
 
+/* Portable POSIX names, as useradd accepts them: [A-Za-z_][A-Za-z0-9_.-]*,
+ * optionally ending in '$'.  Whether the group exists is the daemon's to
+ * check: the file may be validated on another machine. */
+static int set_unix_group(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                          const char *kp, void *field) {
+  const char *s = v->str;
+  bool ok = v->len < B2S_CONFIG_GROUP_MAX;
+  for (size_t i = 0; ok && i < v->len; i++) {
+    char ch = s[i];
+    bool alpha = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                 ch == '_';
+    bool rest = (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' ||
+                (ch == '$' && i + 1 == v->len);
+    ok = alpha || (i > 0 && rest);
+  }
+  if (!ok) {
+    char q[96];
+    cfg_quote(q, sizeof q, v->str, v->len);
+    return cfg_fail(c, v, kp, "%s is not a group name", q);
+  }
+  return put_string(c, v, kp, field, d->size, v->str);
+}
+
 static int set_string(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                       const char *kp, void *field) {
   if (v->kind != CN_SCALAR || cfg_node_is_null(v))
@@ -125,6 +148,7 @@ static int set_string(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   case CT_PATH: return set_path(c, d, v, kp, field);
   case CT_DTYPE: return set_dtype(c, d, v, kp, field);
   case CT_TEMPLATE: return set_template(c, d, v, kp, field);
+  case CT_UNIX_GROUP: return set_unix_group(c, d, v, kp, field);
   default: return put_string(c, v, kp, field, d->size, v->str);
   }
 }
@@ -209,7 +233,8 @@ int cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template) {
     const char *text = d->def;
     /* "" is an empty string for string keys, not a missing value */
     bool quoted = d->type == CT_PATH || d->type == CT_STREAM_PATH ||
-                  d->type == CT_DTYPE || d->type == CT_TEMPLATE;
+                  d->type == CT_DTYPE || d->type == CT_TEMPLATE ||
+                  d->type == CT_UNIX_GROUP;
     char envval[B2S_CONFIG_PATH_MAX];
     const char *e = d->env ? getenv(d->env) : NULL;
     if (e && e[0]) {

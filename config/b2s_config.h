@@ -42,6 +42,7 @@
 #define B2S_CONFIG_ENDPOINT_MAX 512     /* bytes, with the NUL */
 #define B2S_CONFIG_MAX_DIM 8
 #define B2S_CONFIG_DTYPE_MAX 64         /* bytes, with the NUL */
+#define B2S_CONFIG_GROUP_MAX 33         /* bytes, with the NUL */
 #define B2S_IPC_PATH_MAX 107            /* sockaddr_un.sun_path minus NUL */
 
 enum b2s_log_level {
@@ -117,6 +118,9 @@ typedef struct b2s_daemon_cfg {
   uint8_t nlisten;
   char run_dir[B2S_CONFIG_PATH_MAX];
   char data_dir[B2S_CONFIG_PATH_MAX];
+  /* Group whose members may use the ipc:// sockets and shared-memory
+   * segments (both then mode 0660); "" = the daemon's user only (0600). */
+  char group[B2S_CONFIG_GROUP_MAX];
   int32_t workers;                     /* 0 = one per online CPU */
   int64_t memory_limit;                /* bytes for all buffers in flight */
   int64_t max_buffer;                  /* largest single buffer, bytes */

@@ -26,6 +26,7 @@ enum cfg_type {
   CT_STREAM_PATH,  /* path relative to data_dir, checked per stream */
   CT_TEMPLATE,     /* name of a template */
   CT_DTYPE,        /* NumPy dtype string */
+  CT_UNIX_GROUP,   /* a POSIX group name (resolved by the daemon) */
   CT_ENDPOINTS,    /* list of ZeroMQ endpoints */
   CT_ENUM_LIST,    /* list of enums[] values, stored as uint8_t */
   CT_INT_LIST,     /* list of integers in min..max */

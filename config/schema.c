@@ -63,6 +63,9 @@ const cfg_desc cfg_schema[] = {
    .env = "STATE_DIRECTORY",
    .help = "directory for frames ($STATE_DIRECTORY, else data/ next to "
            "this file)"},
+  {"group", DAEMON, .type = CT_UNIX_GROUP, D(group), .def = "",
+   .help = "members of this group may use the ipc:// sockets and shared "
+           "memory (mode 0660); empty: the daemon's user only (0600)"},
   {"workers", DAEMON, .type = CT_INT, D(workers), .min = 0, .max = 256,
    .def = "0", .help = "compression threads; 0 = one per online CPU"},
   {"memory_limit", DAEMON, .type = CT_SIZE, D(memory_limit), .min = MIB,

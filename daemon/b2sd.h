@@ -195,6 +195,15 @@ void b2sd_auth_reload(b2sd_auth *a, const b2s_daemon_cfg *running,
 /* Stop the thread, close its sockets (before zmq_ctx_term).  Accepts NULL. */
 void b2sd_auth_free(b2sd_auth *a);
 
+/* ---- local access (access.c) ------------------------------------------ */
+
+/* Resolve the configured group (B2S_E_CONFIG when it does not exist). */
+int b2sd_access_init(b2sd_server *srv);
+/* Mode and group of a bound ipc:// socket file. */
+int b2sd_access_socket(b2sd_server *srv, const char *path);
+/* Mode and group of a new segment, before its name is sent. */
+int b2sd_access_segment(b2sd_server *srv, b2s_shm *shm);
+
 /* ---- the server ------------------------------------------------------------- */
 
 struct b2sd_server {
@@ -214,6 +223,8 @@ struct b2sd_server {
   _Atomic int64_t inflight_bytes; /* buffer bytes held by jobs */
   _Atomic int64_t shm_bytes;     /* size of the live segments */
   uint32_t next_seg_id;          /* I/O thread */
+  bool share;                    /* group access configured */
+  gid_t share_gid;
   struct b2sd_session *sessions;
   uint32_t next_session_id;
   bool draining;

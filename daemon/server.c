@@ -459,7 +459,9 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     return -errno;
   srv->nworkers = b2s_daemon_cfg_workers(&srv->dcfg);
   b2sd_shm_cleanup();
-  int rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
+  int rc = b2sd_access_init(srv);
+  if (rc == 0)
+    rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
   if (rc < 0)
     return rc;
   size_t n;
@@ -503,6 +505,9 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
       LOG_E("cannot bind %s: %s", ep, zmq_strerror(errno));
       return rc;
     }
+    if (strncmp(ep, "ipc://", 6) == 0 &&
+        (rc = b2sd_access_socket(srv, ep + 6)) < 0)
+      return rc;
     LOG_I("listening on %s", ep);
   }
   if (srv->auth && (rc = b2sd_auth_start(srv->auth)) < 0)

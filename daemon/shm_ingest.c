@@ -112,6 +112,8 @@ static int seg_new(b2sd_server *srv, uint32_t want, size_t slot_size,
     rc = b2s_shm_name_make(name, sizeof name, SEG_PREFIX, getpid(), g->id);
   if (rc >= 0)
     rc = b2s_shm_create(name, geo.nslots, slot_size, geo.total_size, &g->shm);
+  if (rc >= 0 && (rc = b2sd_access_segment(srv, g->shm)) < 0)
+    b2s_shm_destroy(g->shm);
   if (rc < 0) {
     free(g);
     return rc;

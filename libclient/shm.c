@@ -324,6 +324,18 @@ int b2s_shm_create(const char *name, uint32_t nslots, size_t slot_size,
   return 0;
 }
 
+int b2s_shm_share_group(b2s_shm *seg, gid_t gid) {
+  if (seg == NULL || !seg->daemon)
+    return B2S_E_ARG;
+  /* the name is not published yet, so nobody else has opened it */
+  int fd = shm_open(seg->name, O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  int rc = fchown(fd, (uid_t)-1, gid) == 0 && fchmod(fd, 0660) == 0 ? 0 : -errno;
+  close(fd);
+  return rc;
+}
+
 /* Make every freed slot visible to waiting producers (R2, R3 above). */
 static void wake_producers(b2s_shm_header *h) {
   /* R2: pairs with A1's acquire load, which then sees the FREE state, and

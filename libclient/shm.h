@@ -175,6 +175,10 @@ typedef struct b2s_shm b2s_shm;
 int b2s_shm_create(const char *name, uint32_t nslots, size_t slot_size,
                    size_t max_total, b2s_shm **out);
 
+/* Let members of group gid map the segment too (mode 0660, group gid), for
+ * producers running as other users.  Call before publishing the name. */
+int b2s_shm_share_group(b2s_shm *seg, gid_t gid);
+
 /* Wake every waiting producer with B2S_E_CLOSED, unmap and unlink.
  * Slots still TAKEN must not be used afterwards.  Accepts NULL. */
 void b2s_shm_destroy(b2s_shm *seg);

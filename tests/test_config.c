@@ -193,6 +193,12 @@ static void test_environment_directories(void **state) {
 static const struct {
   const char *yaml, *msg;
 } errors[] = {
+  /* group names */
+  {"group: a/b\n", "b2streamd.yaml:1:8: group: 'a/b' is not a group name"},
+  {"group: 9lab\n", "b2streamd.yaml:1:8: group: '9lab' is not a group name"},
+  {"group: abcdefghijklmnopqrstuvwxyz0123456\n",
+   "b2streamd.yaml:1:8: group: 'abcdefghijklmnopqrstuvwxyz0123456' is not a "
+   "group name"},
   /* bounds */
   {"workers: 300\n", "b2streamd.yaml:1:10: workers: 300 is out of range 0..256"},
   {"workers: -1\n", "b2streamd.yaml:1:10: workers: -1 is out of range 0..256"},
@@ -793,6 +799,14 @@ static void roundtrip(const char *yaml) {
 static void test_dump_roundtrip(void **state) {
   (void)state;
   roundtrip("");
+  roundtrip("group: beam_line-2.x$\n");
+  b2s_config *g = parse_ok("group: lab\n"), *none = parse_ok("");
+  assert_string_equal(b2s_config_daemon(g)->group, "lab");
+  assert_string_equal(b2s_config_daemon(none)->group, "");
+  assert_false(b2s_daemon_cfg_equal(b2s_config_daemon(g),
+                                    b2s_config_daemon(none)));
+  b2s_config_free(g);
+  b2s_config_free(none);
   roundtrip(inherit_yaml);
   roundtrip(rich_yaml);
   b2s_config *cfg = parse_ok(rich_yaml);

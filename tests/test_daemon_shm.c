@@ -13,10 +13,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -400,6 +403,83 @@ static void test_shm_daemon_killed(void **state) {
   env_fini(&e);
 }
 
+static mode_t mode_of(const char *path, gid_t *gid) {
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  *gid = sb.st_gid;
+  return sb.st_mode & 07777;
+}
+
+/* The one segment of daemon pid. */
+static void segment_path(pid_t pid, char *out, size_t n) {
+  char prefix[64];
+  int k = snprintf(prefix, sizeof prefix, "b2s-d-%d-", (int)pid);
+  DIR *d = opendir("/dev/shm");
+  assert_non_null(d);
+  struct dirent *de;
+  out[0] = 0;
+  while ((de = readdir(d)))
+    if (strncmp(de->d_name, prefix, (size_t)k) == 0)
+      snprintf(out, n, "/dev/shm/%s", de->d_name);
+  closedir(d);
+  assert_true(out[0] != 0);
+}
+
+/* Socket and segment modes: the daemon's user only by default; with
+ * `group:`, that group too; an unknown group stops the start. */
+static void check_access(const char *group, mode_t want) {
+  char yaml[4096];
+  snprintf(yaml, sizeof yaml, "%sgroup: %s\n", base_config, group);
+  env e;
+  env_init_config(&e, group[0] ? yaml : base_config);
+  env_start(&e);
+  char path[400];
+  snprintf(path, sizeof path, "%s/run/d.sock", e.dir);
+  gid_t gid;
+  assert_int_equal(mode_of(path, &gid) & 0777, want);
+  if (group[0])
+    assert_int_equal(gid, getgid());
+  b2sc_session *s = connect_env(&e);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, "w", NULL, &p), 0);
+  assert_int_equal(b2sc_shm_attach(p, 2, 4096), 0);
+  segment_path(e.pid, path, sizeof path);
+  assert_int_equal(mode_of(path, &gid), want);
+  if (group[0])
+    assert_int_equal(gid, getgid());
+  b2sc_producer_close(p);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
+static void test_shm_access(void **state) {
+  (void)state;
+  check_access("", 0600);
+  struct group *g = getgrgid(getgid());
+  assert_non_null(g);
+  check_access(g->gr_name, 0660);
+  /* a group that does not exist: the daemon refuses to start */
+  char yaml[4096];
+  snprintf(yaml, sizeof yaml, "%sgroup: no_such_group_b2s\n", base_config);
+  env e;
+  env_init_config(&e, yaml);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(e.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 2);
+    execl(daemon_path, daemon_path, "--config", e.config, (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 1);
+  assert_int_equal(env_log_count(&e, "group 'no_such_group_b2s': no such group"), 1);
+  env_fini(&e);
+}
+
 int main(void) {
   if (harness_init())
     return 1;
@@ -409,6 +489,7 @@ int main(void) {
     cmocka_unit_test(test_shm_producer_killed),
     cmocka_unit_test(test_shm_hostile_notices),
     cmocka_unit_test(test_shm_daemon_killed),
+    cmocka_unit_test(test_shm_access),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   harness_fini();
