@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -80,6 +81,7 @@ void env_init_config(env *e, const char *yaml) {
   fputs(yaml, f);
   fclose(f);
   e->pid = 0;
+  e->fsize_limit = 0;
 }
 
 void env_start(env *e) {
@@ -92,6 +94,10 @@ void env_start(env *e) {
   if (pid == 0) {
     int fd = open(e->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(fd, 2);
+    if (e->fsize_limit > 0) {    /* a full disk, as far as the daemon sees */
+      struct rlimit rl = {(rlim_t)e->fsize_limit, (rlim_t)e->fsize_limit};
+      setrlimit(RLIMIT_FSIZE, &rl);
+    }
     execl(daemon_path, daemon_path, "--config", e->config, (char *)NULL);
     _exit(127);
   }

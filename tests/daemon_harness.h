@@ -24,6 +24,7 @@ typedef struct env {
   char sock[300];
   char log[300];
   pid_t pid;
+  long fsize_limit;           /* RLIMIT_FSIZE of the daemon, bytes; 0 none */
 } env;
 
 typedef struct rx {

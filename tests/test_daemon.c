@@ -533,6 +533,152 @@ static void test_bad_input(void **state) {
   env_fini(&e);
 }
 
+/* Incompressible bytes for buffer i. */
+static void noise_fill(uint8_t *b, size_t len, int i) {
+  uint64_t x = 0x9E3779B97F4A7C15u * (uint64_t)(i + 1);
+  for (size_t k = 0; k < len; k++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b[k] = (uint8_t)x;
+  }
+}
+
+/* Send buffers of NOISE bytes on handle until the daemon ends it with an
+ * ERROR; returns its code and the count acknowledged at level written. */
+static int fill_until_error(void *z, const b2s_wire_msg *opened, size_t len,
+                            int max, uint64_t *written) {
+  uint8_t *b = malloc(len);
+  uint32_t handle = opened->opened.handle;
+  prod p = {.s = z, .handle = handle, .credits = opened->opened.credits,
+            .n = max};
+  int code = 0;
+  for (int i = 0; i < max && !code; i++) {
+    while (p.credits == 0 && !code) {
+      rx r;
+      cli_recv(z, &r);
+      if (r.m.type == B2S_WIRE_ERROR) {
+        assert_true(r.m.flags & B2S_WIRE_ERROR_CLOSED_REF);
+        assert_int_equal(r.m.error.ref_id, handle);
+        code = r.m.error.code;
+      } else {
+        prod_handle(&p, &r);
+      }
+      rx_free(&r);
+    }
+    if (code)
+      break;
+    noise_fill(b, len, i);
+    b2s_wire_msg m;
+    b2s_wire_init(&m, B2S_WIRE_DATA);
+    m.data.buffer_id = (uint64_t)i;
+    m.data.handle = handle;
+    cli_send(z, &m, b, len);
+    p.credits--;
+  }
+  while (!code) {              /* everything sent: wait for the failure */
+    rx r;
+    cli_recv(z, &r);
+    if (r.m.type == B2S_WIRE_ERROR)
+      code = r.m.error.code;
+    else
+      prod_handle(&p, &r);
+    rx_free(&r);
+  }
+  /* answers to what was sent after the failure (ERRORs about the closed
+   * handle) come before the PONG: skip them */
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_PING);
+  m.tag = 77;
+  cli_send(z, &m, NULL, 0);
+  for (;;) {
+    rx r;
+    cli_recv(z, &r);
+    bool pong = r.m.type == B2S_WIRE_PONG && r.m.tag == 77;
+    if (r.m.type == B2S_WIRE_ACK)
+      prod_handle(&p, &r);
+    rx_free(&r);
+    if (pong)
+      break;
+  }
+  free(b);
+  *written = p.acked[B2S_WIRE_LEVEL_WRITTEN];
+  return code;
+}
+
+/* The first `n` chunks of the frame are the noise buffers 0..n-1. */
+static void check_noise(const char *path, size_t len, int64_t n) {
+  b2s_frame *f = NULL;
+  b2s_frame_error err = {0};
+  assert_int_equal(b2s_frame_open(path, &f, &err), 0);
+  assert_true(b2s_frame_nchunks(f) >= n);
+  uint8_t *want = malloc(len), *got = malloc(len);
+  for (int64_t i = 0; i < n; i++) {
+    noise_fill(want, len, (int)i);
+    assert_int_equal(b2s_frame_chunk_decompress(f, i, NULL, got, len), (int)len);
+    assert_memory_equal(got, want, len);
+  }
+  free(want);
+  free(got);
+  b2s_frame_free(f);
+}
+
+/* A full disk (a file-size limit): the stream fails with EFBIG and says so
+ * to its producer, every chunk acknowledged before is intact, the daemon
+ * keeps serving other streams and stops cleanly, and after a restart with
+ * room the frame opens and takes more data. */
+static void test_full_disk(void **state) {
+  (void)state;
+  env e;
+  env_init(&e);
+  e.fsize_limit = 3000000;     /* above the frame's 1 MiB data reserve */
+  env_start(&e);
+  void *z = cli_connect(&e);
+  cli_hello(z, 0);
+  b2s_wire_msg o;
+  assert_int_equal(cli_open(z, "w", "", &o), 0);
+  uint64_t written = 0;
+  const size_t len = 65536;
+  assert_int_equal(fill_until_error(z, &o, len, 100, &written),
+                   -EFBIG);
+  assert_true(written >= 8 && written < 46);
+  /* the stream stays failed; the others work (sparse: small files) */
+  assert_int_equal(cli_open(z, "w", "", &o), -EFBIG);
+  assert_int_equal(cli_open(z, "r", "", &o), 0);
+  prod p = {.s = z, .handle = o.opened.handle, .credits = o.opened.credits,
+            .n = 20, .base = 500, .seed = 3};
+  prod_run(&p, B2S_WIRE_LEVEL_RECEIVED);
+  cli_close(&p);
+  zmq_close(z);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  char path[400];
+  frame_path(&e, "w", path, sizeof path);
+  check_noise(path, len, (int64_t)written);
+  snprintf(path, sizeof path, "%s/data/r.b2frame", e.dir);
+  check_frame(path, &p, 20);
+
+  e.fsize_limit = 0;           /* room again */
+  env_start(&e);
+  z = cli_connect(&e);
+  cli_hello(z, 0);
+  assert_int_equal(cli_open(z, "w", "", &o), 0);
+  frame_path(&e, "w", path, sizeof path);
+  b2s_frame *f = NULL;
+  b2s_frame_error err = {0};
+  assert_int_equal(b2s_frame_open(path, &f, &err), 0);
+  int64_t before = b2s_frame_nchunks(f);
+  b2s_frame_free(f);
+  prod q = {.s = z, .handle = o.opened.handle, .credits = o.opened.credits,
+            .n = 5, .base = 700, .seed = 50};
+  prod_run(&q, B2S_WIRE_LEVEL_WRITTEN);
+  cli_close(&q);
+  zmq_close(z);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  check_noise(path, len, (int64_t)written);
+  assert_int_equal(b2s_frame_open(path, &f, &err), 0);
+  assert_int_equal(b2s_frame_nchunks(f), before + 5);
+  b2s_frame_free(f);
+  env_fini(&e);
+}
+
 /* SIGKILL mid-stream, then restart: every chunk acknowledged as durable is
  * present and intact, and the frames open and take more data. */
 static void test_sigkill_restart(void **state) {
@@ -599,6 +745,7 @@ int main(void) {
     cmocka_unit_test(test_block),
     cmocka_unit_test(test_bad_input),
     cmocka_unit_test(test_sigkill_restart),
+    cmocka_unit_test(test_full_disk),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   harness_fini();
