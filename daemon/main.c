@@ -109,6 +109,9 @@ int main(int argc, char **argv) {
   sigaddset(&set, SIGHUP);
   sigaddset(&set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
+  /* a file-size limit (LimitFSIZE=, a quota) must fail the write with
+   * EFBIG, which the stream reports, not kill the daemon */
+  signal(SIGXFSZ, SIG_IGN);
 
   b2sd_server srv = {0};
   rc = b2sd_server_init(&srv, config, cfg);
@@ -122,9 +125,6 @@ int main(int argc, char **argv) {
   b2s_notify("READY=1\nSTATUS=serving");
   rc = b2sd_server_run(&srv);
   b2s_notify("STOPPING=1");
-  /* a file-size limit (LimitFSIZE=, a quota) must fail the write with
-   * EFBIG, which the stream reports, not kill the daemon */
-  signal(SIGXFSZ, SIG_IGN);
   b2sd_server_fini(&srv);
   LOG_I("stopped");
   return rc < 0 ? 1 : 0;
