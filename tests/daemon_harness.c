@@ -313,10 +313,10 @@ void prod_handle(prod *p, rx *r) {
   }
 }
 
-void prod_run(prod *p, int level) {
+void prod_send(prod *p, int from, int to) {
   uint8_t *b = malloc(p->base + 1000);
-  assert_true(p->n <= 256);
-  for (int i = 0; i < p->n; i++) {
+  assert_true(to <= 256);
+  for (int i = from; i < to; i++) {
     while (p->credits == 0) {
       rx r;
       cli_recv(p->s, &r);
@@ -332,13 +332,17 @@ void prod_run(prod *p, int level) {
     cli_send(p->s, &m, b, len);
     p->credits--;
   }
+  free(b);
+}
+
+void prod_run(prod *p, int level) {
+  prod_send(p, 0, p->n);
   while (p->acked[level] < (uint64_t)p->n) {
     rx r;
     cli_recv(p->s, &r);
     prod_handle(p, &r);
     rx_free(&r);
   }
-  free(b);
 }
 
 void cli_close(prod *p) {

@@ -77,6 +77,9 @@ int cli_open(void *s, const char *stream, const char *tmpl,
 size_t buf_len(int i, size_t base);
 void buf_fill(uint8_t *b, size_t len, int i);
 void prod_handle(prod *p, rx *r);
+/* Send buffers [from, to) honouring credits. */
+void prod_send(prod *p, int from, int to);
+/* Send all n buffers and wait until they are settled at `level`. */
 void prod_run(prod *p, int level);
 void cli_close(prod *p);
 void check_frame(const char *path, const prod *p, int64_t expect_min);

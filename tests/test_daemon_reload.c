@@ -104,28 +104,6 @@ static const char reloaded[] = "configuration reloaded";
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-/* Send buffers [from, to) of p, waiting only for credits. */
-static void prod_send(prod *p, int from, int to) {
-  uint8_t *b = malloc(p->base + 1000);
-  for (int i = from; i < to; i++) {
-    while (p->credits == 0) {
-      rx r;
-      cli_recv(p->s, &r);
-      prod_handle(p, &r);
-      rx_free(&r);
-    }
-    size_t len = buf_len(p->seed + i, p->base);
-    buf_fill(b, len, p->seed + i);
-    b2s_wire_msg m;
-    b2s_wire_init(&m, B2S_WIRE_DATA);
-    m.data.buffer_id = (uint64_t)i;
-    m.data.handle = p->handle;
-    cli_send(p->s, &m, b, len);
-    p->credits--;
-  }
-  free(b);
-}
-
 /* Wait until every buffer below upto is settled at level. */
 static void prod_wait(prod *p, int level, uint64_t upto) {
   while (p->acked[level] < upto) {
