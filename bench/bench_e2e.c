@@ -11,6 +11,10 @@
  *   e2e zmq    - b2sc_send_zc through the daemon, timed until every buffer
  *                is acknowledged at level written (CLOSED of the handle);
  *   e2e shm    - b2sc_shm_acquire / fill / b2sc_shm_submit, same end point;
+ *   followers  - e2e zmq again while F consumers (notify mode, each on its
+ *                own thread and session) follow the stream, against e2e
+ *                zmq without them in the same round: consumers must not
+ *                slow the writer;
  *   latency    - a consumer thread following a stream with group_count 1
  *                (no fsync) timestamps each chunk b2sc_next returns; the
  *                producer sends one small buffer every interval.
@@ -22,13 +26,16 @@
  * Data: 16-bit detector-like images (smooth background, shot noise, a few
  * peaks), typesize 2.  Defaults: 4 MiB buffers, about 1 GiB per run, best
  * of 3 runs, lz4 clevel 5 shuffle, window (queue_depth) 16, group_count 64,
- * one worker per CPU; latency: 2500 buffers of 64 KiB, one every 2 ms.
+ * one worker per CPU, 8 followers; latency: 2500 buffers of 64 KiB, one
+ * every 2 ms.  Each round runs the zmq and shm phases in alternating order,
+ * so neither always meets the page cache the other one filled.
  *
  *   bench_e2e [--workers N] [--size BYTES[,BYTES...]] [--count N] [--repeat N]
  *             [--codec lz4|lz4hc|zstd|zlib] [--clevel N]
  *             [--filter shuffle|bitshuffle|none] [--window N] [--group N]
  *             [--lat-count N] [--lat-size BYTES] [--lat-interval-us N]
- *             [--shm-copy] [--phases compress,raw,zmq,shm,lat]
+ *             [--followers N] [--shm-copy]
+ *             [--phases compress,raw,zmq,shm,follow,lat]
  *             [--daemon PATH] [--dir DIR] [--keep] */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -40,6 +47,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +88,7 @@ typedef struct opts {
   int lat_count;
   size_t lat_size;
   int lat_interval_us;
+  int followers;                  /* consumers of the follow phase */
   bool shm_copy;                  /* copy every buffer into its slot */
   const char *phases;
   const char *daemon;
@@ -272,8 +281,8 @@ static int cpu_kind(const char *comm) {
     return CPU_ZMQ;
   if (strncmp(comm, "b2s-work-", 9) == 0)
     return CPU_WORK;
-  if (strncmp(comm, "b2s-w-", 6) == 0)
-    return CPU_WRITER;
+  if (strncmp(comm, "b2s-w-", 6) == 0 || strncmp(comm, "b2s-c-", 6) == 0)
+    return CPU_WRITER;         /* a stream's writer and its cache helper */
   if (strcmp(comm, "b2streamd") == 0 || strcmp(comm, "bench_e2e") == 0)
     return CPU_MAIN;
   return CPU_OTHER;
@@ -771,6 +780,87 @@ static double bench_e2e(b2sc_session *s, const char *stream, int via,
   return gbps(d->size * (size_t)count, (uint64_t)rc);
 }
 
+/* ---- consumers following during e2e zmq ---------------------------------------- */
+
+/* Consumers in notify mode on their own threads and sessions, counting
+ * what b2sc_next returns until told to stop. */
+typedef struct follower {
+  const char *endpoint, *stream;
+  pthread_t th;
+  atomic_bool *stop;
+  pthread_barrier_t *ready;
+  long got;
+  int rc;
+} follower;
+
+static void *follower_main(void *arg) {
+  follower *f = arg;
+  b2sc_session *s = NULL;
+  b2sc_consumer *c = NULL;
+  f->rc = b2sc_connect(f->endpoint, "bench-follower", &s);
+  if (f->rc == 0)
+    f->rc = b2sc_follow(s, f->stream, 0,
+                        B2SC_FOLLOW_NOTIFY | B2SC_FOLLOW_FROM_END, &c);
+  pthread_barrier_wait(f->ready);
+  /* after stop, until the notices of the last commits are in */
+  for (bool quiet = false; f->rc == 0 && !(quiet && atomic_load(f->stop));) {
+    b2sc_chunk_info info;
+    int rc = b2sc_next(c, atomic_load(f->stop) ? 1000 : 50, &info);
+    quiet = rc == B2S_E_TIMEOUT;
+    if (rc == 0)
+      f->got++;
+    else if (rc != B2S_E_TIMEOUT)
+      f->rc = rc;
+  }
+  b2sc_unfollow(c);
+  b2sc_close(s);
+  return NULL;
+}
+
+/* e2e zmq with nf followers on `stream`; GB/s or -1.  Every follower must
+ * have seen every chunk of the timed pass (at least `count`). */
+static double bench_e2e_followed(b2sc_session *s, const char *endpoint,
+                                 const char *stream, const dataset *d,
+                                 long count, const opts *o, int nf) {
+  follower *f = calloc((size_t)nf, sizeof *f);
+  atomic_bool stop = false;
+  pthread_barrier_t ready;
+  if (f == NULL)
+    return -1;
+  pthread_barrier_init(&ready, NULL, (unsigned)nf + 1);
+  int started = 0;
+  for (int i = 0; i < nf; i++) {
+    f[i] = (follower){.endpoint = endpoint, .stream = stream, .stop = &stop,
+                      .ready = &ready};
+    if (pthread_create(&f[i].th, NULL, follower_main, &f[i]) != 0)
+      break;
+    started++;
+  }
+  double v = -1;
+  if (started == nf) {
+    pthread_barrier_wait(&ready);
+    bool ok = true;
+    for (int i = 0; i < nf; i++)
+      ok &= f[i].rc == 0;
+    if (ok)
+      v = bench_e2e(s, stream, VIA_ZMQ, d, count, o);
+  }
+  atomic_store(&stop, true);
+  for (int i = 0; i < started; i++)
+    pthread_join(f[i].th, NULL);
+  for (int i = 0; v > 0 && i < nf; i++)
+    if (f[i].rc < 0 || f[i].got < count) {
+      printf("  follower %d: %ld chunks, %s\n", i, f[i].got,
+             f[i].rc < 0 ? b2sc_strerror(f[i].rc) : "missed some");
+      v = -1;
+    }
+  if (started < nf)
+    printf("  followers: cannot start threads\n");
+  pthread_barrier_destroy(&ready);
+  free(f);
+  return v;
+}
+
 /* ---- notification latency ------------------------------------------------------ */
 
 typedef struct lat_consumer {
@@ -1009,6 +1099,7 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
          o->clevel, o->filter, o->window);
   fflush(stdout);
   double comp = 0, ratio = 0, raw = 0, rawtcp = 0, ez = 0, es = 0;
+  double ez_round = 0, ef = 0;
   snprintf(ep, sizeof ep, "ipc://%s/raw.sock", dp->dir);
   /* Best of o->repeat: on a shared machine the best run is the one least
    * disturbed by other work; the phases alternate so each sees the same
@@ -1021,14 +1112,24 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
       rawtcp = fmax(rawtcp, bench_raw(&d, "tcp://127.0.0.1:*", count,
                                       o->window));
     }
-    /* a failed or refused run (-1, said why) is not retried */
-    if (ez >= 0 && phase_on(o, "zmq")) {
-      double v = bench_e2e(s, "zmq", VIA_ZMQ, &d, count, o);
-      ez = v < 0 ? v : fmax(ez, v);
+    /* a failed or refused run (-1, said why) is not retried; zmq and
+     * shm take turns at going first */
+    for (int k = 0; k < 2; k++) {
+      bool zmq_turn = (k == 0) == (r % 2 == 0);
+      if (zmq_turn && ez >= 0 && phase_on(o, "zmq")) {
+        ez_round = bench_e2e(s, "zmq", VIA_ZMQ, &d, count, o);
+        ez = ez_round < 0 ? ez_round : fmax(ez, ez_round);
+      }
+      if (!zmq_turn && es >= 0 && phase_on(o, "shm")) {
+        double v = bench_e2e(s, "shm", VIA_SHM, &d, count, o);
+        es = v < 0 ? v : fmax(es, v);
+      }
     }
-    if (es >= 0 && phase_on(o, "shm")) {
-      double v = bench_e2e(s, "shm", VIA_SHM, &d, count, o);
-      es = v < 0 ? v : fmax(es, v);
+    /* right after a plain zmq pass, so both see the same conditions */
+    if (ef >= 0 && ez_round > 0 && phase_on(o, "follow")) {
+      double v = bench_e2e_followed(s, dp->endpoint, "zmq", &d, count, o,
+                                    o->followers);
+      ef = v < 0 ? v : fmax(ef, v);
     }
   }
 
@@ -1064,6 +1165,15 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
     if (raw > 0)
       row_base(row_add(label, es, "GB/s"), "raw zmq ipc", raw);
   }
+  if (ef > 0) {
+    char base[40];
+    snprintf(label, sizeof label, "[%s] e2e zmq, %d followers", sz,
+             o->followers);
+    snprintf(base, sizeof base, "e2e zmq, no followers");
+    r = row_add(label, ef, "GB/s");
+    row_base(r, base, ez);
+    row_target(r, 1, 0.95);
+  }
   dataset_free(&d);
 }
 
@@ -1077,8 +1187,9 @@ static void usage(FILE *f) {
           "[--filter shuffle|bitshuffle|none]\n"
           "                 [--window N] [--group N] [--lat-count N] "
           "[--lat-size BYTES]\n"
-          "                 [--lat-interval-us N] [--shm-copy] "
-          "[--phases compress,raw,zmq,shm,lat]\n"
+          "                 [--lat-interval-us N] [--followers N] "
+          "[--shm-copy]\n"
+          "                 [--phases compress,raw,zmq,shm,follow,lat]\n"
           "                 [--daemon PATH] [--dir DIR] [--keep]\n");
 }
 
@@ -1118,6 +1229,7 @@ static int parse_args(opts *o, int argc, char **argv) {
     else if (strcmp(a, "--lat-count") == 0) o->lat_count = atoi(v);
     else if (strcmp(a, "--lat-size") == 0) o->lat_size = parse_size(v);
     else if (strcmp(a, "--lat-interval-us") == 0) o->lat_interval_us = atoi(v);
+    else if (strcmp(a, "--followers") == 0) o->followers = atoi(v);
     else if (strcmp(a, "--phases") == 0) o->phases = v;
     else if (strcmp(a, "--daemon") == 0) o->daemon = v;
     else if (strcmp(a, "--dir") == 0) o->dir = v;
@@ -1129,7 +1241,8 @@ static int parse_args(opts *o, int argc, char **argv) {
   }
   if (o->workers < 1 || o->workers > 256 || o->count < 0 || o->repeat < 1 || o->window < 1 ||
       o->group < 1 || o->lat_count < 1 || o->lat_size < 64 ||
-      o->lat_interval_us < 0 || o->clevel < 0 || o->clevel > 9)
+      o->lat_interval_us < 0 || o->clevel < 0 || o->clevel > 9 ||
+      o->followers < 1 || o->followers > 256)
     return -1;
   for (int i = 0; i < o->nsizes; i++)
     if (o->lat_size > o->sizes[i])
@@ -1179,7 +1292,8 @@ int main(int argc, char **argv) {
             .sizes = {(size_t)4 << 20}, .nsizes = 1, .repeat = 3, .codec = "lz4",
             .clevel = 5, .filter = "shuffle", .window = 16, .group = 64,
             .lat_count = 2500, .lat_size = 64 << 10, .lat_interval_us = 2000,
-            .phases = "compress,raw,zmq,shm,lat", .dir = "/tmp"};
+            .followers = 8, .phases = "compress,raw,zmq,shm,follow,lat",
+            .dir = "/tmp"};
   if (parse_args(&o, argc, argv) < 0) {
     usage(stderr);
     return 2;

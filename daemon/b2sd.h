@@ -2,12 +2,17 @@
  *
  * Threads and who owns what:
  *   - the main thread is the I/O thread: it owns every ZeroMQ socket, the
- *     sessions, handles and follows, the signalfd and the reader handles
- *     used to answer READ; nothing else touches them;
+ *     sessions, handles and follows and the signalfd; nothing else touches
+ *     them;
  *   - worker threads (workers.c) take jobs from one bounded FIFO, compress
  *     them with their own b2s_ctx and give the chunk to the stream's writer;
  *   - one writer thread per stream (stream.c) owns its b2s_fwriter, puts
- *     chunks back in sequence order, appends and commits them.
+ *     chunks back in sequence order, appends and commits them; a helper
+ *     thread per contiguous frame only hands old data to writeback and
+ *     drops it from the page cache (stream.c), touching nothing shared;
+ *   - reader threads (readers.c) read and decompress the committed chunks
+ *     that READ asks for and push follows deliver, each with its own frame
+ *     handles, and hand the results back to the I/O thread.
  * Workers and writers never call ZeroMQ: they publish progress in atomics
  * of the stream (sequence numbers reached per level, committed chunks) and
  * wake the I/O thread through an eventfd (b2sd_wake), which then sends
@@ -39,6 +44,7 @@
 
 typedef struct b2sd_stream b2sd_stream;
 typedef struct b2sd_server b2sd_server;
+typedef struct b2sd_behind b2sd_behind;
 
 /* ---- wakeups of the I/O thread ------------------------------------------ */
 
@@ -63,14 +69,23 @@ typedef struct b2sd_job {
   uint64_t buffer_id;
 } b2sd_job;
 
-/* One compressed chunk (or a tombstone) on its way to the writer. */
+/* One compressed chunk (or a tombstone) on its way to the writer.  A
+ * worker compresses straight into data[cap]; cap is 0 for a tombstone. */
 typedef struct b2sd_chunk {
   struct b2sd_chunk *next;
   uint64_t seq;
   int32_t cbytes, nbytes;        /* cbytes 0: tombstone (dropped / failed) */
   int err;                       /* compression error, 0 when none */
+  size_t cap;                    /* bytes of data[], counted in inflight_bytes */
   uint8_t data[];
 } b2sd_chunk;
+
+/* The writer is done with c (written, or dropped at stop): its bytes leave
+ * inflight_bytes and its buffer goes back to the workers' cache or is
+ * freed.  Any thread; accepts a tombstone. */
+void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c);
+/* Free the idle chunk buffers (a stream stopped). */
+void b2sd_chunk_cache_trim(void);
 
 /* ---- shared-memory segments (shm_ingest.c) ------------------------------
  *
@@ -111,6 +126,17 @@ size_t b2sd_pool_queued(b2sd_pool *pool);
 size_t b2sd_pool_stream_queued(b2sd_pool *pool, b2sd_stream *st);
 void b2sd_job_free(b2sd_server *srv, b2sd_job *job);
 
+/* ---- reader threads (readers.c) ------------------------------------------ */
+
+typedef struct b2sd_readers b2sd_readers;
+
+#define B2SD_READER_THREADS 2
+
+int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out);
+/* Stop and join the threads, free what they still hold (before the
+ * streams are freed).  Accepts NULL. */
+void b2sd_readers_free(b2sd_readers *rd);
+
 /* ---- streams (stream.c) ---------------------------------------------------- */
 
 struct b2sd_stream {
@@ -133,6 +159,7 @@ struct b2sd_stream {
   pthread_t thread;
   bool thread_started;
   b2s_fwriter *fw;               /* writer thread only (after start) */
+  struct b2sd_behind *behind;    /* drop-behind helper (stream.c), or NULL */
 
   /* Published by the writer (stores with release, loaded with acquire by
    * the I/O thread after its wakeup). */
@@ -147,7 +174,6 @@ struct b2sd_stream {
 
   /* I/O thread only. */
   uint64_t seq_next;             /* next sequence number to give */
-  b2s_frame *reader;             /* for READ and pushed chunks */
   struct b2sd_handle *handles;   /* producers' handles on this stream */
   struct b2sd_follow *follows;
 
@@ -172,8 +198,6 @@ void b2sd_stream_free(b2sd_stream *st);
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg);
 /* Snapshot of the settings. */
 void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out);
-/* A reader refreshed to at least `want` chunks (I/O thread). */
-int b2sd_stream_reader(b2sd_stream *st, int64_t want, b2s_frame **out);
 
 /* ---- CURVE authentication of tcp:// clients (auth.c) ----------------------- */
 
@@ -218,9 +242,11 @@ struct b2sd_server {
   int wakefd;                    /* eventfd */
   atomic_int wake_pending;       /* set by b2sd_wake, cleared by the I/O loop */
   b2sd_pool *pool;
+  b2sd_readers *readers;         /* READ and pushed chunks */
   b2sd_stream *streams;
   size_t nstreams;
-  _Atomic int64_t inflight_bytes; /* buffer bytes held by jobs */
+  _Atomic int64_t inflight_bytes; /* buffer bytes held by jobs, and chunk
+                                    bytes not yet written */
   _Atomic int64_t shm_bytes;     /* size of the live segments */
   uint32_t next_seg_id;          /* I/O thread */
   bool share;                    /* group access configured */

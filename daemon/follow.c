@@ -4,7 +4,13 @@
  * into NOTIFY ranges here, so any number of followers costs the writer
  * nothing.  A follow's `next` advances only when its message was queued,
  * so every chunk is announced exactly once and in order; a peer whose queue
- * is full gets a merged range on a later turn. */
+ * is full gets a merged range on a later turn.
+ *
+ * Chunk bytes (READ, push follows) are read by the reader threads
+ * (readers.c).  A push follow issues reads for the committed chunks from
+ * `req` on, a few at a time; results may come back in any order, wait in
+ * the follow's `ready` list sorted by index, and are sent strictly from
+ * `next` on, so pushed chunks stay in order, exactly once. */
 #define _GNU_SOURCE
 #include "session.h"
 
@@ -12,10 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PUSH_BUDGET 64           /* pushed chunks per stream per turn */
-
 void b2sd_follow_remove(b2sd_follow *f) {
   b2sd_session *s = f->sess;
+  while (f->ready) {             /* results not sent: discarded */
+    b2sd_read *r = f->ready;
+    f->ready = r->next;
+    b2sd_read_release(f->st->srv, s, r);
+  }
   for (b2sd_follow **pp = &s->follows; *pp; pp = &(*pp)->next_s)
     if (*pp == f) {
       *pp = f->next_s;
@@ -30,7 +39,7 @@ void b2sd_follow_remove(b2sd_follow *f) {
   free(f);
 }
 
-static b2sd_follow *follow_find(b2sd_session *s, uint32_t id) {
+b2sd_follow *b2sd_follow_find(b2sd_session *s, uint32_t id) {
   for (b2sd_follow *f = s->follows; f; f = f->next_s)
     if (f->id == id)
       return f;
@@ -86,7 +95,7 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
   f->sess = s;
   f->st = st;
   f->id = s->next_follow++;
-  f->next = start;
+  f->next = f->req = start;
   f->push = fl & (B2S_WIRE_FOLLOW_PUSH_COMPRESSED |
                   B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED);
   f->next_s = s->follows;
@@ -105,7 +114,7 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
 
 void b2sd_unfollow_msg(b2sd_server *srv, b2sd_session *s,
                        const b2s_wire_msg *m) {
-  b2sd_follow *f = follow_find(s, m->unfollow.follow_id);
+  b2sd_follow *f = b2sd_follow_find(s, m->unfollow.follow_id);
   if (!f) {
     b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type,
                     m->unfollow.follow_id, 0, NULL);
@@ -120,39 +129,11 @@ void b2sd_unfollow_msg(b2sd_server *srv, b2sd_session *s,
   b2sd_send(srv, s, &r, NULL, 0);
 }
 
-/* Read chunk `index` of st (committed) into a malloc'ed buffer; returns
- * its length or a negative error.  nbytes and cbytes get the chunk sizes. */
-static int chunk_load(b2sd_stream *st, uint64_t index, bool decompress,
-                      uint8_t **out, int32_t *nbytes, int32_t *cbytes) {
-  b2s_frame *fr;
-  int rc = b2sd_stream_reader(st, (int64_t)index + 1, &fr);
-  if (rc < 0)
-    return rc;
-  if ((int64_t)index >= b2s_frame_nchunks(fr))
-    return B2S_E_NCHUNK;
-  rc = b2s_frame_chunk_sizes(fr, (int64_t)index, cbytes, nbytes);
-  if (rc < 0)
-    return rc;
-  size_t cap = (size_t)(decompress ? *nbytes : *cbytes);
-  uint8_t *buf = malloc(cap ? cap : 1);
-  if (!buf)
-    return B2S_E_NOMEM;
-  rc = decompress
-           ? b2s_frame_chunk_decompress(fr, (int64_t)index, NULL, buf, cap)
-           : b2s_frame_chunk_read(fr, (int64_t)index, buf, cap);
-  if (rc < 0) {
-    free(buf);
-    return rc;
-  }
-  *out = buf;
-  return rc;
-}
-
 void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   b2sd_stream *st = NULL;
   int rc = 0;
   if (m->read.follow_id) {
-    b2sd_follow *f = follow_find(s, m->read.follow_id);
+    b2sd_follow *f = b2sd_follow_find(s, m->read.follow_id);
     if (f)
       st = f->st;
     else
@@ -162,72 +143,103 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   }
   if (rc == 0 && m->read.chunk >= (uint64_t)committed_of(st))
     rc = B2S_E_NCHUNK;
-  bool dec = m->flags & B2S_WIRE_READ_DECOMPRESS;
-  uint8_t *buf = NULL;
-  int32_t nb = 0, cb = 0;
-  if (rc == 0)
-    rc = chunk_load(st, m->read.chunk, dec, &buf, &nb, &cb);
-  if (rc < 0) {
+  b2sd_read *r = rc == 0 ? calloc(1, sizeof *r) : NULL;
+  if (rc == 0 && !r)
+    rc = B2S_E_NOMEM;
+  if (rc == 0) {
+    r->st = st;
+    r->index = m->read.chunk;
+    r->decompress = m->flags & B2S_WIRE_READ_DECOMPRESS;
+    r->tag = m->tag;
+    r->session_id = s->id;
+    r->follow_id = m->read.follow_id;
+    rc = b2sd_reads_request(srv, s, r);
+    if (rc < 0)
+      free(r);
+  }
+  if (rc < 0)
     b2sd_send_error(srv, s, m->tag, rc, 0, m->type, m->read.follow_id,
                     m->read.chunk, NULL);
-    return;
-  }
-  b2s_wire_msg r;
-  b2s_wire_init(&r, B2S_WIRE_CHUNK);
-  r.tag = m->tag;
-  r.flags = dec ? B2S_WIRE_CHUNK_DECOMPRESSED : 0;
-  r.chunk.index = m->read.chunk;
-  r.chunk.follow_id = m->read.follow_id;
-  r.chunk.nbytes = (uint32_t)nb;
-  r.chunk.cbytes = (uint32_t)cb;
-  b2sd_send(srv, s, &r, buf, (size_t)rc);
-  free(buf);
 }
 
-/* Push committed chunks to a push follow; false when held back. */
-static bool push_chunks(b2sd_server *srv, b2sd_follow *f, uint64_t committed,
-                        int *budget) {
+void b2sd_follow_pushed(b2sd_server *srv, b2sd_follow *f, b2sd_read *r) {
+  (void)srv;
+  b2sd_read **pp = &f->ready;
+  while (*pp && (*pp)->index < r->index)
+    pp = &(*pp)->next;
+  r->next = *pp;
+  *pp = r;
+}
+
+enum { PUSH_OK, PUSH_HELD, PUSH_ENDED };
+
+/* Send the ready results of f that continue its sequence. */
+static int push_flush(b2sd_server *srv, b2sd_follow *f) {
   bool dec = f->push & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED;
-  while (f->next < committed) {
-    if ((*budget)-- <= 0)
-      return false;
-    uint8_t *buf = NULL;
-    int32_t nb = 0, cb = 0;
-    int rc = chunk_load(f->st, f->next, dec, &buf, &nb, &cb);
-    if (rc < 0) {
-      b2sd_send_error(srv, f->sess, 0, rc, B2S_WIRE_ERROR_CLOSED_REF, 0, f->id,
-                      f->next, NULL);
+  b2sd_read *r;
+  while ((r = f->ready) && r->index == f->next) {
+    if (r->rc < 0) {
+      b2sd_send_error(srv, f->sess, 0, r->rc, B2S_WIRE_ERROR_CLOSED_REF,
+                      B2S_WIRE_FOLLOW, f->id, f->next, NULL);
       b2sd_follow_remove(f);
-      return true;
+      return PUSH_ENDED;
     }
-    b2s_wire_msg r;
-    b2s_wire_init(&r, B2S_WIRE_CHUNK);
-    r.flags = B2S_WIRE_CHUNK_PUSHED | (dec ? B2S_WIRE_CHUNK_DECOMPRESSED : 0);
-    r.chunk.index = f->next;
-    r.chunk.follow_id = f->id;
-    r.chunk.nbytes = (uint32_t)nb;
-    r.chunk.cbytes = (uint32_t)cb;
-    rc = b2sd_send(srv, f->sess, &r, buf, (size_t)rc);
-    free(buf);
-    if (rc < 0)
-      return rc == -EHOSTUNREACH;
+    b2s_wire_msg m;
+    b2s_wire_init(&m, B2S_WIRE_CHUNK);
+    m.flags = B2S_WIRE_CHUNK_PUSHED | (dec ? B2S_WIRE_CHUNK_DECOMPRESSED : 0);
+    m.chunk.index = f->next;
+    m.chunk.follow_id = f->id;
+    m.chunk.nbytes = (uint32_t)r->nbytes;
+    m.chunk.cbytes = (uint32_t)r->cbytes;
+    int rc = b2sd_send_chunk(srv, f->sess, &m, r);
+    if (rc == -EAGAIN)
+      return PUSH_HELD;
+    if (rc < 0)                  /* peer gone: the sweep ends the session */
+      return PUSH_OK;
+    f->ready = r->next;
+    f->nreads--;
+    b2sd_read_release(srv, f->sess, r);
     f->next++;
   }
-  return true;
+  return PUSH_OK;
+}
+
+/* Push follow: send what is ready in order, then ask the readers for more
+ * committed chunks within the bounds.  False when held back. */
+static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
+  int rc = push_flush(srv, f);
+  if (rc == PUSH_ENDED)
+    return true;
+  while (f->req < committed && f->nreads < B2SD_READS_FOLLOW &&
+         b2sd_reads_room(srv, f->sess)) {
+    b2sd_read *r = calloc(1, sizeof *r);
+    if (!r)
+      return false;              /* try again on a later turn */
+    r->st = f->st;
+    r->index = f->req++;
+    r->decompress = f->push & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED;
+    r->push = true;
+    r->session_id = f->sess->id;
+    r->follow_id = f->id;
+    f->nreads++;
+    b2sd_reads_issue(srv, f->sess, r);
+  }
+  return rc == PUSH_OK;
 }
 
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st) {
   uint64_t committed = (uint64_t)committed_of(st);
   bool held = false;
-  int budget = PUSH_BUDGET;
   for (b2sd_follow *f = st->follows, *nx; f; f = nx) {
     nx = f->next_st;
-    if (f->next >= committed || f->sess->dead)
+    if (f->sess->dead)
       continue;
     if (f->push) {
-      held |= !push_chunks(srv, f, committed, &budget);
+      held |= !push_scan(srv, f, committed);
       continue;
     }
+    if (f->next >= committed)
+      continue;
     uint64_t count = committed - f->next;
     if (count > UINT32_MAX)
       count = UINT32_MAX;

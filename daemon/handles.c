@@ -174,6 +174,20 @@ static int stream_create_from_template(b2sd_server *srv, const char *name,
   return 0;
 }
 
+/* Bytes of one chunk of a b2nd stream (its frame's b2nd metalayer says
+ * every chunk holds chunkshape items); 0 when the stream is not b2nd. */
+static int64_t b2nd_chunk_bytes(const b2s_stream_cfg *cfg) {
+  if (!cfg->b2nd.enabled || cfg->b2nd.ndim <= 0)
+    return 0;
+  int64_t n = cfg->cparams.typesize > 0 ? cfg->cparams.typesize : 1;
+  for (int i = 0; i < cfg->b2nd.ndim && i < B2S_CONFIG_MAX_DIM; i++) {
+    if (n > INT64_MAX / 2 / cfg->b2nd.chunkshape[i])
+      return INT64_MAX;          /* beyond any buffer: all are refused */
+    n *= cfg->b2nd.chunkshape[i];
+  }
+  return n;
+}
+
 void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   char name[B2S_STREAM_NAME_MAX + 1], tmpl[B2S_WIRE_NAME_MAX + 1];
   int rc = b2sd_cstr_copy(name, sizeof name, m->open.stream);
@@ -207,6 +221,7 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   h->ack_level = (uint8_t)(cfg.durability.ack + 1);
   h->policy = (uint8_t)(cfg.backpressure + 1);
   h->avail = (uint32_t)cfg.queue_depth;
+  h->chunk_bytes = b2nd_chunk_bytes(&cfg);
   h->next_s = s->handles;
   s->handles = h;
   h->next_st = st->handles;
@@ -298,6 +313,20 @@ void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
   b2sd_send_error(srv, h->sess, m->tag, code, 0, m->type, h->id, id, NULL);
 }
 
+bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
+                         const b2s_wire_msg *m, uint64_t id, size_t len) {
+  if (h->chunk_bytes == 0 || (int64_t)len == h->chunk_bytes)
+    return true;
+  char text[128];
+  snprintf(text, sizeof text,
+           "buffer is %zu bytes, stream's b2nd chunk is %lld bytes", len,
+           (long long)h->chunk_bytes);
+  entry_push(h, ENTRY_REJECTED, 0);
+  b2sd_send_error(srv, h->sess, m->tag, B2S_E_CHUNK_SIZE, 0, m->type, h->id,
+                  id, text);
+  return false;
+}
+
 /* Give up a buffer's bytes that no job took. */
 static void source_drop(b2sd_bufsrc *b) {
   if (b->seg)
@@ -374,6 +403,8 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
     b2sd_buffer_reject(srv, h, m, id, rc);
     return;
   }
+  if (!b2sd_buffer_size_ok(srv, h, m, id, plen))
+    return;
   b2sd_bufsrc b = {.msg = payload, .data = zmq_msg_data(payload), .len = plen};
   b2sd_buffer_accept(srv, h, m, id, &b);
 }

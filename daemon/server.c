@@ -110,6 +110,7 @@ static void session_end(b2sd_server *srv, b2sd_session *s) {
     b2sd_handle_free(s->handles);
   while (s->follows)
     b2sd_follow_remove(s->follows);
+  b2sd_reads_session_end(srv, s);
   for (b2sd_session **pp = &srv->sessions; *pp; pp = &(*pp)->next)
     if (*pp == s) {
       *pp = s->next;
@@ -309,21 +310,22 @@ static void recv_batch(b2sd_server *srv, int sock) {
 
 /* ---- the scan after progress -------------------------------------------------- */
 
-/* A stream that failed ends every handle and follow on it. */
+/* A stream that failed ends every handle and follow on it; ref_type says
+ * which of the two ref_id names (OPEN: a handle, FOLLOW: a follow). */
 static void stream_failed(b2sd_server *srv, b2sd_stream *st, int code) {
   while (st->handles)
-    b2sd_handle_close_ref(srv, st->handles, 0, code, 0, 0);
+    b2sd_handle_close_ref(srv, st->handles, 0, code, B2S_WIRE_OPEN, 0);
   while (st->follows) {
     b2sd_follow *f = st->follows;
-    b2sd_send_error(srv, f->sess, 0, code, B2S_WIRE_ERROR_CLOSED_REF, 0, f->id,
-                    0, NULL);
+    b2sd_send_error(srv, f->sess, 0, code, B2S_WIRE_ERROR_CLOSED_REF,
+                    B2S_WIRE_FOLLOW, f->id, f->next, NULL);
     b2sd_follow_remove(f);
   }
 }
 
 /* Returns true when something was held back and wants a retry soon. */
 static bool scan(b2sd_server *srv) {
-  bool retry = false;
+  bool retry = b2sd_reads_turn(srv);
   /* relaxed: see on_data */
   bool memory_ok = atomic_load_explicit(&srv->inflight_bytes,
                                         memory_order_relaxed) <
@@ -462,6 +464,8 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   int rc = b2sd_access_init(srv);
   if (rc == 0)
     rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
+  if (rc == 0)
+    rc = b2sd_readers_new(srv, B2SD_READER_THREADS, &srv->readers);
   if (rc < 0)
     return rc;
   size_t n;
@@ -610,6 +614,8 @@ void b2sd_server_fini(b2sd_server *srv) {
   /* workers first (they finish queued jobs), then the writers */
   b2sd_pool_free(srv->pool);
   srv->pool = NULL;
+  b2sd_readers_free(srv->readers);  /* before the streams they read */
+  srv->readers = NULL;
   while (srv->streams) {
     b2sd_stream *st = srv->streams;
     srv->streams = st->next;

@@ -48,6 +48,7 @@ typedef struct b2sd_handle {
   bool closing;
   uint32_t close_tag;
   struct b2sd_seg *seg;        /* shared-memory segment, or NULL */
+  int64_t chunk_bytes;         /* b2nd stream: the size of every buffer */
 } b2sd_handle;
 
 typedef struct b2sd_follow {
@@ -58,6 +59,11 @@ typedef struct b2sd_follow {
   uint32_t id;
   uint64_t next;               /* next chunk index to announce */
   uint16_t push;               /* 0 or a push flag of FOLLOW */
+  /* push follows (readers.c): chunks below req were handed to the
+   * readers; ready holds their results sorted by index until sent */
+  uint64_t req;
+  int nreads;                  /* reads issued and not yet sent or freed */
+  struct b2sd_read *ready;
 } b2sd_follow;
 
 typedef struct b2sd_session {
@@ -76,13 +82,19 @@ typedef struct b2sd_session {
   b2sd_follow *follows;
   bool dead;                   /* peer unreachable: drop at the next sweep */
   bool shm;                    /* shared memory offered (ipc:// peer) */
+  /* READ and pushed chunks (readers.c) */
+  int nreads;                  /* reads issued and not yet sent or freed */
+  struct b2sd_read *rd_wait, *rd_wait_tail; /* READs not yet issued */
+  int nwait;
+  struct b2sd_read *rd_out, *rd_out_tail;   /* READ replies held back */
 } b2sd_session;
 
 /* A wire string as a C string (B2S_E_STREAM_NAME when it does not fit). */
 static inline int b2sd_cstr_copy(char *dst, size_t cap, b2s_wire_str s) {
   if (s.len >= cap)
     return B2S_E_STREAM_NAME;
-  memcpy(dst, s.ptr, s.len);
+  if (s.len)                   /* an empty string may have no pointer */
+    memcpy(dst, s.ptr, s.len);
   dst[s.len] = '\0';
   return 0;
 }
@@ -129,6 +141,11 @@ b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
                                uint64_t id);
 void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, int code);
+/* A b2nd stream takes only buffers of exactly one chunk (chunkshape x
+ * typesize); any other size is rejected here per buffer with
+ * B2S_E_CHUNK_SIZE.  Returns false when the buffer was rejected. */
+bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
+                         const b2s_wire_msg *m, uint64_t id, size_t len);
 /* Queue the buffer for a worker, or drop it per the stream's policy. */
 void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, b2sd_bufsrc *b);
@@ -141,6 +158,49 @@ void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
 /* True when the producer that attached the handle's segment has died. */
 bool b2sd_handle_producer_dead(const b2sd_handle *h);
 
+/* readers.c: chunks are read (and decompressed) by reader threads, never
+ * by the I/O thread.  A read is issued only for a committed chunk and
+ * within the bounds below; its result comes back through a queue and a
+ * b2sd_wake, and the I/O thread sends it.  A read whose session or follow
+ * ended meanwhile is discarded when it comes back. */
+#define B2SD_READS_MAX 16         /* reads in flight, whole daemon */
+#define B2SD_READS_SESSION 8      /* ... per session */
+#define B2SD_READS_FOLLOW 4       /* ... per push follow */
+#define B2SD_READS_WAIT 1024      /* READs a session may have waiting */
+
+typedef struct b2sd_read {
+  struct b2sd_read *next;      /* in exactly one queue or list at a time */
+  /* the request, fixed before it is issued */
+  b2sd_stream *st;
+  uint64_t index;
+  bool decompress, push;
+  uint32_t tag, session_id, follow_id;
+  /* the result, written by a reader thread before it hands the read back */
+  int rc;                      /* payload length, or a negative error */
+  int32_t nbytes, cbytes;
+  uint8_t *buf;                /* malloc'ed payload */
+} b2sd_read;
+
+/* Collect the reads that came back (send READ replies, file pushed chunks
+ * with their follows), retry held replies, issue waiting READs.  Returns
+ * true when something waits for a peer's queue (retry soon). */
+bool b2sd_reads_turn(b2sd_server *srv);
+/* Queue a validated READ of session s (B2S_E_BUSY when too many wait). */
+int b2sd_reads_request(b2sd_server *srv, b2sd_session *s, b2sd_read *r);
+/* Whether the bounds let session s issue one more read. */
+bool b2sd_reads_room(b2sd_server *srv, const b2sd_session *s);
+/* Hand r to the reader threads (ownership moves; b2sd_reads_room said
+ * yes). */
+void b2sd_reads_issue(b2sd_server *srv, b2sd_session *s, b2sd_read *r);
+/* A read is finished with: free it and give its place back (s: its
+ * session, or NULL when that is gone). */
+void b2sd_read_release(b2sd_server *srv, b2sd_session *s, b2sd_read *r);
+/* The session ends: its waiting READs and held replies go. */
+void b2sd_reads_session_end(b2sd_server *srv, b2sd_session *s);
+/* CHUNK with r's payload, which moves to ZeroMQ on success (no copy). */
+int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                    b2sd_read *r);
+
 /* follow.c */
 void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
 void b2sd_unfollow_msg(b2sd_server *srv, b2sd_session *s,
@@ -150,5 +210,8 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
  * something is held back (peer queue full, push budget used). */
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st);
 void b2sd_follow_remove(b2sd_follow *f);
+/* A pushed read came back (readers.c): file it and send what is in order. */
+void b2sd_follow_pushed(b2sd_server *srv, b2sd_follow *f, b2sd_read *r);
+b2sd_follow *b2sd_follow_find(b2sd_session *s, uint32_t id);
 
 #endif

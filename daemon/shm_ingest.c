@@ -203,6 +203,8 @@ void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
     rc = B2S_E_PROTO;
   else if (len > (size_t)srv->dcfg.max_buffer)
     rc = B2S_E_OVERSIZE;
+  else if (!b2sd_buffer_size_ok(srv, h, m, id, len))
+    return;                      /* rejected; the slot stays untaken */
   else
     rc = seg_take(h->seg, slot, len, id, &data);
   if (rc < 0) {

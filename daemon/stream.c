@@ -231,7 +231,110 @@ static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
     atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
   }
   w->next_seq = c->seq + 1;
-  free(c);
+  b2sd_chunk_done(st->srv, c);
+}
+
+/* Drop-behind for a contiguous frame: chunk data is written once and
+ * read, if at all, by consumers near the end.  After each commit the
+ * writer tells a helper thread how far the data goes; the helper hands
+ * data more than BEHIND_WINDOW before the end to writeback and drops data
+ * twice that far back, written back by then, from the page cache.  The
+ * writer thus recycles a bounded set of cache pages instead of taking
+ * fresh memory for every byte (fresh pages cost a fault and a clear each,
+ * and far more in a VM that backs its memory lazily), and writeback runs
+ * steadily instead of in bursts at the dirty limits.  The helper does the
+ * syscalls because they may wait for the disk or the journal, which the
+ * writer, and with it every acknowledgement, must not; when the helper
+ * lags, the cache just grows as it would without it.  Both calls are
+ * hints: failures are ignored. */
+#define BEHIND_WINDOW (INT64_C(64) << 20)
+#define BEHIND_STEP (INT64_C(8) << 20)
+
+struct b2sd_behind {
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int fd;
+  int64_t end;              /* end of the chunk data, under lock */
+  bool stop;                /* under lock */
+};
+
+static void *behind_main(void *arg) {
+  b2sd_behind *b = arg;
+  int64_t wb_from = INT64_C(1) << 20;   /* header and commit area stay */
+  int64_t drop_from = wb_from;
+  pthread_mutex_lock(&b->lock);
+  for (;;) {
+    while (!b->stop && b->end - BEHIND_WINDOW - wb_from < BEHIND_STEP)
+      pthread_cond_wait(&b->cond, &b->lock);
+    if (b->stop)
+      break;
+    int64_t end = b->end;
+    pthread_mutex_unlock(&b->lock);
+    int64_t wb_to = (end - BEHIND_WINDOW) & ~(BEHIND_STEP - 1);
+    sync_file_range(b->fd, wb_from, wb_to - wb_from, SYNC_FILE_RANGE_WRITE);
+    wb_from = wb_to;
+    int64_t drop_to = (end - 2 * BEHIND_WINDOW) & ~(BEHIND_STEP - 1);
+    if (drop_to - drop_from >= BEHIND_STEP) {
+      posix_fadvise(b->fd, drop_from, drop_to - drop_from,
+                    POSIX_FADV_DONTNEED);
+      drop_from = drop_to;
+    }
+    pthread_mutex_lock(&b->lock);
+  }
+  pthread_mutex_unlock(&b->lock);
+  return NULL;
+}
+
+/* Start the helper of a contiguous frame; NULL when there is none. */
+static b2sd_behind *behind_start(const b2sd_stream *st) {
+  if (st->cfg.format == B2S_FORMAT_SPARSE)
+    return NULL;
+  b2sd_behind *b = calloc(1, sizeof *b);
+  if (!b)
+    return NULL;
+  b->fd = open(st->path, O_RDONLY | O_CLOEXEC);
+  pthread_mutex_init(&b->lock, NULL);
+  pthread_cond_init(&b->cond, NULL);
+  if (b->fd < 0 || pthread_create(&b->thread, NULL, behind_main, b) != 0) {
+    if (b->fd >= 0)
+      close(b->fd);
+    pthread_mutex_destroy(&b->lock);
+    pthread_cond_destroy(&b->cond);
+    free(b);
+    return NULL;
+  }
+  char name[16];
+  snprintf(name, sizeof name, "b2s-c-%.9s", st->name);
+  pthread_setname_np(b->thread, name);
+  return b;
+}
+
+static void behind_stop(b2sd_behind *b) {
+  if (!b)
+    return;
+  pthread_mutex_lock(&b->lock);
+  b->stop = true;
+  pthread_cond_signal(&b->cond);
+  pthread_mutex_unlock(&b->lock);
+  pthread_join(b->thread, NULL);
+  close(b->fd);
+  pthread_mutex_destroy(&b->lock);
+  pthread_cond_destroy(&b->cond);
+  free(b);
+}
+
+/* After a commit: where the chunk data ends now. */
+static void behind_note(b2sd_stream *st) {
+  b2sd_behind *b = st->behind;
+  b2s_fwriter_stats fs;
+  if (!b || b2s_fwriter_stats_get(st->fw, &fs) < 0)
+    return;
+  const b2s_frame_header *h = b2s_fwriter_header(st->fw);
+  pthread_mutex_lock(&b->lock);
+  b->end = (int64_t)h->header_len + 4096 + fs.stored_bytes;
+  pthread_cond_signal(&b->cond);
+  pthread_mutex_unlock(&b->lock);
 }
 
 /* Commit what is pending; make it durable when `durable`. */
@@ -256,6 +359,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     if (dt > atomic_load_explicit(&st->st_commit_ns_max, memory_order_relaxed))
       atomic_store_explicit(&st->st_commit_ns_max, dt, memory_order_relaxed);
   }
+  behind_note(st);
   w->written = w->next_seq;
   if (opened_full) {
     w->durable = w->written;
@@ -345,10 +449,12 @@ static void *writer_main(void *arg) {
   while (st->ready) {        /* only after a gap or a failure */
     b2sd_chunk *c = st->ready;
     st->ready = c->next;
-    free(c);
+    b2sd_chunk_done(st->srv, c);
   }
   pthread_mutex_unlock(&st->lock);
   writer_commit(st, &w, true, opened_full);
+  behind_stop(st->behind);   /* before compaction moves the data's end */
+  st->behind = NULL;
   int rc = b2s_fwriter_close(st->fw);  /* commits and compacts */
   st->fw = NULL;
   if (rc < 0)
@@ -367,9 +473,13 @@ int b2sd_stream_start(b2sd_stream *st) {
   pthread_cond_destroy(&st->cond);
   pthread_cond_init(&st->cond, &ca);
   pthread_condattr_destroy(&ca);
+  st->behind = behind_start(st);
   int rc = pthread_create(&st->thread, NULL, writer_main, st);
-  if (rc)
+  if (rc) {
+    behind_stop(st->behind);
+    st->behind = NULL;
     return -rc;
+  }
   st->thread_started = true;
   char name[16];
   snprintf(name, sizeof name, "b2s-w-%.9s", st->name);
@@ -386,24 +496,12 @@ void b2sd_stream_free(b2sd_stream *st) {
     pthread_cond_signal(&st->cond);
     pthread_mutex_unlock(&st->lock);
     pthread_join(st->thread, NULL);
+    b2sd_chunk_cache_trim();   /* idle buffers need not outlive a stream */
   } else {
     b2s_fwriter_close(st->fw);
   }
-  b2s_frame_free(st->reader);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   free(st);
 }
 
-int b2sd_stream_reader(b2sd_stream *st, int64_t want, b2s_frame **out) {
-  if (!st->reader || b2s_frame_nchunks(st->reader) < want) {
-    b2s_frame_free(st->reader);
-    st->reader = NULL;
-    b2s_frame_error err = {0};
-    int rc = b2s_frame_open(st->path, &st->reader, &err);
-    if (rc < 0)
-      return rc;
-  }
-  *out = st->reader;
-  return 0;
-}

@@ -94,8 +94,11 @@ void sc_consumer_dispatch(b2sc_session *s, sc_msg *x) {
 }
 
 void sc_consumer_error(b2sc_session *s, const b2s_wire_msg *m) {
+  /* ref_id is a follow id only for these types: a producer handle may
+   * carry the same number (a failed stream's ERROR names a handle with
+   * OPEN, a follow with FOLLOW) */
   int t = m->error.ref_type;
-  bool ours = t == 0 || t == B2S_WIRE_FOLLOW || t == B2S_WIRE_READ ||
+  bool ours = t == B2S_WIRE_FOLLOW || t == B2S_WIRE_READ ||
               t == B2S_WIRE_UNFOLLOW;
   b2sc_consumer *c = ours ? find(s, m->error.ref_id) : NULL;
   if (c != NULL && (m->flags & B2S_WIRE_ERROR_CLOSED_REF))

@@ -70,10 +70,13 @@ void sc_producer_dispatch(b2sc_session *s, sc_msg *x) {
 }
 
 void sc_producer_error(b2sc_session *s, const b2s_wire_msg *m) {
+  /* ref_id is a handle id only for these types (a follow may carry the
+   * same number); OPEN names a handle ended later, e.g. by a failed
+   * stream */
   int t = m->error.ref_type;
-  bool ours = t == 0 || t == B2S_WIRE_DATA || t == B2S_WIRE_FLUSH ||
-              t == B2S_WIRE_CLOSE || t == B2S_WIRE_SHM_ATTACH ||
-              t == B2S_WIRE_SHM_SUBMIT;
+  bool ours = t == B2S_WIRE_OPEN || t == B2S_WIRE_DATA ||
+              t == B2S_WIRE_FLUSH || t == B2S_WIRE_CLOSE ||
+              t == B2S_WIRE_SHM_ATTACH || t == B2S_WIRE_SHM_SUBMIT;
   b2sc_producer *p = ours && m->error.ref_id ? find(s, m->error.ref_id) : NULL;
   if (p == NULL)
     return;

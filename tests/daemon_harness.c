@@ -84,6 +84,11 @@ void env_init_config(env *e, const char *yaml) {
   e->fsize_limit = 0;
 }
 
+/* Daemons started, so that those a failed test left running are killed at
+ * the end. */
+static pid_t started[256];
+static size_t nstarted;
+
 void env_start(env *e) {
   char sock[400];
   /* a socket left by a killed daemon would pass for the new one's */
@@ -93,7 +98,8 @@ void env_start(env *e) {
   assert_true(pid >= 0);
   if (pid == 0) {
     int fd = open(e->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(fd, 2);
+    dup2(fd, 1);                 /* not the test's pipe: the runner would */
+    dup2(fd, 2);                 /* wait for a daemon a failed test left */
     if (e->fsize_limit > 0) {    /* a full disk, as far as the daemon sees */
       struct rlimit rl = {(rlim_t)e->fsize_limit, (rlim_t)e->fsize_limit};
       setrlimit(RLIMIT_FSIZE, &rl);
@@ -102,6 +108,8 @@ void env_start(env *e) {
     _exit(127);
   }
   e->pid = pid;
+  if (nstarted < sizeof started / sizeof started[0])
+    started[nstarted++] = pid;
   char path[400];
   snprintf(path, sizeof path, "%s/run/d.sock", e->dir);
   for (int i = 0; i < WAIT_MS / 10; i++) {
@@ -419,6 +427,13 @@ int harness_init(void) {
 }
 
 void harness_fini(void) {
+  for (size_t i = 0; i < nstarted; i++) {
+    int st;
+    if (waitpid(started[i], &st, WNOHANG) == 0) {   /* still running */
+      kill(started[i], SIGKILL);
+      waitpid(started[i], &st, 0);
+    }
+  }
   /* not zmq_ctx_term: after a failed test a socket may still be open, and
    * the term would wait for it forever instead of reporting the failure */
   zmq_ctx_shutdown(zctx);

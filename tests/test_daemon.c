@@ -573,6 +573,13 @@ static int fill_until_error(void *z, const b2s_wire_msg *opened, size_t len,
     m.data.handle = handle;
     cli_send(z, &m, b, len);
     p.credits--;
+    /* the first 4 committed while there is room, before the disk fills */
+    while (i == 3 && p.acked[B2S_WIRE_LEVEL_WRITTEN] < 4) {
+      rx r;
+      cli_recv(z, &r);
+      prod_handle(&p, &r);
+      rx_free(&r);
+    }
   }
   while (!code) {              /* everything sent: wait for the failure */
     rx r;
@@ -639,7 +646,7 @@ static void test_full_disk(void **state) {
   const size_t len = 65536;
   assert_int_equal(fill_until_error(z, &o, len, 100, &written),
                    -EFBIG);
-  assert_true(written >= 8 && written < 46);
+  assert_true(written >= 4 && written < 46);
   /* the stream stays failed; the others work (sparse: small files) */
   assert_int_equal(cli_open(z, "w", "", &o), -EFBIG);
   assert_int_equal(cli_open(z, "r", "", &o), 0);
