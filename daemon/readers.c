@@ -242,24 +242,10 @@ int b2sd_reads_request(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
 
 int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
                     b2sd_read *r) {
-  if (s->dead)
-    return -EHOSTUNREACH;
-  uint8_t hdr[B2S_WIRE_HEADER_MAX];
-  int n = b2s_wire_encode(m, hdr, sizeof hdr);
-  if (n < 0) {
-    LOG_E("encoding %s failed: %s", b2s_wire_type_name(m->type),
-          b2s_strerror(n));
-    return n;
-  }
+  int rc = b2sd_send_head(srv, s, m, true);
+  if (rc < 0)
+    return rc;
   void *sock = srv->sockets[s->sock];
-  if (zmq_send(sock, s->rid, s->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
-    int e = errno;
-    if (e == EHOSTUNREACH)
-      s->dead = true;
-    return -e;
-  }
-  /* the rest of a multipart message is queued once its first part is */
-  zmq_send(sock, hdr, (size_t)n, ZMQ_SNDMORE);
   zmq_msg_t pm;
   size_t len = (size_t)r->rc;
   if (zmq_msg_init_data(&pm, r->buf, len, free_payload, NULL) == 0) {

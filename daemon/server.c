@@ -43,8 +43,8 @@ b2sd_stream *b2sd_server_stream(b2sd_server *srv, const char *name) {
 
 /* ---- sending --------------------------------------------------------------- */
 
-int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-              const void *payload, size_t plen) {
+int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   bool more) {
   if (s->dead)
     return -EHOSTUNREACH;
   uint8_t hdr[B2S_WIRE_HEADER_MAX];
@@ -62,10 +62,16 @@ int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
     return -e;
   }
   /* the rest of a multipart message is queued once its first part is */
-  zmq_send(sock, hdr, (size_t)n, payload ? ZMQ_SNDMORE : 0);
-  if (payload)
-    zmq_send(sock, payload, plen, 0);
+  zmq_send(sock, hdr, (size_t)n, more ? ZMQ_SNDMORE : 0);
   return 0;
+}
+
+int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+              const void *payload, size_t plen) {
+  int rc = b2sd_send_head(srv, s, m, payload != NULL);
+  if (rc == 0 && payload)
+    zmq_send(srv->sockets[s->sock], payload, plen, 0);
+  return rc;
 }
 
 void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
