@@ -639,6 +639,10 @@ const b2s_frame_header *b2s_fwriter_header(const b2s_fwriter *w) {
   return w ? &w->hdr : NULL;
 }
 
+int64_t b2s_fwriter_data_end(const b2s_fwriter *w) {
+  return w && !w->sparse ? w->base + w->data_end : 0;
+}
+
 void b2s_fwriter_set_write_limit(b2s_fwriter *w, int64_t bytes) {
   if (w == NULL)
     return;

@@ -97,6 +97,9 @@ void b2s_fwriter_free(b2s_fwriter *w);
 
 int64_t b2s_fwriter_nchunks(const b2s_fwriter *w);
 const b2s_frame_header *b2s_fwriter_header(const b2s_fwriter *w);
+/* Contiguous frame: the file offset where its chunk data ends (holes
+ * included; the next appended chunk goes there).  0 for a sparse frame. */
+int64_t b2s_fwriter_data_end(const b2s_fwriter *w);
 
 typedef struct b2s_fwriter_stats {
   int64_t nchunks, nbytes;         /* logical chunks and their bytes */

@@ -327,12 +327,11 @@ static void behind_stop(b2sd_behind *b) {
 /* After a commit: where the chunk data ends now. */
 static void behind_note(b2sd_stream *st) {
   b2sd_behind *b = st->behind;
-  b2s_fwriter_stats fs;
-  if (!b || b2s_fwriter_stats_get(st->fw, &fs) < 0)
+  if (!b)
     return;
-  const b2s_frame_header *h = b2s_fwriter_header(st->fw);
+  int64_t end = b2s_fwriter_data_end(st->fw);
   pthread_mutex_lock(&b->lock);
-  b->end = (int64_t)h->header_len + 4096 + fs.stored_bytes;
+  b->end = end;
   pthread_cond_signal(&b->cond);
   pthread_mutex_unlock(&b->lock);
 }

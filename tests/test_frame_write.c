@@ -214,6 +214,8 @@ static void ops_for(bool sparse) {
   check_frame(path, &m);
   append_some(w, &m, 300, 1, 0, 7);
   assert_int_equal(b2s_fwriter_commit(w), 0);
+  if (sparse)                   /* no data region: each chunk is a file */
+    assert_int_equal(b2s_fwriter_data_end(w), 0);
   check_frame(path, &m);
 
   uint8_t src[4096], chunk[4200];
@@ -679,7 +681,9 @@ static void test_move_cost(void **state) {
   for (int i = 0; i < 40000; i++) {
     memset(src, 1 + i % 200, sizeof src);   /* repeated-value chunks */
     int32_t cb = compress_buf(src, sizeof src, chunk);
+    int64_t end = b2s_fwriter_data_end(w);  /* moves leave the data put */
     assert_int_equal(b2s_fwriter_append(w, chunk, (size_t)cb), i + 1);
+    assert_int_equal(b2s_fwriter_data_end(w), end + cb);
     model_insert(&m, m.n, src, sizeof src);
     if ((i + 1) % 64 == 0)
       assert_int_equal(b2s_fwriter_commit(w), 0);
