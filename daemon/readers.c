@@ -57,6 +57,27 @@ typedef struct rstate {
   size_t nframes;
 } rstate;
 
+/* FIFO lists of reads: a head and a tail pointer. */
+static void list_append(b2sd_read **head, b2sd_read **tail, b2sd_read *r) {
+  r->next = NULL;
+  if (*tail)
+    (*tail)->next = r;
+  else
+    *head = r;
+  *tail = r;
+}
+
+static b2sd_read *list_pop(b2sd_read **head, b2sd_read **tail) {
+  b2sd_read *r = *head;
+  if (r) {
+    *head = r->next;
+    if (!*head)
+      *tail = NULL;
+    r->next = NULL;
+  }
+  return r;
+}
+
 /* ---- reader threads ---------------------------------------------------------- */
 
 /* This thread's handle of st, knowing at least `want` chunks. */
@@ -115,12 +136,9 @@ static void *reader_main(void *arg) {
   for (;;) {
     while (!rd->todo && !rd->stop)
       pthread_cond_wait(&rd->cond, &rd->lock);
-    b2sd_read *r = rd->todo;
+    b2sd_read *r = list_pop(&rd->todo, &rd->todo_tail);
     if (!r)
       break;                     /* stop, and nothing left to read */
-    rd->todo = r->next;
-    if (!rd->todo)
-      rd->todo_tail = NULL;
     pthread_mutex_unlock(&rd->lock);
     read_chunk(&t, r);
     pthread_mutex_lock(&rd->lock);
@@ -198,13 +216,8 @@ void b2sd_reads_issue(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   b2sd_readers *rd = srv->readers;
   rd->inflight++;
   s->nreads++;
-  r->next = NULL;
   pthread_mutex_lock(&rd->lock);
-  if (rd->todo_tail)
-    rd->todo_tail->next = r;
-  else
-    rd->todo = r;
-  rd->todo_tail = r;
+  list_append(&rd->todo, &rd->todo_tail, r);
   pthread_cond_signal(&rd->cond);
   pthread_mutex_unlock(&rd->lock);
 }
@@ -220,15 +233,6 @@ void b2sd_read_release(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
 static void free_payload(void *data, void *hint) {
   (void)hint;
   free(data);
-}
-
-static void list_append(b2sd_read **head, b2sd_read **tail, b2sd_read *r) {
-  r->next = NULL;
-  if (*tail)
-    (*tail)->next = r;
-  else
-    *head = r;
-  *tail = r;
 }
 
 int b2sd_reads_request(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
@@ -256,17 +260,6 @@ int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
     zmq_send(sock, r->buf, len, 0);
   }
   return 0;
-}
-
-static b2sd_read *list_pop(b2sd_read **head, b2sd_read **tail) {
-  b2sd_read *r = *head;
-  if (r) {
-    *head = r->next;
-    if (!*head)
-      *tail = NULL;
-    r->next = NULL;
-  }
-  return r;
 }
 
 static b2sd_session *session_by_id(b2sd_server *srv, uint32_t id) {
