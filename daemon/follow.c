@@ -129,6 +129,20 @@ void b2sd_unfollow_msg(b2sd_server *srv, b2sd_session *s,
   b2sd_send(srv, s, &r, NULL, 0);
 }
 
+/* A read of chunk index of st for session s (follow_id 0: by name). */
+static b2sd_read *read_new(b2sd_stream *st, uint64_t index, bool decompress,
+                           const b2sd_session *s, uint32_t follow_id) {
+  b2sd_read *r = calloc(1, sizeof *r);
+  if (r) {
+    r->st = st;
+    r->index = index;
+    r->decompress = decompress;
+    r->session_id = s->id;
+    r->follow_id = follow_id;
+  }
+  return r;
+}
+
 void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   b2sd_stream *st = NULL;
   int rc = 0;
@@ -143,16 +157,14 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   }
   if (rc == 0 && m->read.chunk >= (uint64_t)committed_of(st))
     rc = B2S_E_NCHUNK;
-  b2sd_read *r = rc == 0 ? calloc(1, sizeof *r) : NULL;
+  b2sd_read *r = rc == 0 ? read_new(st, m->read.chunk,
+                                     m->flags & B2S_WIRE_READ_DECOMPRESS, s,
+                                     m->read.follow_id)
+                          : NULL;
   if (rc == 0 && !r)
     rc = B2S_E_NOMEM;
   if (rc == 0) {
-    r->st = st;
-    r->index = m->read.chunk;
-    r->decompress = m->flags & B2S_WIRE_READ_DECOMPRESS;
     r->tag = m->tag;
-    r->session_id = s->id;
-    r->follow_id = m->read.follow_id;
     rc = b2sd_reads_request(srv, s, r);
     if (rc < 0)
       free(r);
@@ -162,8 +174,7 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
                     m->read.chunk, NULL);
 }
 
-void b2sd_follow_pushed(b2sd_server *srv, b2sd_follow *f, b2sd_read *r) {
-  (void)srv;
+void b2sd_follow_pushed(b2sd_follow *f, b2sd_read *r) {
   b2sd_read **pp = &f->ready;
   while (*pp && (*pp)->index < r->index)
     pp = &(*pp)->next;
@@ -175,7 +186,6 @@ enum { PUSH_OK, PUSH_HELD, PUSH_ENDED };
 
 /* Send the ready results of f that continue its sequence. */
 static int push_flush(b2sd_server *srv, b2sd_follow *f) {
-  bool dec = f->push & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED;
   b2sd_read *r;
   while ((r = f->ready) && r->index == f->next) {
     if (r->rc < 0) {
@@ -184,14 +194,7 @@ static int push_flush(b2sd_server *srv, b2sd_follow *f) {
       b2sd_follow_remove(f);
       return PUSH_ENDED;
     }
-    b2s_wire_msg m;
-    b2s_wire_init(&m, B2S_WIRE_CHUNK);
-    m.flags = B2S_WIRE_CHUNK_PUSHED | (dec ? B2S_WIRE_CHUNK_DECOMPRESSED : 0);
-    m.chunk.index = f->next;
-    m.chunk.follow_id = f->id;
-    m.chunk.nbytes = (uint32_t)r->nbytes;
-    m.chunk.cbytes = (uint32_t)r->cbytes;
-    int rc = b2sd_send_chunk(srv, f->sess, &m, r);
+    int rc = b2sd_send_chunk(srv, f->sess, r);   /* r->index == f->next */
     if (rc == -EAGAIN)
       return PUSH_HELD;
     if (rc < 0)                  /* peer gone: the sweep ends the session */
@@ -212,15 +215,13 @@ static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
     return true;
   while (f->req < committed && f->nreads < B2SD_READS_FOLLOW &&
          b2sd_reads_room(srv, f->sess)) {
-    b2sd_read *r = calloc(1, sizeof *r);
+    b2sd_read *r = read_new(f->st, f->req,
+                            f->push & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED,
+                            f->sess, f->id);
     if (!r)
       return false;              /* try again on a later turn */
-    r->st = f->st;
-    r->index = f->req++;
-    r->decompress = f->push & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED;
     r->push = true;
-    r->session_id = f->sess->id;
-    r->follow_id = f->id;
+    f->req++;
     f->nreads++;
     b2sd_reads_issue(srv, f->sess, r);
   }

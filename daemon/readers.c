@@ -244,9 +244,17 @@ int b2sd_reads_request(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   return 0;
 }
 
-int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                    b2sd_read *r) {
-  int rc = b2sd_send_head(srv, s, m, true);
+int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_CHUNK);
+  m.tag = r->tag;
+  m.flags = (r->push ? B2S_WIRE_CHUNK_PUSHED : 0) |
+            (r->decompress ? B2S_WIRE_CHUNK_DECOMPRESSED : 0);
+  m.chunk.index = r->index;
+  m.chunk.follow_id = r->follow_id;
+  m.chunk.nbytes = (uint32_t)r->nbytes;
+  m.chunk.cbytes = (uint32_t)r->cbytes;
+  int rc = b2sd_send_head(srv, s, &m, true);
   if (rc < 0)
     return rc;
   void *sock = srv->sockets[s->sock];
@@ -276,15 +284,7 @@ static bool read_reply(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
                     r->index, NULL);
     return true;
   }
-  b2s_wire_msg m;
-  b2s_wire_init(&m, B2S_WIRE_CHUNK);
-  m.tag = r->tag;
-  m.flags = r->decompress ? B2S_WIRE_CHUNK_DECOMPRESSED : 0;
-  m.chunk.index = r->index;
-  m.chunk.follow_id = r->follow_id;
-  m.chunk.nbytes = (uint32_t)r->nbytes;
-  m.chunk.cbytes = (uint32_t)r->cbytes;
-  return b2sd_send_chunk(srv, s, &m, r) != -EAGAIN;
+  return b2sd_send_chunk(srv, s, r) != -EAGAIN;
 }
 
 /* Send the held READ replies of s in order; false when held again. */
@@ -354,7 +354,7 @@ bool b2sd_reads_turn(b2sd_server *srv) {
     if (!s || (r->push && !f)) {
       b2sd_read_release(srv, s, r);     /* its asker is gone */
     } else if (r->push) {
-      b2sd_follow_pushed(srv, f, r);
+      b2sd_follow_pushed(f, r);
     } else {
       list_append(&s->rd_out, &s->rd_out_tail, r);
       rd->parked++;

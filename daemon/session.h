@@ -201,8 +201,9 @@ void b2sd_reads_issue(b2sd_server *srv, b2sd_session *s, b2sd_read *r);
 void b2sd_read_release(b2sd_server *srv, b2sd_session *s, b2sd_read *r);
 /* The session ends: its waiting READs and held replies go. */
 void b2sd_reads_session_end(b2sd_server *srv, b2sd_session *s);
-/* CHUNK with r's payload, which moves to ZeroMQ on success (no copy). */
-int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+/* The CHUNK answering r (a READ reply, or pushed when r->push) with r's
+ * payload, which moves to ZeroMQ on success (no copy). */
+int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s,
                     b2sd_read *r);
 
 /* follow.c */
@@ -214,8 +215,9 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
  * something is held back (peer queue full, push budget used). */
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st);
 void b2sd_follow_remove(b2sd_follow *f);
-/* A pushed read came back (readers.c): file it and send what is in order. */
-void b2sd_follow_pushed(b2sd_server *srv, b2sd_follow *f, b2sd_read *r);
+/* A pushed read came back (readers.c): file it by index; the next scan
+ * sends what continues the sequence. */
+void b2sd_follow_pushed(b2sd_follow *f, b2sd_read *r);
 b2sd_follow *b2sd_follow_find(b2sd_session *s, uint32_t id);
 
 #endif
