@@ -18,6 +18,7 @@
  * swapped on reload under `lock`, the only state both threads touch. */
 #define _GNU_SOURCE
 #include "b2sd.h"
+#include "curve_key.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -120,28 +121,18 @@ static int keys_load(const char *path, uint8_t (**out)[KEY_LEN]) {
   return (int)n;
 }
 
-/* The daemon's secret key: the first line that is not blank or '#'. */
+/* The daemon's secret key: the first key of the file (curve_key.h). */
 static int secret_load(const char *path, uint8_t out[KEY_LEN]) {
-  FILE *f = fopen(path, "re");
-  if (!f) {
-    int e = errno;
-    LOG_E("curve: cannot read %s: %s", path, strerror(e));
-    return -e;
-  }
-  char line[1024];
-  int rc = B2S_E_CONFIG;
-  while (fgets(line, sizeof line, f)) {
-    char *s = trim(line);
-    if (key_decode(s, out)) {
-      rc = 0;
-      break;
-    }
-    if (*s != '\0' && *s != '#')
-      break;
-  }
-  fclose(f);
-  if (rc < 0)
+  char z[B2S_CURVE_KEY_Z85_LEN + 1];
+  int rc = b2s_curve_key_read(path, z);
+  if (rc == 0 && !key_decode(z, out))
+    rc = B2S_E_ARG;
+  if (rc == B2S_E_ARG) {
     LOG_E("curve: %s: no Z85 secret key (40 characters) in it", path);
+    return B2S_E_CONFIG;
+  }
+  if (rc < 0)
+    LOG_E("curve: cannot read %s: %s", path, strerror(-rc));
   return rc;
 }
 

@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "curve_key.h"
+
+_Static_assert(B2SC_CURVE_KEY_LEN == B2S_CURVE_KEY_Z85_LEN, "one key length");
 
 /* How long b2sc_close waits to hand BYE to the kernel. */
 #define SC_LINGER_MS 1000
@@ -347,30 +350,7 @@ static bool key_decode(const char *z85, uint8_t out[32]) {
 }
 
 int b2sc_curve_key_read(const char *path, char key[B2SC_CURVE_KEY_LEN + 1]) {
-  if (path == NULL || key == NULL)
-    return B2S_E_ARG;
-  FILE *f = fopen(path, "re");
-  if (f == NULL)
-    return -errno;
-  char line[512];
-  int rc = B2S_E_ARG;
-  while (fgets(line, sizeof line, f)) {
-    /* the first word of a line; Z85 has '#' too, so a line is a comment
-     * only when that word is not a key */
-    char *p = line + strspn(line, " \t\r\n");
-    size_t n = strcspn(p, " \t\r\n");
-    p[n] = '\0';
-    uint8_t bin[32];
-    if (key_decode(p, bin)) {
-      memcpy(key, p, n + 1);
-      rc = 0;
-      break;
-    }
-    if (n > 0 && p[0] != '#')
-      break;                 /* neither a key, a comment nor blank */
-  }
-  fclose(f);
-  return rc;
+  return b2s_curve_key_read(path, key);
 }
 
 /* CURVE client keys, and a monitor that turns a failed handshake into
