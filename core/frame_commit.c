@@ -492,7 +492,9 @@ int b2s_fwriter_commit(b2s_fwriter *w) {
     return B2S_E_ARG;
   if (!w->dirty)
     return 0;
-  int rc = encode_trailer(w);
+  int rc = fw_dio_flush(w);
+  if (rc == 0)
+    rc = encode_trailer(w);
   if (rc == 0 && w->metas_dirty) {
     b2s_mpbuf hb = {0};
     rc = b2s_frame_header_write(&w->hdr, &w->metas, &hb);
@@ -523,6 +525,7 @@ int b2s_fwriter_commit(b2s_fwriter *w) {
  * file ends with it. */
 int fw_compact(b2s_fwriter *w) {
   int rc = b2s_fwriter_commit(w);
+  fw_dio_forget(w);   /* the slots move next to the data */
   if (rc == 0)
     rc = encode_trailer(w);
   if (rc < 0)

@@ -28,6 +28,8 @@ static int open_files(b2s_fwriter *w, const char *path, const char *index_name,
     w->fd = openat(w->dirfd, index_name, O_RDWR | O_CLOEXEC | oflags, 0666);
   } else {
     w->fd = open(path, O_RDWR | O_CLOEXEC | oflags, 0666);
+    if (w->fd >= 0 && w->opts.direct_io)
+      fw_dio_open(w, path);
   }
   return w->fd < 0 ? -errno : 0;
 }

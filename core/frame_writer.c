@@ -67,7 +67,7 @@ b2s_fwriter *fw_alloc(bool sparse, const b2s_fwriter_opts *opts) {
   if (w == NULL)
     return NULL;
   w->sparse = sparse;
-  w->fd = w->dirfd = -1;
+  w->fd = w->dirfd = w->dfd = -1;
   w->opts = opts ? *opts : B2S_FWRITER_OPTS_DEFAULTS;
   b2s_frame_metas_init(&w->metas);
   b2s_frame_metas_init(&w->vlmetas);
@@ -87,6 +87,7 @@ void b2s_fwriter_free(b2s_fwriter *w) {
     return;
   for (int i = 0; i < w->nsync; i++)
     close(w->sync_fds[i]);
+  fw_dio_close(w);
   if (w->fd >= 0)
     close(w->fd);
   if (w->dirfd >= 0)
@@ -228,9 +229,9 @@ static int store_chunk(b2s_fwriter *w, const void *chunk, int32_t cbytes,
     }
     *entry = id;
   } else {
-    rc = fw_make_room(w, cbytes);
+    rc = fw_make_room(w, cbytes + fw_dio_slack(w));
     if (rc == 0)
-      rc = fw_pwrite(w, w->fd, chunk, (size_t)cbytes, w->base + w->data_end);
+      rc = fw_data_write(w, chunk, (size_t)cbytes, w->base + w->data_end);
     if (rc < 0)
       return rc;
     *entry = w->data_end;
@@ -265,7 +266,9 @@ int fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
     rc = fw_pread(fd, h, sizeof h, 0);
     close(fd);
   } else {
-    rc = fw_pread(w->fd, h, sizeof h, w->base + e);
+    rc = fw_dio_flush(w);
+    if (rc == 0)
+      rc = fw_pread(w->fd, h, sizeof h, w->base + e);
   }
   if (rc < 0)
     return rc;
@@ -641,6 +644,10 @@ const b2s_frame_header *b2s_fwriter_header(const b2s_fwriter *w) {
 
 int64_t b2s_fwriter_data_end(const b2s_fwriter *w) {
   return w && !w->sparse ? w->base + w->data_end : 0;
+}
+
+bool b2s_fwriter_direct_io(const b2s_fwriter *w) {
+  return w != NULL && w->dfd >= 0;
 }
 
 void b2s_fwriter_set_write_limit(b2s_fwriter *w, int64_t bytes) {

@@ -61,6 +61,9 @@ typedef struct b2s_fwriter_opts {
   int64_t reserve_min;             /* bytes reserved ahead for chunks in a
                                       contiguous frame; 0 = 1 MiB */
   bool compact_on_close;           /* close() removes reserve and slot holes */
+  /* Contiguous frame: chunk data bypasses the page cache (O_DIRECT) where
+   * the file system allows it; see b2s_fwriter_direct_io. */
+  bool direct_io;
 } b2s_fwriter_opts;
 
 #define B2S_FWRITER_OPTS_DEFAULTS                                              \
@@ -100,6 +103,9 @@ const b2s_frame_header *b2s_fwriter_header(const b2s_fwriter *w);
 /* Contiguous frame: the file offset where its chunk data ends (holes
  * included; the next appended chunk goes there).  0 for a sparse frame. */
 int64_t b2s_fwriter_data_end(const b2s_fwriter *w);
+/* Whether chunk data goes out with direct I/O (asked for, and the file
+ * system took it). */
+bool b2s_fwriter_direct_io(const b2s_fwriter *w);
 
 typedef struct b2s_fwriter_stats {
   int64_t nchunks, nbytes;         /* logical chunks and their bytes */

@@ -78,6 +78,14 @@ struct b2s_fwriter {
   int64_t fresh_from;
   int64_t file_end;
 
+  /* Direct I/O of chunk data (frame_dio.c); dfd is -1 without it. */
+  int dfd;
+  int64_t dio_align;
+  uint8_t *stage;                  /* aligned; file bytes from stage_pos */
+  size_t stage_cap, stage_len;
+  int64_t stage_pos;
+  bool stage_ok;                   /* stage_pos/stage_len describe the file */
+
   int64_t write_limit, written;
   b2s_ctx *ctx;
   uint8_t *buf;
@@ -97,6 +105,18 @@ void fw_record_encode(const fw_record *r, uint8_t out[FW_REC_SIZE]);
 bool fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r);
 int fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid);
 int fw_sync(b2s_fwriter *w);
+
+/* frame_dio.c */
+void fw_dio_open(b2s_fwriter *w, const char *path);
+void fw_dio_close(b2s_fwriter *w);
+/* Bytes the reserve must keep past the chunk data for a flush's padding. */
+int64_t fw_dio_slack(const b2s_fwriter *w);
+/* Write the staged chunk bytes (before a commit or a read of the data). */
+int fw_dio_flush(b2s_fwriter *w);
+/* The data end moved other than by appending: the stage starts over. */
+void fw_dio_forget(b2s_fwriter *w);
+/* Chunk bytes at pos of a contiguous frame, direct when it can. */
+int fw_data_write(b2s_fwriter *w, const void *p, size_t n, int64_t pos);
 
 /* frame_writer.c */
 void fw_touch(b2s_fwriter *w, int64_t pos);

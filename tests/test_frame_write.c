@@ -104,6 +104,9 @@ static void check_frame(const char *path, const model *m) {
 }
 
 static char tmpdir[256];
+/* Direct I/O needs a disk file system (tmpfs has none worth testing): a
+ * directory next to the test's working directory, which is the build tree. */
+static char diodir[256];
 
 static int setup(void **state) {
   (void)state;
@@ -113,13 +116,15 @@ static int setup(void **state) {
                          ? "/dev/shm" : "/tmp";
   snprintf(tmpdir, sizeof tmpdir, "%s/b2s-fw-XXXXXX", root);
   assert_non_null(mkdtemp(tmpdir));
+  snprintf(diodir, sizeof diodir, "b2s-fw-dio-XXXXXX");
+  assert_non_null(mkdtemp(diodir));
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s %s", tmpdir, diodir);
   return system(cmd);
 }
 
@@ -201,14 +206,20 @@ static void append_some(b2s_fwriter *w, model *m, int count, uint32_t seed,
 
 /* ---- operations ------------------------------------------------------------------ */
 
-static void ops_for(bool sparse) {
+static void ops_for(bool sparse, bool direct) {
   char path[512];
-  pathf(path, sparse ? "ops.b2frame.d" : "ops.b2frame");
+  if (direct)
+    snprintf(path, sizeof path, "%s/ops.b2frame", diodir);
+  else
+    pathf(path, sparse ? "ops.b2frame.d" : "ops.b2frame");
   rmrf(path);
   b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
   o.reserve_min = 4096;   /* small: exercise slot moves */
+  o.direct_io = direct;
   b2s_fwriter *w;
   assert_int_equal(b2s_fwriter_create(path, sparse, &o, NULL, &w), 0);
+  if (direct && !b2s_fwriter_direct_io(w))
+    fail_msg("%s takes no O_DIRECT: run the tests on a disk file system", path);
   assert_int_equal(b2s_fwriter_create(path, sparse, &o, NULL, &(b2s_fwriter *){0}), -EEXIST);
   model m = {0};
   check_frame(path, &m);
@@ -262,6 +273,7 @@ static void ops_for(bool sparse) {
 
   /* reopen and keep going */
   assert_int_equal(b2s_fwriter_open(path, &o, &w, NULL), 0);
+  assert_int_equal(b2s_fwriter_direct_io(w), direct);
   assert_int_equal(b2s_fwriter_nchunks(w), m.n);
   append_some(w, &m, 50, 5000, 0, 0);
   b2s_fwriter_stats st;
@@ -274,12 +286,66 @@ static void ops_for(bool sparse) {
 
 static void test_ops_contiguous(void **state) {
   (void)state;
-  ops_for(false);
+  ops_for(false, false);
 }
 
 static void test_ops_sparse(void **state) {
   (void)state;
-  ops_for(true);
+  ops_for(true, false);
+}
+
+static void test_ops_direct(void **state) {
+  (void)state;
+  ops_for(false, true);
+}
+
+/* Direct I/O with chunks larger than its stage and of odd sizes: every
+ * commit is visible to a reader at once (the staged tail went out with
+ * it), appends after a reopen continue the partly written block, and the
+ * closed frame holds every byte. */
+static void test_direct_large(void **state) {
+  (void)state;
+  char path[512];
+  snprintf(path, sizeof path, "%s/large.b2frame", diodir);
+  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+  o.direct_io = true;
+  o.compact_on_close = false;
+  b2s_fwriter *w;
+  assert_int_equal(b2s_fwriter_create(path, false, &o, NULL, &w), 0);
+  assert_true(b2s_fwriter_direct_io(w));
+  enum { MAXLEN = 5 << 20 };
+  uint8_t *src = malloc(MAXLEN), *chunk = malloc(MAXLEN + B2S_MAX_OVERHEAD);
+  model m = {0};
+  static const int32_t lens[] = {3 << 20, 4097, 5 << 20, 1, 4095, 1 << 20,
+                                 (4 << 20) - 33, 12345, 2 << 20, 777};
+  for (int round = 0; round < 2; round++) {
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+      uint32_t seed = (uint32_t)(round * 100 + (int)i);
+      fill(src, lens[i], seed);
+      b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+      cp.clevel = (int)(i % 2);   /* stored chunks are as long as the data */
+      b2s_ctx *ctx = b2s_ctx_new();
+      int cb = b2s_compress(ctx, &cp, src, lens[i], chunk,
+                            (size_t)lens[i] + B2S_MAX_OVERHEAD);
+      b2s_ctx_free(ctx);
+      assert_true(cb > 0);
+      assert_int_equal(b2s_fwriter_append(w, chunk, (size_t)cb), m.n + 1);
+      model_insert(&m, m.n, src, lens[i]);
+      if (i % 3 == 2) {
+        assert_int_equal(b2s_fwriter_commit(w), 0);
+        check_frame(path, &m);
+      }
+    }
+    assert_int_equal(b2s_fwriter_close(w), 0);
+    check_frame(path, &m);
+    assert_int_equal(b2s_fwriter_open(path, &o, &w, NULL), 0);
+    assert_true(b2s_fwriter_direct_io(w));
+  }
+  assert_int_equal(b2s_fwriter_close(w), 0);
+  check_frame(path, &m);
+  model_free(&m);
+  free(src);
+  free(chunk);
 }
 
 /* Specials: entries while the chunksize is fixed, real chunks once it
@@ -513,9 +579,12 @@ static void test_cut_sparse(void **state) {
 
 /* A child appends and commits in a loop, reporting each commit; it is
  * killed at a random moment.  Every reported chunk must survive. */
-static void kill_run(bool sparse, int sync, unsigned seed) {
+static void kill_run(bool sparse, int sync, unsigned seed, bool direct) {
   char path[512];
-  pathf(path, sparse ? "kill.d" : "kill.b2frame");
+  if (direct)
+    snprintf(path, sizeof path, "%s/kill.b2frame", diodir);
+  else
+    pathf(path, sparse ? "kill.d" : "kill.b2frame");
   rmrf(path);
   int fds[2];
   assert_int_equal(pipe(fds), 0);
@@ -526,8 +595,10 @@ static void kill_run(bool sparse, int sync, unsigned seed) {
     b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
     o.sync = sync;
     o.reserve_min = 8192;
+    o.direct_io = direct;
     b2s_fwriter *w;
-    if (b2s_fwriter_create(path, sparse, &o, NULL, &w) != 0)
+    if (b2s_fwriter_create(path, sparse, &o, NULL, &w) != 0 ||
+        b2s_fwriter_direct_io(w) != direct)
       _exit(2);
     uint8_t src[8192], chunk[8300];
     for (uint32_t i = 0;; i++) {
@@ -578,7 +649,11 @@ static void test_kill_appender(void **state) {
   unsigned seed = (unsigned)time(NULL);
   print_message("seed %u\n", seed);
   for (int k = 0; k < 8; k++)
-    kill_run(k % 2, k == 7 ? B2S_SYNC_FULL : B2S_SYNC_NONE, seed + (unsigned)k);
+    kill_run(k % 2, k == 7 ? B2S_SYNC_FULL : B2S_SYNC_NONE, seed + (unsigned)k,
+             false);
+  for (int k = 0; k < 3; k++)   /* contiguous, direct I/O */
+    kill_run(false, k == 2 ? B2S_SYNC_FULL : B2S_SYNC_NONE,
+             seed + 8 + (unsigned)k, true);
 }
 
 /* A hostile commit record (bad checksum) is ignored, not trusted. */
@@ -702,6 +777,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ops_contiguous),
       cmocka_unit_test(test_ops_sparse),
+      cmocka_unit_test(test_ops_direct),
+      cmocka_unit_test(test_direct_large),
       cmocka_unit_test(test_specials),
       cmocka_unit_test(test_metadata),
       cmocka_unit_test(test_adopt_vector),
