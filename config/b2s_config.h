@@ -57,6 +57,11 @@ enum b2s_stream_format {
   B2S_FORMAT_SPARSE = 1,               /* a .b2frame directory */
 };
 
+enum b2s_stream_io {
+  B2S_IO_DIRECT = 0,                   /* chunk data bypasses the page cache */
+  B2S_IO_BUFFERED = 1,
+};
+
 enum b2s_ack {
   B2S_ACK_RECEIPT = 0,                 /* once the daemon holds the buffer */
   B2S_ACK_WRITE = 1,                   /* once the chunk is written */
@@ -98,6 +103,7 @@ typedef struct b2s_stream_cfg {
   char path[B2S_CONFIG_PATH_MAX];
   char full_path[B2S_CONFIG_PATH_MAX];  /* data_dir/path; "" in a template */
   int32_t format;                      /* enum b2s_stream_format */
+  int32_t io;                          /* enum b2s_stream_io */
   /* Ready for b2s_compress: codec, clevel, typesize, blocksize, splitmode
    * as configured; filters and filters_meta from the lists below, placed
    * at the end of the pipeline as c-blosc2 does. */

@@ -29,6 +29,8 @@ static const cfg_enum log_levels[] = {
 static const cfg_enum formats[] = {
   {"contiguous", B2S_FORMAT_CONTIGUOUS}, {"sparse", B2S_FORMAT_SPARSE},
   {NULL, 0}};
+static const cfg_enum ios[] = {
+  {"direct", B2S_IO_DIRECT}, {"buffered", B2S_IO_BUFFERED}, {NULL, 0}};
 static const cfg_enum codecs[] = {
   {"blosclz", B2S_CODEC_BLOSCLZ}, {"lz4", B2S_CODEC_LZ4},
   {"lz4hc", B2S_CODEC_LZ4HC}, {"zlib", B2S_CODEC_ZLIB},
@@ -107,6 +109,9 @@ const cfg_desc cfg_schema[] = {
   {"format", STREAM, .type = CT_ENUM, S(format), .enums = formats,
    .def = "contiguous",
    .help = "contiguous (one file) or sparse (a directory)"},
+  {"io", STREAM, .type = CT_ENUM, S(io), .enums = ios, .def = "direct",
+   .help = "contiguous: chunk data written with O_DIRECT (direct, where the "
+           "file system allows it) or through the page cache (buffered)"},
   {"codec", STREAM, .type = CT_ENUM, S(cparams.codec), .enums = codecs,
    .def = "zstd", .help = "blosclz, lz4, lz4hc, zlib or zstd"},
   {"clevel", STREAM, .type = CT_INT, S(cparams.clevel), .min = 0, .max = 9,

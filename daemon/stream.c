@@ -88,6 +88,7 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   opts.sync = cfg->durability.ack == B2S_ACK_FSYNC ? B2S_SYNC_FULL
                                                    : B2S_SYNC_NONE;
   opts.compact_on_close = true;
+  opts.direct_io = cfg->io == B2S_IO_DIRECT;
   b2s_frame_error ferr = {0};
   struct stat sb;
   int rc;
@@ -124,6 +125,10 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
           b2s_strerror(rc));
     goto fail;
   }
+  if (opts.direct_io && cfg->format == B2S_FORMAT_CONTIGUOUS &&
+      !b2s_fwriter_direct_io(st->fw))
+    LOG_W("stream %s: the file system of %s takes no direct I/O; chunk data "
+          "goes through the page cache", st->name, st->path);
   /* relaxed: no other thread runs yet; thread creation publishes it */
   atomic_store_explicit(&st->committed, b2s_fwriter_nchunks(st->fw),
                         memory_order_relaxed);
@@ -164,14 +169,15 @@ void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out) {
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   pthread_mutex_lock(&st->lock);
   if (strcmp(cfg->full_path, st->cfg.full_path) != 0 ||
-      cfg->format != st->cfg.format)
-    LOG_W("stream %s: path and format changes apply after a restart",
+      cfg->format != st->cfg.format || cfg->io != st->cfg.io)
+    LOG_W("stream %s: path, format and io changes apply after a restart",
           st->name);
   b2s_stream_cfg keep = st->cfg;
   st->cfg = *cfg;
   memcpy(st->cfg.full_path, keep.full_path, sizeof keep.full_path);
   memcpy(st->cfg.path, keep.path, sizeof keep.path);
   st->cfg.format = keep.format;
+  st->cfg.io = keep.io;
   st->cfg.b2nd = keep.b2nd;
   pthread_cond_signal(&st->cond);
   pthread_mutex_unlock(&st->lock);
@@ -288,8 +294,8 @@ static void *behind_main(void *arg) {
 
 /* Start the helper of a contiguous frame; NULL when there is none. */
 static b2sd_behind *behind_start(const b2sd_stream *st) {
-  if (st->cfg.format == B2S_FORMAT_SPARSE)
-    return NULL;
+  if (st->cfg.format == B2S_FORMAT_SPARSE || b2s_fwriter_direct_io(st->fw))
+    return NULL;   /* no chunk data in the page cache to pace */
   b2sd_behind *b = calloc(1, sizeof *b);
   if (!b)
     return NULL;

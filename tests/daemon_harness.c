@@ -45,6 +45,7 @@ const char *base_config =
     "    durability: {ack: write, group_count: 8, group_interval_ms: 5}\n"
     "  f:\n"
     "    codec: lz4\n"
+    "    io: buffered\n"
     "    durability: {ack: fsync, group_count: 4, group_interval_ms: 5}\n"
     "  r:\n"
     "    format: sparse\n"

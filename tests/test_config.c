@@ -120,6 +120,7 @@ static void test_shipped_config(void **state) {
   snprintf(want, sizeof want, "%s/data/demo.b2frame", dir);
   assert_string_equal(demo->full_path, want);
   assert_int_equal(demo->format, B2S_FORMAT_CONTIGUOUS);
+  assert_int_equal(demo->io, B2S_IO_DIRECT);
   assert_int_equal(demo->cparams.codec, B2S_CODEC_ZSTD);
   assert_int_equal(demo->cparams.clevel, 5);
   assert_int_equal(demo->cparams.typesize, 4);
@@ -269,6 +270,9 @@ static const struct {
   {"streams:\n  a:\n    codec: zst\n",
    "b2streamd.yaml:3:12: streams.a.codec: 'zst' is not one of blosclz, lz4, "
    "lz4hc, zlib, zstd (did you mean 'zstd'?)"},
+  {"streams:\n  a:\n    io: odirect\n",
+   "b2streamd.yaml:3:9: streams.a.io: 'odirect' is not one of direct, "
+   "buffered (did you mean 'direct'?)"},
   {"log_level: loud\n", "b2streamd.yaml:1:12: log_level: 'loud' is not one "
    "of error, warning, info, debug"},
   {"streams:\n  a:\n    filters: [shuffle, bitshufle]\n",
