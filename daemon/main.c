@@ -10,6 +10,8 @@
 #include "notify.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +103,14 @@ int main(int argc, char **argv) {
     b2s_config_free(cfg);
     return 1;
   }
+  /* libzmq mallocs every received message.  Above glibc's mmap threshold
+   * each one is a fresh mapping, and the first touch of each of its pages
+   * faults (a host fault too, in a VM): up to 1 core-second per GB.  From
+   * the heap, with freed memory kept up to the memory bound, the same
+   * pages serve message after message. */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD,
+          d->memory_limit < INT_MAX ? (int)d->memory_limit : INT_MAX);
   /* before any thread exists, so every thread inherits the mask */
   sigset_t set;
   sigemptyset(&set);
