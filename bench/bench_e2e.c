@@ -35,7 +35,7 @@
  *             [--filter shuffle|bitshuffle|none] [--window N] [--group N]
  *             [--lat-count N] [--lat-size BYTES] [--lat-interval-us N]
  *             [--followers N] [--shm-copy]
- *             [--phases compress,raw,zmq,shm,follow,lat]
+ *             [--phases compress,raw,disk,zmq,shm,follow,lat]
  *             [--daemon PATH] [--dir DIR] [--keep] */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -43,6 +43,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -414,6 +415,34 @@ static double bench_compress(const dataset *d, const b2s_cparams *cp,
   }
   *ratio = cbytes ? (double)d->size * (double)count / (double)cbytes : 0;
   return gbps(d->size * (size_t)count, dt);
+}
+
+/* ---- baseline C: the disk ------------------------------------------------------ */
+
+/* Sequential O_DIRECT writes of `block` bytes to a new file in dir, `bytes`
+ * in all, as the daemon writes chunk data (io: direct): the rate the disk
+ * takes compressed bytes at, which bounds the service at that rate times
+ * the compression ratio.  0 when the file system takes no direct I/O. */
+static double bench_disk(const char *dir, size_t block, size_t bytes) {
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/disk.bench", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+  void *buf = NULL;
+  if (fd < 0 || posix_memalign(&buf, 4096, block) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return 0;
+  }
+  memset(buf, 0x5a, block);
+  uint64_t t0 = now_ns();
+  size_t done = 0;
+  while (done < bytes && pwrite(fd, buf, block, (off_t)done) == (ssize_t)block)
+    done += block;
+  double t = (double)(now_ns() - t0) / 1e9;
+  close(fd);
+  unlink(path);
+  free(buf);
+  return done < bytes ? 0 : (double)bytes / t / 1e9;
 }
 
 /* ---- baseline B: raw ZeroMQ ------------------------------------------------------ */
@@ -1098,7 +1127,7 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
          "%s, window %d\n", sz, count, o->repeat, o->workers, o->codec,
          o->clevel, o->filter, o->window);
   fflush(stdout);
-  double comp = 0, ratio = 0, raw = 0, rawtcp = 0, ez = 0, es = 0;
+  double comp = 0, ratio = 0, raw = 0, rawtcp = 0, ez = 0, es = 0, disk = 0;
   double ez_round = 0, ef = 0;
   snprintf(ep, sizeof ep, "ipc://%s/raw.sock", dp->dir);
   /* Best of o->repeat: on a shared machine the best run is the one least
@@ -1112,6 +1141,9 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
       rawtcp = fmax(rawtcp, bench_raw(&d, "tcp://127.0.0.1:*", count,
                                       o->window));
     }
+    if (phase_on(o, "disk"))
+      disk = fmax(disk, bench_disk(dp->dir, (size_t)4 << 20,
+                                   (size_t)count * size / 2));
     /* a failed or refused run (-1, said why) is not retried; zmq and
      * shm take turns at going first */
     for (int k = 0; k < 2; k++) {
@@ -1144,6 +1176,13 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
   snprintf(label, sizeof label, "[%s] raw zmq tcp loopback", sz);
   if (rawtcp > 0)
     row_add(label, rawtcp, "GB/s");
+  snprintf(label, sizeof label, "[%s] disk write, O_DIRECT", sz);
+  if (disk > 0)
+    row_add(label, disk, "GB/s");
+  double ceiling = disk * ratio;   /* input rate the disk can take */
+  snprintf(label, sizeof label, "[%s] disk x compression ratio", sz);
+  if (ceiling > 0)
+    row_add(label, ceiling, "GB/s");
   if (ez > 0) {
     snprintf(label, sizeof label, "[%s] e2e zmq (ipc)", sz);
     r = row_add(label, ez, "GB/s");
@@ -1153,6 +1192,9 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
     }
     if (comp > 0)
       row_base(row_add(label, ez, "GB/s"), "in-process compress", comp);
+    if (ceiling > 0)
+      row_base(row_add(label, ez, "GB/s"), "disk x compression ratio",
+               ceiling);
   }
   if (es > 0) {
     snprintf(label, sizeof label, "[%s] e2e shm%s", sz,
@@ -1164,6 +1206,9 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
     }
     if (raw > 0)
       row_base(row_add(label, es, "GB/s"), "raw zmq ipc", raw);
+    if (ceiling > 0)
+      row_base(row_add(label, es, "GB/s"), "disk x compression ratio",
+               ceiling);
   }
   if (ef > 0) {
     char base[40];
@@ -1189,7 +1234,7 @@ static void usage(FILE *f) {
           "[--lat-size BYTES]\n"
           "                 [--lat-interval-us N] [--followers N] "
           "[--shm-copy]\n"
-          "                 [--phases compress,raw,zmq,shm,follow,lat]\n"
+          "                 [--phases compress,raw,disk,zmq,shm,follow,lat]\n"
           "                 [--daemon PATH] [--dir DIR] [--keep]\n");
 }
 
@@ -1292,12 +1337,16 @@ int main(int argc, char **argv) {
             .sizes = {(size_t)4 << 20}, .nsizes = 1, .repeat = 3, .codec = "lz4",
             .clevel = 5, .filter = "shuffle", .window = 16, .group = 64,
             .lat_count = 2500, .lat_size = 64 << 10, .lat_interval_us = 2000,
-            .followers = 8, .phases = "compress,raw,zmq,shm,follow,lat",
+            .followers = 8, .phases = "compress,raw,disk,zmq,shm,follow,lat",
             .dir = "/tmp"};
   if (parse_args(&o, argc, argv) < 0) {
     usage(stderr);
     return 2;
   }
+  /* the raw zmq receiver gets the allocator settings b2streamd uses for
+   * its messages (daemon/main.c), so transport is compared like for like */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   char found[PATH_MAX + 32];
   const char *daemon = daemon_locate(o.daemon, found, sizeof found);
   if (daemon == NULL) {
