@@ -8,6 +8,8 @@
  *   raw zmq    - DEALER -> ROUTER over ipc:// (and tcp loopback), same
  *                message size, a credit window like the daemon's: the
  *                transport alone;
+ *   disk       - sequential 4 MiB O_DIRECT writes in DIR; times the
+ *                compression ratio, the input rate the disk can take;
  *   e2e zmq    - b2sc_send_zc through the daemon, timed until every buffer
  *                is acknowledged at level written (CLOSED of the handle);
  *   e2e shm    - b2sc_shm_acquire / fill / b2sc_shm_submit, same end point;
