@@ -29,13 +29,16 @@
 
 int fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos) {
   const uint8_t *s = p;
+  /* direct writes go whole (see frame_dio.c): pieces only add round trips */
+  bool direct = w->dfd >= 0 && fd == w->dfd;
   if (w->write_limit >= 0) {
-    /* Fault injection: the cut write lands partially, then nothing more. */
+    /* Fault injection: the cut write lands partially, then nothing more.
+     * A cut direct write lands through the page cache: it is unaligned. */
     int64_t left = w->write_limit - w->written;
     if (left < (int64_t)n) {
       if (left > 0) {
-        int rc = fw_pwrite(&(b2s_fwriter){.write_limit = -1}, fd, p,
-                           (size_t)left, pos);
+        int rc = fw_pwrite(&(b2s_fwriter){.write_limit = -1, .dfd = -1},
+                           direct ? w->fd : fd, p, (size_t)left, pos);
         if (rc < 0)
           return rc;
         w->written += left;
@@ -44,11 +47,12 @@ int fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos) {
     }
   }
   while (n > 0) {
-    ssize_t k = pwrite(fd, s, n < FW_WRITE_PIECE ? n : FW_WRITE_PIECE, (off_t)pos);
+    size_t piece = direct || n < FW_WRITE_PIECE ? n : FW_WRITE_PIECE;
+    ssize_t k = pwrite(fd, s, piece, (off_t)pos);
     if (k < 0 && errno == EINTR)
       continue;
-    if (k < 0)
-      return -errno;
+    if (k <= 0)
+      return k < 0 ? -errno : -EIO;
     s += k;
     pos += k;
     n -= (size_t)k;

@@ -94,21 +94,10 @@ int64_t fw_dio_slack(const b2s_fwriter *w) {
 }
 
 static int dio_pwrite(b2s_fwriter *w, size_t n, int64_t pos) {
-  if (w->write_limit >= 0)   /* fault injection counts bytes as they land */
-    return fw_pwrite(w, w->fd, w->stage, n, pos);
-  size_t done = 0;
-  while (done < n) {
-    ssize_t k = pwrite(w->dfd, w->stage + done, n - done, (off_t)(pos + done));
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0)
-      return k < 0 ? -errno : -EIO;
-    done += (size_t)k;
-  }
-  w->written += (int64_t)n;
-  if (pos + (int64_t)n > w->file_end)
+  int rc = fw_pwrite(w, w->dfd, w->stage, n, pos);
+  if (rc == 0 && pos + (int64_t)n > w->file_end)
     w->file_end = pos + (int64_t)n;
-  return 0;
+  return rc;
 }
 
 int fw_dio_flush(b2s_fwriter *w) {

@@ -130,7 +130,7 @@ static int check_chunks(b2s_frame *f, const fw_record *rec, bool deep,
 static int try_record(const char *path, rfile *r, const fw_record *rec,
                       bool deep, b2s_recover_report *rep,
                       b2s_frame_error *err) {
-  b2s_fwriter io = {.write_limit = -1};
+  b2s_fwriter io = {.write_limit = -1, .dfd = -1};
   int rc = fw_pwrite(&io, r->fd, rec->header, B2S_FRAME_HEADER_FIXED, 0);
   if (rc < 0)
     return rc;
@@ -154,7 +154,7 @@ static int promote(rfile *r, const fw_record *rec, uint64_t newest) {
   p.seq = newest + 1;
   uint8_t raw[FW_REC_SIZE];
   fw_record_encode(&p, raw);
-  b2s_fwriter io = {.write_limit = -1};
+  b2s_fwriter io = {.write_limit = -1, .dfd = -1};
   return fw_pwrite(&io, r->fd, raw, FW_REC_USED,
                    r->base + FW_REC_OFF + (int64_t)(p.seq & 1) * FW_REC_SIZE);
 }
@@ -219,7 +219,7 @@ static int recover_from_records(const char *path, rfile *r, fw_record *rec,
       return rc == 0 ? sync_file(r) : rc;
     }
   }
-  b2s_fwriter io = {.write_limit = -1};
+  b2s_fwriter io = {.write_limit = -1, .dfd = -1};
   fw_pwrite(&io, r->fd, orig, sizeof orig, 0);
   return B2S_E_UNRECOVERABLE;
 }
