@@ -85,6 +85,7 @@ struct b2s_fwriter {
   size_t stage_cap, stage_len;
   int64_t stage_pos;
   bool stage_ok;                   /* stage_pos/stage_len describe the file */
+  struct fw_dio_out *out;          /* a full stage being written meanwhile */
 
   int64_t write_limit, written;
   b2s_ctx *ctx;
@@ -111,7 +112,8 @@ void fw_dio_open(b2s_fwriter *w, const char *path);
 void fw_dio_close(b2s_fwriter *w);
 /* Bytes the reserve must keep past the chunk data for a flush's padding. */
 int64_t fw_dio_slack(const b2s_fwriter *w);
-/* Write the staged chunk bytes (before a commit or a read of the data). */
+/* Write the staged chunk bytes and wait for the stage being written, if
+ * any (before a commit or a read of the data). */
 int fw_dio_flush(b2s_fwriter *w);
 /* The data end moved other than by appending: the stage starts over. */
 void fw_dio_forget(b2s_fwriter *w);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -343,6 +344,59 @@ static void test_direct_large(void **state) {
   }
   assert_int_equal(b2s_fwriter_close(w), 0);
   check_frame(path, &m);
+  model_free(&m);
+  free(src);
+  free(chunk);
+}
+
+/* A direct write that fails in the helper thread (here: past the file size
+ * limit, EFBIG) fails a later append, and no commit goes through until the
+ * write succeeds; once it can, the next commit writes the pending stage and
+ * every chunk appended without error is in the frame, byte for byte. */
+static void test_direct_retry(void **state) {
+  (void)state;
+  char path[512];
+  snprintf(path, sizeof path, "%s/retry.b2frame", diodir);
+  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+  o.direct_io = true;
+  o.reserve_min = 64 << 20;   /* no slot moves while the limit is low */
+  b2s_fwriter *w;
+  assert_int_equal(b2s_fwriter_create(path, false, &o, NULL, &w), 0);
+  assert_true(b2s_fwriter_direct_io(w));
+  enum { LEN = 1 << 20 };
+  uint8_t *src = malloc(LEN), *chunk = malloc(LEN + B2S_MAX_OVERHEAD);
+  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+  cp.clevel = 0;
+  b2s_ctx *ctx = b2s_ctx_new();
+  model m = {0};
+  struct rlimit old, low;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+  void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN);
+  int rc = 0;
+  for (uint32_t i = 0; i < 16 && rc >= 0; i++) {
+    fill(src, LEN, 700 + i);
+    int cb = b2s_compress(ctx, &cp, src, LEN, chunk, LEN + B2S_MAX_OVERHEAD);
+    assert_true(cb > 0);
+    rc = (int)b2s_fwriter_append(w, chunk, (size_t)cb);
+    if (rc >= 0)
+      model_insert(&m, m.n, src, LEN);
+    if (i == 0) {
+      assert_int_equal(b2s_fwriter_commit(w), 0);
+      low = old;
+      low.rlim_cur = 6 << 20;   /* the second stage crosses it */
+      assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+    }
+  }
+  assert_int_equal(rc, -EFBIG);
+  assert_int_equal(b2s_fwriter_commit(w), -EFBIG);   /* still pending */
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+  signal(SIGXFSZ, old_xfsz);
+  assert_true(m.n >= 8);
+  assert_int_equal(b2s_fwriter_commit(w), 0);
+  check_frame(path, &m);
+  assert_int_equal(b2s_fwriter_close(w), 0);
+  check_frame(path, &m);
+  b2s_ctx_free(ctx);
   model_free(&m);
   free(src);
   free(chunk);
@@ -779,6 +833,7 @@ int main(void) {
       cmocka_unit_test(test_ops_sparse),
       cmocka_unit_test(test_ops_direct),
       cmocka_unit_test(test_direct_large),
+      cmocka_unit_test(test_direct_retry),
       cmocka_unit_test(test_specials),
       cmocka_unit_test(test_metadata),
       cmocka_unit_test(test_adopt_vector),
