@@ -28,8 +28,8 @@
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN "b2stream"
-#define KEY_Z85_LEN 40
-#define KEY_LEN 32
+#define KEY_Z85_LEN B2S_CURVE_KEY_Z85_LEN
+#define KEY_LEN B2S_CURVE_KEY_LEN
 #define ZAP_FRAMES_MAX 16
 
 struct b2sd_auth {
@@ -49,90 +49,34 @@ struct b2sd_auth {
 
 /* ---- key files ------------------------------------------------------------- */
 
-/* Trim s in place; returns the first non-blank character. */
-static char *trim(char *s) {
-  while (isspace((unsigned char)*s))
-    s++;
-  size_t n = strlen(s);
-  while (n > 0 && isspace((unsigned char)s[n - 1]))
-    s[--n] = '\0';
-  return s;
-}
-
-/* A Z85 key as the first word of s.  Z85 uses '#' too, so a line is a
- * comment only when its first word is not a key. */
-static bool key_decode(const char *s, uint8_t out[KEY_LEN]) {
-  char z[KEY_Z85_LEN + 1];
-  size_t n = strcspn(s, " \t");
-  if (n != KEY_Z85_LEN)
-    return false;
-  memcpy(z, s, KEY_Z85_LEN);
-  z[KEY_Z85_LEN] = '\0';
-  return zmq_z85_decode(out, z) != NULL;
-}
-
-/* Every key of path, one per line (blank lines, '#' comments and text
- * after the key ignored).  Returns the count, or B2S_E_CONFIG / -errno with the
- * reason logged. */
+/* Every key of path, one per line (curve_key.h: blank lines, '#' comments
+ * and text after the key ignored).  Returns the count, or B2S_E_CONFIG /
+ * -errno with the reason logged. */
 static int keys_load(const char *path, uint8_t (**out)[KEY_LEN]) {
-  FILE *f = fopen(path, "re");
-  if (!f) {
-    int e = errno;
-    LOG_E("curve: cannot read %s: %s", path, strerror(e));
-    return -e;
+  int line = 0;
+  int rc = b2s_curve_authorized_read(path, out, &line);
+  if (rc == B2S_E_ARG) {
+    LOG_E("curve: %s:%d: not a Z85 public key (40 characters)", path, line);
+    return B2S_E_CONFIG;
   }
-  uint8_t (*keys)[KEY_LEN] = NULL;
-  size_t n = 0, cap = 0;
-  char line[1024];
-  int lineno = 0, rc = 0;
-  while (fgets(line, sizeof line, f)) {
-    lineno++;
-    char *s = trim(line);
-    if (*s == '\0')
-      continue;
-    if (n == cap) {
-      size_t ncap = cap ? cap * 2 : 16;
-      void *nk = realloc(keys, ncap * sizeof *keys);
-      if (!nk) {
-        rc = B2S_E_NOMEM;
-        break;
-      }
-      keys = nk;
-      cap = ncap;
-    }
-    if (!key_decode(s, keys[n])) {
-      if (*s == '#')
-        continue;
-      LOG_E("curve: %s:%d: not a Z85 public key (40 characters)", path,
-            lineno);
-      rc = B2S_E_CONFIG;
-      break;
-    }
-    n++;
-  }
-  if (rc == 0 && ferror(f))
-    rc = -EIO;
-  fclose(f);
-  if (rc < 0) {
-    free(keys);
-    return rc;
-  }
-  *out = keys;
-  return (int)n;
+  if (rc < 0 && rc != B2S_E_NOMEM)
+    LOG_E("curve: cannot read %s: %s", path, b2s_strerror(rc));
+  return rc;
 }
 
 /* The daemon's secret key: the first key of the file (curve_key.h). */
 static int secret_load(const char *path, uint8_t out[KEY_LEN]) {
   char z[B2S_CURVE_KEY_Z85_LEN + 1];
   int rc = b2s_curve_key_read(path, z);
-  if (rc == 0 && !key_decode(z, out))
+  if (rc == 0 && zmq_z85_decode(out, z) == NULL)
     rc = B2S_E_ARG;
+  explicit_bzero(z, sizeof z);
   if (rc == B2S_E_ARG) {
     LOG_E("curve: %s: no Z85 secret key (40 characters) in it", path);
     return B2S_E_CONFIG;
   }
   if (rc < 0)
-    LOG_E("curve: cannot read %s: %s", path, strerror(-rc));
+    LOG_E("curve: cannot read %s: %s", path, b2s_strerror(rc));
   return rc;
 }
 
