@@ -650,6 +650,10 @@ bool b2s_fwriter_direct_io(const b2s_fwriter *w) {
   return w != NULL && w->dfd >= 0;
 }
 
+size_t b2s_fwriter_stage_bytes(const b2s_fwriter *w) {
+  return b2s_fwriter_direct_io(w) ? 2 * w->stage_cap : 0;
+}
+
 void b2s_fwriter_set_write_limit(b2s_fwriter *w, int64_t bytes) {
   if (w == NULL)
     return;

@@ -106,6 +106,9 @@ int64_t b2s_fwriter_data_end(const b2s_fwriter *w);
 /* Whether chunk data goes out with direct I/O (asked for, and the file
  * system took it). */
 bool b2s_fwriter_direct_io(const b2s_fwriter *w);
+/* The most memory the writer's direct-I/O stages take (two of them: one
+ * filling, one being written); 0 without direct I/O. */
+size_t b2s_fwriter_stage_bytes(const b2s_fwriter *w);
 
 typedef struct b2s_fwriter_stats {
   int64_t nchunks, nbytes;         /* logical chunks and their bytes */

@@ -275,6 +275,7 @@ static void ops_for(bool sparse, bool direct) {
   /* reopen and keep going */
   assert_int_equal(b2s_fwriter_open(path, &o, &w, NULL), 0);
   assert_int_equal(b2s_fwriter_direct_io(w), direct);
+  assert_int_equal(b2s_fwriter_stage_bytes(w), direct ? 8u << 20 : 0);
   assert_int_equal(b2s_fwriter_nchunks(w), m.n);
   append_some(w, &m, 50, 5000, 0, 0);
   b2s_fwriter_stats st;
