@@ -144,6 +144,7 @@ struct b2sd_stream {
   b2sd_server *srv;
   char name[B2S_STREAM_NAME_MAX + 1];
   char path[B2S_CONFIG_PATH_MAX];
+  int64_t stage_bytes;           /* its writer's direct-I/O stages */
 
   /* Settings: written by the I/O thread on reload, under lock; the writer
    * copies what it needs under lock. */
@@ -248,6 +249,7 @@ struct b2sd_server {
   _Atomic int64_t inflight_bytes; /* buffer bytes held by jobs, and chunk
                                     bytes not yet written */
   _Atomic int64_t shm_bytes;     /* size of the live segments */
+  _Atomic int64_t stage_bytes;   /* direct-I/O stages of the stream writers */
   uint32_t next_seg_id;          /* I/O thread */
   bool share;                    /* group access configured */
   gid_t share_gid;

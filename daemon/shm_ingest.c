@@ -4,7 +4,8 @@
  * SHM_SUBMIT names a filled slot: the I/O thread takes it (a CAS in the
  * segment, so a forged or repeated notice cannot hand one slot to two
  * jobs), a worker compresses straight from it and releases it.  Segments
- * count against memory_limit together with the ZeroMQ buffers in flight. */
+ * count against memory_limit together with the ZeroMQ buffers in flight
+ * and the writers' direct-I/O stages. */
 #define _GNU_SOURCE
 #include "session.h"
 
@@ -28,9 +29,10 @@ struct b2sd_seg {
 
 int64_t b2sd_memory_room(b2sd_server *srv) {
   /* relaxed: an approximate bound, like inflight_bytes; pairs with the
-   * fetch_add/fetch_sub below */
+   * fetch_add/fetch_sub below and in stream.c */
   return srv->dcfg.memory_limit -
-         atomic_load_explicit(&srv->shm_bytes, memory_order_relaxed);
+         atomic_load_explicit(&srv->shm_bytes, memory_order_relaxed) -
+         atomic_load_explicit(&srv->stage_bytes, memory_order_relaxed);
 }
 
 void b2sd_seg_ref(b2sd_seg *g) {

@@ -89,10 +89,12 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
     nsess++;
   jp(&b, "{\"daemon\":{\"version\":\"%s\",\"workers\":%d,\"streams\":%zu,"
          "\"sessions\":%zu,\"queued\":%zu,\"inflight_bytes\":%lld,"
+         "\"shm_bytes\":%lld,\"stage_bytes\":%lld,"
          "\"memory_limit\":%lld,\"draining\":%s},\"streams\":{",
      B2SD_VERSION, srv->nworkers, srv->nstreams, nsess,
      b2sd_pool_queued(srv->pool),
-     (long long)LD(srv->inflight_bytes), (long long)srv->dcfg.memory_limit,
+     (long long)LD(srv->inflight_bytes), (long long)LD(srv->shm_bytes),
+     (long long)LD(srv->stage_bytes), (long long)srv->dcfg.memory_limit,
      srv->draining ? "true" : "false");
   bool first = true;
   for (b2sd_stream *st = srv->streams; st; st = st->next) {

@@ -71,6 +71,30 @@ static int create_frame(b2sd_stream *st, const b2s_stream_cfg *cfg,
   return rc < 0 ? rc : 0;
 }
 
+/* Direct I/O keeps two stages per writer (b2s_fwriter_stage_bytes), which
+ * count against memory_limit.  A stream whose stages would leave less than
+ * half of it for buffers in flight writes through the page cache instead:
+ * stages that starve ingest would stop every stream. */
+#define STAGE_BYTES_ASKED ((int64_t)8 << 20)
+
+static bool stage_fits(b2sd_server *srv, const char *name) {
+  /* relaxed: see b2sd_memory_room; streams open on the I/O thread */
+  int64_t used = atomic_load_explicit(&srv->stage_bytes, memory_order_relaxed);
+  if (used + STAGE_BYTES_ASKED <= srv->dcfg.memory_limit / 2)
+    return true;
+  LOG_W("stream %s: memory_limit %lld leaves no room for %lld more bytes of "
+        "direct-I/O stages; chunk data goes through the page cache",
+        name, (long long)srv->dcfg.memory_limit, (long long)STAGE_BYTES_ASKED);
+  return false;
+}
+
+static void stage_account(b2sd_stream *st) {
+  st->stage_bytes = (int64_t)b2s_fwriter_stage_bytes(st->fw);
+  /* relaxed: see b2sd_memory_room */
+  atomic_fetch_add_explicit(&st->srv->stage_bytes, st->stage_bytes,
+                            memory_order_relaxed);
+}
+
 int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
                      b2sd_stream **out) {
   b2sd_stream *st = calloc(1, sizeof *st);
@@ -88,7 +112,9 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   opts.sync = cfg->durability.ack == B2S_ACK_FSYNC ? B2S_SYNC_FULL
                                                    : B2S_SYNC_NONE;
   opts.compact_on_close = true;
-  opts.direct_io = cfg->io == B2S_IO_DIRECT;
+  opts.direct_io = cfg->io == B2S_IO_DIRECT &&
+                   cfg->format == B2S_FORMAT_CONTIGUOUS &&
+                   stage_fits(srv, st->name);
   b2s_frame_error ferr = {0};
   struct stat sb;
   int rc;
@@ -125,8 +151,8 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
           b2s_strerror(rc));
     goto fail;
   }
-  if (opts.direct_io && cfg->format == B2S_FORMAT_CONTIGUOUS &&
-      !b2s_fwriter_direct_io(st->fw))
+  stage_account(st);
+  if (opts.direct_io && !b2s_fwriter_direct_io(st->fw))
     LOG_W("stream %s: the file system of %s takes no direct I/O; chunk data "
           "goes through the page cache", st->name, st->path);
   /* relaxed: no other thread runs yet; thread creation publishes it */
@@ -505,6 +531,9 @@ void b2sd_stream_free(b2sd_stream *st) {
   } else {
     b2s_fwriter_close(st->fw);
   }
+  /* relaxed: see b2sd_memory_room */
+  atomic_fetch_sub_explicit(&st->srv->stage_bytes, st->stage_bytes,
+                            memory_order_relaxed);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   free(st);

@@ -513,6 +513,49 @@ static void test_push_after_reload(void **state) {
   env_fini(&e);
 }
 
+/* Direct-I/O stages count against memory_limit, and streams whose stages
+ * would take the direct ones past half of it write through the page cache:
+ * with 40 MiB, two of three streams get their 8 MiB of stages, the third
+ * is buffered with a warning, the daemon reports 16 MiB of stages, and all
+ * three write every byte. */
+static void test_stage_budget(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, "listen: [ipc://d.sock]\nrun_dir: run\n"
+                      "data_dir: data\nworkers: 2\nlog_level: info\n"
+                      "memory_limit: 40MiB\nmax_buffer: 1MiB\n"
+                      "streams:\n  a: {}\n  b: {}\n  c: {}\n");
+  env_start(&e);
+  assert_int_equal(env_log_count(&e, "more bytes of direct-I/O stages"), 1);
+  void *s = cli_connect(&e);
+  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_STATS);
+  m.tag = 77;
+  cli_send(s, &m, NULL, 0);
+  rx r;
+  cli_expect(s, B2S_WIRE_STATS_REPLY, &r);
+  char *json = strndup((const char *)r.payload, r.plen);
+  rx_free(&r);
+  assert_non_null(strstr(json, "\"stage_bytes\":16777216,"));
+  free(json);
+  static const char *const names[] = {"a", "b", "c"};
+  prod p[3];
+  for (int i = 0; i < 3; i++) {
+    p[i] = prod_open(s, names[i], 20, 100000 + 1000 * (size_t)i);
+    prod_run(&p[i], B2S_WIRE_LEVEL_WRITTEN);
+    cli_close(&p[i]);
+  }
+  zmq_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  for (int i = 0; i < 3; i++) {
+    char path[400];
+    frame_path(&e, names[i], path, sizeof path);
+    check_frame(path, &p[i], p[i].n);
+  }
+  env_fini(&e);
+}
+
 int main(void) {
   if (harness_init())
     return 1;
@@ -523,6 +566,7 @@ int main(void) {
     cmocka_unit_test(test_reload_path_clash),
     cmocka_unit_test(test_push_follows),
     cmocka_unit_test(test_push_after_reload),
+    cmocka_unit_test(test_stage_budget),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   harness_fini();
