@@ -15,15 +15,43 @@
  * loaded with acquire), so the reopened frame holds them.  Streams are
  * never freed while the readers run (b2sd_readers_free comes first).
  *
- * Bounds: at most B2SD_READS_MAX reads in flight in the daemon,
- * B2SD_READS_SESSION per session and B2SD_READS_FOLLOW per push follow; a
- * read counts from its issue until its result was sent or discarded.
- * READs beyond the bounds wait in their session (at most B2SD_READS_WAIT,
- * then B2S_E_BUSY); push follows simply issue more when a read came back.
+ * A read goes to the readers twice.  First a reader only looks up the
+ * chunk's sizes; back on the I/O thread the read is *admitted* once there
+ * is room for its result bytes (below), which are allocated then; then a
+ * reader fills them.  So no reader thread ever waits for memory, and the
+ * I/O thread decides who gets it.
+ *
+ * Counts: at most B2SD_READS_SESSION reads issued per session and
+ * B2SD_READS_FOLLOW per push follow, from the issue until the result was
+ * sent or discarded; at most B2SD_READS_MAX admitted in the daemon until
+ * then.  READs beyond the session's count wait in their session (at most
+ * B2SD_READS_WAIT, then B2S_E_BUSY); push follows simply issue more when
+ * a read came back.
+ *
+ * Bytes: counts alone would let the daemon hold B2SD_READS_MAX chunks of
+ * up to 2 GiB each, and ZeroMQ keeps a sent payload (never copied) until
+ * the bytes went out, so a consumer that does not read would pile up in
+ * the daemon every result sent to it.  So a result's bytes are counted
+ * from its admission until the buffer is freed, by us or by ZeroMQ: at
+ * most memory_limit / B2SD_READS_MEMORY_DIV in the daemon (on top of the
+ * ingest buffers memory_limit bounds), and a B2SD_READS_SESSION_DIV-th of
+ * that per session, so a consumer that stops reading holds only its share
+ * and the others go on.  A read that does not fit waits (its READ takes
+ * longer, it never fails for this).  One is always admitted when nothing
+ * is held (in the daemon, in the session), so a chunk larger than the
+ * budget still goes.  Within a session reads are admitted in issue order:
+ * a push follow sends its results in index order, so a later chunk must
+ * not take the bytes an earlier one waits for.  In the daemon the first
+ * session whose read does not fit goes first once it does, so large reads
+ * are not starved by small ones.  Every held byte is freed without any
+ * further read (the results are sent, or the session or follow ends), so
+ * waiting never deadlocks.  The counts live in objects of their own
+ * (rbytes, and a b2sd_racct per session) because ZeroMQ may free a payload
+ * after its session, or the readers, are gone (the sockets close last).
  *
  * Endings: a read names its session and follow by id, not by pointer.
- * When its result comes back and the session or follow no longer exists,
- * the result is discarded; nothing ever points at a freed session. */
+ * When it comes back and the session or follow no longer exists, it is
+ * discarded; nothing ever points at a freed session. */
 #define _GNU_SOURCE
 #include "session.h"
 
@@ -32,6 +60,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The daemon's result bytes: taken by the I/O thread (admission, budget),
+ * given back by whoever frees a result (I/O thread, ZeroMQ's threads). */
+typedef struct rbytes {
+  pthread_mutex_t lock;
+  int64_t held;                  /* bytes of the live result buffers */
+  int64_t budget;
+  int nbufs;                     /* live result buffers */
+  b2sd_server *srv;              /* to wake when wake is set; NULL once the
+                                  * readers are freed (the last buffer then
+                                  * frees this) */
+  bool wake;                     /* a read waits for bytes */
+} rbytes;
+
+/* One session's result bytes (under rbytes.lock); freed by the last of
+ * the session and its buffers. */
+typedef struct b2sd_racct {
+  int64_t held;
+  _Atomic int refs;
+} b2sd_racct;
+
+/* A result buffer: this header, then the payload (b2sd_read.buf). */
+typedef struct rbuf {
+  rbytes *acct;
+  b2sd_racct *sacct;
+  int64_t bytes;
+  int64_t pad;                   /* the payload 16-byte aligned, as malloc's */
+} rbuf;
+
 struct b2sd_readers {
   b2sd_server *srv;
   pthread_mutex_t lock;
@@ -39,9 +95,14 @@ struct b2sd_readers {
   b2sd_read *todo, *todo_tail;   /* under lock */
   b2sd_read *done;               /* under lock, newest first */
   bool stop;                     /* under lock */
-  int inflight;                  /* I/O thread only: issued, not released */
-  int parked;                    /* I/O thread only: READs waiting or held
-                                  * in sessions */
+  rbytes *bytes;
+  /* I/O thread only */
+  int64_t limit;                 /* memory_limit the budget was made of */
+  int admitted;                  /* admitted, not released */
+  int parked;                    /* READs waiting or held in sessions */
+  int sized;                     /* reads awaiting admission in sessions */
+  uint32_t first_sid;            /* session whose read did not fit: first
+                                  * at the next admission */
   int nthreads;
   pthread_t *threads;
 };
@@ -78,7 +139,103 @@ static b2sd_read *list_pop(b2sd_read **head, b2sd_read **tail) {
   return r;
 }
 
+/* ---- result bytes ------------------------------------------------------------- */
+
+static int64_t result_bytes(const b2sd_read *r) {
+  return r->decompress ? r->nbytes : r->cbytes;
+}
+
+static void racct_unref(b2sd_racct *sa) {
+  /* acq_rel: the last owner sees every other owner's updates before the
+   * free; pairs with itself and the fetch_add in admit_bytes */
+  if (sa && atomic_fetch_sub_explicit(&sa->refs, 1, memory_order_acq_rel) == 1)
+    free(sa);
+}
+
+static void rbytes_destroy(rbytes *a) {
+  pthread_mutex_destroy(&a->lock);
+  free(a);
+}
+
+/* Free a payload of admit_bytes (NULL is fine); any thread. */
+static void result_free(uint8_t *p) {
+  if (!p)
+    return;
+  rbuf *h = (rbuf *)p - 1;
+  rbytes *a = h->acct;
+  b2sd_racct *sa = h->sacct;
+  int64_t bytes = h->bytes;
+  free(h);
+  pthread_mutex_lock(&a->lock);
+  a->held -= bytes;
+  sa->held -= bytes;
+  bool last = --a->nbufs == 0 && !a->srv;
+  if (a->wake && a->srv) {     /* the I/O thread admits the next one */
+    a->wake = false;
+    b2sd_wake(a->srv);
+  }
+  pthread_mutex_unlock(&a->lock);
+  racct_unref(sa);
+  if (last)
+    rbytes_destroy(a);
+}
+
+/* Reserve r's result bytes for session s and allocate them.  Returns 1
+ * when r is admitted, 0 when the session (it has bytes already) or, with
+ * *daemon_full, the daemon has no room for it now (wait), or a negative
+ * error for r's reply. */
+static int admit_bytes(rbytes *a, b2sd_session *s, b2sd_read *r,
+                       bool *daemon_full) {
+  if (!s->rd_acct) {
+    s->rd_acct = calloc(1, sizeof *s->rd_acct);
+    if (!s->rd_acct)
+      return B2S_E_NOMEM;
+    /* not shared yet: racct_unref and admit_bytes pair later */
+    atomic_init(&s->rd_acct->refs, 1);
+  }
+  b2sd_racct *sa = s->rd_acct;
+  int64_t bytes = result_bytes(r);
+  pthread_mutex_lock(&a->lock);
+  int64_t share = a->budget / B2SD_READS_SESSION_DIV;
+  bool room_s = sa->held == 0 || sa->held + bytes <= share;
+  bool room = a->held == 0 || a->held + bytes <= a->budget;
+  if (room && room_s) {
+    a->held += bytes;
+    sa->held += bytes;
+    a->nbufs++;
+  } else {
+    a->wake = true;
+  }
+  pthread_mutex_unlock(&a->lock);
+  *daemon_full = !room;
+  if (!room || !room_s)
+    return 0;
+  /* relaxed: s holds a reference; pairs with the fetch_sub in racct_unref */
+  atomic_fetch_add_explicit(&sa->refs, 1, memory_order_relaxed);
+  rbuf *h = malloc(sizeof *h + (size_t)(bytes ? bytes : 1));
+  if (h) {
+    *h = (rbuf){.acct = a, .sacct = sa, .bytes = bytes};
+    r->buf = (uint8_t *)(h + 1);
+    return 1;
+  }
+  pthread_mutex_lock(&a->lock);   /* give the bytes back */
+  a->held -= bytes;
+  sa->held -= bytes;
+  a->nbufs--;
+  pthread_mutex_unlock(&a->lock);
+  racct_unref(sa);
+  return B2S_E_NOMEM;
+}
+
 /* ---- reader threads ---------------------------------------------------------- */
+
+/* Opening a frame while its writer commits twice can read the index slot
+ * the first header named while the second commit rewrites it (a slot is
+ * reused every other commit, docs/FRAME_COMMIT.md): the open fails, or
+ * sees fewer chunks than were committed.  The chunks asked for are
+ * committed, so such an open is simply tried again; a damaged frame fails
+ * every time. */
+#define OPEN_TRIES 4
 
 /* This thread's handle of st, knowing at least `want` chunks. */
 static int frame_for(rstate *t, b2sd_stream *st, int64_t want,
@@ -95,35 +252,37 @@ static int frame_for(rstate *t, b2sd_stream *st, int64_t want,
     rf = &t->frames[t->nframes++];
     *rf = (rframe){.st = st};
   }
-  if (!rf->fr || b2s_frame_nchunks(rf->fr) < want) {
+  int rc = 0;
+  for (int i = 0; i < OPEN_TRIES && (!rf->fr || b2s_frame_nchunks(rf->fr) <
+                                                    want); i++) {
     b2s_frame_free(rf->fr);
     rf->fr = NULL;
     b2s_frame_error err = {0};
-    int rc = b2s_frame_open(st->path, &rf->fr, &err);
-    if (rc < 0)
-      return rc;
+    rc = b2s_frame_open(st->path, &rf->fr, &err);
   }
-  *out = rf->fr;
+  if (rc < 0)
+    return rc;
+  *out = rf->fr;               /* read_chunk checks the chunk count */
   return 0;
 }
 
-/* Fill in r's result: the chunk as stored, or decompressed. */
+/* Not admitted yet: r's sizes (rc 0) or why it cannot be read.  Admitted:
+ * its result into r->buf, the chunk as stored or decompressed. */
 static void read_chunk(rstate *t, b2sd_read *r) {
-  b2s_frame *fr;
+  b2s_frame *fr = NULL;
   int64_t i = (int64_t)r->index;
   int rc = frame_for(t, r->st, i + 1, &fr);
   if (rc == 0 && i >= b2s_frame_nchunks(fr))
     rc = B2S_E_NCHUNK;
-  if (rc == 0)
+  if (rc == 0 && !r->admitted)
     rc = b2s_frame_chunk_sizes(fr, i, &r->cbytes, &r->nbytes);
-  size_t cap = (size_t)(r->decompress ? r->nbytes : r->cbytes);
-  if (rc == 0 && !(r->buf = malloc(cap ? cap : 1)))
-    rc = B2S_E_NOMEM;
-  if (rc == 0)
+  if (rc == 0 && r->admitted) {
+    size_t cap = (size_t)result_bytes(r);
     rc = r->decompress ? b2s_frame_chunk_decompress(fr, i, NULL, r->buf, cap)
                        : b2s_frame_chunk_read(fr, i, r->buf, cap);
-  if (rc < 0) {
-    free(r->buf);
+  }
+  if (rc < 0 && r->buf) {
+    result_free(r->buf);
     r->buf = NULL;
   }
   r->rc = rc;
@@ -160,8 +319,15 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out) {
   rd->srv = srv;
   pthread_mutex_init(&rd->lock, NULL);
   pthread_cond_init(&rd->cond, NULL);
+  rd->bytes = calloc(1, sizeof *rd->bytes);
+  if (rd->bytes) {
+    pthread_mutex_init(&rd->bytes->lock, NULL);
+    rd->bytes->srv = srv;
+    rd->limit = srv->dcfg.memory_limit;
+    rd->bytes->budget = rd->limit / B2SD_READS_MEMORY_DIV;
+  }
   rd->threads = calloc((size_t)nthreads, sizeof *rd->threads);
-  if (!rd->threads) {
+  if (!rd->threads || !rd->bytes) {
     b2sd_readers_free(rd);
     return B2S_E_NOMEM;
   }
@@ -181,7 +347,7 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out) {
 }
 
 static void read_free(b2sd_read *r) {
-  free(r->buf);
+  result_free(r->buf);
   free(r);
 }
 
@@ -199,6 +365,16 @@ void b2sd_readers_free(b2sd_readers *rd) {
     rd->done = r->next;
     read_free(r);
   }
+  rbytes *a = rd->bytes;
+  if (a) {                       /* buffers still out (with sessions,
+                                  * follows or ZeroMQ) free it last */
+    pthread_mutex_lock(&a->lock);
+    a->srv = NULL;               /* the wakefd closes after us */
+    bool last = a->nbufs == 0;
+    pthread_mutex_unlock(&a->lock);
+    if (last)
+      rbytes_destroy(a);
+  }
   free(rd->threads);
   pthread_mutex_destroy(&rd->lock);
   pthread_cond_destroy(&rd->cond);
@@ -208,36 +384,55 @@ void b2sd_readers_free(b2sd_readers *rd) {
 /* ---- the I/O thread's side --------------------------------------------------- */
 
 bool b2sd_reads_room(b2sd_server *srv, const b2sd_session *s) {
-  return srv->readers && srv->readers->inflight < B2SD_READS_MAX &&
-         s->nreads < B2SD_READS_SESSION;
+  return srv->readers && s->nreads < B2SD_READS_SESSION;
 }
 
-void b2sd_reads_issue(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
-  b2sd_readers *rd = srv->readers;
-  rd->inflight++;
-  s->nreads++;
+static void todo_push(b2sd_readers *rd, b2sd_read *r) {
   pthread_mutex_lock(&rd->lock);
   list_append(&rd->todo, &rd->todo_tail, r);
   pthread_cond_signal(&rd->cond);
   pthread_mutex_unlock(&rd->lock);
 }
 
-void b2sd_read_release(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
-  if (srv->readers)
-    srv->readers->inflight--;
-  if (s)
-    s->nreads--;
-  read_free(r);
+void b2sd_reads_issue(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
+  s->nreads++;
+  r->seq = s->rd_seq++;
+  todo_push(srv->readers, r);
 }
 
+void b2sd_read_release(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
+  b2sd_readers *rd = srv->readers;
+  bool room = false;
+  if (rd && r->admitted) {
+    rd->admitted--;
+    room = rd->sized > 0;
+  }
+  if (s) {
+    s->nreads--;
+    room |= s->rd_wait != NULL;
+  }
+  read_free(r);
+  if (room)                      /* admit or issue the next on our turn */
+    b2sd_wake(srv);
+}
+
+/* ZeroMQ is done with a payload (sent, or its peer is gone). */
 static void free_payload(void *data, void *hint) {
   (void)hint;
-  free(data);
+  result_free(data);
 }
 
 int b2sd_reads_request(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
-  if (s->nwait >= B2SD_READS_WAIT || !srv->readers)
+  if (!srv->readers)
     return B2S_E_BUSY;
+  if (s->nwait >= B2SD_READS_WAIT) {
+    if (!s->rd_refusing)         /* once per run of refusals */
+      LOG_W("session %u: %d READs waiting already; refusing more (busy)",
+            s->id, s->nwait);
+    s->rd_refusing = true;
+    return B2S_E_BUSY;
+  }
+  s->rd_refusing = false;
   list_append(&s->rd_wait, &s->rd_wait_tail, r);
   s->nwait++;
   srv->readers->parked++;
@@ -265,7 +460,7 @@ int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
     if (zmq_msg_send(&pm, sock, 0) < 0)
       zmq_msg_close(&pm);
   } else {
-    zmq_send(sock, r->buf, len, 0);
+    zmq_send(sock, r->buf, len, 0);   /* copied; r->buf goes with r */
   }
   return 0;
 }
@@ -304,11 +499,94 @@ static bool out_flush(b2sd_server *srv, b2sd_session *s) {
   return true;
 }
 
-/* Issue waiting READs, one per session per round, while the bounds let. */
+/* A finished read (result or error) goes to its follow or its reply. */
+static void read_finished(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
+  b2sd_follow *f = r->push ? b2sd_follow_find(s, r->follow_id) : NULL;
+  if (r->push && !f) {
+    b2sd_read_release(srv, s, r);       /* its follow is gone */
+  } else if (r->push) {
+    b2sd_follow_pushed(f, r);
+  } else {
+    list_append(&s->rd_out, &s->rd_out_tail, r);
+    srv->readers->parked++;
+  }
+}
+
+/* A sized read waits in its session, sorted by seq, for admission. */
+static void sized_put(b2sd_readers *rd, b2sd_session *s, b2sd_read *r) {
+  b2sd_read **pp = &s->rd_sized;
+  while (*pp && (*pp)->seq < r->seq)
+    pp = &(*pp)->next;
+  r->next = *pp;
+  *pp = r;
+  rd->sized++;
+}
+
+/* Admit the next read of s if it is its turn and there is room.  Returns
+ * false when nothing was admitted; *daemon_full when the daemon's bytes
+ * or count were what lacked. */
+static bool admit_one(b2sd_server *srv, b2sd_session *s, bool *daemon_full) {
+  b2sd_readers *rd = srv->readers;
+  b2sd_read *r = s->rd_sized;
+  *daemon_full = false;
+  if (!r || r->seq != s->rd_adm_seq)
+    return false;
+  int rc = r->rc;
+  if (rc == 0 && r->push && !b2sd_follow_find(s, r->follow_id))
+    rc = B2S_E_CLOSED;           /* nobody to push to: no bytes for it */
+  if (rc == 0 && rd->admitted >= B2SD_READS_MAX) {
+    *daemon_full = true;
+    return false;
+  }
+  if (rc == 0) {
+    rc = admit_bytes(rd->bytes, s, r, daemon_full);
+    if (rc == 0)
+      return false;
+  }
+  s->rd_sized = r->next;
+  s->rd_adm_seq++;
+  rd->sized--;
+  if (rc < 0) {                  /* the chunk cannot be read: say why */
+    r->rc = rc;
+    read_finished(srv, s, r);
+    return true;
+  }
+  r->admitted = true;
+  rd->admitted++;
+  todo_push(rd, r);
+  return true;
+}
+
+/* Admit sized reads, one per session per round, the session that waited
+ * for the daemon's room first; stop when the daemon is full. */
+static void admit_sized(b2sd_server *srv) {
+  b2sd_readers *rd = srv->readers;
+  b2sd_session *first = rd->first_sid ? session_by_id(srv, rd->first_sid)
+                                      : NULL;
+  rd->first_sid = 0;
+  bool progress = true, full = false;
+  while (progress && rd->sized > 0 && !full) {
+    progress = false;
+    if (first) {
+      progress |= admit_one(srv, first, &full);
+      if (full)
+        rd->first_sid = first->id;
+    }
+    for (b2sd_session *s = srv->sessions; s && !full; s = s->next) {
+      if (s == first || !s->rd_sized)
+        continue;
+      progress |= admit_one(srv, s, &full);
+      if (full)
+        rd->first_sid = s->id;
+    }
+  }
+}
+
+/* Issue waiting READs, one per session per round, while the counts let. */
 static void issue_waiting(b2sd_server *srv) {
   b2sd_readers *rd = srv->readers;
   bool progress = true;
-  while (progress && rd->inflight < B2SD_READS_MAX) {
+  while (progress) {
     progress = false;
     for (b2sd_session *s = srv->sessions; s; s = s->next) {
       if (!s->rd_wait || !b2sd_reads_room(srv, s))
@@ -338,47 +616,65 @@ static b2sd_read *take_done(b2sd_readers *rd) {
   return rev;
 }
 
+/* A reload may change memory_limit, and with it the read budget. */
+static void budget_update(b2sd_server *srv, b2sd_readers *rd) {
+  if (srv->dcfg.memory_limit == rd->limit)
+    return;
+  rd->limit = srv->dcfg.memory_limit;
+  pthread_mutex_lock(&rd->bytes->lock);
+  rd->bytes->budget = rd->limit / B2SD_READS_MEMORY_DIV;
+  pthread_mutex_unlock(&rd->bytes->lock);
+}
+
 bool b2sd_reads_turn(b2sd_server *srv) {
   b2sd_readers *rd = srv->readers;
   if (!rd)
     return false;
+  budget_update(srv, rd);
   b2sd_read *done = take_done(rd);
-  if (!done && rd->parked == 0)
+  if (!done && rd->parked == 0 && rd->sized == 0)
     return false;
   while (done) {
     b2sd_read *r = done;
     done = r->next;
     r->next = NULL;
     b2sd_session *s = session_by_id(srv, r->session_id);
-    b2sd_follow *f = s && r->push ? b2sd_follow_find(s, r->follow_id) : NULL;
-    if (!s || (r->push && !f)) {
-      b2sd_read_release(srv, s, r);     /* its asker is gone */
-    } else if (r->push) {
-      b2sd_follow_pushed(f, r);
-    } else {
-      list_append(&s->rd_out, &s->rd_out_tail, r);
-      rd->parked++;
-    }
+    if (!s)
+      b2sd_read_release(srv, NULL, r);  /* its asker is gone */
+    else if (r->admitted)
+      read_finished(srv, s, r);
+    else
+      sized_put(rd, s, r);
   }
   bool held = false;
   for (b2sd_session *s = srv->sessions; s; s = s->next)
     if (s->rd_out && !out_flush(srv, s))
       held = true;
+  admit_sized(srv);
   issue_waiting(srv);
   return held;
 }
 
 void b2sd_reads_session_end(b2sd_server *srv, b2sd_session *s) {
+  b2sd_readers *rd = srv->readers;
   b2sd_read *r;
   while ((r = list_pop(&s->rd_wait, &s->rd_wait_tail))) {
     s->nwait--;
-    if (srv->readers)
-      srv->readers->parked--;
-    free(r);                     /* never issued: not in flight */
+    if (rd)
+      rd->parked--;
+    free(r);                     /* never issued */
   }
   while ((r = list_pop(&s->rd_out, &s->rd_out_tail))) {
-    if (srv->readers)
-      srv->readers->parked--;
+    if (rd)
+      rd->parked--;
     b2sd_read_release(srv, s, r);
   }
+  while ((r = s->rd_sized)) {    /* sized, never admitted */
+    s->rd_sized = r->next;
+    if (rd)
+      rd->sized--;
+    b2sd_read_release(srv, s, r);
+  }
+  racct_unref(s->rd_acct);       /* its buffers may outlive it */
+  s->rd_acct = NULL;
 }

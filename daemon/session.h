@@ -86,7 +86,11 @@ typedef struct b2sd_session {
   int nreads;                  /* reads issued and not yet sent or freed */
   struct b2sd_read *rd_wait, *rd_wait_tail; /* READs not yet issued */
   int nwait;
+  bool rd_refusing;            /* READs refused since the last accepted */
   struct b2sd_read *rd_out, *rd_out_tail;   /* READ replies held back */
+  struct b2sd_read *rd_sized;  /* sized, awaiting bytes, sorted by seq */
+  uint64_t rd_seq, rd_adm_seq; /* next seq to issue, to admit */
+  struct b2sd_racct *rd_acct;  /* result bytes the session holds */
 } b2sd_session;
 
 /* A wire string as a C string (B2S_E_STREAM_NAME when it does not fit). */
@@ -167,10 +171,15 @@ bool b2sd_handle_producer_dead(const b2sd_handle *h);
  * within the bounds below; its result comes back through a queue and a
  * b2sd_wake, and the I/O thread sends it.  A read whose session or follow
  * ended meanwhile is discarded when it comes back. */
-#define B2SD_READS_MAX 16         /* reads in flight, whole daemon */
-#define B2SD_READS_SESSION 8      /* ... per session */
+#define B2SD_READS_MAX 16         /* reads with result bytes, whole daemon */
+#define B2SD_READS_SESSION 8      /* reads issued, per session */
 #define B2SD_READS_FOLLOW 4       /* ... per push follow */
 #define B2SD_READS_WAIT 1024      /* READs a session may have waiting */
+/* Result bytes held by reads (readers.c): memory_limit / MEMORY_DIV in
+ * the whole daemon, a SESSION_DIV-th of that per session; one read at a
+ * time whatever its size when nothing is held. */
+#define B2SD_READS_MEMORY_DIV 4
+#define B2SD_READS_SESSION_DIV 4
 
 typedef struct b2sd_read {
   struct b2sd_read *next;      /* in exactly one queue or list at a time */
@@ -179,10 +188,14 @@ typedef struct b2sd_read {
   uint64_t index;
   bool decompress, push;
   uint32_t tag, session_id, follow_id;
+  /* set by the I/O thread before it hands the read to a reader */
+  uint64_t seq;                /* issue order within the session */
+  bool admitted;               /* false: look up the sizes; true: the bytes
+                                * are reserved and buf allocated, fill it */
   /* the result, written by a reader thread before it hands the read back */
   int rc;                      /* payload length, or a negative error */
   int32_t nbytes, cbytes;
-  uint8_t *buf;                /* malloc'ed payload */
+  uint8_t *buf;                /* payload (readers.c allocates and frees it) */
 } b2sd_read;
 
 /* Collect the reads that came back (send READ replies, file pushed chunks

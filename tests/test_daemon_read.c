@@ -1,5 +1,6 @@
 /* Integration tests of b2streamd: READ and pushed chunks are read off the
- * I/O thread (daemon/readers.c), a failed stream's ERRORs say whether they
+ * I/O thread (daemon/readers.c) within bounds of count (B2S_E_BUSY beyond
+ * them) and of bytes (reads wait), a failed stream's ERRORs say whether they
  * end a handle or a follow, and b2nd streams take only buffers of their
  * chunk size.  The real daemon ($B2S_DAEMON) runs on a temporary
  * directory; a raw client speaks the protocol (daemon_harness), and the
@@ -675,6 +676,421 @@ static void test_b2nd_chunk_size_shm(void **state) {
   env_fini(&e);
 }
 
+/* ---- READ bounds: BUSY beyond the waiting room, result bytes ------------ */
+
+/* A consumer whose socket takes at most hwm messages in ahead of the
+ * program: while it does not read, the daemon's replies stay with the
+ * daemon (the slow consumer the read bounds are for). */
+static void *consumer_hwm(env *e, int hwm) {
+  void *s = zmq_socket(zctx, ZMQ_DEALER);
+  int linger = 0;
+  zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  assert_int_equal(zmq_connect(s, e->sock), 0);
+  cli_hello(s, B2S_WIRE_HELLO_CONSUMER);
+  return s;
+}
+
+/* nb chunks of about base bytes in stream (content seed + k), acknowledged
+ * at level written; *want gets what each decompresses to. */
+static void fill_stream(env *e, const char *stream, int nb, size_t base,
+                        int seed, uint8_t **want) {
+  void *s = cli_connect(e);
+  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  b2s_wire_msg o;
+  assert_int_equal(cli_open(s, stream, "", &o), 0);
+  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
+            .n = nb, .base = base, .seed = seed};
+  prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
+  cli_close(&p);
+  zmq_close(s);
+  for (int k = 0; k < nb; k++) {
+    size_t len = buf_len(seed + k, base);
+    want[k] = malloc(len);
+    buf_fill(want[k], len, seed + k);
+  }
+}
+
+/* A decompressed CHUNK answering READ tag0 + i of chunk i % nb. */
+static int check_read_reply(const rx *r, uint32_t tag0, int n, int nb,
+                            int seed, size_t base, uint8_t *const *want) {
+  int i = (int)(r->m.tag - tag0);
+  assert_true(i >= 0 && i < n);
+  int k = i % nb;
+  size_t len = buf_len(seed + k, base);
+  assert_int_equal(r->m.type, B2S_WIRE_CHUNK);
+  assert_int_equal(r->m.chunk.index, (uint64_t)k);
+  assert_int_equal(r->m.chunk.follow_id, 0);
+  assert_int_equal(r->m.flags, B2S_WIRE_CHUNK_DECOMPRESSED);
+  assert_int_equal(r->m.chunk.nbytes, (uint32_t)len);
+  assert_int_equal(r->plen, len);
+  assert_memory_equal(r->payload, want[k], len);
+  return i;
+}
+
+static long rss_kib(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  long kib = -1;
+  while (kib < 0 && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) != 1)
+      kib = -1;
+  fclose(f);
+  assert_true(kib > 0);
+  return kib;
+}
+
+static const char busy_config[] =
+    "listen: [ipc://d.sock]\n"
+    "run_dir: run\n"
+    "data_dir: data\n"
+    "workers: 2\n"
+    "max_buffer: 1MiB\n"
+    "memory_limit: 1MiB\n"       /* reads hold at most 256 KiB of results */
+    "log_level: info\n"
+    "streams:\n"
+    "  w:\n"
+    "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n";
+
+/* One session pipelines more READs than may be in flight plus waiting
+ * (B2SD_READS_SESSION 8 + B2SD_READS_WAIT 1024, PROTOCOL.md 7) while it
+ * does not read its replies, so they stay in the daemon: the read bytes
+ * bound holds the readers, READs pile up, and the surplus is refused.
+ * Every READ gets exactly one answer: a CHUNK with the right bytes, or
+ * ERROR B2S_E_BUSY naming its tag and chunk, refusing nothing else.  Then
+ * the session and the daemon go on: exactly in-flight plus waiting READs
+ * are all served (the counts came back to zero), and it stops cleanly. */
+static void test_read_busy(void **state) {
+  (void)state;
+  /* the surplus is far more than the socket buffers between us take in */
+  enum { NB = 16, SEED = 30, ROOM = 8 + 1024, N = ROOM + 1000 };
+  const size_t base = 64 << 10;
+  env e;
+  env_init_config(&e, busy_config);
+  env_start(&e);
+  uint8_t *want[NB];
+  fill_stream(&e, "w", NB, base, SEED, want);
+
+  void *c = consumer_hwm(&e, 1);
+  for (int i = 0; i < N; i++)
+    send_read(c, 1000 + (uint32_t)i, "w", 0, (uint64_t)(i % NB), true);
+  env_log_wait(&e, "READs waiting already; refusing more", 1);
+  static bool seen[N];
+  memset(seen, 0, sizeof seen);
+  int nchunk = 0, nbusy = 0;
+  for (int got = 0; got < N; got++) {
+    rx r;
+    cli_recv(c, &r);
+    int i;
+    if (r.m.type == B2S_WIRE_ERROR) {
+      i = (int)(r.m.tag - 1000);
+      assert_true(i >= 0 && i < N);
+      assert_int_equal(r.m.error.code, B2S_E_BUSY);
+      assert_int_equal(r.m.flags, 0);
+      assert_int_equal(r.m.error.ref_type, B2S_WIRE_READ);
+      assert_int_equal(r.m.error.ref_id, 0);
+      assert_int_equal(r.m.error.ref_index, (uint64_t)(i % NB));
+      nbusy++;
+    } else {
+      i = check_read_reply(&r, 1000, N, NB, SEED, base, want);
+      nchunk++;
+    }
+    assert_false(seen[i]);              /* one answer per READ */
+    seen[i] = true;
+    rx_free(&r);
+  }
+  assert_true(nbusy >= 1);
+  assert_true(nchunk >= ROOM);          /* nothing within the room refused */
+  expect_silence(c, 100);
+
+  /* the same session, again not reading: exactly the room, no refusal */
+  int refusals = env_log_count(&e, "refusing more");
+  for (int i = 0; i < ROOM; i++)
+    send_read(c, 5000 + (uint32_t)i, "w", 0, (uint64_t)(i % NB), true);
+  usleep(200000);                       /* let them pile up */
+  memset(seen, 0, sizeof seen);
+  for (int got = 0; got < ROOM; got++) {
+    rx r;
+    cli_recv(c, &r);
+    int i = check_read_reply(&r, 5000, ROOM, NB, SEED, base, want);
+    assert_false(seen[i]);
+    seen[i] = true;
+    rx_free(&r);
+  }
+  assert_int_equal(env_log_count(&e, "refusing more"), refusals);
+
+  /* another session reads too: chunk NB - 1, tag 7 + NB - 1 */
+  void *d = consumer(&e);
+  send_read(d, 7 + NB - 1, "w", 0, NB - 1, true);
+  rx r;
+  cli_recv(d, &r);
+  assert_int_equal(check_read_reply(&r, 7, NB, NB, SEED, base, want), NB - 1);
+  rx_free(&r);
+  zmq_close(d);
+  zmq_close(c);
+  for (int k = 0; k < NB; k++)
+    free(want[k]);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
+#define RB_CHUNK (2u << 20)      /* about the decompressed chunk size */
+#define RB_LIMIT (16u << 20)     /* memory_limit; reads: a quarter */
+#define RB_OVERHEAD (24u << 20)  /* what else the daemon may touch meanwhile:
+                                  * decompression scratch of the readers,
+                                  * ZeroMQ, allocator slack */
+
+static const char bytes_config[] =
+    "listen: [ipc://d.sock]\n"
+    "run_dir: run\n"
+    "data_dir: data\n"
+    "workers: 2\n"
+    "max_buffer: 4MiB\n"
+    "memory_limit: 16MiB\n"
+    "log_level: info\n"
+    "streams:\n"
+    "  big:\n"
+    "    codec: lz4\n"
+    "    queue_depth: 4\n"
+    "    durability: {ack: write, group_count: 2, group_interval_ms: 5}\n";
+
+/* The next message on a or b (*from says which). */
+static void recv_either(void *a, void *b, rx *r, void **from) {
+  zmq_pollitem_t it[2] = {{.socket = a, .events = ZMQ_POLLIN},
+                          {.socket = b, .events = ZMQ_POLLIN}};
+  assert_true(zmq_poll(it, 2, WAIT_MS) > 0);
+  *from = (it[0].revents & ZMQ_POLLIN) ? a : b;
+  cli_recv(*from, r);
+}
+
+/* A pushed decompressed chunk: the next one of follow fid, intact. */
+static void check_pushed(const rx *r, uint32_t fid, uint64_t k, int seed,
+                         size_t base, uint8_t *const *want) {
+  assert_int_equal(r->m.type, B2S_WIRE_CHUNK);
+  assert_int_equal(r->m.chunk.index, k);          /* in order, once */
+  assert_int_equal(r->m.chunk.follow_id, fid);
+  assert_int_equal(r->m.flags,
+                   B2S_WIRE_CHUNK_PUSHED | B2S_WIRE_CHUNK_DECOMPRESSED);
+  size_t len = buf_len(seed + (int)k, base);
+  assert_int_equal(r->plen, len);
+  assert_memory_equal(r->payload, want[k], len);
+}
+
+/* With a small memory_limit, a consumer pipelines many READs of large
+ * decompressed chunks and does not read for a while: the daemon holds
+ * about memory_limit / 4 of results (B2SD_READS_MEMORY_DIV), not every
+ * reply (without the bound its resident size grows by N x 2 MiB).  The
+ * READs wait, none fails, every reply is right.  Then a push follow and a
+ * pipelined reader share a budget that takes one chunk at a time (reads
+ * are admitted in issue order, so the follow's in-order delivery cannot
+ * deadlock). */
+static void test_read_bytes_bound(void **state) {
+  (void)state;
+  enum { NB = 12, SEED = 90, N = 96 };
+  env e;
+  env_init_config(&e, bytes_config);
+  env_start(&e);
+  uint8_t *want[NB];
+  fill_stream(&e, "big", NB, RB_CHUNK, SEED, want);
+
+  void *c = consumer_hwm(&e, 1);
+  long before = rss_kib(e.pid), peak = before;
+  for (int i = 0; i < N; i++)
+    send_read(c, 100 + (uint32_t)i, "big", 0, (uint64_t)(i % NB), true);
+  for (int t = 0; t < 100; t++) {       /* 1 s of not reading */
+    usleep(10000);
+    long now = rss_kib(e.pid);
+    if (now > peak)
+      peak = now;
+  }
+  long bound = (long)((RB_LIMIT / 4 + RB_CHUNK + 1000 + RB_OVERHEAD) >> 10);
+  print_message("daemon VmRSS %ld KiB before the READs, at most %ld KiB "
+                "while they wait (bound: +%ld KiB)\n", before, peak, bound);
+  assert_true(peak - before <= bound);
+  bool seen[N] = {false};
+  for (int got = 0; got < N; got++) {
+    rx r;
+    cli_recv(c, &r);
+    int i = check_read_reply(&r, 100, N, NB, SEED, RB_CHUNK, want);
+    assert_false(seen[i]);
+    seen[i] = true;
+    rx_free(&r);
+  }
+  expect_silence(c, 100);
+
+  /* a push follow and a pipelined reader at once, both reading */
+  void *f = consumer(&e);
+  uint32_t fid = follow(f, "big", B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED);
+  for (int i = 0; i < 2 * NB; i++)
+    send_read(c, 300 + (uint32_t)i, "big", 0, (uint64_t)(i % NB), true);
+  memset(seen, 0, sizeof seen);
+  for (int pushed = 0, got = 0; pushed < NB || got < 2 * NB;) {
+    rx r;
+    void *from;
+    recv_either(f, c, &r, &from);
+    if (from == f) {
+      check_pushed(&r, fid, (uint64_t)pushed++, SEED, RB_CHUNK, want);
+    } else {
+      int i = check_read_reply(&r, 300, 2 * NB, NB, SEED, RB_CHUNK, want);
+      assert_false(seen[i]);
+      seen[i] = true;
+      got++;
+    }
+    rx_free(&r);
+  }
+  expect_silence(f, 100);
+  zmq_close(f);
+  zmq_close(c);
+  for (int k = 0; k < NB; k++)
+    free(want[k]);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
+static const char share_config[] =
+    "listen: [ipc://d.sock]\n"
+    "run_dir: run\n"
+    "data_dir: data\n"
+    "workers: 2\n"
+    "max_buffer: 2MiB\n"
+    "memory_limit: 64MiB\n"      /* reads: 16 MiB, 4 MiB per session */
+    "log_level: info\n"
+    "streams:\n"
+    "  big:\n"
+    "    codec: lz4\n"
+    "    queue_depth: 4\n"
+    "    durability: {ack: write, group_count: 2, group_interval_ms: 5}\n";
+
+/* A consumer that pipelines READs and stops reading holds only its share
+ * of the read bytes (B2SD_READS_SESSION_DIV): meanwhile another session's
+ * pipelined READs and a push follow are served in full.  Then the stalled
+ * one reads and gets every reply. */
+static void test_read_stalled_share(void **state) {
+  (void)state;
+  enum { NB = 16, SEED = 150, N = 64 };
+  const size_t base = 1 << 20;
+  env e;
+  env_init_config(&e, share_config);
+  env_start(&e);
+  uint8_t *want[NB];
+  fill_stream(&e, "big", NB, base, SEED, want);
+
+  void *stalled = consumer_hwm(&e, 1);
+  for (int i = 0; i < N; i++)
+    send_read(stalled, 100 + (uint32_t)i, "big", 0, (uint64_t)(i % NB), true);
+  usleep(200000);                       /* its replies pile up */
+
+  void *d = consumer(&e), *f = consumer(&e);
+  uint32_t fid = follow(f, "big", B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED);
+  for (int i = 0; i < N; i++)
+    send_read(d, 500 + (uint32_t)i, "big", 0, (uint64_t)(i % NB), true);
+  bool seen[N] = {false};
+  for (int pushed = 0, got = 0; pushed < NB || got < N;) {
+    rx r;
+    void *from;
+    recv_either(f, d, &r, &from);
+    if (from == f) {
+      check_pushed(&r, fid, (uint64_t)pushed++, SEED, base, want);
+    } else {
+      int i = check_read_reply(&r, 500, N, NB, SEED, base, want);
+      assert_false(seen[i]);
+      seen[i] = true;
+      got++;
+    }
+    rx_free(&r);
+  }
+
+  memset(seen, 0, sizeof seen);
+  for (int got = 0; got < N; got++) {
+    rx r;
+    cli_recv(stalled, &r);
+    int i = check_read_reply(&r, 100, N, NB, SEED, base, want);
+    assert_false(seen[i]);
+    seen[i] = true;
+    rx_free(&r);
+  }
+  expect_silence(stalled, 100);
+  zmq_close(stalled);
+  zmq_close(d);
+  zmq_close(f);
+  for (int k = 0; k < NB; k++)
+    free(want[k]);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
+static const char tail_config[] =
+    "listen: [ipc://d.sock]\n"
+    "run_dir: run\n"
+    "data_dir: data\n"
+    "workers: 2\n"
+    "max_buffer: 2MiB\n"
+    "memory_limit: 8MiB\n"       /* reads: 2 MiB, 512 KiB per session */
+    "log_level: info\n"
+    "streams:\n"
+    "  big:\n"
+    "    codec: lz4\n"
+    "    queue_depth: 4\n"
+    "    durability: {ack: write, group_count: 1, group_interval_ms: 5}\n";
+
+/* Two push follows tail a stream while it grows, with a read budget of
+ * about two chunks and a session share below one: each follow gets one
+ * chunk at a time, its reads are sized out of order by the two reader
+ * threads (their frame handles reopen at different times), yet admitted
+ * in order, so every chunk arrives, in order, intact, and nothing waits
+ * forever. */
+static void test_push_follow_tight_budget(void **state) {
+  (void)state;
+  enum { NB = 64, SEED = 600 };
+  const size_t base = 1 << 20;
+  env e;
+  env_init_config(&e, tail_config);
+  env_start(&e);
+  void *f = consumer(&e), *g = consumer(&e);
+  uint32_t fid = follow(f, "big", B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED);
+  uint32_t gid = follow(g, "big", B2S_WIRE_FOLLOW_PUSH_COMPRESSED);
+  uint8_t *want[NB];
+  fill_stream(&e, "big", NB, base, SEED, want);
+  char path[400];
+  frame_path(&e, "big", path, sizeof path);
+  b2s_frame *fr;
+  assert_int_equal(b2s_frame_open(path, &fr, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(fr), NB);
+  for (int pf = 0, pg = 0; pf < NB || pg < NB;) {
+    rx r;
+    void *from;
+    recv_either(f, g, &r, &from);
+    if (from == f) {
+      check_pushed(&r, fid, (uint64_t)pf++, SEED, base, want);
+    } else {
+      assert_int_equal(r.m.type, B2S_WIRE_CHUNK);
+      assert_int_equal(r.m.chunk.index, (uint64_t)pg);
+      assert_int_equal(r.m.chunk.follow_id, gid);
+      assert_int_equal(r.m.flags, B2S_WIRE_CHUNK_PUSHED);
+      int32_t cb = 0;
+      assert_int_equal(b2s_frame_chunk_sizes(fr, pg, &cb, NULL), 0);
+      uint8_t *stored = malloc((size_t)cb);
+      assert_int_equal(b2s_frame_chunk_read(fr, pg, stored, (size_t)cb), cb);
+      assert_int_equal(r.plen, (size_t)cb);
+      assert_memory_equal(r.payload, stored, (size_t)cb);
+      free(stored);
+      pg++;
+    }
+    rx_free(&r);
+  }
+  expect_silence(f, 100);
+  expect_silence(g, 100);
+  b2s_frame_free(fr);
+  zmq_close(f);
+  zmq_close(g);
+  for (int k = 0; k < NB; k++)
+    free(want[k]);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
 int main(void) {
   if (harness_init())
     return 1;
@@ -686,6 +1102,10 @@ int main(void) {
     cmocka_unit_test(test_failed_stream_client_routing),
     cmocka_unit_test(test_b2nd_chunk_size_data),
     cmocka_unit_test(test_b2nd_chunk_size_shm),
+    cmocka_unit_test(test_read_busy),
+    cmocka_unit_test(test_read_bytes_bound),
+    cmocka_unit_test(test_read_stalled_share),
+    cmocka_unit_test(test_push_follow_tight_budget),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   harness_fini();
