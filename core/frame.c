@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,15 +388,47 @@ int b2s_frame_open_sparse(const char *dir, b2s_frame **out,
   return frame_finish_open(f, out, err);
 }
 
+/* The fixed header of the frame at path (of its index file when sparse):
+ * what a commit rewrites last.  Returns the bytes read, or -errno. */
+static int header_peek(const char *path, bool sparse,
+                       uint8_t h[B2S_FRAME_HEADER_FIXED]) {
+  char buf[PATH_MAX];
+  if (sparse && snprintf(buf, sizeof buf, "%s/%s", path,
+                         B2S_SFRAME_INDEX_FILE) >= (int)sizeof buf)
+    return -ENAMETOOLONG;
+  int fd = open(sparse ? buf : path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  ssize_t n = pread(fd, h, B2S_FRAME_HEADER_FIXED, 0);
+  int e = errno;
+  close(fd);
+  return n < 0 ? -e : (int)n;
+}
+
+/* Index slots alternate, so a writer that commits twice while we read
+ * rewrites the slot our header pointed at, and a sound frame can fail to
+ * parse.  Such a failure is retried while the header keeps changing; one
+ * with the header unchanged throughout is the frame's own. */
+#define OPEN_TRIES 64
+
 int b2s_frame_open(const char *path, b2s_frame **out, b2s_frame_error *err) {
   struct stat st;
   if (path == NULL || out == NULL)
     return open_error(err, B2S_E_ARG, -1, "bad arguments");
   if (stat(path, &st) < 0)
     return open_error(err, -errno, -1, "cannot stat the frame path");
-  if (S_ISDIR(st.st_mode))
-    return b2s_frame_open_sparse(path, out, err);
-  return b2s_frame_open_file(path, 0, out, err);
+  bool sparse = S_ISDIR(st.st_mode);
+  for (int tries = 1;; tries++) {
+    uint8_t before[B2S_FRAME_HEADER_FIXED], after[B2S_FRAME_HEADER_FIXED];
+    int nb = header_peek(path, sparse, before);
+    int rc = sparse ? b2s_frame_open_sparse(path, out, err)
+                    : b2s_frame_open_file(path, 0, out, err);
+    if (rc >= 0 || nb < 0 || tries == OPEN_TRIES)
+      return rc;
+    int na = header_peek(path, sparse, after);
+    if (na < 0 || (na == nb && memcmp(before, after, (size_t)nb) == 0))
+      return rc;
+  }
 }
 
 void b2s_frame_free(b2s_frame *f) {

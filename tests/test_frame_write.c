@@ -403,6 +403,66 @@ static void test_direct_retry(void **state) {
   free(chunk);
 }
 
+/* Readers opening a frame while its writer commits as fast as it can (a
+ * child process appending a chunk per commit): every open succeeds, the
+ * chunk count never goes back, and the newest chunk holds its bytes.
+ * Index slots alternate, so two commits during one open rewrite the slot
+ * being read; the open must notice and read again. */
+static void test_open_while_committing(void **state) {
+  (void)state;
+  for (int sparse = 0; sparse < 2; sparse++) {
+    char path[512];
+    pathf(path, sparse ? "live.d" : "live.b2frame");
+    rmrf(path);
+    b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+    b2s_fwriter *w;
+    assert_int_equal(b2s_fwriter_create(path, sparse, &o, NULL, &w), 0);
+    model m = {0};
+    append_some(w, &m, 1, 900, 256, 0);
+    assert_int_equal(b2s_fwriter_commit(w), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      uint8_t src[256], chunk[256 + B2S_MAX_OVERHEAD];
+      b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+      b2s_ctx *ctx = b2s_ctx_new();
+      for (uint32_t i = 1; i < 4000; i++) {
+        fill(src, sizeof src, 900 + i);
+        int cb = b2s_compress(ctx, &cp, src, sizeof src, chunk, sizeof chunk);
+        if (cb < 0 || b2s_fwriter_append(w, chunk, (size_t)cb) < 0 ||
+            b2s_fwriter_commit(w) < 0)
+          _exit(1);
+        if (i % 4 == 0)
+          usleep(50);   /* a commit every 10-20 us: faster than any group */
+      }
+      _exit(0);
+    }
+    int64_t last = 0;
+    int opens = 0, status = 0;
+    uint8_t want[256], got[256];
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      b2s_frame *f;
+      b2s_frame_error err;
+      int rc = b2s_frame_open(path, &f, &err);
+      if (rc < 0)
+        fail_msg("open %d: %s (%s)", opens, b2s_strerror(rc), err.reason);
+      int64_t n = b2s_frame_nchunks(f);
+      assert_true(n >= last);
+      fill(want, sizeof want, 900 + (uint32_t)(n - 1));
+      assert_int_equal(b2s_frame_chunk_decompress(f, n - 1, NULL, got,
+                                                  sizeof got), sizeof got);
+      assert_memory_equal(got, want, sizeof want);
+      b2s_frame_free(f);
+      last = n;
+      opens++;
+    }
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(opens > 10);
+    b2s_fwriter_free(w);
+    model_free(&m);
+  }
+}
+
 /* Specials: entries while the chunksize is fixed, real chunks once it
  * varies; files for sparse frames only for stored chunks. */
 static void test_specials(void **state) {
@@ -835,6 +895,7 @@ int main(void) {
       cmocka_unit_test(test_ops_direct),
       cmocka_unit_test(test_direct_large),
       cmocka_unit_test(test_direct_retry),
+      cmocka_unit_test(test_open_while_committing),
       cmocka_unit_test(test_specials),
       cmocka_unit_test(test_metadata),
       cmocka_unit_test(test_adopt_vector),
