@@ -45,7 +45,6 @@
 
 #include "fwriter_internal.h"
 
-#define DIO_STAGE ((size_t)4 << 20)
 #define DIO_ALIGN_MIN 4096
 
 static int64_t align_down(int64_t v, int64_t a) { return v - v % a; }
@@ -204,7 +203,7 @@ void fw_dio_open(b2s_fwriter *w, const char *path) {
   if (fd < 0)
     return;   /* e.g. EINVAL: the file system has no direct I/O */
   int64_t align = dio_alignment(fd);
-  size_t cap = DIO_STAGE;
+  size_t cap = B2S_FWRITER_STAGE;
   if (align > 0 && (size_t)align > cap / 4)
     cap = (size_t)align * 4;
   void *stage = NULL;

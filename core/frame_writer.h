@@ -107,8 +107,12 @@ int64_t b2s_fwriter_data_end(const b2s_fwriter *w);
  * system took it). */
 bool b2s_fwriter_direct_io(const b2s_fwriter *w);
 /* The most memory the writer's direct-I/O stages take (two of them: one
- * filling, one being written); 0 without direct I/O. */
+ * filling, one being written); 0 without direct I/O.  Before a writer
+ * exists: B2S_FWRITER_STAGE_BYTES (more only on a device whose alignment
+ * exceeds 1 MiB). */
 size_t b2s_fwriter_stage_bytes(const b2s_fwriter *w);
+#define B2S_FWRITER_STAGE ((size_t)4 << 20)
+#define B2S_FWRITER_STAGE_BYTES (2 * B2S_FWRITER_STAGE)
 
 typedef struct b2s_fwriter_stats {
   int64_t nchunks, nbytes;         /* logical chunks and their bytes */

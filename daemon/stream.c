@@ -75,16 +75,15 @@ static int create_frame(b2sd_stream *st, const b2s_stream_cfg *cfg,
  * count against memory_limit.  A stream whose stages would leave less than
  * half of it for buffers in flight writes through the page cache instead:
  * stages that starve ingest would stop every stream. */
-#define STAGE_BYTES_ASKED ((int64_t)8 << 20)
-
 static bool stage_fits(b2sd_server *srv, const char *name) {
   /* relaxed: see b2sd_memory_room; streams open on the I/O thread */
   int64_t used = atomic_load_explicit(&srv->stage_bytes, memory_order_relaxed);
-  if (used + STAGE_BYTES_ASKED <= srv->dcfg.memory_limit / 2)
+  int64_t more = (int64_t)B2S_FWRITER_STAGE_BYTES;
+  if (used + more <= srv->dcfg.memory_limit / 2)
     return true;
   LOG_W("stream %s: memory_limit %lld leaves no room for %lld more bytes of "
         "direct-I/O stages; chunk data goes through the page cache",
-        name, (long long)srv->dcfg.memory_limit, (long long)STAGE_BYTES_ASKED);
+        name, (long long)srv->dcfg.memory_limit, (long long)more);
   return false;
 }
 
