@@ -229,14 +229,6 @@ static int admit_bytes(rbytes *a, b2sd_session *s, b2sd_read *r,
 
 /* ---- reader threads ---------------------------------------------------------- */
 
-/* Opening a frame while its writer commits twice can read the index slot
- * the first header named while the second commit rewrites it (a slot is
- * reused every other commit, docs/FRAME_COMMIT.md): the open fails, or
- * sees fewer chunks than were committed.  The chunks asked for are
- * committed, so such an open is simply tried again; a damaged frame fails
- * every time. */
-#define OPEN_TRIES 4
-
 /* This thread's handle of st, knowing at least `want` chunks. */
 static int frame_for(rstate *t, b2sd_stream *st, int64_t want,
                      b2s_frame **out) {
@@ -252,16 +244,15 @@ static int frame_for(rstate *t, b2sd_stream *st, int64_t want,
     rf = &t->frames[t->nframes++];
     *rf = (rframe){.st = st};
   }
-  int rc = 0;
-  for (int i = 0; i < OPEN_TRIES && (!rf->fr || b2s_frame_nchunks(rf->fr) <
-                                                    want); i++) {
+  if (!rf->fr || b2s_frame_nchunks(rf->fr) < want) {
     b2s_frame_free(rf->fr);
     rf->fr = NULL;
+    /* b2s_frame_open reads again when a commit raced it (frame.c) */
     b2s_frame_error err = {0};
-    rc = b2s_frame_open(st->path, &rf->fr, &err);
+    int rc = b2s_frame_open(st->path, &rf->fr, &err);
+    if (rc < 0)
+      return rc;
   }
-  if (rc < 0)
-    return rc;
   *out = rf->fr;               /* read_chunk checks the chunk count */
   return 0;
 }
