@@ -92,7 +92,12 @@ bool b2sd_handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
   }
   b2s_wire_msg m;
   uint64_t ur = h->next_id;
-  if (ur > h->acked[1] || h->owed) {
+  /* Above level received, an ACK without credits tells the producer
+   * nothing it waits for: it rides on the next credit or on the ACK at
+   * the stream's level (PROTOCOL.md 5.2), one message per buffer fewer. */
+  bool news = ur > h->acked[1] &&
+              (h->ack_level == B2S_WIRE_LEVEL_RECEIVED || h->closing);
+  if (news || h->owed) {
     b2s_wire_init(&m, B2S_WIRE_ACK);
     m.ack.upto = ur;
     m.ack.dropped = h->dropped;

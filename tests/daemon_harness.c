@@ -302,6 +302,8 @@ void prod_handle(prod *p, rx *r) {
   case B2S_WIRE_ACK:
     assert_int_equal(r->m.ack.handle, p->handle);
     p->credits += r->m.ack.credits;
+    if (r->m.ack.level == B2S_WIRE_LEVEL_RECEIVED && r->m.ack.credits == 0)
+      p->bare_acks++;
     assert_true(r->m.ack.upto >= p->acked[r->m.ack.level]);
     p->acked[r->m.ack.level] = r->m.ack.upto;
     p->ack_dropped = r->m.ack.dropped;

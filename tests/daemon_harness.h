@@ -45,6 +45,7 @@ typedef struct prod {
   int seed;                   /* buffer i has content seed + i */
   uint8_t dropped[256];       /* per buffer id; n <= 256 */
   uint64_t ndropped, ack_dropped, acked[4];
+  uint64_t bare_acks;         /* ACKs at level received without credits */
   int drop_reason;
 } prod;
 

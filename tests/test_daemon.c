@@ -93,6 +93,8 @@ static void test_produce_write_and_drain(void **state) {
             .n = 60, .base = 3000, .seed = 100};
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   assert_int_equal(p.ndropped, 0);
+  /* above level received, ACKs without credits are not sent on their own */
+  assert_int_equal(p.bare_acks, 0);
   char path[400];
   frame_path(&e, "w", path, sizeof path);
   check_frame(path, &p, p.n);      /* visible while the daemon runs */
@@ -398,6 +400,7 @@ static void test_block(void **state) {
             .n = 40, .base = 100000, .seed = 9};
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   assert_int_equal(p.ndropped, 0);
+  assert_int_equal(p.bare_acks, 0);
   assert_true(p.credits <= 2);
   cli_close(&p);
   assert_int_equal(stats_drops(s, "bl"), 0);
