@@ -59,6 +59,8 @@ typedef struct b2sd_job {
   b2sd_stream *st;
   uint64_t seq;
   b2s_cparams cparams;           /* the stream's settings at acceptance */
+  uint32_t credit_batch;         /* block: wake the I/O thread every this
+                                    many takes; 0: other policies */
   bool is_shm;
   zmq_msg_t msg;                 /* ZMQ payload, owned, never copied */
   struct b2sd_seg *seg;          /* shared-memory slot (is_shm): segment */

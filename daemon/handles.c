@@ -370,6 +370,8 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   j->st = st;
   j->seq = st->seq_next++;
   j->cparams = cfg.cparams;
+  if (cfg.backpressure == B2S_BP_BLOCK)
+    j->credit_batch = cfg.queue_depth >= 8 ? (uint32_t)cfg.queue_depth / 4 : 1;
   if (b->seg) {
     j->is_shm = true;
     j->seg = b->seg;

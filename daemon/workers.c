@@ -44,7 +44,18 @@ void b2sd_job_free(b2sd_server *srv, b2sd_job *job) {
   free(job);
 }
 
-static b2sd_job *pool_take(b2sd_pool *p) {
+/* Whether taking j should wake the I/O thread.  Under `block` it returns
+ * credits as jobs are taken; waking it for every take costs a wakeup of
+ * the I/O thread and an ACK per buffer, so credits go back in batches of a
+ * quarter of the queue (the producer keeps three quarters in flight), and
+ * at once when the stream's queue ran dry, as no later take would. */
+static bool take_wakes(const b2sd_job *j) {
+  if (j->st->nqueued == 0)
+    return true;
+  return j->credit_batch && (j->seq + 1) % j->credit_batch == 0;
+}
+
+static b2sd_job *pool_take(b2sd_pool *p, bool *wake) {
   pthread_mutex_lock(&p->lock);
   while (!p->head && !p->stop)
     pthread_cond_wait(&p->cond, &p->lock);
@@ -60,6 +71,7 @@ static b2sd_job *pool_take(b2sd_pool *p) {
     /* release: pairs with the acquire load of the I/O thread returning
      * credits; seqs of one stream leave the FIFO in order */
     atomic_store_explicit(&j->st->taken_seq, j->seq + 1, memory_order_release);
+    *wake = take_wakes(j);
   }
   pthread_mutex_unlock(&p->lock);
   return j;
@@ -186,8 +198,10 @@ static void *worker_main(void *arg) {
   b2sd_pool *p = arg;
   b2s_ctx *ctx = b2s_ctx_new();
   b2sd_job *j;
-  while ((j = pool_take(p))) {
-    b2sd_wake(p->srv);         /* credits may come back */
+  bool wake = false;
+  while ((j = pool_take(p, &wake))) {
+    if (wake)
+      b2sd_wake(p->srv);       /* credits come back */
     b2sd_stream *st = j->st;
     b2sd_chunk *c = compress_job(p, ctx, j);
     c->seq = j->seq;

@@ -63,6 +63,9 @@ const char *base_config =
     "  bl:\n"
     "    queue_depth: 2\n"
     "    backpressure: block\n"
+    "  bq:\n"
+    "    queue_depth: 12\n"
+    "    backpressure: block\n"
     "templates:\n"
     "  tm:\n"
     "    codec: lz4\n";

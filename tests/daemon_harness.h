@@ -16,7 +16,7 @@
 
 extern const char *daemon_path;   /* from $B2S_DAEMON */
 extern void *zctx;
-extern const char *base_config;   /* streams w, f, r, dn, do, bl; template tm */
+extern const char *base_config;   /* streams w, f, r, dn, do, bl, bq; template tm */
 
 typedef struct env {
   char dir[256];
