@@ -139,6 +139,23 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out);
  * streams are freed).  Accepts NULL. */
 void b2sd_readers_free(b2sd_readers *rd);
 
+/* ---- latency histograms (stats.c) ------------------------------------------ */
+
+/* 10 us buckets up to 5 ms, then one for everything slower; one thread
+ * notes and reads it. */
+#define B2SD_LAT_BUCKET_NS 10000u
+#define B2SD_LAT_BUCKETS 500
+
+typedef struct b2sd_latency {
+  uint32_t bucket[B2SD_LAT_BUCKETS + 1];
+  uint64_t n, max_ns;
+} b2sd_latency;
+
+void b2sd_latency_note(b2sd_latency *l, uint64_t ns);
+/* The upper edge of the bucket holding quantile q (0..1], in us; the
+ * maximum when that is the last bucket; 0 when nothing was noted. */
+double b2sd_latency_quantile_us(const b2sd_latency *l, double q);
+
 /* ---- streams (stream.c) ---------------------------------------------------- */
 
 struct b2sd_stream {
@@ -175,8 +192,15 @@ struct b2sd_stream {
   _Atomic uint64_t taken_seq;
   size_t nqueued;                /* jobs in the FIFO, under the pool lock */
 
+  /* Commit -> NOTIFY latency: the writer stamps the oldest commit the I/O
+   * thread has not seen yet (0: none), which takes the stamp when it sees
+   * the committed count advance and notes the time to its NOTIFYs. */
+  _Atomic uint64_t commit_unseen_ns;
+
   /* I/O thread only. */
   uint64_t seq_next;             /* next sequence number to give */
+  uint64_t seen_committed;       /* committed count at the last scan */
+  b2sd_latency notify_lat;       /* commit -> NOTIFY sent */
   struct b2sd_handle *handles;   /* producers' handles on this stream */
   struct b2sd_follow *follows;
 

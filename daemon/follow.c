@@ -230,7 +230,14 @@ static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
 
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st) {
   uint64_t committed = (uint64_t)committed_of(st);
-  bool held = false;
+  bool held = false, notified = false;
+  uint64_t stamp = 0;
+  if (committed > st->seen_committed) {
+    st->seen_committed = committed;
+    /* relaxed: written before the committed count this thread acquired */
+    stamp = atomic_exchange_explicit(&st->commit_unseen_ns, 0,
+                                     memory_order_relaxed);
+  }
   for (b2sd_follow *f = st->follows, *nx; f; f = nx) {
     nx = f->next_st;
     if (f->sess->dead)
@@ -251,10 +258,14 @@ bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st) {
     r.notify.committed = committed;
     r.notify.follow_id = f->id;
     int rc = b2sd_send(srv, f->sess, &r, NULL, 0);
-    if (rc == 0)
+    if (rc == 0) {
       f->next += count;
-    else if (rc == -EAGAIN)
+      notified = true;
+    } else if (rc == -EAGAIN) {
       held = true;
+    }
   }
+  if (stamp && notified)
+    b2sd_latency_note(&st->notify_lat, b2sd_now_ns() - stamp);
   return held;
 }

@@ -403,10 +403,20 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     }
     w->durable = w->written;
   }
+  /* relaxed: this thread alone stores it */
+  int64_t nchunks = b2s_fwriter_nchunks(st->fw);
+  if (nchunks > atomic_load_explicit(&st->committed, memory_order_relaxed)) {
+    /* relaxed: published by the release store below; kept when the I/O
+     * thread has not taken the stamp of an earlier commit yet */
+    uint64_t none = 0;
+    atomic_compare_exchange_strong_explicit(&st->commit_unseen_ns, &none,
+                                            b2sd_now_ns(),
+                                            memory_order_relaxed,
+                                            memory_order_relaxed);
+  }
   /* release: the committed count and levels pair with the acquire loads of
    * the I/O thread after its wakeup; the frame is complete on disk first */
-  atomic_store_explicit(&st->committed, b2s_fwriter_nchunks(st->fw),
-                        memory_order_release);
+  atomic_store_explicit(&st->committed, nchunks, memory_order_release);
   atomic_store_explicit(&st->written_seq, w->written, memory_order_release);
   atomic_store_explicit(&st->durable_seq, w->durable, memory_order_release);
   b2sd_wake(st->srv);

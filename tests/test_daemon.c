@@ -195,6 +195,28 @@ static void test_fsync_and_flush(void **state) {
   env_fini(&e);
 }
 
+/* One number of one stream's STATS_REPLY. */
+static double stats_value(void *s, const char *stream, const char *name) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_STATS);
+  m.tag = 11;
+  m.stats.stream = b2s_wire_cstr(stream);
+  cli_send(s, &m, NULL, 0);
+  rx r;
+  cli_expect(s, B2S_WIRE_STATS_REPLY, &r);
+  assert_int_equal(r.m.tag, 11);
+  char key[80];
+  snprintf(key, sizeof key, "\"%s\":{", stream);
+  char *at = strstr((char *)r.payload, key);
+  assert_non_null(at);
+  snprintf(key, sizeof key, "\"%s\":", name);
+  char *d = strstr(at, key);
+  assert_non_null(d);
+  double v = strtod(d + strlen(key), NULL);
+  rx_free(&r);
+  return v;
+}
+
 /* Several producers and consumers on one stream: every consumer sees every
  * chunk index exactly once, in order; READ returns the frame's bytes. */
 static void test_producers_consumers(void **state) {
@@ -308,6 +330,15 @@ static void test_producers_consumers(void **state) {
   cli_send(cons[1], &m, NULL, 0);
   cli_expect(cons[1], B2S_WIRE_ERROR, &r);
   assert_int_equal(r.m.error.code, B2S_E_NCHUNK);
+  /* the daemon timed its NOTIFYs from the commits they announce: at most
+   * once per commit, and not at all had the commit stamp been lost */
+  double commits = stats_value(cons[0], "w", "commits");
+  double notifies = stats_value(cons[0], "w", "notifies");
+  double p50 = stats_value(cons[0], "w", "notify_latency_p50_us");
+  double p99 = stats_value(cons[0], "w", "notify_latency_p99_us");
+  double mx = stats_value(cons[0], "w", "notify_latency_max_us");
+  assert_true(notifies >= 1 && notifies <= commits);
+  assert_true(p50 > 0 && p50 <= p99 && p99 <= mx);
   /* UNFOLLOW tells where to resume */
   b2s_wire_init(&m, B2S_WIRE_UNFOLLOW);
   m.tag = 9;
@@ -326,25 +357,8 @@ static void test_producers_consumers(void **state) {
   env_fini(&e);
 }
 
-/* STATS_REPLY for one stream; returns its "drops" value. */
 static long stats_drops(void *s, const char *stream) {
-  b2s_wire_msg m;
-  b2s_wire_init(&m, B2S_WIRE_STATS);
-  m.tag = 11;
-  m.stats.stream = b2s_wire_cstr(stream);
-  cli_send(s, &m, NULL, 0);
-  rx r;
-  cli_expect(s, B2S_WIRE_STATS_REPLY, &r);
-  assert_int_equal(r.m.tag, 11);
-  char key[80];
-  snprintf(key, sizeof key, "\"%s\":{", stream);
-  char *at = strstr((char *)r.payload, key);
-  assert_non_null(at);
-  char *d = strstr(at, "\"drops\":");
-  assert_non_null(d);
-  long v = strtol(d + 8, NULL, 10);
-  rx_free(&r);
-  return v;
+  return (long)stats_value(s, stream, "drops");
 }
 
 static void run_drop_policy(const char *stream, int reason) {
