@@ -299,6 +299,17 @@ void buf_fill(uint8_t *b, size_t len, int i) {
   }
 }
 
+void *cli_producer(env *e) {
+  void *s = cli_connect(e);
+  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  return s;
+}
+
+prod prod_opened(void *s, const b2s_wire_msg *o, int n, size_t base, int seed) {
+  return (prod){.s = s, .handle = o->opened.handle,
+                .credits = o->opened.credits, .n = n, .base = base,
+                .seed = seed};
+}
 
 void prod_handle(prod *p, rx *r) {
   switch (r->m.type) {

@@ -73,10 +73,15 @@ void cli_expect(void *s, int type, rx *r);
 void cli_hello(void *s, uint16_t flags);
 int cli_open(void *s, const char *stream, const char *tmpl,
                     b2s_wire_msg *opened);
+/* Connect and HELLO as a producer. */
+void *cli_producer(env *e);
 /* Producer runs with deterministic buffers (content seed + i), checked
  * byte for byte in the frame by check_frame. */
 size_t buf_len(int i, size_t base);
 void buf_fill(uint8_t *b, size_t len, int i);
+/* A run of n buffers (sizes around base) on the handle OPENED o gave on
+ * socket s. */
+prod prod_opened(void *s, const b2s_wire_msg *o, int n, size_t base, int seed);
 void prod_handle(prod *p, rx *r);
 /* Send buffers [from, to) honouring credits. */
 void prod_send(prod *p, int from, int to);

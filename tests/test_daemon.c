@@ -82,15 +82,13 @@ static void test_produce_write_and_drain(void **state) {
   env e;
   env_init(&e);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "w", "", &o), 0);
   assert_int_equal(o.opened.ack_level, B2S_WIRE_LEVEL_WRITTEN);
   assert_int_equal(o.opened.policy, B2S_WIRE_POLICY_BLOCK);
   assert_true(o.opened.credits >= 1);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 60, .base = 3000, .seed = 100};
+  prod p = prod_opened(s, &o, 60, 3000, 100);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   assert_int_equal(p.ndropped, 0);
   /* above level received, ACKs without credits are not sent on their own */
@@ -119,13 +117,11 @@ static void test_receipt_drain(void **state) {
   env e;
   env_init(&e);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "r", "", &o), 0);
   assert_int_equal(o.opened.ack_level, B2S_WIRE_LEVEL_RECEIVED);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 40, .base = 5000, .seed = 7};
+  prod p = prod_opened(s, &o, 40, 5000, 7);
   prod_run(&p, B2S_WIRE_LEVEL_RECEIVED);
   assert_int_equal(env_stop(&e, SIGTERM), 0);
   /* the daemon told the session it stopped */
@@ -153,13 +149,11 @@ static void test_fsync_and_flush(void **state) {
   env e;
   env_init(&e);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "f", "", &o), 0);
   assert_int_equal(o.opened.ack_level, B2S_WIRE_LEVEL_DURABLE);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 20, .base = 2000, .seed = 5};
+  prod p = prod_opened(s, &o, 20, 2000, 5);
   prod_run(&p, B2S_WIRE_LEVEL_DURABLE);
   char path[400];
   frame_path(&e, "f", path, sizeof path);
@@ -246,13 +240,10 @@ static void test_producers_consumers(void **state) {
   void *ps[NP];
   prod p[NP];
   for (int i = 0; i < NP; i++) {
-    ps[i] = cli_connect(&e);
-    cli_hello(ps[i], B2S_WIRE_HELLO_PRODUCER);
+    ps[i] = cli_producer(&e);
     b2s_wire_msg o;
     assert_int_equal(cli_open(ps[i], "w", "", &o), 0);
-    p[i] = (prod){.s = ps[i], .handle = o.opened.handle,
-                  .credits = o.opened.credits, .n = NB, .base = 1500,
-                  .seed = 1000 * (i + 1)};
+    p[i] = prod_opened(ps[i], &o, NB, 1500, 1000 * (i + 1));
   }
   /* interleave the producers: each sends its buffers, then waits */
   for (int i = 0; i < NP; i++)
@@ -365,15 +356,13 @@ static void run_drop_policy(const char *stream, int reason) {
   env e;
   env_init(&e);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, stream, "", &o), 0);
   assert_int_equal(o.opened.policy, reason);
   /* large buffers at zstd level 9 and a queue of 1: the producer outruns
    * the workers, so drops happen */
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 60, .base = 200000, .seed = 3};
+  prod p = prod_opened(s, &o, 60, 200000, 3);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   cli_close(&p);
   assert_true(p.ndropped > 0);
@@ -406,13 +395,11 @@ static void run_block(const char *stream, uint32_t depth, int n) {
   env e;
   env_init(&e);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, stream, "", &o), 0);
   assert_int_equal(o.opened.credits, depth);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = n, .base = 100000, .seed = 9};
+  prod p = prod_opened(s, &o, n, 100000, 9);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   assert_int_equal(p.ndropped, 0);
   assert_int_equal(p.bare_acks, 0);
@@ -545,8 +532,7 @@ static void test_bad_input(void **state) {
   free(b);
   /* a template creates a stream at run time */
   assert_int_equal(cli_open(s, "dyn", "tm", &o), 0);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 5, .base = 800, .seed = 2};
+  prod p = prod_opened(s, &o, 5, 800, 2);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   char path[400];
   frame_path(&e, "dyn", path, sizeof path);
@@ -679,8 +665,7 @@ static void test_full_disk(void **state) {
   /* the stream stays failed; the others work (sparse: small files) */
   assert_int_equal(cli_open(z, "w", "", &o), -EFBIG);
   assert_int_equal(cli_open(z, "r", "", &o), 0);
-  prod p = {.s = z, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 20, .base = 500, .seed = 3};
+  prod p = prod_opened(z, &o, 20, 500, 3);
   prod_run(&p, B2S_WIRE_LEVEL_RECEIVED);
   cli_close(&p);
   zmq_close(z);
@@ -702,8 +687,7 @@ static void test_full_disk(void **state) {
   assert_int_equal(b2s_frame_open(path, &f, &err), 0);
   int64_t before = b2s_frame_nchunks(f);
   b2s_frame_free(f);
-  prod q = {.s = z, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 5, .base = 700, .seed = 50};
+  prod q = prod_opened(z, &o, 5, 700, 50);
   prod_run(&q, B2S_WIRE_LEVEL_WRITTEN);
   cli_close(&q);
   zmq_close(z);
@@ -722,12 +706,10 @@ static void test_sigkill_restart(void **state) {
   env e;
   env_init(&e);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "f", "", &o), 0);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 30, .base = 4000, .seed = 11};
+  prod p = prod_opened(s, &o, 30, 4000, 11);
   prod_run(&p, B2S_WIRE_LEVEL_DURABLE);
   /* more buffers in flight, then the kill */
   uint8_t *b = malloc(6000);

@@ -149,8 +149,7 @@ static int64_t frame_chunks(env *e, const char *stream) {
 static void raw_produce(env *e, void *s, const char *stream, int n, int seed) {
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, stream, "", &o), 0);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = n, .base = 3000, .seed = seed};
+  prod p = prod_opened(s, &o, n, 3000, seed);
   prod_run(&p, o.opened.ack_level);
   cli_close(&p);
   assert_int_equal(p.ndropped, 0);
@@ -372,8 +371,7 @@ static void test_curve_refused(void **state) {
   cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
   raw_produce(&n.e, s, "w", 10, 3);      /* exactly these 10, nothing else */
   zmq_close(s);
-  void *ipc = cli_connect(&n.e);
-  cli_hello(ipc, B2S_WIRE_HELLO_PRODUCER);
+  void *ipc = cli_producer(&n.e);
   raw_produce(&n.e, ipc, "v", 5, 60);
   zmq_close(ipc);
   for (int i = 0; i < 3; i++) {

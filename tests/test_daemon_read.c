@@ -139,12 +139,10 @@ static void check_big_chunk(const rx *r, b2s_frame *f, int seed, bool dec) {
 
 /* nb large chunks in stream "big" (content seed + k); returns its frame. */
 static b2s_frame *fill_big(env *e, int nb, int seed) {
-  void *s = cli_connect(e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "big", "", &o), 0);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = nb, .base = BIG, .seed = seed};
+  prod p = prod_opened(s, &o, nb, BIG, seed);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   cli_close(&p);
   zmq_close(s);
@@ -175,12 +173,10 @@ static void test_large_reads_do_not_stall(void **state) {
     send_read(c, 100 + (uint32_t)i, "big", 0, (uint64_t)(i % NB), i % 2 == 0);
   send_ping(c, 77);
 
-  void *ps = cli_connect(&e);
-  cli_hello(ps, B2S_WIRE_HELLO_PRODUCER);
+  void *ps = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(ps, "w", "", &o), 0);
-  prod p = {.s = ps, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 3, .base = 1000, .seed = 5};
+  prod p = prod_opened(ps, &o, 3, 1000, 5);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);   /* ingest goes on */
 
   bool seen[NR] = {false};
@@ -310,12 +306,10 @@ static void test_end_with_reads_in_flight(void **state) {
   zmq_close(c);
 
   /* the daemon goes on: ingest, reads, a push follow from the start */
-  void *ps = cli_connect(&e);
-  cli_hello(ps, B2S_WIRE_HELLO_PRODUCER);
+  void *ps = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(ps, "w", "", &o), 0);
-  prod p = {.s = ps, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 20, .base = 2000, .seed = 9};
+  prod p = prod_opened(ps, &o, 20, 2000, 9);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   cli_close(&p);
   void *d = consumer(&e);
@@ -347,12 +341,10 @@ static void test_read_errors(void **state) {
   env e;
   env_init_config(&e, config);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "w", "", &o), 0);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 2, .base = 1000, .seed = 1};
+  prod p = prod_opened(s, &o, 2, 1000, 1);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   cli_close(&p);
   void *c = consumer(&e);
@@ -562,8 +554,7 @@ static void test_b2nd_chunk_size_data(void **state) {
   env e;
   env_init_config(&e, config);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "nd", "", &o), 0);
   uint32_t h = o.opened.handle;
@@ -695,12 +686,10 @@ static void *consumer_hwm(env *e, int hwm) {
  * at level written; *want gets what each decompresses to. */
 static void fill_stream(env *e, const char *stream, int nb, size_t base,
                         int seed, uint8_t **want) {
-  void *s = cli_connect(e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, stream, "", &o), 0);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = nb, .base = base, .seed = seed};
+  prod p = prod_opened(s, &o, nb, base, seed);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   cli_close(&p);
   zmq_close(s);

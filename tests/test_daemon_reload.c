@@ -117,9 +117,7 @@ static void prod_wait(prod *p, int level, uint64_t upto) {
 static prod prod_open(void *s, const char *stream, int n, int seed) {
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, stream, "", &o), 0);
-  return (prod){.s = s, .handle = o.opened.handle,
-                .credits = o.opened.credits, .n = n, .base = BASE,
-                .seed = seed};
+  return prod_opened(s, &o, n, BASE, seed);
 }
 
 /* Codec of every chunk of a stream's frame, in order; returns the count. */
@@ -170,8 +168,7 @@ static void test_reload_adds_stream(void **state) {
   env e;
   env_init_config(&e, config_v1);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "nw", "", &o), B2S_E_NOSTREAM);
   env_write_config(&e, config_v2);
@@ -205,8 +202,7 @@ static void test_reload_codec(void **state) {
   env e;
   env_init_config(&e, config_v1);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   prod p = prod_open(s, "c", 90, 1);
   prod_send(&p, 0, 20);
   prod_wait(&p, B2S_WIRE_LEVEL_WRITTEN, 20);     /* 0..19: before */
@@ -249,8 +245,7 @@ static void test_reload_broken_config(void **state) {
   env e;
   env_init_config(&e, config_v1);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   prod p = prod_open(s, "c", 40, 77);
   prod_send(&p, 0, 10);
   env_write_config(&e, config_broken);
@@ -259,8 +254,7 @@ static void test_reload_broken_config(void **state) {
   env_log_wait(&e, "keeping the running configuration", 1);
   assert_int_equal(env_log_count(&e, "b2streamd.yaml:7:"), 1);
   assert_int_equal(env_log_count(&e, reloaded), 0);
-  void *s2 = cli_connect(&e);           /* s has ACKs in flight */
-  cli_hello(s2, B2S_WIRE_HELLO_PRODUCER);
+  void *s2 = cli_producer(&e);          /* s has ACKs in flight */
   ping_pong(s2, 5);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s2, "nw", "", &o), B2S_E_NOSTREAM);
@@ -298,12 +292,10 @@ static void test_reload_path_clash(void **state) {
   env e;
   env_init_config(&e, config_tm);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "dyn", "tm", &o), 0);
-  prod p = {.s = s, .handle = o.opened.handle, .credits = o.opened.credits,
-            .n = 40, .base = BASE, .seed = 8};
+  prod p = prod_opened(s, &o, 40, BASE, 8);
   prod_send(&p, 0, 20);
   prod_wait(&p, B2S_WIRE_LEVEL_WRITTEN, 20);
   env_write_config(&e, config_tm_clash);
@@ -311,8 +303,7 @@ static void test_reload_path_clash(void **state) {
   env_log_wait(&e, reloaded, 1);
   assert_int_equal(env_log_count(&e, "reload: stream x added"), 0);
   assert_int_equal(env_log_count(&e, "reload: stream x: "), 1);
-  void *s2 = cli_connect(&e);
-  cli_hello(s2, B2S_WIRE_HELLO_PRODUCER);
+  void *s2 = cli_producer(&e);
   assert_int_equal(cli_open(s2, "x", "", &o), B2S_E_NOSTREAM);
   zmq_close(s2);
   prod_send(&p, 20, 40);
@@ -426,8 +417,7 @@ static void test_push_follows(void **state) {
   env e;
   env_init(&e);
   env_start(&e);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   runs rn = {.n1 = 150, .seed1 = 10, .seed2 = 3000};
   prod p1 = prod_open(s, "w", rn.n1, rn.seed1);
   prod_run(&p1, B2S_WIRE_LEVEL_WRITTEN);
@@ -497,8 +487,7 @@ static void test_push_after_reload(void **state) {
   kill(e.pid, SIGHUP);
   env_log_wait(&e, reloaded, 1);
   pushcons a = push_follow(&e, "nw", B2S_WIRE_FOLLOW_PUSH_COMPRESSED, 0, 0);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   runs rn = {.n1 = 30, .seed1 = 5};
   prod p = prod_open(s, "nw", 30, 5);
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
@@ -527,8 +516,7 @@ static void test_stage_budget(void **state) {
                       "streams:\n  a: {}\n  b: {}\n  c: {}\n");
   env_start(&e);
   assert_int_equal(env_log_count(&e, "more bytes of direct-I/O stages"), 1);
-  void *s = cli_connect(&e);
-  cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
+  void *s = cli_producer(&e);
   b2s_wire_msg m;
   b2s_wire_init(&m, B2S_WIRE_STATS);
   m.tag = 77;
