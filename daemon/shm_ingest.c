@@ -1,4 +1,4 @@
-/* Shared-memory ingest (PROTOCOL.md 3.11-3.13, 4.3; libclient/shm.h).
+/* Shared-memory ingest (PROTOCOL.md 3.11-3.13, 4.3; proto/shm.h).
  *
  * SHM_ATTACH gives a producer handle its own segment of fixed-size slots.
  * SHM_SUBMIT names a filled slot: the I/O thread takes it (a CAS in the

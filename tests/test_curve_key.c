@@ -1,4 +1,4 @@
-/* CurveZMQ key files (libclient/curve_key.h): the first key of a key file
+/* CurveZMQ key files (proto/curve_key.h): the first key of a key file
  * and the authorized keys list, in memory and from files.  Keys come from
  * zmq_curve_keypair, so every run checks fresh ones. */
 #include <setjmp.h>

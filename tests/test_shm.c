@@ -1,4 +1,4 @@
-/* Shared-memory slot transport (libclient/shm): layout and names, the slot
+/* Shared-memory slot transport (proto/shm): layout and names, the slot
  * state machine and its error paths, blocking acquire with timeout and
  * wake-up, a forked producer streaming tens of thousands of buffers through
  * a few slots while this process plays the daemon, a producer SIGKILLed

@@ -1,9 +1,9 @@
-/* Wire protocol header codec (libclient/wire.c) against docs/PROTOCOL.md.
+/* Wire protocol header codec (proto/wire.c) against docs/PROTOCOL.md.
  *
  * Golden bytes are the "Reference bytes" of PROTOCOL.md section 9.1; the
  * rejection tests patch valid headers at the offsets the document's tables
  * give, so a codec that drifts from the document fails here.  The error
- * code table of section 6.3 is checked against core/b2s_errors.h. */
+ * code table of section 6.3 is checked against core/include/b2s_errors.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* libFuzzer target for the CurveZMQ key file parsers (libclient/curve_key.h):
+/* libFuzzer target for the CurveZMQ key file parsers (proto/curve_key.h):
  * the first key of a key file and the authorized keys list.  Whatever the
  * bytes, parsing must not crash, read outside the text or leak; a key
  * found is 40 valid Z85 characters, NUL-terminated, taken from the text;

@@ -1,4 +1,4 @@
-/* libFuzzer target for the shared-memory header check (libclient/shm.c),
+/* libFuzzer target for the shared-memory header check (proto/shm.c),
  * which a producer runs on the segment the daemon hands it.
  *
  * Input: 8 bytes of little-endian mapping size, then the header image

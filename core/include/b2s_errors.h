@@ -4,7 +4,12 @@
  * value on failure: either -errno (system errors pass through unchanged) or
  * one of the codes below, which live far below the errno range so the two can
  * never collide.  The list is written once and expands into both the enum and
- * the message table (b2s_strerror). */
+ * the message table (b2s_strerror).
+ *
+ * APPEND-ONLY WIRE ABI: a code's value is its position in the list, and
+ * that value crosses the wire in ERROR messages (PROTOCOL.md 6.3, checked
+ * by tests/test_wire.c) and is returned by the installed client library.
+ * Add new codes at the end only; never reorder, remove or renumber one. */
 #ifndef B2S_ERRORS_H
 #define B2S_ERRORS_H
 
