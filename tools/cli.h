@@ -197,6 +197,10 @@ typedef struct cli_src {
  * checked).  Prints the error; returns 0 or a negative error. */
 int cli_src_open(const char *path, cli_src *src);
 void cli_src_close(cli_src *src);
+/* The command line of a read-only command taking PATH [--json]: parse it and
+ * open PATH.  Returns CLI_EXIT_OK with src open, or the exit status (usage
+ * or failure, already reported). */
+int cli_src_open_args(int argc, char **argv, cli_src *src, bool *json);
 
 int64_t cli_src_nchunks(const cli_src *src);
 

@@ -94,6 +94,16 @@ static int open_file(cli_src *src) {
   return rc;
 }
 
+int cli_src_open_args(int argc, char **argv, cli_src *src, bool *json) {
+  cli_args a;
+  cli_args_init(&a, argc, argv);
+  const char *path;
+  int usage = cli_args_path_json(&a, &path, json);
+  if (usage != CLI_EXIT_OK)
+    return usage;
+  return cli_src_open(path, src) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
 int cli_src_open(const char *path, cli_src *src) {
   memset(src, 0, sizeof *src);
   src->path = path;

@@ -287,16 +287,11 @@ static int frame_gather(cli_src *src, frame_facts *ff) {
 }
 
 static int run(int argc, char **argv) {
-  cli_args a;
-  cli_args_init(&a, argc, argv);
-  const char *path;
-  bool json;
-  int usage = cli_args_path_json(&a, &path, &json);
-  if (usage != CLI_EXIT_OK)
-    return usage;
   cli_src src;
-  if (cli_src_open(path, &src) < 0)
-    return CLI_EXIT_FAIL;
+  bool json;
+  int opened = cli_src_open_args(argc, argv, &src, &json);
+  if (opened != CLI_EXIT_OK)
+    return opened;
   int status = CLI_EXIT_OK;
   if (src.kind == CLI_KIND_CHUNK) {
     b2s_chunk_info ci;
