@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frame_io.h"
 #include "fwriter_internal.h"
 
 #define DIO_ALIGN_MIN 4096

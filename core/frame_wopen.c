@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frame_io.h"
 #include "fwriter_internal.h"
 
 #define ADOPT_SUFFIX ".b2s-new"

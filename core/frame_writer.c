@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frame_io.h"
 #include "fwriter_internal.h"
 
 /* ---- model helpers ------------------------------------------------------------ */
