@@ -45,8 +45,8 @@ static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
   }
   if (d->max_buffer > d->memory_limit) {
     char a[32], b[32];
-    cfg_format_size(d->max_buffer, a, sizeof a);
-    cfg_format_size(d->memory_limit, b, sizeof b);
+    b2s_size_format(d->max_buffer, a, sizeof a);
+    b2s_size_format(d->memory_limit, b, sizeof b);
     if (!loc->at[DI("max_buffer")] && loc->at[DI("memory_limit")])
       return cfg_loc_fail(c, loc, DI("memory_limit"), "%s is smaller than "
                           "max_buffer (%s)", b, a);
