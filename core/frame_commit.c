@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "frame_helper.h"
 #include "frame_io.h"
 #include "fwriter_internal.h"
 
@@ -455,6 +456,7 @@ int b2s_fwriter_commit(b2s_fwriter *w) {
   w->fresh_from = w->data_end;
   if (w->sparse)
     unlink_pending(w);
+  fw_pace_note(w);
   return 0;
 }
 

@@ -87,7 +87,9 @@ struct b2s_fwriter {
   size_t stage_cap, stage_len;
   int64_t stage_pos;
   bool stage_ok;                   /* stage_pos/stage_len describe the file */
-  struct fw_dio_out *out;          /* a full stage being written meanwhile */
+  /* The helper thread (frame_helper.h): writes a full stage meanwhile,
+   * or paces a buffered frame's write-out (opts.drop_behind); or NULL. */
+  struct fw_helper *helper;
 
   int64_t write_limit, written;
   b2s_ctx *ctx;
