@@ -19,6 +19,7 @@
 #include <zstd.h>
 
 #include "b2s_chunk.h"
+#include "b2s_names.h"
 #ifdef B2S_BENCH_BLOSC2
 #include <blosc2.h>
 #endif
@@ -220,15 +221,6 @@ static int ref_d(void *st, const uint8_t *s, int n, uint8_t *d, int cap) {
 }
 #endif
 
-static const char *codec_name(int c) {
-  switch (c) {
-  case B2S_CODEC_LZ4: return "lz4";
-  case B2S_CODEC_LZ4HC: return "lz4hc";
-  case B2S_CODEC_ZLIB: return "zlib";
-  default: return "zstd";
-  }
-}
-
 /* Sums of log ratios against the baselines, for the closing summary. */
 static struct {
   double c_dir, d_dir, c_b2, d_b2, worst_c_b2, worst_d_b2;
@@ -237,7 +229,6 @@ static struct {
 
 static void bench_one(const dataset *d, int codec, int filter, int clevel,
                       double mcpy, b2s_ctx *ctx) {
-  static const char *fname[] = {"none", "shuffle", "bitshuffle"};
   int reps = codec == B2S_CODEC_LZ4 ? 5 : 2;
   ours o = {ctx, B2S_CPARAMS_DEFAULTS};
   o.cp.codec = codec;
@@ -251,7 +242,7 @@ static void bench_one(const dataset *d, int codec, int filter, int clevel,
                                       : malloc((size_t)LZ4_sizeofState());
   result b = run(d, &dr, direct_c, direct_d, reps);
   printf("%-6s %-6s %-10s %6.2f %6.2f %7.2f %6.2f %6.3f %5.2f  %6.2f %5.2f %6.2f",
-         d->name, codec_name(codec), fname[filter], a.ratio, a.cspeed, a.dspeed,
+         d->name, b2s_codec_name(codec), b2s_filter_name(filter), a.ratio, a.cspeed, a.dspeed,
          a.cspeed / mcpy, a.dspeed / mcpy, b.ratio, a.cspeed / b.cspeed,
          a.dspeed / b.dspeed, a.ratio / b.ratio);
   summary.n++;

@@ -68,6 +68,7 @@
 
 #include "b2s_chunk.h"
 #include "b2s_config.h"
+#include "b2s_names.h"
 #include "b2stream_client.h"
 
 #define NFRAMES 8                 /* distinct images cycled through */
@@ -130,25 +131,13 @@ static double gbps(size_t bytes, uint64_t ns) {
   return ns ? (double)bytes / (double)ns : 0.0;
 }
 
-/* "4M", "256k", "65536", "1GiB" -> bytes; 0 when malformed. */
+/* "4M", "256k", "65536", "512MiB" -> bytes (b2s_names.h); 0 when
+ * malformed, 0, or 1 GiB and more. */
 static size_t parse_size(const char *s) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s)
+  int64_t v;
+  if (b2s_size_parse(s, &v) < 0 || v == 0 || v > INT32_MAX / 2)
     return 0;
-  size_t mul = 1;
-  switch (*end) {
-  case 'k': case 'K': mul = 1u << 10; end++; break;
-  case 'm': case 'M': mul = 1u << 20; end++; break;
-  case 'g': case 'G': mul = 1u << 30; end++; break;
-  default: break;
-  }
-  if (mul > 1 && strncmp(end, "iB", 2) == 0)
-    end += 2;
-  if (*end != '\0' || v == 0 || v > (unsigned long long)(INT32_MAX / 2) / mul)
-    return 0;
-  return (size_t)v * mul;
+  return (size_t)v;
 }
 
 static void size_name(size_t n, char *buf, size_t cap) {
@@ -1348,7 +1337,8 @@ static int parse_args(opts *o, int argc, char **argv) {
       o->group < 1 || o->lat_count < 1 || o->lat_size < 64 ||
       o->lat_interval_us < 0 || o->clevel < 0 || o->clevel > 9 ||
       o->followers < 1 || o->followers > 256 ||
-      (strcmp(o->data, "detector") != 0 && strcmp(o->data, "counting") != 0))
+      (strcmp(o->data, "detector") != 0 && strcmp(o->data, "counting") != 0) ||
+      b2s_codec_from_name(o->codec) < 0 || b2s_filter_from_name(o->filter) < 0)
     return -1;
   for (int i = 0; i < o->nsizes; i++)
     if (o->lat_size > o->sizes[i])

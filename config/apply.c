@@ -38,16 +38,15 @@ static int get_size(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                     const char *kp, int64_t *out) {
   if (!is_value(v))
     return expected(c, v, kp, "a size");
-  if (cfg_parse_size(v->str, out) < 0) {
+  if (b2s_size_parse(v->str, out) < 0) {
     char q[96];
     cfg_quote(q, sizeof q, v->str, v->len);
-    return cfg_fail(c, v, kp, "%s is not a size (a number of bytes, with "
-                    "k, M, G, T or KiB, MiB, GiB, TiB)", q);
+    return cfg_fail(c, v, kp, "%s is not a size (" B2S_SIZE_SYNTAX ")", q);
   }
   if (*out < d->min || *out > d->max) {
     char lo[32], hi[32];
-    cfg_format_size(d->min, lo, sizeof lo);
-    cfg_format_size(d->max, hi, sizeof hi);
+    b2s_size_format(d->min, lo, sizeof lo);
+    b2s_size_format(d->max, hi, sizeof hi);
     return cfg_fail(c, v, kp, "%s is out of range %s..%s", v->str, lo, hi);
   }
   return 0;

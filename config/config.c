@@ -1,8 +1,10 @@
 /* Loading a configuration: file -> text -> tree -> daemon settings,
- * templates, streams; and access to the result. */
+ * templates, streams; access to the result; streams created from a
+ * template at run time. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +45,8 @@ static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
   }
   if (d->max_buffer > d->memory_limit) {
     char a[32], b[32];
-    cfg_format_size(d->max_buffer, a, sizeof a);
-    cfg_format_size(d->memory_limit, b, sizeof b);
+    b2s_size_format(d->max_buffer, a, sizeof a);
+    b2s_size_format(d->memory_limit, b, sizeof b);
     if (!loc->at[DI("max_buffer")] && loc->at[DI("memory_limit")])
       return cfg_loc_fail(c, loc, DI("memory_limit"), "%s is smaller than "
                           "max_buffer (%s)", b, a);
@@ -229,6 +231,26 @@ const b2s_stream_cfg *b2s_config_stream_find(const b2s_config *cfg,
 const b2s_stream_cfg *b2s_config_template_find(const b2s_config *cfg,
                                                const char *name) {
   return find(cfg->templates, cfg->ntemplates, name);
+}
+
+/* ---- run-time creation --------------------------------------------------- */
+
+int b2s_config_stream_from_template(const b2s_config *cfg,
+                                    const char *template_name,
+                                    const char *stream_name,
+                                    b2s_stream_cfg *out) {
+  if (!cfg || !out)
+    return B2S_E_ARG;
+  if (b2s_stream_name_check(stream_name) < 0)
+    return B2S_E_STREAM_NAME;
+  const b2s_stream_cfg *t =
+      b2s_config_template_find(cfg, template_name ? template_name : "default");
+  if (!t)
+    return B2S_E_NOTEMPLATE;
+  *out = *t;
+  snprintf(out->name, sizeof out->name, "%s", stream_name);
+  snprintf(out->template_name, sizeof out->template_name, "%s", t->name);
+  return cfg_stream_finish(NULL, &cfg->daemon, out, NULL);
 }
 
 int b2s_daemon_cfg_workers(const b2s_daemon_cfg *d) {

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 
 #include "b2s_config.h"
+#include "b2s_names.h"
 
 /* ---- schema ------------------------------------------------------------ */
 
@@ -152,8 +153,6 @@ int cfg_loc_item_fail(cfg_ctx *c, const cfg_loc *loc, int di, int item,
 /* ---- values ------------------------------------------------------------ */
 
 int cfg_parse_int(const char *s, int64_t *out);
-int cfg_parse_size(const char *s, int64_t *out);
-void cfg_format_size(int64_t v, char *buf, size_t n);
 /* s, printable, quoted and cut to fit n, for messages. */
 void cfg_quote(char *buf, size_t n, const char *s, size_t len);
 /* The candidate closest to word when close enough to be a typo, or NULL. */

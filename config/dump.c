@@ -74,7 +74,7 @@ static void put_scalar(FILE *f, const cfg_desc *d, const char *field) {
     fprintf(f, "%lld", (long long)v);
     break;
   case CT_SIZE:
-    cfg_format_size(v, buf, sizeof buf);
+    b2s_size_format(v, buf, sizeof buf);
     fputs(buf, f);
     break;
   case CT_ENUM:
@@ -104,8 +104,8 @@ static void put_help(dumper *w, const cfg_desc *d, int indent) {
     fprintf(w->f, " (%lld..%lld%s%s)", (long long)d->min, (long long)d->max,
             d->unit ? " " : "", d->unit ? d->unit : "");
   if (d->type == CT_SIZE) {
-    cfg_format_size(d->min, lo, sizeof lo);
-    cfg_format_size(d->max, hi, sizeof hi);
+    b2s_size_format(d->min, lo, sizeof lo);
+    b2s_size_format(d->max, hi, sizeof hi);
     fprintf(w->f, " (%s..%s)", lo, hi);
   }
   fputc('\n', w->f);

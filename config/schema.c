@@ -31,14 +31,10 @@ static const cfg_enum formats[] = {
   {NULL, 0}};
 static const cfg_enum ios[] = {
   {"direct", B2S_IO_DIRECT}, {"buffered", B2S_IO_BUFFERED}, {NULL, 0}};
-static const cfg_enum codecs[] = {
-  {"blosclz", B2S_CODEC_BLOSCLZ}, {"lz4", B2S_CODEC_LZ4},
-  {"lz4hc", B2S_CODEC_LZ4HC}, {"zlib", B2S_CODEC_ZLIB},
-  {"zstd", B2S_CODEC_ZSTD}, {NULL, 0}};
-static const cfg_enum filters[] = {
-  {"shuffle", B2S_FILTER_SHUFFLE}, {"bitshuffle", B2S_FILTER_BITSHUFFLE},
-  {"delta", B2S_FILTER_DELTA}, {"truncprec", B2S_FILTER_TRUNC_PREC},
-  {NULL, 0}};
+#define ENUM_ROW(name, code) {name, code},
+static const cfg_enum codecs[] = {B2S_CODEC_NAMES(ENUM_ROW) {NULL, 0}};
+static const cfg_enum filters[] = {B2S_FILTER_NAMES(ENUM_ROW) {NULL, 0}};
+#undef ENUM_ROW
 static const cfg_enum splits[] = {
   {"always", B2S_SPLIT_ALWAYS}, {"never", B2S_SPLIT_NEVER},
   {"auto", B2S_SPLIT_AUTO}, {"forward_compat", B2S_SPLIT_FORWARD_COMPAT},

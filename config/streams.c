@@ -1,6 +1,6 @@
 /* Templates and streams of the file: names, inheritance (a stream starts
  * from its template and its own keys override, key by key), clashes between
- * stream paths; and streams created from a template at run time. */
+ * stream paths.  (Streams created from a template at run time: config.c.) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,24 +183,4 @@ int cfg_streams_load(cfg_ctx *c) {
     rc = load_stream(c, k, tlocs);
   free(tlocs);
   return rc;
-}
-
-/* ---- run-time creation --------------------------------------------------- */
-
-int b2s_config_stream_from_template(const b2s_config *cfg,
-                                    const char *template_name,
-                                    const char *stream_name,
-                                    b2s_stream_cfg *out) {
-  if (!cfg || !out)
-    return B2S_E_ARG;
-  if (b2s_stream_name_check(stream_name) < 0)
-    return B2S_E_STREAM_NAME;
-  const b2s_stream_cfg *t =
-      b2s_config_template_find(cfg, template_name ? template_name : "default");
-  if (!t)
-    return B2S_E_NOTEMPLATE;
-  *out = *t;
-  snprintf(out->name, sizeof out->name, "%s", stream_name);
-  snprintf(out->template_name, sizeof out->template_name, "%s", t->name);
-  return cfg_stream_finish(NULL, &cfg->daemon, out, NULL);
 }

@@ -1,4 +1,5 @@
-/* Scalar syntax (integers, sizes), error formatting and small helpers. */
+/* Scalar syntax (integers; sizes are core's b2s_size_parse), error
+ * formatting and small helpers. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -112,49 +113,6 @@ int cfg_parse_int(const char *s, int64_t *out) {
     return -1;
   *out = neg ? (int64_t)(0 - v) : (int64_t)v;
   return 0;
-}
-
-static const struct unit {
-  const char *name;
-  int shift;
-} units[] = {
-  {"", 0}, {"k", 10}, {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20},
-  {"G", 30}, {"GiB", 30}, {"T", 40}, {"TiB", 40},
-};
-
-int cfg_parse_size(const char *s, int64_t *out) {
-  const char *p = s;
-  uint64_t v = 0;
-  if (!isdigit((unsigned char)*p))
-    return -1;
-  for (; isdigit((unsigned char)*p); p++) {
-    if (v > (uint64_t)INT64_MAX / 10)
-      return -1;
-    v = v * 10 + (unsigned)(*p - '0');
-  }
-  if (*p == ' ')
-    p++;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcmp(p, units[i].name) != 0 || (p > s && p[-1] == ' ' && !*p))
-      continue;
-    if (v > ((uint64_t)INT64_MAX >> units[i].shift))
-      return -1;
-    *out = (int64_t)(v << units[i].shift);
-    return 0;
-  }
-  return -1;
-}
-
-void cfg_format_size(int64_t v, char *buf, size_t n) {
-  static const char *const names[] = {"TiB", "GiB", "MiB", "KiB"};
-  for (int i = 0; i < 4 && v != 0; i++) {
-    int shift = 40 - 10 * i;
-    if (v % (INT64_C(1) << shift) == 0) {
-      snprintf(buf, n, "%lld%s", (long long)(v >> shift), names[i]);
-      return;
-    }
-  }
-  snprintf(buf, n, "%lld", (long long)v);
 }
 
 void cfg_quote(char *buf, size_t n, const char *s, size_t len) {

@@ -19,13 +19,13 @@
  * page cache like everything else the writer writes (slots, records,
  * header): those are small and are read back by readers at once.
  *
- * A full stage goes to a helper thread and the writer fills a second one
- * meanwhile.  Written in the writer's own thread, the device sat idle while
- * the writer copied chunks into the stage and the writer idle while the
- * device worked (the daemon's writer spent 57% of its time blocked in
- * direct writes, 30% copying).  At most one stage is in the helper's hands;
- * every flush, and so every commit and every read of the data, first waits
- * for it.  A write that failed there is tried again by the writer, and its
+ * A full stage goes to the writer's helper thread (frame_helper.c) and the
+ * writer fills a second one meanwhile.  Written in the writer's own
+ * thread, the device sat idle while the writer copied chunks into the
+ * stage and the writer idle while the device worked (the daemon's writer
+ * spent 57% of its time blocked in direct writes, 30% copying).  At most
+ * one stage is in the helper's hands; every flush, and so every commit and
+ * every read of the data, first waits for it.  A write that failed there is tried again by the writer, and its
  * stage is not reused until its bytes are out.  Under fault injection
  * (write_limit) stages are written in the writer's thread, so the cut falls
  * where the test put it.
@@ -37,12 +37,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frame_helper.h"
+#include "frame_io.h"
 #include "fwriter_internal.h"
 
 #define DIO_ALIGN_MIN 4096
@@ -69,117 +70,34 @@ static int64_t dio_alignment(int fd) {
   return DIO_ALIGN_MIN;   /* the open with O_DIRECT already succeeded */
 }
 
-/* ---- the helper thread -------------------------------------------------- */
+/* ---- the helper's stage ------------------------------------------------ */
 
-enum { OUT_IDLE, OUT_QUEUED, OUT_DONE };
-
-/* The stage the helper writes, or the spare when idle.  Every field is
- * under mu; buf's bytes belong to the helper while the state is QUEUED and
- * to the writer otherwise. */
-struct fw_dio_out {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  pthread_t th;
-  bool started, stop;
-  int state;
-  int fd;
-  uint8_t *buf;                    /* allocated at the first hand-over */
-  size_t cap, len;
-  int64_t pos;
-  int rc;
-};
-
-static struct fw_dio_out *out_new(int fd, size_t cap) {
-  struct fw_dio_out *o = calloc(1, sizeof *o);
-  if (o == NULL)
-    return NULL;
-  if (pthread_mutex_init(&o->mu, NULL) != 0) {
-    free(o);
-    return NULL;
-  }
-  if (pthread_cond_init(&o->cv, NULL) != 0) {
-    pthread_mutex_destroy(&o->mu);
-    free(o);
-    return NULL;
-  }
-  o->fd = fd;
-  o->cap = cap;
-  return o;
-}
-
-static void *out_main(void *arg) {
-  struct fw_dio_out *o = arg;
-  pthread_mutex_lock(&o->mu);
-  for (;;) {
-    while (o->state != OUT_QUEUED && !o->stop)
-      pthread_cond_wait(&o->cv, &o->mu);
-    if (o->state != OUT_QUEUED)
-      break;
-    pthread_mutex_unlock(&o->mu);
-    /* a throwaway writer: no fault injection, and direct writes go whole */
-    int rc = fw_pwrite(&(b2s_fwriter){.write_limit = -1, .dfd = o->fd}, o->fd,
-                       o->buf, o->len, o->pos);
-    pthread_mutex_lock(&o->mu);
-    o->rc = rc;
-    o->state = OUT_DONE;
-    pthread_cond_broadcast(&o->cv);
-  }
-  pthread_mutex_unlock(&o->mu);
-  return NULL;
-}
-
-/* The thread and the spare stage, at the first hand-over.  Signals stay
- * with the application's threads: a write past RLIMIT_FSIZE must give
- * EFBIG here, not a SIGXFSZ that stops the process. */
-static int out_start(struct fw_dio_out *o, int64_t align) {
-  if (o->started)
+/* The helper's spare stage and its thread, at the first hand-over. */
+static int out_start(fw_helper *h, int64_t align) {
+  if (h->started)
     return 0;
-  if (o->buf == NULL) {
+  if (h->buf == NULL) {
     void *p = NULL;
-    if (posix_memalign(&p, (size_t)align, o->cap) != 0)
+    if (posix_memalign(&p, (size_t)align, h->cap) != 0)
       return B2S_E_NOMEM;
-    o->buf = p;
+    h->buf = p;
   }
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&o->th, NULL, out_main, o);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0)
-    return -rc;
-  o->started = true;
-  return 0;
-}
-
-static void out_free(struct fw_dio_out *o) {
-  if (o == NULL)
-    return;
-  if (o->started) {
-    pthread_mutex_lock(&o->mu);
-    o->stop = true;
-    pthread_cond_broadcast(&o->cv);
-    pthread_mutex_unlock(&o->mu);
-    pthread_join(o->th, NULL);   /* it finishes a queued stage first */
-  }
-  pthread_cond_destroy(&o->cv);
-  pthread_mutex_destroy(&o->mu);
-  free(o->buf);
-  free(o);
+  return fw_helper_start(h);
 }
 
 /* Wait until the stage handed over is on the device.  A failed write is
  * tried again here; until it succeeds the stage stays pending and every
  * later wait tries it again. */
 static int out_wait(b2s_fwriter *w) {
-  struct fw_dio_out *o = w->out;
+  fw_helper *o = w->helper;
   if (o == NULL)
     return 0;
   pthread_mutex_lock(&o->mu);
-  while (o->state == OUT_QUEUED)
+  while (o->state == FW_STAGE_QUEUED)
     pthread_cond_wait(&o->cv, &o->mu);
   int state = o->state, rc = o->rc;
   pthread_mutex_unlock(&o->mu);
-  if (state == OUT_IDLE)
+  if (state == FW_STAGE_IDLE)
     return 0;
   if (rc < 0)
     rc = fw_pwrite(w, w->dfd, o->buf, o->len, o->pos);
@@ -188,7 +106,7 @@ static int out_wait(b2s_fwriter *w) {
   pthread_mutex_lock(&o->mu);
   o->rc = rc;
   if (rc == 0)
-    o->state = OUT_IDLE;
+    o->state = FW_STAGE_IDLE;
   pthread_mutex_unlock(&o->mu);
   if (rc == 0 && o->pos + (int64_t)o->len > w->file_end)
     w->file_end = o->pos + (int64_t)o->len;
@@ -218,12 +136,14 @@ void fw_dio_open(b2s_fwriter *w, const char *path) {
   w->stage = stage;
   w->stage_cap = cap;
   w->stage_ok = false;
-  w->out = out_new(fd, cap);   /* NULL: stages are written synchronously */
+  w->helper = fw_helper_new();   /* NULL: stages are written synchronously */
+  if (w->helper != NULL) {
+    w->helper->dfd = fd;
+    w->helper->cap = cap;
+  }
 }
 
 void fw_dio_close(b2s_fwriter *w) {
-  out_free(w->out);
-  w->out = NULL;
   if (w->dfd >= 0)
     close(w->dfd);
   w->dfd = -1;
@@ -292,7 +212,7 @@ static int stage_seek(b2s_fwriter *w, int64_t pos) {
 /* Send the full stage on its way: to the helper, taking the spare in its
  * place, or, without one, straight to the device. */
 static int stage_out(b2s_fwriter *w) {
-  struct fw_dio_out *o = w->out;
+  fw_helper *o = w->helper;
   if (o == NULL || w->write_limit >= 0 || out_start(o, w->dio_align) < 0)
     return dio_pwrite(w, w->stage_cap, w->stage_pos);
   int rc = out_wait(w);
@@ -304,7 +224,7 @@ static int stage_out(b2s_fwriter *w) {
   o->buf = full;
   o->len = w->stage_cap;
   o->pos = w->stage_pos;
-  o->state = OUT_QUEUED;
+  o->state = FW_STAGE_QUEUED;
   pthread_cond_broadcast(&o->cv);
   pthread_mutex_unlock(&o->mu);
   return 0;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frame_io.h"
 #include "fwriter_internal.h"
 
 #define BASE_SCAN_MAX (INT64_C(64) << 20)

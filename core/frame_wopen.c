@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frame_helper.h"
+#include "frame_io.h"
 #include "fwriter_internal.h"
 
 #define ADOPT_SUFFIX ".b2s-new"
@@ -30,6 +32,8 @@ static int open_files(b2s_fwriter *w, const char *path, const char *index_name,
     w->fd = open(path, O_RDWR | O_CLOEXEC | oflags, 0666);
     if (w->fd >= 0 && w->opts.direct_io)
       fw_dio_open(w, path);
+    if (w->fd >= 0)
+      fw_pace_open(w);   /* only when the data goes through the cache */
   }
   return w->fd < 0 ? -errno : 0;
 }
@@ -304,7 +308,10 @@ int b2s_fwriter_open(const char *path, const b2s_fwriter_opts *opts,
 int b2s_fwriter_close(b2s_fwriter *w) {
   if (w == NULL)
     return B2S_E_ARG;
-  int rc = w->opts.compact_on_close ? fw_compact(w) : b2s_fwriter_commit(w);
+  int rc = b2s_fwriter_commit(w);
+  fw_pace_stop(w);   /* before compaction moves the data's end */
+  if (rc == 0 && w->opts.compact_on_close)
+    rc = fw_compact(w);
   b2s_fwriter_free(w);
   return rc;
 }

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frame_helper.h"
+#include "frame_io.h"
 #include "fwriter_internal.h"
 
 /* ---- model helpers ------------------------------------------------------------ */
@@ -87,6 +89,8 @@ void b2s_fwriter_free(b2s_fwriter *w) {
     return;
   for (int i = 0; i < w->nsync; i++)
     close(w->sync_fds[i]);
+  fw_helper_free(w->helper);   /* first: it may be writing with dfd */
+  w->helper = NULL;
   fw_dio_close(w);
   if (w->fd >= 0)
     close(w->fd);

@@ -1,6 +1,8 @@
 /* Internals shared by the frame writer's files: frame_writer.c (the
  * in-memory model and chunk operations), frame_commit.c (layout, slots,
- * commit records, commits), frame_recover.c (recovery). */
+ * commit records, commits), frame_dio.c (direct I/O), frame_wopen.c
+ * (opening) and frame_recover.c (recovery); frame_io.h has the raw file
+ * I/O under them all. */
 #ifndef B2S_FWRITER_INTERNAL_H
 #define B2S_FWRITER_INTERNAL_H
 
@@ -85,7 +87,9 @@ struct b2s_fwriter {
   size_t stage_cap, stage_len;
   int64_t stage_pos;
   bool stage_ok;                   /* stage_pos/stage_len describe the file */
-  struct fw_dio_out *out;          /* a full stage being written meanwhile */
+  /* The helper thread (frame_helper.h): writes a full stage meanwhile,
+   * or paces a buffered frame's write-out (opts.drop_behind); or NULL. */
+  struct fw_helper *helper;
 
   int64_t write_limit, written;
   b2s_ctx *ctx;
@@ -94,8 +98,6 @@ struct b2s_fwriter {
 };
 
 /* frame_commit.c */
-int fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos);
-int fw_pread(int fd, void *p, size_t n, int64_t pos);
 int fw_buf(b2s_fwriter *w, size_t n);
 int fw_layout_init(b2s_fwriter *w);
 int fw_make_room(b2s_fwriter *w, int64_t cbytes);
@@ -105,7 +107,6 @@ void fw_index_header(uint8_t out[B2S_HEADER_LEN], int64_t n);
 void fw_record_encode(const fw_record *r, uint8_t out[FW_REC_SIZE]);
 bool fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r);
 int fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid);
-int fw_sync(b2s_fwriter *w);
 
 /* frame_dio.c */
 void fw_dio_open(b2s_fwriter *w, const char *path);

@@ -44,7 +44,6 @@
 
 typedef struct b2sd_stream b2sd_stream;
 typedef struct b2sd_server b2sd_server;
-typedef struct b2sd_behind b2sd_behind;
 
 /* ---- wakeups of the I/O thread ------------------------------------------ */
 
@@ -179,7 +178,6 @@ struct b2sd_stream {
   pthread_t thread;
   bool thread_started;
   b2s_fwriter *fw;               /* writer thread only (after start) */
-  struct b2sd_behind *behind;    /* drop-behind helper (stream.c), or NULL */
 
   /* Published by the writer (stores with release, loaded with acquire by
    * the I/O thread after its wakeup). */

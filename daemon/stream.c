@@ -114,6 +114,8 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   opts.direct_io = cfg->io == B2S_IO_DIRECT &&
                    cfg->format == B2S_FORMAT_CONTIGUOUS &&
                    stage_fits(srv, st->name);
+  /* the writer paces write-out of data that goes through the page cache */
+  opts.drop_behind = true;
   b2s_frame_error ferr = {0};
   struct stat sb;
   int rc;
@@ -265,108 +267,6 @@ static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
   b2sd_chunk_done(st->srv, c);
 }
 
-/* Drop-behind for a contiguous frame: chunk data is written once and
- * read, if at all, by consumers near the end.  After each commit the
- * writer tells a helper thread how far the data goes; the helper hands
- * data more than BEHIND_WINDOW before the end to writeback and drops data
- * twice that far back, written back by then, from the page cache.  The
- * writer thus recycles a bounded set of cache pages instead of taking
- * fresh memory for every byte (fresh pages cost a fault and a clear each,
- * and far more in a VM that backs its memory lazily), and writeback runs
- * steadily instead of in bursts at the dirty limits.  The helper does the
- * syscalls because they may wait for the disk or the journal, which the
- * writer, and with it every acknowledgement, must not; when the helper
- * lags, the cache just grows as it would without it.  Both calls are
- * hints: failures are ignored. */
-#define BEHIND_WINDOW (INT64_C(64) << 20)
-#define BEHIND_STEP (INT64_C(8) << 20)
-
-struct b2sd_behind {
-  pthread_t thread;
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  int fd;
-  int64_t end;              /* end of the chunk data, under lock */
-  bool stop;                /* under lock */
-};
-
-static void *behind_main(void *arg) {
-  b2sd_behind *b = arg;
-  int64_t wb_from = INT64_C(1) << 20;   /* header and commit area stay */
-  int64_t drop_from = wb_from;
-  pthread_mutex_lock(&b->lock);
-  for (;;) {
-    while (!b->stop && b->end - BEHIND_WINDOW - wb_from < BEHIND_STEP)
-      pthread_cond_wait(&b->cond, &b->lock);
-    if (b->stop)
-      break;
-    int64_t end = b->end;
-    pthread_mutex_unlock(&b->lock);
-    int64_t wb_to = (end - BEHIND_WINDOW) & ~(BEHIND_STEP - 1);
-    sync_file_range(b->fd, wb_from, wb_to - wb_from, SYNC_FILE_RANGE_WRITE);
-    wb_from = wb_to;
-    int64_t drop_to = (end - 2 * BEHIND_WINDOW) & ~(BEHIND_STEP - 1);
-    if (drop_to - drop_from >= BEHIND_STEP) {
-      posix_fadvise(b->fd, drop_from, drop_to - drop_from,
-                    POSIX_FADV_DONTNEED);
-      drop_from = drop_to;
-    }
-    pthread_mutex_lock(&b->lock);
-  }
-  pthread_mutex_unlock(&b->lock);
-  return NULL;
-}
-
-/* Start the helper of a contiguous frame; NULL when there is none. */
-static b2sd_behind *behind_start(const b2sd_stream *st) {
-  if (st->cfg.format == B2S_FORMAT_SPARSE || b2s_fwriter_direct_io(st->fw))
-    return NULL;   /* no chunk data in the page cache to pace */
-  b2sd_behind *b = calloc(1, sizeof *b);
-  if (!b)
-    return NULL;
-  b->fd = open(st->path, O_RDONLY | O_CLOEXEC);
-  pthread_mutex_init(&b->lock, NULL);
-  pthread_cond_init(&b->cond, NULL);
-  if (b->fd < 0 || pthread_create(&b->thread, NULL, behind_main, b) != 0) {
-    if (b->fd >= 0)
-      close(b->fd);
-    pthread_mutex_destroy(&b->lock);
-    pthread_cond_destroy(&b->cond);
-    free(b);
-    return NULL;
-  }
-  char name[16];
-  snprintf(name, sizeof name, "b2s-c-%.9s", st->name);
-  pthread_setname_np(b->thread, name);
-  return b;
-}
-
-static void behind_stop(b2sd_behind *b) {
-  if (!b)
-    return;
-  pthread_mutex_lock(&b->lock);
-  b->stop = true;
-  pthread_cond_signal(&b->cond);
-  pthread_mutex_unlock(&b->lock);
-  pthread_join(b->thread, NULL);
-  close(b->fd);
-  pthread_mutex_destroy(&b->lock);
-  pthread_cond_destroy(&b->cond);
-  free(b);
-}
-
-/* After a commit: where the chunk data ends now. */
-static void behind_note(b2sd_stream *st) {
-  b2sd_behind *b = st->behind;
-  if (!b)
-    return;
-  int64_t end = b2s_fwriter_data_end(st->fw);
-  pthread_mutex_lock(&b->lock);
-  b->end = end;
-  pthread_cond_signal(&b->cond);
-  pthread_mutex_unlock(&b->lock);
-}
-
 /* Commit what is pending; make it durable when `durable`. */
 static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
                           bool opened_full) {
@@ -389,7 +289,6 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     if (dt > atomic_load_explicit(&st->st_commit_ns_max, memory_order_relaxed))
       atomic_store_explicit(&st->st_commit_ns_max, dt, memory_order_relaxed);
   }
-  behind_note(st);
   w->written = w->next_seq;
   if (opened_full) {
     w->durable = w->written;
@@ -493,8 +392,6 @@ static void *writer_main(void *arg) {
   }
   pthread_mutex_unlock(&st->lock);
   writer_commit(st, &w, true, opened_full);
-  behind_stop(st->behind);   /* before compaction moves the data's end */
-  st->behind = NULL;
   int rc = b2s_fwriter_close(st->fw);  /* commits and compacts */
   st->fw = NULL;
   if (rc < 0)
@@ -513,13 +410,9 @@ int b2sd_stream_start(b2sd_stream *st) {
   pthread_cond_destroy(&st->cond);
   pthread_cond_init(&st->cond, &ca);
   pthread_condattr_destroy(&ca);
-  st->behind = behind_start(st);
   int rc = pthread_create(&st->thread, NULL, writer_main, st);
-  if (rc) {
-    behind_stop(st->behind);
-    st->behind = NULL;
+  if (rc)
     return -rc;
-  }
   st->thread_started = true;
   char name[16];
   snprintf(name, sizeof name, "b2s-w-%.9s", st->name);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "b2s_config.h"
+#include "b2s_names.h"
 #include "frame_format.h"
 #include "msgpack.h"
 
@@ -257,15 +258,14 @@ static const struct {
    "got a list"},
   {"? [a]\n: 3\n", "b2streamd.yaml:1:3: a mapping key must be a plain string"},
   /* sizes */
-  {"max_buffer: 16MB\n", "b2streamd.yaml:1:13: max_buffer: '16MB' is not a "
-   "size (a number of bytes, with k, M, G, T or KiB, MiB, GiB, TiB)"},
+  {"max_buffer: 16mb\n", "b2streamd.yaml:1:13: max_buffer: '16mb' is not a "
+   "size (" B2S_SIZE_SYNTAX ")"},
   {"max_buffer: 1.5M\n", "b2streamd.yaml:1:13: max_buffer: '1.5M' is not a "
-   "size (a number of bytes, with k, M, G, T or KiB, MiB, GiB, TiB)"},
+   "size (" B2S_SIZE_SYNTAX ")"},
   {"max_buffer: -5\n", "b2streamd.yaml:1:13: max_buffer: '-5' is not a size "
-   "(a number of bytes, with k, M, G, T or KiB, MiB, GiB, TiB)"},
+   "(" B2S_SIZE_SYNTAX ")"},
   {"max_buffer: 99999999999T\n", "b2streamd.yaml:1:13: max_buffer: "
-   "'99999999999T' is not a size (a number of bytes, with k, M, G, T or KiB, "
-   "MiB, GiB, TiB)"},
+   "'99999999999T' is not a size (" B2S_SIZE_SYNTAX ")"},
   /* enums */
   {"streams:\n  a:\n    codec: zst\n",
    "b2streamd.yaml:3:12: streams.a.codec: 'zst' is not one of blosclz, lz4, "
@@ -500,6 +500,9 @@ static void test_size_units(void **state) {
     {"64KiB", 65536}, {"16M", 16 * MIB}, {"16MiB", 16 * MIB},
     {"16 MiB", 16 * MIB}, {"1G", 1024 * MIB}, {"1GiB", 1024 * MIB},
     {"2147483584", 2147483584}, {"'8k'", 8192},
+    /* decimal units */
+    {"16MB", 16000000}, {"16KB", 16000}, {"16kB", 16000},
+    {"2 GB", 2000000000}, {"1048576 B", 1048576},
   };
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     char yaml[128];
@@ -510,14 +513,14 @@ static void test_size_units(void **state) {
     assert_int_equal(b2s_config_daemon(cfg)->memory_limit, 1024 * 1024 * MIB);
     b2s_config_free(cfg);
   }
-  static const char *const bad[] = {"16MB", "16m", "16 ", "k", "0x10",
-                                    "1e6", "16KB", "16 M i B", "+5"};
+  static const char *const bad[] = {"16mb", "16m", "16 ", "k", "0x10",
+                                    "1e6", "16Kb", "16 M i B", "+5",
+                                    "16  MiB", " 16", "16kiB", ""};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char yaml[128], msg[256];
     snprintf(yaml, sizeof yaml, "max_buffer: \"%s\"\n", bad[i]);
     snprintf(msg, sizeof msg, "b2streamd.yaml:1:13: max_buffer: '%s' is not "
-             "a size (a number of bytes, with k, M, G, T or KiB, MiB, GiB, "
-             "TiB)", bad[i]);
+             "a size (" B2S_SIZE_SYNTAX ")", bad[i]);
     parse_err(yaml, msg);
   }
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -348,6 +349,132 @@ static void test_direct_large(void **state) {
   model_free(&m);
   free(src);
   free(chunk);
+}
+
+/* ---- drop-behind ---------------------------------------------------------- */
+
+/* Threads of this process named name. */
+static int threads_named(const char *name) {
+  DIR *d = opendir("/proc/self/task");
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    char path[300], comm[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = e->d_name[0] == '.' ? NULL : fopen(path, "r");
+    if (f == NULL)
+      continue;
+    if (fgets(comm, sizeof comm, f) != NULL)
+      comm[strcspn(comm, "\n")] = '\0';
+    fclose(f);
+    n += strcmp(comm, name) == 0;
+  }
+  closedir(d);
+  return n;
+}
+
+/* Pages of path's bytes [from, from + len) in the page cache. */
+static int64_t resident_pages(const char *path, int64_t from, int64_t len) {
+  int fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  void *p = mmap(NULL, (size_t)(from + len), PROT_READ, MAP_SHARED, fd, 0);
+  assert_true(p != MAP_FAILED);
+  long page = sysconf(_SC_PAGESIZE);
+  size_t npages = (size_t)(len / page);
+  unsigned char *vec = malloc(npages);
+  assert_int_equal(mincore((uint8_t *)p + from, (size_t)len, vec), 0);
+  int64_t n = 0;
+  for (size_t i = 0; i < npages; i++)
+    n += vec[i] & 1;
+  free(vec);
+  munmap(p, (size_t)(from + len));
+  close(fd);
+  return n;
+}
+
+/* Append nchunks stored chunks of 4 MiB, committing each; the helper
+ * thread runs by the time the data is 73 MiB long only with drop-behind. */
+static void append_large(b2s_fwriter *w, int nchunks, bool pacing) {
+  enum { LEN = 4 << 20 };
+  uint8_t *src = malloc(LEN), *chunk = malloc(LEN + B2S_MAX_OVERHEAD);
+  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+  cp.clevel = 0;
+  b2s_ctx *ctx = b2s_ctx_new();
+  for (int i = 0; i < nchunks; i++) {
+    fill(src, LEN, (uint32_t)i);
+    int cb = b2s_compress(ctx, &cp, src, LEN, chunk, LEN + B2S_MAX_OVERHEAD);
+    assert_true(cb > LEN);
+    assert_int_equal(b2s_fwriter_append(w, chunk, (size_t)cb), i + 1);
+    assert_int_equal(b2s_fwriter_commit(w), 0);
+    if (b2s_fwriter_data_end(w) < (INT64_C(73) << 20))
+      assert_int_equal(threads_named("b2s-fwriter"), 0);
+  }
+  assert_int_equal(threads_named("b2s-fwriter"), pacing ? 1 : 0);
+  b2s_ctx_free(ctx);
+  free(src);
+  free(chunk);
+}
+
+static void check_large(const char *path, int nchunks) {
+  enum { LEN = 4 << 20 };
+  uint8_t *want = malloc(LEN), *got = malloc(LEN);
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(f), nchunks);
+  for (int i = 0; i < nchunks; i++) {
+    fill(want, LEN, (uint32_t)i);
+    assert_int_equal(b2s_frame_chunk_decompress(f, i, NULL, got, LEN), LEN);
+    assert_memory_equal(got, want, LEN);
+  }
+  b2s_frame_free(f);
+  free(want);
+  free(got);
+}
+
+/* A buffered contiguous frame with drop-behind: the writer's helper thread
+ * starts once the data outgrows the window, hands old data to writeback
+ * and drops it from the page cache while the writer goes on, and is joined
+ * on close; the frame holds every byte.  Without the option (or with
+ * direct I/O, tested above) there is no such thread. */
+static void test_drop_behind(void **state) {
+  (void)state;
+  char path[512];
+  snprintf(path, sizeof path, "%s/behind.b2frame", diodir);
+  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+  o.drop_behind = true;
+  b2s_fwriter *w;
+  assert_int_equal(b2s_fwriter_create(path, false, &o, NULL, &w), 0);
+  assert_false(b2s_fwriter_direct_io(w));
+  enum { N = 40 };   /* 160 MiB: past the 128 MiB drop distance */
+  append_large(w, N, true);
+  /* the first 8 MiB past the header's megabyte leave the cache; the
+   * helper works on its own time, so give it a while */
+  int64_t left = -1;
+  for (int t = 0; t < 200 && left != 0; t++) {
+    left = resident_pages(path, INT64_C(1) << 20, INT64_C(8) << 20);
+    if (left != 0)
+      nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+  }
+  assert_int_equal(left, 0);
+  assert_int_equal(b2s_fwriter_close(w), 0);
+  assert_int_equal(threads_named("b2s-fwriter"), 0);
+  check_large(path, N);
+  assert_int_equal(unlink(path), 0);
+
+  /* free without close joins it too */
+  assert_int_equal(b2s_fwriter_create(path, false, &o, NULL, &w), 0);
+  append_large(w, 20, true);
+  b2s_fwriter_free(w);
+  assert_int_equal(threads_named("b2s-fwriter"), 0);
+  check_large(path, 20);
+  assert_int_equal(unlink(path), 0);
+
+  o.drop_behind = false;
+  assert_int_equal(b2s_fwriter_create(path, false, &o, NULL, &w), 0);
+  append_large(w, 20, false);
+  assert_int_equal(b2s_fwriter_close(w), 0);
+  check_large(path, 20);
+  assert_int_equal(unlink(path), 0);
 }
 
 /* A direct write that fails in the helper thread (here: past the file size
@@ -895,6 +1022,7 @@ int main(void) {
       cmocka_unit_test(test_ops_direct),
       cmocka_unit_test(test_direct_large),
       cmocka_unit_test(test_direct_retry),
+      cmocka_unit_test(test_drop_behind),
       cmocka_unit_test(test_open_while_committing),
       cmocka_unit_test(test_specials),
       cmocka_unit_test(test_metadata),

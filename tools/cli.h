@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "b2s_chunk.h"
+#include "b2s_names.h"
 #include "frame.h"
 
 enum {
@@ -96,16 +97,13 @@ bool cli_wants_help(int argc, char **argv);
 /* Decimal integer in [min, max], whole string. */
 int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 
-/* Size with an optional unit: B, K/KiB/k, M/MiB, G/GiB (binary), KB/kB,
- * MB, GB (decimal).  In [min, max]. */
+/* Size with an optional unit (b2s_names.h: k, K, KiB = 1024; kB, KB =
+ * 1000; M, G, T likewise), in [min, max]. */
 int cli_parse_size(const char *s, int64_t min, int64_t max, int64_t *out);
 
 /* Hex string (even length, may be empty) into a malloc'ed buffer of
  * *len bytes (at least 1 allocated). */
 int cli_parse_hex(const char *s, uint8_t **out, int32_t *len);
-
-/* Codec name (blosclz, lz4, lz4hc, zlib, zstd) to enum b2s_codec. */
-int cli_parse_codec(const char *s);
 
 /* Comma list of NAME[:META] (shuffle, bitshuffle, delta, truncprec; truncprec
  * needs its precision in bits, which may be negative), or "none".  Filled
@@ -115,7 +113,7 @@ int cli_parse_filters(const char *s, uint8_t filters[B2S_MAX_FILTERS],
 
 /* ---- names -------------------------------------------------------------- */
 
-const char *cli_codec_name(int code);       /* "code N" style fallbacks */
+const char *cli_codec_name(int code);       /* b2s_codec_name or "unknown" */
 const char *cli_special_name(int special);  /* none/zeros/nan/value/uninit */
 const char *cli_split_name(int splitmode);
 /* "delta,shuffle", "truncprec:10,shuffle" or "none" into out. */

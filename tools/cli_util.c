@@ -136,37 +136,12 @@ int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out) {
   return 0;
 }
 
-static const struct {
-  const char *unit;
-  int64_t mult;
-} size_units[] = {
-    {"", 1},          {"B", 1},
-    {"K", 1 << 10},   {"k", 1 << 10},   {"KiB", 1 << 10},
-    {"M", 1 << 20},   {"MiB", 1 << 20},
-    {"G", 1 << 30},   {"GiB", 1 << 30},
-    {"KB", 1000},     {"kB", 1000},     {"MB", 1000000}, {"GB", 1000000000},
-};
-
 int cli_parse_size(const char *s, int64_t min, int64_t max, int64_t *out) {
-  if (s == NULL || !isdigit((unsigned char)*s))
+  int64_t bytes;
+  if (b2s_size_parse(s, &bytes) < 0 || bytes < min || bytes > max)
     return B2S_E_ARG;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno == ERANGE || v > (unsigned long long)INT64_MAX)
-    return B2S_E_ARG;
-  for (size_t k = 0; k < sizeof size_units / sizeof size_units[0]; k++) {
-    if (strcmp(end, size_units[k].unit))
-      continue;
-    if ((int64_t)v > INT64_MAX / size_units[k].mult)
-      return B2S_E_ARG;
-    int64_t bytes = (int64_t)v * size_units[k].mult;
-    if (bytes < min || bytes > max)
-      return B2S_E_ARG;
-    *out = bytes;
-    return 0;
-  }
-  return B2S_E_ARG;
+  *out = bytes;
+  return 0;
 }
 
 static int hex_digit(char c) {
@@ -199,26 +174,6 @@ int cli_parse_hex(const char *s, uint8_t **out, int32_t *len) {
   return 0;
 }
 
-static const struct {
-  const char *name;
-  int code;
-} codecs[] = {
-    {"blosclz", B2S_CODEC_BLOSCLZ}, {"lz4", B2S_CODEC_LZ4},
-    {"lz4hc", B2S_CODEC_LZ4HC},     {"zlib", B2S_CODEC_ZLIB},
-    {"zstd", B2S_CODEC_ZSTD},
-};
-
-int cli_parse_codec(const char *s) {
-  for (size_t k = 0; k < sizeof codecs / sizeof codecs[0]; k++)
-    if (!strcmp(s, codecs[k].name))
-      return codecs[k].code;
-  return B2S_E_CODEC;
-}
-
-static const char *const filter_names[] = {"none", "shuffle", "bitshuffle",
-                                           "delta", "truncprec"};
-#define NFILTER_NAMES (int)(sizeof filter_names / sizeof filter_names[0])
-
 /* One NAME[:META] item of s[0..n). */
 static int parse_filter(const char *s, size_t n, uint8_t *filter,
                         uint8_t *meta) {
@@ -230,12 +185,9 @@ static int parse_filter(const char *s, size_t n, uint8_t *filter,
   char *colon = strchr(item, ':');
   if (colon)
     *colon = '\0';
-  int code = -1;
-  for (int k = 1; k < NFILTER_NAMES; k++)
-    if (!strcmp(item, filter_names[k]))
-      code = k;
+  int code = b2s_filter_from_name(item);
   int64_t m = 0;
-  if (code < 0)
+  if (code <= B2S_FILTER_NONE)   /* "none" is the whole list, not an item */
     return B2S_E_FILTER;
   if (code == B2S_FILTER_TRUNC_PREC) {
     /* precision in bits: positive keeps bits, negative drops them */
@@ -275,10 +227,10 @@ int cli_parse_filters(const char *s, uint8_t filters[B2S_MAX_FILTERS],
 /* ---- names ------------------------------------------------------------- */
 
 const char *cli_codec_name(int code) {
-  for (size_t k = 0; k < sizeof codecs / sizeof codecs[0]; k++)
-    if (codecs[k].code == code)
-      return codecs[k].name;
-  return code == 3 ? "snappy" : "unknown";
+  const char *name = b2s_codec_name(code);
+  if (name)
+    return name;
+  return code == 3 ? "snappy" : "unknown";   /* c-blosc2's retired codec */
 }
 
 const char *cli_special_name(int special) {
@@ -303,10 +255,11 @@ void cli_filters_str(const uint8_t filters[B2S_MAX_FILTERS],
       continue;
     const char *sep = n ? "," : "";
     int w;
-    if (filters[k] >= NFILTER_NAMES)
+    const char *name = b2s_filter_name(filters[k]);
+    if (name == NULL)
       w = snprintf(out + n, outlen - n, "%sfilter%d", sep, filters[k]);
     else
-      w = snprintf(out + n, outlen - n, "%s%s", sep, filter_names[filters[k]]);
+      w = snprintf(out + n, outlen - n, "%s%s", sep, name);
     if (w > 0)
       n += (size_t)w;
     if (meta[k] != 0 && n < outlen) {

@@ -27,8 +27,9 @@ static const char help[] =
     "  --filters LIST     comma list applied in order, each NAME[:META]:\n"
     "                     shuffle, bitshuffle, delta, truncprec:BITS;\n"
     "                     'none' for no filter (default shuffle)\n"
-    "  --chunk-bytes N    bytes per chunk (default 4M); units B, K, M, G\n"
-    "                     (also KiB, MiB, GiB) or KB, MB, GB (powers of 10)\n"
+    "  --chunk-bytes N    bytes per chunk (default 4M); units k, K, KiB,\n"
+    "                     M, MiB, G, GiB (powers of 1024) or kB, KB, MB, GB\n"
+    "                     (powers of 1000)\n"
     "  --meta NAME=HEX    add a fixed-size metalayer (repeatable)\n";
 
 typedef struct pack_opts {
@@ -69,7 +70,7 @@ static int pack_option(cli_args *a, pack_opts *o, const char *v) {
   int64_t n;
   int code;
   if (!strcmp(a->opt, "codec")) {
-    if ((code = cli_parse_codec(v)) < 0)
+    if ((code = b2s_codec_from_name(v)) < 0)
       return cli_usage(a, "unknown codec '%s'", v);
     o->cp.codec = code;
   } else if (!strcmp(a->opt, "clevel")) {

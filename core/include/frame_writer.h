@@ -31,7 +31,10 @@
  *
  * Threads: one thread at a time per writer.  Readers (b2s_frame, other
  * processes, c-blosc2) may read the frame concurrently; they see the state
- * of some completed commit.
+ * of some completed commit.  A writer with direct I/O or drop-behind (see
+ * the options) starts one helper thread of its own, with every signal
+ * blocked, for writing out while the caller goes on; close and free join
+ * it.
  *
  * Ownership: chunk buffers passed in are copied or written before the call
  * returns; the caller keeps them. */
@@ -64,6 +67,12 @@ typedef struct b2s_fwriter_opts {
   /* Contiguous frame: chunk data bypasses the page cache (O_DIRECT) where
    * the file system allows it; see b2s_fwriter_direct_io. */
   bool direct_io;
+  /* Contiguous frame whose chunk data goes through the page cache (no
+   * direct I/O): after each commit, the writer's helper thread hands data
+   * more than 64 MiB behind the end to writeback and drops data 128 MiB
+   * behind from the page cache, so a long stream recycles a bounded set of
+   * cache pages.  For writers that append far more than they read back. */
+  bool drop_behind;
 } b2s_fwriter_opts;
 
 #define B2S_FWRITER_OPTS_DEFAULTS                                              \

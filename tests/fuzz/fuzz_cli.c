@@ -4,7 +4,8 @@
  * dtypes).
  *
  * Properties checked: parsed values respect their bounds; a filter list
- * printed by cli_filters_str parses back to the same slots; the escaper's
+ * printed by cli_filters_str parses back to the same slots, and a size
+ * printed by b2s_size_format to the same bytes; the escaper's
  * output is valid UTF-8, a well-formed JSON string, and decodes back to the
  * input bytes (invalid UTF-8 bytes read as Latin-1 code points). */
 #include <stdint.h>
@@ -109,8 +110,15 @@ static void check_values(const char *s) {
       abort();
     free(hex);
   }
-  int codec = cli_parse_codec(s);
+  int codec = b2s_codec_from_name(s);
   if (codec >= 0 && strcmp(cli_codec_name(codec), s) != 0)
+    abort();
+  /* a size printed back parses to the same bytes */
+  char sz[32];
+  int64_t v2;
+  if (b2s_size_parse(s, &v) == 0 &&
+      (b2s_size_format(v, sz, sizeof sz) >= (int)sizeof sz ||
+       b2s_size_parse(sz, &v2) != 0 || v2 != v))
     abort();
   uint8_t f[B2S_MAX_FILTERS], m[B2S_MAX_FILTERS];
   if (cli_parse_filters(s, f, m) == 0) {

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "b2s_names.h"
+
 static json_object *get(json_object *o, const char *key) {
   json_object *v = NULL;
   if (!o || !json_object_object_get_ex(o, key, &v))
@@ -61,14 +63,8 @@ static size_t get_ints(json_object *o, const char *key, int64_t *out,
 }
 
 int mf_codec_code(const char *codec) {
-  static const struct { const char *name; int code; } map[] = {
-      {"blosclz", B2S_CODEC_BLOSCLZ}, {"lz4", B2S_CODEC_LZ4},
-      {"lz4hc", B2S_CODEC_LZ4HC},     {"zlib", B2S_CODEC_ZLIB},
-      {"zstd", B2S_CODEC_ZSTD}};
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-    if (!strcmp(codec, map[i].name))
-      return map[i].code;
-  return -1;
+  int c = b2s_codec_from_name(codec);
+  return c < 0 ? -1 : c;
 }
 
 int mf_splitmode_code(const char *splitmode) {
