@@ -46,7 +46,7 @@ typedef struct b2sd_stream b2sd_stream;
 typedef struct b2sd_server b2sd_server;
 typedef struct b2sd_behind b2sd_behind;
 
-/* ---- wakeups of the I/O thread ------------------------------------------ */
+/* ---- wakeups of the I/O thread (outbox.c) ------------------------------ */
 
 /* Wake the I/O thread (coalesced: at most one eventfd write until it runs). */
 void b2sd_wake(b2sd_server *srv);
@@ -225,6 +225,8 @@ void b2sd_stream_free(b2sd_stream *st);
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg);
 /* Snapshot of the settings. */
 void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out);
+/* The server's stream of that name, or NULL.  I/O thread. */
+b2sd_stream *b2sd_stream_find(b2sd_server *srv, const char *name);
 
 /* ---- CURVE authentication of tcp:// clients (auth.c) ----------------------- */
 
@@ -286,8 +288,6 @@ struct b2sd_server {
   int nworkers;
 };
 
-b2sd_stream *b2sd_server_stream(b2sd_server *srv, const char *name);
-
 /* The I/O loop; returns when a SIGTERM/SIGINT drain has finished. */
 int b2sd_server_run(b2sd_server *srv);
 int b2sd_server_init(b2sd_server *srv, const char *config_path,
@@ -297,7 +297,5 @@ void b2sd_server_fini(b2sd_server *srv);
 /* Statistics as a JSON object for STATS_REPLY (stream NULL: all).  Returns
  * a malloc'ed NUL-terminated text, NULL when out of memory. */
 char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only);
-
-uint64_t b2sd_now_ns(void);
 
 #endif

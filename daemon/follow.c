@@ -12,7 +12,8 @@
  * the follow's `ready` list sorted by index, and are sent strictly from
  * `next` on, so pushed chunks stay in order, exactly once. */
 #define _GNU_SOURCE
-#include "session.h"
+#include "clock.h"
+#include "outbox.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@ static int stream_lookup(b2sd_server *srv, b2s_wire_str n, b2sd_stream **out) {
   int rc = b2s_stream_name_check(name);
   if (rc < 0)
     return rc;
-  *out = b2sd_server_stream(srv, name);
+  *out = b2sd_stream_find(srv, name);
   return *out ? 0 : B2S_E_NOSTREAM;
 }
 

@@ -1,7 +1,7 @@
 /* Producer handles (PROTOCOL.md 4.2, 4.3): OPEN, DATA, SHM_SUBMIT, FLUSH,
  * CLOSE, credits and acknowledgements.  I/O thread only. */
 #define _GNU_SOURCE
-#include "session.h"
+#include "outbox.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -204,7 +204,7 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
     rc = B2S_E_CLOSED;
   if (rc == 0 && s->nhandles >= B2SD_MAX_HANDLES)
     rc = B2S_E_BUSY;
-  b2sd_stream *st = rc == 0 ? b2sd_server_stream(srv, name) : NULL;
+  b2sd_stream *st = rc == 0 ? b2sd_stream_find(srv, name) : NULL;
   if (rc == 0 && !st)
     rc = tmpl[0] ? stream_create_from_template(srv, name, tmpl, &st)
                  : B2S_E_NOSTREAM;

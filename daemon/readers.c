@@ -53,7 +53,7 @@
  * When it comes back and the session or follow no longer exists, it is
  * discarded; nothing ever points at a freed session. */
 #define _GNU_SOURCE
-#include "session.h"
+#include "outbox.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -440,20 +440,7 @@ int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   m.chunk.follow_id = r->follow_id;
   m.chunk.nbytes = (uint32_t)r->nbytes;
   m.chunk.cbytes = (uint32_t)r->cbytes;
-  int rc = b2sd_send_head(srv, s, &m, true);
-  if (rc < 0)
-    return rc;
-  void *sock = srv->sockets[s->sock];
-  zmq_msg_t pm;
-  size_t len = (size_t)r->rc;
-  if (zmq_msg_init_data(&pm, r->buf, len, free_payload, NULL) == 0) {
-    r->buf = NULL;               /* ZeroMQ frees it once sent */
-    if (zmq_msg_send(&pm, sock, 0) < 0)
-      zmq_msg_close(&pm);
-  } else {
-    zmq_send(sock, r->buf, len, 0);   /* copied; r->buf goes with r */
-  }
-  return 0;
+  return b2sd_send_moved(srv, s, &m, &r->buf, (size_t)r->rc, free_payload);
 }
 
 static b2sd_session *session_by_id(b2sd_server *srv, uint32_t id) {

@@ -103,20 +103,6 @@ static inline int b2sd_cstr_copy(char *dst, size_t cap, b2s_wire_str s) {
   return 0;
 }
 
-/* Send one message (header + optional payload) to a session.  Returns 0,
- * -EAGAIN when the peer's queue is full, -EHOSTUNREACH when it is gone
- * (the session is then marked dead). */
-int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-              const void *payload, size_t plen);
-/* The routing id and header of a message, with `more` when a payload
- * frame follows (the caller must then send it).  Returns as b2sd_send. */
-int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                   bool more);
-/* ERROR about a message (ref_type/ref_id/ref_index, tag) with `code`. */
-void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
-                     int code, uint16_t flags, uint8_t ref_type,
-                     uint32_t ref_id, uint64_t ref_index, const char *text);
-
 /* handles.c: producer handles */
 b2sd_handle *b2sd_handle_find(b2sd_session *s, uint32_t id);
 /* Free a handle (its segment, if any, is reclaimed). */

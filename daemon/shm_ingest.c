@@ -7,7 +7,7 @@
  * count against memory_limit together with the ZeroMQ buffers in flight
  * and the writers' direct-I/O stages. */
 #define _GNU_SOURCE
-#include "session.h"
+#include "outbox.h"
 
 #include <errno.h>
 #include <stdio.h>

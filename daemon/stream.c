@@ -15,6 +15,7 @@
  * file, a sparse frame's chunk files and their directory entries. */
 #define _GNU_SOURCE
 #include "b2sd.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,12 +25,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-uint64_t b2sd_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int mkdir_parents(const char *path) {
   char buf[B2S_CONFIG_PATH_MAX];
@@ -164,6 +159,13 @@ fail:
   pthread_cond_destroy(&st->cond);
   free(st);
   return rc;
+}
+
+b2sd_stream *b2sd_stream_find(b2sd_server *srv, const char *name) {
+  for (b2sd_stream *st = srv->streams; st; st = st->next)
+    if (strcmp(st->name, name) == 0)
+      return st;
+  return NULL;
 }
 
 void b2sd_stream_put(b2sd_stream *st, b2sd_chunk *c) {
