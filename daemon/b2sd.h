@@ -63,7 +63,8 @@ typedef struct b2sd_job {
                                     many takes; 0: other policies */
   bool is_shm;
   zmq_msg_t msg;                 /* ZMQ payload, owned, never copied */
-  struct b2sd_seg *seg;          /* shared-memory slot (is_shm): segment */
+  struct b2sd_seg *seg;          /* shared-memory slot (is_shm): segment
+                                    (segment.h) */
   uint32_t slot;
   const void *data;              /* the buffer bytes (msg data or slot) */
   size_t len;
@@ -88,26 +89,6 @@ typedef struct b2sd_chunk {
 void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c);
 /* Free the idle chunk buffers (a stream stopped). */
 void b2sd_chunk_cache_trim(void);
-
-/* ---- shared-memory segments (shm_ingest.c) ------------------------------
- *
- * A segment belongs to one producer handle and is referenced by the handle
- * and by every job holding one of its slots; the last reference destroys
- * it (unmap, unlink), so a slot stays mapped while a worker reads it even
- * after its producer is gone.  Any thread may drop a reference. */
-typedef struct b2sd_seg b2sd_seg;
-void b2sd_seg_ref(b2sd_seg *g);
-void b2sd_seg_unref(b2sd_seg *g);
-/* The handle is gone: reclaim the producer's unfinished slots, drop the
- * handle's reference. */
-void b2sd_seg_end(b2sd_seg *g);
-/* Release a TAKEN slot (a worker has read it, or no job took it). */
-void b2sd_seg_give_back(b2sd_seg *g, uint32_t slot);
-/* Remove segments a dead daemon left; logs how many. */
-void b2sd_shm_cleanup(void);
-/* Bytes left for ZeroMQ buffers in flight: the memory limit less the
- * shared-memory segments. */
-int64_t b2sd_memory_room(b2sd_server *srv);
 
 /* ---- worker pool (workers.c) --------------------------------------------- */
 

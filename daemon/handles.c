@@ -2,6 +2,7 @@
  * CLOSE, credits and acknowledgements.  I/O thread only. */
 #define _GNU_SOURCE
 #include "outbox.h"
+#include "segment.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "notify.h"
 #include "outbox.h"
+#include "segment.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -295,7 +296,7 @@ static bool scan(b2sd_server *srv) {
  * so is its session. */
 static bool session_producer_dead(const b2sd_session *s) {
   for (const b2sd_handle *h = s->handles; h; h = h->next_s)
-    if (b2sd_handle_producer_dead(h))
+    if (b2sd_seg_producer_dead(h->seg))
       return true;
   return false;
 }

@@ -149,8 +149,6 @@ void b2sd_shm_attach_msg(b2sd_server *srv, b2sd_session *s,
                          const b2s_wire_msg *m);
 void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
                          const b2s_wire_msg *m);
-/* True when the producer that attached the handle's segment has died. */
-bool b2sd_handle_producer_dead(const b2sd_handle *h);
 
 /* readers.c: chunks are read (and decompressed) by reader threads, never
  * by the I/O thread.  A read is issued only for a committed chunk and

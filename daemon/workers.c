@@ -9,7 +9,7 @@
  * per 4 KiB on first touch, more than compressing into it, so once warm
  * the hot path allocates nothing. */
 #define _GNU_SOURCE
-#include "b2sd.h"
+#include "segment.h"
 
 #include <errno.h>
 #include <signal.h>
