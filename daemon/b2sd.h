@@ -83,12 +83,6 @@ typedef struct b2sd_chunk {
   uint8_t data[];
 } b2sd_chunk;
 
-/* The writer is done with c (written, or dropped at stop): its bytes leave
- * inflight_bytes and its buffer goes back to the workers' cache or is
- * freed.  Any thread; accepts a tombstone. */
-void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c);
-/* Free the idle chunk buffers (a stream stopped). */
-void b2sd_chunk_cache_trim(void);
 
 /* ---- worker pool (workers.c) --------------------------------------------- */
 
@@ -252,6 +246,7 @@ struct b2sd_server {
   int wakefd;                    /* eventfd */
   atomic_int wake_pending;       /* set by b2sd_wake, cleared by the I/O loop */
   b2sd_pool *pool;
+  struct b2sd_chunkpool *chunks; /* idle chunk buffers (chunkpool.h) */
   b2sd_readers *readers;         /* READ and pushed chunks */
   b2sd_stream *streams;
   size_t nstreams;

@@ -8,6 +8,7 @@
  * published (taken, written, durable, committed) becomes ACK, FLUSHED,
  * CLOSED and NOTIFY messages.  Replies go out through outbox.c. */
 #define _GNU_SOURCE
+#include "chunkpool.h"
 #include "clock.h"
 #include "notify.h"
 #include "outbox.h"
@@ -401,6 +402,10 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   srv->nworkers = b2s_daemon_cfg_workers(&srv->dcfg);
   b2sd_shm_cleanup();
   int rc = b2sd_access_init(srv);
+  /* idle chunk buffers: the workers' steady need plus a chunk being
+   * written and one ready */
+  if (rc == 0)
+    rc = b2sd_chunkpool_new(srv->nworkers + 2, &srv->chunks);
   if (rc == 0)
     rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
   if (rc == 0)
@@ -564,6 +569,8 @@ void b2sd_server_fini(b2sd_server *srv) {
       b2sd_follow_remove(st->follows);
     b2sd_stream_free(st);
   }
+  b2sd_chunkpool_free(srv->chunks);  /* the writers gave every chunk back */
+  srv->chunks = NULL;
   while (srv->sessions) {
     b2sd_session *s = srv->sessions;
     b2sd_send_error(srv, s, 0, B2S_E_CLOSED, B2S_WIRE_ERROR_CLOSED_SESSION, 0,

@@ -15,6 +15,7 @@
  * file, a sparse frame's chunk files and their directory entries. */
 #define _GNU_SOURCE
 #include "b2sd.h"
+#include "chunkpool.h"
 #include "clock.h"
 
 #include <errno.h>
@@ -538,7 +539,8 @@ void b2sd_stream_free(b2sd_stream *st) {
     pthread_cond_signal(&st->cond);
     pthread_mutex_unlock(&st->lock);
     pthread_join(st->thread, NULL);
-    b2sd_chunk_cache_trim();   /* idle buffers need not outlive a stream */
+    b2sd_chunkpool_trim(st->srv->chunks);  /* idle buffers need not
+                                            * outlive a stream */
   } else {
     b2s_fwriter_close(st->fw);
   }

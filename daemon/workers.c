@@ -3,12 +3,10 @@
  * The FIFO is shared by all streams, so a stream's jobs leave it in
  * sequence order; stream->taken_seq records how far each stream got (the
  * I/O thread returns `block` credits from it).  Each worker owns one
- * b2s_ctx for its lifetime and compresses straight into the chunk it hands
- * to the writer.  Chunk buffers come back from the writers into a small
- * cache: a fresh buffer of several MiB costs a page fault and a page clear
- * per 4 KiB on first touch, more than compressing into it, so once warm
- * the hot path allocates nothing. */
+ * b2s_ctx for its lifetime and compresses straight into a chunk buffer of
+ * the server's pool (chunkpool.c) that it hands to the writer. */
 #define _GNU_SOURCE
+#include "chunkpool.h"
 #include "segment.h"
 
 #include <errno.h>
@@ -77,97 +75,11 @@ static b2sd_job *pool_take(b2sd_pool *p, bool *wake) {
   return j;
 }
 
-/* ---- chunk buffers ----------------------------------------------------------
- *
- * Idle buffers, most recently returned first, shared by every worker and
- * writer of the process.  At most `max` of them are kept (the workers'
- * and writers' steady need; before, each worker kept a scratch buffer of
- * the same size), so idle memory stays bounded whatever the number of
- * streams; chunks in flight count in inflight_bytes.  max is set when a
- * pool starts: its workers plus two (a chunk being written, one ready). */
-static struct {
-  pthread_mutex_t lock;
-  b2sd_chunk *head;
-  int n, max;
-} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* A buffer of at least cap bytes: the newest cached one that fits, else a
- * new one. */
-static b2sd_chunk *chunk_get(size_t cap) {
-  pthread_mutex_lock(&cache.lock);
-  b2sd_chunk **pp = &cache.head;
-  while (*pp && (*pp)->cap < cap)
-    pp = &(*pp)->next;
-  b2sd_chunk *c = *pp;
-  if (c) {
-    *pp = c->next;
-    cache.n--;
-  }
-  pthread_mutex_unlock(&cache.lock);
-  if (!c && (c = malloc(sizeof *c + cap)) != NULL)
-    c->cap = cap;
-  return c;
-}
-
-/* Keep c for reuse; when the cache is full the smallest buffer goes (c
- * itself when it is the smallest). */
-static void chunk_cache_put(b2sd_chunk *c) {
-  b2sd_chunk *out = c;
-  pthread_mutex_lock(&cache.lock);
-  if (cache.n < cache.max) {
-    out = NULL;
-    cache.n++;
-  } else if (cache.head) {
-    b2sd_chunk **small = NULL;
-    for (b2sd_chunk **pp = &cache.head; *pp; pp = &(*pp)->next)
-      if (!small || (*pp)->cap < (*small)->cap)
-        small = pp;
-    if ((*small)->cap < c->cap) {
-      out = *small;
-      *small = out->next;
-    }
-  }
-  if (out != c) {
-    c->next = cache.head;
-    cache.head = c;
-  }
-  pthread_mutex_unlock(&cache.lock);
-  free(out);
-}
-
-void b2sd_chunk_cache_trim(void) {
-  pthread_mutex_lock(&cache.lock);
-  b2sd_chunk *c = cache.head;
-  cache.head = NULL;
-  cache.n = 0;
-  pthread_mutex_unlock(&cache.lock);
-  while (c) {
-    b2sd_chunk *nx = c->next;
-    free(c);
-    c = nx;
-  }
-}
-
-void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c) {
-  if (c->cap == 0) {
-    free(c);
-    return;
-  }
-  int64_t room = b2sd_memory_room(srv), cap = (int64_t)c->cap;
-  /* relaxed: the memory bound; pairs with the fetch_add in compress_job */
-  int64_t before = atomic_fetch_sub_explicit(&srv->inflight_bytes, cap,
-                                             memory_order_relaxed);
-  chunk_cache_put(c);          /* c is gone: another thread may hold it */
-  /* credits held back for memory may come back now */
-  if (before >= room && before - cap < room)
-    b2sd_wake(srv);
-}
-
 /* Compress job j into a new chunk; a tombstone carrying the error when
  * that fails.  Never NULL. */
 static b2sd_chunk *compress_job(b2sd_pool *p, b2s_ctx *ctx, b2sd_job *j) {
   size_t need = j->len + B2S_MAX_OVERHEAD;
-  b2sd_chunk *c = ctx ? chunk_get(need) : NULL;
+  b2sd_chunk *c = ctx ? b2sd_chunkpool_get(p->srv->chunks, need) : NULL;
   int rc = c ? 0 : B2S_E_NOMEM;
   if (c) {
     /* relaxed: the memory bound; pairs with the fetch_sub in
@@ -219,10 +131,6 @@ int b2sd_pool_new(b2sd_server *srv, int nworkers, size_t max_jobs,
   if (!p)
     return B2S_E_NOMEM;
   p->srv = srv;
-  pthread_mutex_lock(&cache.lock);
-  if (cache.max < nworkers + 2)
-    cache.max = nworkers + 2;
-  pthread_mutex_unlock(&cache.lock);
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->cond, NULL);
   p->threads = calloc((size_t)nworkers, sizeof *p->threads);
