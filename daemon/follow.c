@@ -40,13 +40,6 @@ void b2sd_follow_remove(b2sd_follow *f) {
   free(f);
 }
 
-b2sd_follow *b2sd_follow_find(b2sd_session *s, uint32_t id) {
-  for (b2sd_follow *f = s->follows; f; f = f->next_s)
-    if (f->id == id)
-      return f;
-  return NULL;
-}
-
 static int stream_lookup(b2sd_server *srv, b2s_wire_str n, b2sd_stream **out) {
   char name[B2S_STREAM_NAME_MAX + 1];
   if (n.len == 0 || n.len > B2S_STREAM_NAME_MAX)
@@ -173,14 +166,6 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   if (rc < 0)
     b2sd_send_error(srv, s, m->tag, rc, 0, m->type, m->read.follow_id,
                     m->read.chunk, NULL);
-}
-
-void b2sd_follow_pushed(b2sd_follow *f, b2sd_read *r) {
-  b2sd_read **pp = &f->ready;
-  while (*pp && (*pp)->index < r->index)
-    pp = &(*pp)->next;
-  r->next = *pp;
-  *pp = r;
 }
 
 enum { PUSH_OK, PUSH_HELD, PUSH_ENDED };

@@ -35,13 +35,6 @@ static int entry_push(b2sd_handle *h, uint8_t state, uint64_t seq) {
   return 0;
 }
 
-b2sd_handle *b2sd_handle_find(b2sd_session *s, uint32_t id) {
-  for (b2sd_handle *h = s->handles; h; h = h->next_s)
-    if (h->id == id)
-      return h;
-  return NULL;
-}
-
 void b2sd_handle_free(b2sd_handle *h) {
   b2sd_session *s = h->sess;
   for (b2sd_handle **pp = &s->handles; *pp; pp = &(*pp)->next_s)

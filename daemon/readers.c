@@ -477,13 +477,23 @@ static bool out_flush(b2sd_server *srv, b2sd_session *s) {
   return true;
 }
 
+/* A pushed read came back: file it in its follow's ready list by index;
+ * the follow's next scan sends what continues its sequence (follow.c). */
+static void follow_pushed(b2sd_follow *f, b2sd_read *r) {
+  b2sd_read **pp = &f->ready;
+  while (*pp && (*pp)->index < r->index)
+    pp = &(*pp)->next;
+  r->next = *pp;
+  *pp = r;
+}
+
 /* A finished read (result or error) goes to its follow or its reply. */
 static void read_finished(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   b2sd_follow *f = r->push ? b2sd_follow_find(s, r->follow_id) : NULL;
   if (r->push && !f) {
     b2sd_read_release(srv, s, r);       /* its follow is gone */
   } else if (r->push) {
-    b2sd_follow_pushed(f, r);
+    follow_pushed(f, r);
   } else {
     list_append(&s->rd_out, &s->rd_out_tail, r);
     srv->readers->parked++;

@@ -103,8 +103,22 @@ static inline int b2sd_cstr_copy(char *dst, size_t cap, b2s_wire_str s) {
   return 0;
 }
 
+/* The session's handle or follow of that id, or NULL. */
+static inline b2sd_handle *b2sd_handle_find(b2sd_session *s, uint32_t id) {
+  for (b2sd_handle *h = s->handles; h; h = h->next_s)
+    if (h->id == id)
+      return h;
+  return NULL;
+}
+
+static inline b2sd_follow *b2sd_follow_find(b2sd_session *s, uint32_t id) {
+  for (b2sd_follow *f = s->follows; f; f = f->next_s)
+    if (f->id == id)
+      return f;
+  return NULL;
+}
+
 /* handles.c: producer handles */
-b2sd_handle *b2sd_handle_find(b2sd_session *s, uint32_t id);
 /* Free a handle (its segment, if any, is reclaimed). */
 void b2sd_handle_free(b2sd_handle *h);
 /* Credits, ACKs, FLUSHED, CLOSED for the progress published by workers and
@@ -212,9 +226,5 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
  * something is held back (peer queue full, push budget used). */
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st);
 void b2sd_follow_remove(b2sd_follow *f);
-/* A pushed read came back (readers.c): file it by index; the next scan
- * sends what continues the sequence. */
-void b2sd_follow_pushed(b2sd_follow *f, b2sd_read *r);
-b2sd_follow *b2sd_follow_find(b2sd_session *s, uint32_t id);
 
 #endif
