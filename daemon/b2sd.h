@@ -114,7 +114,7 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out);
  * streams are freed).  Accepts NULL. */
 void b2sd_readers_free(b2sd_readers *rd);
 
-/* ---- latency histograms (stats.c) ------------------------------------------ */
+/* ---- latency histograms (latency.c) ---------------------------------------- */
 
 /* 10 us buckets up to 5 ms, then one for everything slower; one thread
  * notes and reads it. */

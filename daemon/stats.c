@@ -58,28 +58,6 @@ static void jstr(jbuf *b, const char *s) {
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-void b2sd_latency_note(b2sd_latency *l, uint64_t ns) {
-  uint64_t i = ns / B2SD_LAT_BUCKET_NS;
-  l->bucket[i < B2SD_LAT_BUCKETS ? i : B2SD_LAT_BUCKETS]++;
-  l->n++;
-  if (ns > l->max_ns)
-    l->max_ns = ns;
-}
-
-double b2sd_latency_quantile_us(const b2sd_latency *l, double q) {
-  if (l->n == 0)
-    return 0;
-  uint64_t want = (uint64_t)(q * (double)l->n + 0.999999), seen = 0;
-  if (want < 1)
-    want = 1;
-  for (int i = 0; i < B2SD_LAT_BUCKETS; i++)
-    if ((seen += l->bucket[i]) >= want) {
-      double edge = (double)(i + 1) * B2SD_LAT_BUCKET_NS;
-      return (edge < (double)l->max_ns ? edge : (double)l->max_ns) / 1e3;
-    }
-  return (double)l->max_ns / 1e3;
-}
-
 static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
   /* relaxed loads: statistics only (pair with the relaxed increments) */
   uint64_t in = LD(st->st_bytes_in), out = LD(st->st_bytes_out);
