@@ -156,20 +156,22 @@ struct b2sd_stream {
   b2s_fwriter *fw;               /* writer thread only (after start) */
   struct b2sd_behind *behind;    /* drop-behind helper (stream.c), or NULL */
 
-  /* Published by the writer (stores with release, loaded with acquire by
-   * the I/O thread after its wakeup). */
+  /* Progress, published by the writer and the workers and read by the I/O
+   * thread: only through progress.h, where each store sits beside the
+   * load it pairs with. */
   _Atomic uint64_t written_seq;  /* every seq below is committed or dropped */
   _Atomic uint64_t durable_seq;  /* ... and on stable storage */
   _Atomic int64_t committed;     /* chunks committed in the frame */
   _Atomic int failed;            /* negative error once the frame failed */
-  /* Published by the workers: every seq below was taken out of the queue
-   * (or dropped from it); stored under the pool lock. */
+  /* Stored by the workers under the pool lock: every seq below was taken
+   * out of the queue. */
   _Atomic uint64_t taken_seq;
   size_t nqueued;                /* jobs in the FIFO, under the pool lock */
 
-  /* Commit -> NOTIFY latency: the writer stamps the oldest commit the I/O
-   * thread has not seen yet (0: none), which takes the stamp when it sees
-   * the committed count advance and notes the time to its NOTIFYs. */
+  /* Commit -> NOTIFY latency (progress.h): the writer stamps the oldest
+   * commit the I/O thread has not seen yet (0: none), which takes the
+   * stamp when it sees the committed count advance and notes the time to
+   * its NOTIFYs. */
   _Atomic uint64_t commit_unseen_ns;
 
   /* I/O thread only. */

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "clock.h"
 #include "outbox.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -53,11 +54,6 @@ static int stream_lookup(b2sd_server *srv, b2s_wire_str n, b2sd_stream **out) {
   return *out ? 0 : B2S_E_NOSTREAM;
 }
 
-static int64_t committed_of(b2sd_stream *st) {
-  /* acquire: pairs with the writer's release store after a commit */
-  return atomic_load_explicit(&st->committed, memory_order_acquire);
-}
-
 void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
                      const b2s_wire_msg *m) {
   b2sd_stream *st = NULL;
@@ -74,7 +70,7 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
     rc = B2S_E_BUSY;
   if (rc == 0)
     rc = stream_lookup(srv, m->follow.target, &st);
-  int64_t committed = st ? committed_of(st) : 0;
+  int64_t committed = st ? b2sd_progress_committed(st) : 0;
   uint64_t start = (fl & B2S_WIRE_FOLLOW_FROM_END) ? (uint64_t)committed
                                                    : m->follow.start;
   if (rc == 0 && start > (uint64_t)committed)
@@ -149,7 +145,7 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   } else {
     rc = stream_lookup(srv, m->read.stream, &st);
   }
-  if (rc == 0 && m->read.chunk >= (uint64_t)committed_of(st))
+  if (rc == 0 && m->read.chunk >= (uint64_t)b2sd_progress_committed(st))
     rc = B2S_E_NCHUNK;
   b2sd_read *r = rc == 0 ? read_new(st, m->read.chunk,
                                      m->flags & B2S_WIRE_READ_DECOMPRESS, s,
@@ -215,14 +211,12 @@ static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
 }
 
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st) {
-  uint64_t committed = (uint64_t)committed_of(st);
+  uint64_t committed = (uint64_t)b2sd_progress_committed(st);
   bool held = false, notified = false;
   uint64_t stamp = 0;
   if (committed > st->seen_committed) {
     st->seen_committed = committed;
-    /* relaxed: written before the committed count this thread acquired */
-    stamp = atomic_exchange_explicit(&st->commit_unseen_ns, 0,
-                                     memory_order_relaxed);
+    stamp = b2sd_progress_take_stamp(st);
   }
   for (b2sd_follow *f = st->follows, *nx; f; f = nx) {
     nx = f->next_st;

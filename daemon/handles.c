@@ -2,6 +2,7 @@
  * CLOSE, credits and acknowledgements.  I/O thread only. */
 #define _GNU_SOURCE
 #include "outbox.h"
+#include "progress.h"
 #include "segment.h"
 
 #include <errno.h>
@@ -202,9 +203,8 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   if (rc == 0 && !st)
     rc = tmpl[0] ? stream_create_from_template(srv, name, tmpl, &st)
                  : B2S_E_NOSTREAM;
-  /* acquire: pairs with the writer's release store of a failure */
-  if (rc == 0 && atomic_load_explicit(&st->failed, memory_order_acquire))
-    rc = atomic_load_explicit(&st->failed, memory_order_acquire);
+  if (rc == 0 && b2sd_progress_failed(st))
+    rc = b2sd_progress_failed(st);
   b2sd_handle *h = rc == 0 ? calloc(1, sizeof *h) : NULL;
   if (rc == 0 && !h)
     rc = B2S_E_NOMEM;

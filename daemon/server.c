@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "notify.h"
 #include "outbox.h"
+#include "progress.h"
 #include "segment.h"
 
 #include <errno.h>
@@ -271,22 +272,17 @@ static bool scan(b2sd_server *srv) {
                                         memory_order_relaxed) <
                    b2sd_memory_room(srv);
   for (b2sd_stream *st = srv->streams; st; st = st->next) {
-    /* acquire: pair with the release stores of the workers (taken) and
-     * the writer (levels, committed, failed) */
-    int failed = atomic_load_explicit(&st->failed, memory_order_acquire);
-    if (failed) {
-      stream_failed(srv, st, failed);
+    b2sd_progress p;
+    b2sd_progress_load(st, &p);
+    if (p.failed) {
+      stream_failed(srv, st, p.failed);
       continue;
     }
-    uint64_t taken = atomic_load_explicit(&st->taken_seq, memory_order_acquire);
-    uint64_t written =
-        atomic_load_explicit(&st->written_seq, memory_order_acquire);
-    uint64_t durable =
-        atomic_load_explicit(&st->durable_seq, memory_order_acquire);
     for (b2sd_handle *h = st->handles, *nx; h; h = nx) {
       nx = h->next_st;
       if (!h->sess->dead)
-        b2sd_handle_progress(srv, h, taken, written, durable, memory_ok);
+        b2sd_handle_progress(srv, h, p.taken, p.written, p.durable,
+                             memory_ok);
     }
     retry |= b2sd_follow_scan(srv, st);
   }
@@ -467,11 +463,9 @@ static bool drained(b2sd_server *srv) {
   if (b2sd_pool_queued(srv->pool))
     return false;
   for (b2sd_stream *st = srv->streams; st; st = st->next) {
-    /* acquire: pairs with the writer's release stores */
-    if (atomic_load_explicit(&st->failed, memory_order_acquire))
+    if (b2sd_progress_failed(st))
       continue;
-    if (atomic_load_explicit(&st->durable_seq, memory_order_acquire) <
-        st->seq_next)
+    if (b2sd_progress_durable(st) < st->seq_next)
       return false;
   }
   return true;

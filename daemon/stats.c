@@ -5,6 +5,7 @@
  * values that may be a few buffers apart. */
 #define _GNU_SOURCE
 #include "session.h"
+#include "progress.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,7 +77,7 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
      (unsigned long long)in, (unsigned long long)LD(st->st_chunks),
      (unsigned long long)out, out ? (double)in / (double)out : 0.0,
      (unsigned long long)LD(st->st_drops),
-     b2sd_pool_stream_queued(srv->pool, st), (long long)LD(st->committed),
+     b2sd_pool_stream_queued(srv->pool, st), (long long)b2sd_progress_committed_stat(st),
      (unsigned long long)commits,
      commits ? (double)LD(st->st_commit_ns_total) / (double)commits / 1e3 : 0.0,
      (double)LD(st->st_commit_ns_max) / 1e3,
@@ -85,7 +86,7 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
      b2sd_latency_quantile_us(&st->notify_lat, 0.99),
      (double)st->notify_lat.max_ns / 1e3,
      (unsigned long long)LD(st->st_slow_calls),
-     (unsigned long long)LD(st->st_errors), LD(st->failed));
+     (unsigned long long)LD(st->st_errors), b2sd_progress_failed_stat(st));
 }
 
 char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {

@@ -17,6 +17,7 @@
 #include "b2sd.h"
 #include "chunkpool.h"
 #include "clock.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -150,9 +151,7 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   if (opts.direct_io && !b2s_fwriter_direct_io(st->fw))
     LOG_W("stream %s: the file system of %s takes no direct I/O; chunk data "
           "goes through the page cache", st->name, st->path);
-  /* relaxed: no other thread runs yet; thread creation publishes it */
-  atomic_store_explicit(&st->committed, b2s_fwriter_nchunks(st->fw),
-                        memory_order_relaxed);
+  b2sd_progress_init(st, b2s_fwriter_nchunks(st->fw));
   *out = st;
   return 0;
 fail:
@@ -239,8 +238,7 @@ static void writer_fail(b2sd_stream *st, wstate *w, int rc, const char *what) {
   w->failed = rc;
   LOG_E("stream %s: %s failed: %s; the stream stops writing", st->name, what,
         b2s_strerror(rc));
-  /* release: pairs with the acquire load in the I/O thread's stream scan */
-  atomic_store_explicit(&st->failed, rc, memory_order_release);
+  b2sd_progress_fail(st, rc);
   b2sd_wake(st->srv);
 }
 
@@ -406,22 +404,10 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     }
     w->durable = w->written;
   }
-  /* relaxed: this thread alone stores it */
   int64_t nchunks = b2s_fwriter_nchunks(st->fw);
-  if (nchunks > atomic_load_explicit(&st->committed, memory_order_relaxed)) {
-    /* relaxed: published by the release store below; kept when the I/O
-     * thread has not taken the stamp of an earlier commit yet */
-    uint64_t none = 0;
-    atomic_compare_exchange_strong_explicit(&st->commit_unseen_ns, &none,
-                                            b2sd_now_ns(),
-                                            memory_order_relaxed,
-                                            memory_order_relaxed);
-  }
-  /* release: the committed count and levels pair with the acquire loads of
-   * the I/O thread after its wakeup; the frame is complete on disk first */
-  atomic_store_explicit(&st->committed, nchunks, memory_order_release);
-  atomic_store_explicit(&st->written_seq, w->written, memory_order_release);
-  atomic_store_explicit(&st->durable_seq, w->durable, memory_order_release);
+  if (nchunks > b2sd_progress_own_committed(st))
+    b2sd_progress_stamp(st, b2sd_now_ns());
+  b2sd_progress_publish(st, nchunks, w->written, w->durable);
   b2sd_wake(st->srv);
 }
 
@@ -504,8 +490,7 @@ static void *writer_main(void *arg) {
     LOG_E("stream %s: closing %s: %s", st->name, st->path, b2s_strerror(rc));
   else if (!w.failed && sync_fs_of(st->path) == 0)
     LOG_I("stream %s: closed %s (%lld chunks)", st->name, st->path,
-          (long long)atomic_load_explicit(&st->committed,
-                                          memory_order_relaxed));
+          (long long)b2sd_progress_own_committed(st));
   return NULL;
 }
 

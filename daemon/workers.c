@@ -7,6 +7,7 @@
  * the server's pool (chunkpool.c) that it hands to the writer. */
 #define _GNU_SOURCE
 #include "chunkpool.h"
+#include "progress.h"
 #include "segment.h"
 
 #include <errno.h>
@@ -66,9 +67,7 @@ static b2sd_job *pool_take(b2sd_pool *p, bool *wake) {
       p->tail = NULL;
     p->queued--;
     j->st->nqueued--;
-    /* release: pairs with the acquire load of the I/O thread returning
-     * credits; seqs of one stream leave the FIFO in order */
-    atomic_store_explicit(&j->st->taken_seq, j->seq + 1, memory_order_release);
+    b2sd_progress_taken(j->st, j->seq + 1);  /* seqs leave in order */
     *wake = take_wakes(j);
   }
   pthread_mutex_unlock(&p->lock);
