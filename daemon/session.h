@@ -4,6 +4,7 @@
 #define B2SD_SESSION_H
 
 #include "b2sd.h"
+#include "ledger.h"
 #include "wire.h"
 
 #include <string.h>
@@ -11,15 +12,6 @@
 #define B2SD_MAX_HANDLES 1024     /* per session */
 #define B2SD_MAX_FOLLOWS 1024     /* per session */
 #define B2SD_MAX_FLUSHES 64       /* pending FLUSHes per handle */
-
-enum { ENTRY_QUEUED = 0, ENTRY_DROPPED = 1, ENTRY_REJECTED = 2 };
-
-/* One buffer a handle sent and that is not yet settled at the stream's
- * ack_level.  Entries are contiguous in buffer id. */
-typedef struct b2sd_entry {
-  uint64_t seq;                /* ENTRY_QUEUED only */
-  uint8_t state;
-} b2sd_entry;
 
 typedef struct b2sd_flush {
   uint32_t tag;
@@ -33,15 +25,7 @@ typedef struct b2sd_handle {
   struct b2sd_session *sess;
   b2sd_stream *st;
   uint32_t id;
-  uint8_t ack_level, policy;   /* wire values, as in OPENED */
-  uint64_t next_id;            /* next buffer id expected */
-  uint64_t first_id;           /* buffer id of q[qhead] */
-  b2sd_entry *q;               /* ring of unsettled entries */
-  size_t qhead, qlen, qcap;
-  size_t ncredited;            /* front entries whose credit came back */
-  uint32_t avail;              /* credits the client may still use */
-  uint32_t owed;               /* credits to return in the next ACK */
-  uint64_t acked[4];           /* upto last sent per level */
+  b2sd_ledger lg;              /* buffers, credits, ACKs due (ledger.h) */
   uint64_t dropped;            /* DROPPED sent */
   b2sd_flush flushes[B2SD_MAX_FLUSHES];
   int nflush;
