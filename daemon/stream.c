@@ -1,13 +1,15 @@
-/* Streams and their writers.
+/* Streams and their writer threads: opening a stream's frame, the writer
+ * that appends and commits its chunks, and its drop-behind helper.
  *
  * One writer thread per stream owns the stream's b2s_fwriter.  Workers hand
  * it chunks in any order; it keeps them in a list sorted by sequence number
  * (the reorder buffer: out-of-order completion is bounded by the number of
  * workers plus drop-oldest tombstones), appends them strictly in order and
  * commits in groups (group_count chunks or group_interval_ms, earlier when
- * a flush or the drain asks).  Only after a commit does it publish the new
- * committed count and sequence levels, then wake the I/O thread, which
- * acknowledges and notifies: nothing is announced before it is true.
+ * a flush or the drain asks; groupcommit.c decides when).  Only after a
+ * commit does it publish the new committed count and sequence levels
+ * (progress.h), then wake the I/O thread, which acknowledges and
+ * notifies: nothing is announced before it is true.
  *
  * Durability: a stream with ack fsync opens its writer with B2S_SYNC_FULL.
  * For the other streams a FLUSH (or the drain) makes the committed state
@@ -17,6 +19,7 @@
 #include "b2sd.h"
 #include "chunkpool.h"
 #include "clock.h"
+#include "groupcommit.h"
 #include "progress.h"
 
 #include <errno.h>
@@ -213,12 +216,8 @@ void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
 /* ---- the writer thread ------------------------------------------------------ */
 
 typedef struct wstate {
-  uint64_t next_seq;        /* next seq to append */
-  uint64_t written;         /* seqs below are committed (or dropped) */
-  uint64_t durable;
-  int pending;              /* chunks appended since the last commit */
+  b2sd_group g;             /* sequence and pending group (groupcommit.h) */
   int64_t appended;         /* chunks appended by this writer */
-  uint64_t pending_since;   /* ns of the first of them */
   int failed;
 } wstate;
 
@@ -250,8 +249,7 @@ static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
     if (rc < 0) {
       writer_fail(st, w, (int)rc, "append");
     } else {
-      if (w->pending++ == 0)
-        w->pending_since = t0;
+      b2sd_group_appended(&w->g, t0);
       w->appended++;
       /* relaxed: statistics counters */
       atomic_fetch_add_explicit(&st->st_bytes_out, (uint64_t)c->cbytes,
@@ -262,7 +260,7 @@ static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
     /* relaxed: statistics counter */
     atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
   }
-  w->next_seq = c->seq + 1;
+  w->g.next_seq = c->seq + 1;
   b2sd_chunk_done(st->srv, c);
 }
 
@@ -373,7 +371,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
                           bool opened_full) {
   if (w->failed)
     return;
-  if (w->pending > 0) {
+  if (w->g.pending > 0) {
     uint64_t t0 = b2sd_now_ns();
     int rc = b2s_fwriter_commit(st->fw);
     uint64_t dt = b2sd_now_ns() - t0;
@@ -382,7 +380,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
       writer_fail(st, w, rc, "commit");
       return;
     }
-    w->pending = 0;
+    w->g.pending = 0;
     /* relaxed: statistics counters */
     atomic_fetch_add_explicit(&st->st_commits, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->st_commit_ns_total, dt,
@@ -391,10 +389,10 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
       atomic_store_explicit(&st->st_commit_ns_max, dt, memory_order_relaxed);
   }
   behind_note(st);
-  w->written = w->next_seq;
+  w->g.written = w->g.next_seq;
   if (opened_full) {
-    w->durable = w->written;
-  } else if (durable && w->durable < w->written) {
+    w->g.durable = w->g.written;
+  } else if (durable && w->g.durable < w->g.written) {
     uint64_t t0 = b2sd_now_ns();
     int rc = sync_fs_of(st->path);
     slow_check(st, "syncfs", t0);
@@ -402,24 +400,24 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
       writer_fail(st, w, rc, "syncfs");
       return;
     }
-    w->durable = w->written;
+    w->g.durable = w->g.written;
   }
   int64_t nchunks = b2s_fwriter_nchunks(st->fw);
   if (nchunks > b2sd_progress_own_committed(st))
     b2sd_progress_stamp(st, b2sd_now_ns());
-  b2sd_progress_publish(st, nchunks, w->written, w->durable);
+  b2sd_progress_publish(st, nchunks, w->g.written, w->g.durable);
   b2sd_wake(st->srv);
 }
 
 static void *writer_main(void *arg) {
   b2sd_stream *st = arg;
   wstate w = {0};
-  const bool opened_full = st->cfg.durability.ack == B2S_ACK_FSYNC;
+  const bool opened_full = b2sd_group_fsync(&st->cfg.durability);
   pthread_mutex_lock(&st->lock);
   for (;;) {
     /* take the chunks that continue the sequence */
     b2sd_chunk *batch = NULL, **tail = &batch;
-    uint64_t expect = w.next_seq;
+    uint64_t expect = w.g.next_seq;
     while (st->ready && st->ready->seq == expect) {
       b2sd_chunk *c = st->ready;
       st->ready = c->next;
@@ -429,7 +427,7 @@ static void *writer_main(void *arg) {
       expect++;
     }
     b2s_stream_durability dur = st->cfg.durability;
-    bool fsync_now = dur.ack == B2S_ACK_FSYNC;
+    bool fsync_now = b2sd_group_fsync(&dur);
     uint64_t flush_upto = st->flush_upto;
     bool stop = st->stop;
     pthread_mutex_unlock(&st->lock);
@@ -438,35 +436,31 @@ static void *writer_main(void *arg) {
       b2sd_chunk *c = batch;
       batch = c->next;
       writer_append(st, &w, c);
-      if (w.pending >= dur.group_count)
+      if (b2sd_group_full(&w.g, &dur))
         writer_commit(st, &w, fsync_now, opened_full);
     }
     uint64_t now = b2sd_now_ns();
-    uint64_t deadline = w.pending_since +
-                        (uint64_t)dur.group_interval_ms * 1000000u;
-    bool want_flush = flush_upto > w.durable && w.next_seq >= flush_upto;
-    if (w.next_seq > w.written &&
-        (w.pending == 0 || now >= deadline || want_flush || stop))
-      writer_commit(st, &w, fsync_now || want_flush || stop, opened_full);
-    else if (want_flush)
-      writer_commit(st, &w, true, opened_full);
+    uint64_t deadline = b2sd_group_deadline(&w.g, &dur);
+    b2sd_commit plan = b2sd_group_decide(&w.g, &dur, flush_upto, stop, now);
+    if (plan.commit)
+      writer_commit(st, &w, plan.durable, opened_full);
 
     pthread_mutex_lock(&st->lock);
-    if (st->ready && st->ready->seq == w.next_seq)
+    if (st->ready && st->ready->seq == w.g.next_seq)
       continue;
     if (stop && !st->ready)
       break;
     if (stop) {              /* a gap at stop: cannot happen after a drain */
       LOG_E("stream %s: chunks missing at stop (next %llu)", st->name,
-            (unsigned long long)w.next_seq);
+            (unsigned long long)w.g.next_seq);
       break;
     }
     if (st->flush_upto > flush_upto || st->stop)
       continue;
-    if (w.pending > 0) {
+    uint64_t left;
+    if (b2sd_group_wait(&w.g, deadline, now, &left)) {
       struct timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
-      uint64_t left = deadline > now ? deadline - now : 0;
       uint64_t ns = (uint64_t)ts.tv_nsec + left;
       ts.tv_sec += (time_t)(ns / 1000000000u);
       ts.tv_nsec = (long)(ns % 1000000000u);
