@@ -195,7 +195,7 @@ static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
   int rc = push_flush(srv, f);
   if (rc == PUSH_ENDED)
     return true;
-  while (f->req < committed && f->nreads < B2SD_READS_FOLLOW &&
+  while (f->req < committed && b2sd_read_follow_room(f->nreads) &&
          b2sd_reads_room(srv, f->sess)) {
     b2sd_read *r = read_new(f->st, f->req,
                             f->push & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED,

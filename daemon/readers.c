@@ -1,4 +1,6 @@
-/* Reader threads: the chunks READ asks for and push follows deliver.
+/* Reads of committed chunks: the reader threads that read them for READ
+ * and push follows, and the I/O thread's side that issues, admits (the
+ * bounds and the decision: readbudget.c) and answers them.
  *
  * Reading a chunk (pread) and decompressing it can take milliseconds for
  * large chunks, so the I/O thread never does it: it would stall every
@@ -142,7 +144,7 @@ static b2sd_read *list_pop(b2sd_read **head, b2sd_read **tail) {
 /* ---- result bytes ------------------------------------------------------------- */
 
 static int64_t result_bytes(const b2sd_read *r) {
-  return r->decompress ? r->nbytes : r->cbytes;
+  return b2sd_read_result_bytes(r->decompress, r->nbytes, r->cbytes);
 }
 
 static void racct_unref(b2sd_racct *sa) {
@@ -196,10 +198,8 @@ static int admit_bytes(rbytes *a, b2sd_session *s, b2sd_read *r,
   b2sd_racct *sa = s->rd_acct;
   int64_t bytes = result_bytes(r);
   pthread_mutex_lock(&a->lock);
-  int64_t share = a->budget / B2SD_READS_SESSION_DIV;
-  bool room_s = sa->held == 0 || sa->held + bytes <= share;
-  bool room = a->held == 0 || a->held + bytes <= a->budget;
-  if (room && room_s) {
+  b2sd_admit d = b2sd_read_admit_bytes(a->budget, a->held, sa->held, bytes);
+  if (d == B2SD_ADMIT) {
     a->held += bytes;
     sa->held += bytes;
     a->nbufs++;
@@ -207,8 +207,8 @@ static int admit_bytes(rbytes *a, b2sd_session *s, b2sd_read *r,
     a->wake = true;
   }
   pthread_mutex_unlock(&a->lock);
-  *daemon_full = !room;
-  if (!room || !room_s)
+  *daemon_full = d == B2SD_ADMIT_WAIT_DAEMON;
+  if (d != B2SD_ADMIT)
     return 0;
   /* relaxed: s holds a reference; pairs with the fetch_sub in racct_unref */
   atomic_fetch_add_explicit(&sa->refs, 1, memory_order_relaxed);
@@ -315,7 +315,7 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out) {
     pthread_mutex_init(&rd->bytes->lock, NULL);
     rd->bytes->srv = srv;
     rd->limit = srv->dcfg.memory_limit;
-    rd->bytes->budget = rd->limit / B2SD_READS_MEMORY_DIV;
+    rd->bytes->budget = b2sd_read_budget(rd->limit);
   }
   rd->threads = calloc((size_t)nthreads, sizeof *rd->threads);
   if (!rd->threads || !rd->bytes) {
@@ -375,7 +375,7 @@ void b2sd_readers_free(b2sd_readers *rd) {
 /* ---- the I/O thread's side --------------------------------------------------- */
 
 bool b2sd_reads_room(b2sd_server *srv, const b2sd_session *s) {
-  return srv->readers && s->nreads < B2SD_READS_SESSION;
+  return srv->readers && b2sd_read_session_room(s->nreads);
 }
 
 static void todo_push(b2sd_readers *rd, b2sd_read *r) {
@@ -522,7 +522,7 @@ static bool admit_one(b2sd_server *srv, b2sd_session *s, bool *daemon_full) {
   int rc = r->rc;
   if (rc == 0 && r->push && !b2sd_follow_find(s, r->follow_id))
     rc = B2S_E_CLOSED;           /* nobody to push to: no bytes for it */
-  if (rc == 0 && rd->admitted >= B2SD_READS_MAX) {
+  if (rc == 0 && !b2sd_read_count_room(rd->admitted)) {
     *daemon_full = true;
     return false;
   }
@@ -610,7 +610,7 @@ static void budget_update(b2sd_server *srv, b2sd_readers *rd) {
     return;
   rd->limit = srv->dcfg.memory_limit;
   pthread_mutex_lock(&rd->bytes->lock);
-  rd->bytes->budget = rd->limit / B2SD_READS_MEMORY_DIV;
+  rd->bytes->budget = b2sd_read_budget(rd->limit);
   pthread_mutex_unlock(&rd->bytes->lock);
 }
 

@@ -5,6 +5,7 @@
 
 #include "b2sd.h"
 #include "ledger.h"
+#include "readbudget.h"
 #include "wire.h"
 
 #include <string.h>
@@ -150,18 +151,9 @@ void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
 
 /* readers.c: chunks are read (and decompressed) by reader threads, never
  * by the I/O thread.  A read is issued only for a committed chunk and
- * within the bounds below; its result comes back through a queue and a
+ * within the bounds of readbudget.h; its result comes back through a queue and a
  * b2sd_wake, and the I/O thread sends it.  A read whose session or follow
  * ended meanwhile is discarded when it comes back. */
-#define B2SD_READS_MAX 16         /* reads with result bytes, whole daemon */
-#define B2SD_READS_SESSION 8      /* reads issued, per session */
-#define B2SD_READS_FOLLOW 4       /* ... per push follow */
-#define B2SD_READS_WAIT 1024      /* READs a session may have waiting */
-/* Result bytes held by reads (readers.c): memory_limit / MEMORY_DIV in
- * the whole daemon, a SESSION_DIV-th of that per session; one read at a
- * time whatever its size when nothing is held. */
-#define B2SD_READS_MEMORY_DIV 4
-#define B2SD_READS_SESSION_DIV 4
 
 typedef struct b2sd_read {
   struct b2sd_read *next;      /* in exactly one queue or list at a time */
