@@ -1,22 +1,49 @@
-/* b2streamd internals shared by the daemon's modules.
+/* b2streamd internals shared by the daemon's modules: the thread map, the
+ * lock order, and the objects every module sees (jobs, chunks, streams,
+ * the server).
  *
- * Threads and who owns what:
- *   - the main thread is the I/O thread: it owns every ZeroMQ socket, the
- *     sessions, handles and follows and the signalfd; nothing else touches
- *     them;
- *   - worker threads (workers.c) take jobs from one bounded FIFO, compress
- *     them with their own b2s_ctx and give the chunk to the stream's writer;
- *   - one writer thread per stream (stream.c) owns its b2s_fwriter, puts
- *     chunks back in sequence order, appends and commits them; a helper
- *     thread per contiguous frame only hands old data to writeback and
- *     drops it from the page cache (stream.c), touching nothing shared;
- *   - reader threads (readers.c) read and decompress the committed chunks
- *     that READ asks for and push follows deliver, each with its own frame
- *     handles, and hand the results back to the I/O thread.
+ * Threads (named as ps/top show them).  Signals are blocked in all of
+ * them (main.c blocks them before the first thread starts); all are joined
+ * on shutdown.
+ *   - "b2streamd", the main thread, is the I/O thread (server.c): it owns
+ *     every ZeroMQ socket, the signalfd, the sessions, handles and follows
+ *     (session.h), the stream list and each stream's I/O-thread fields;
+ *     nothing else touches them.  It alone sends (outbox.c).
+ *   - "b2s-work-N", the workers (workers.c): take jobs from one FIFO,
+ *     compress them with their own b2s_ctx into buffers of the chunk pool
+ *     (chunkpool.c), give the chunk to the stream's writer, release the
+ *     job's ZeroMQ message or shared-memory slot (segment.c).
+ *   - "b2s-w-<stream>", one writer per stream (stream.c): owns its
+ *     b2s_fwriter, puts chunks back in sequence order, appends and commits
+ *     them (groupcommit.c decides when), publishes progress (progress.h).
+ *   - "b2s-c-<stream>", the drop-behind helper of a contiguous frame
+ *     written through the page cache (stream.c): hands old data to
+ *     writeback and drops it from the cache; it touches nothing shared but
+ *     its own struct b2sd_behind.
+ *   - the frame writer's direct-I/O helper (core/frame_dio.c), one per
+ *     writer with direct I/O, started by the writer at its first full
+ *     stage and so named after it ("b2s-w-<stream>"): writes full stages
+ *     of that writer's frame; it shares nothing with the daemon.
+ *   - "b2s-read-N", the reader threads (readers.c): read and decompress
+ *     the committed chunks READ asks for and push follows deliver, each
+ *     with its own frame handles, and hand the results back.
+ *   - "b2sd-zap", the ZAP handler of CURVE (auth.c), when curve is
+ *     configured: answers libzmq's authentication requests and logs
+ *     failed handshakes; shares only the authorized key set.
+ *   - libzmq's own threads call back into the daemon in one place: freeing
+ *     a read result that was sent without a copy (readers.c).
  * Workers and writers never call ZeroMQ: they publish progress in atomics
- * of the stream (sequence numbers reached per level, committed chunks) and
- * wake the I/O thread through an eventfd (b2sd_wake), which then sends
- * ACK, FLUSHED, CLOSED and NOTIFY messages.
+ * of the stream (progress.h) and wake the I/O thread through an eventfd
+ * (b2sd_wake), which then sends ACK, FLUSHED, CLOSED and NOTIFY messages.
+ *
+ * Lock order.  One nesting only: a stream's `lock` (struct b2sd_stream)
+ * before the chunk pool's lock (its writer gives chunks back while it
+ * holds its own lock).  Every other mutex is a leaf, never held while
+ * another is taken: the job FIFO's (workers.c), the readers' queue lock
+ * and their byte account (readers.c), a drop-behind helper's (stream.c),
+ * the authorized keys' (auth.c), and the frame writer's direct-I/O mutex
+ * (core, taken only inside b2s_fwriter calls, which no daemon lock
+ * surrounds).  b2sd_wake takes no lock, so it may be called under any.
  *
  * Sequence numbers: every buffer a stream accepts gets the stream's next
  * sequence number (seq_next, I/O thread).  A buffer dropped by drop-oldest
@@ -88,8 +115,9 @@ typedef struct b2sd_chunk {
 
 typedef struct b2sd_pool b2sd_pool;
 
-int b2sd_pool_new(b2sd_server *srv, int nworkers, size_t max_jobs,
-                  b2sd_pool **out);
+/* Start nworkers workers.  The FIFO has no bound of its own: the I/O
+ * thread queues at most a stream's queue_depth jobs per stream. */
+int b2sd_pool_new(b2sd_server *srv, int nworkers, b2sd_pool **out);
 /* Stop once the queue is empty, join the workers, free.  Accepts NULL. */
 void b2sd_pool_free(b2sd_pool *pool);
 /* Queue a job (ownership moves to the pool, *job is cleared).  Never

@@ -403,7 +403,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   if (rc == 0)
     rc = b2sd_chunkpool_new(srv->nworkers + 2, &srv->chunks);
   if (rc == 0)
-    rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
+    rc = b2sd_pool_new(srv, srv->nworkers, &srv->pool);
   if (rc == 0)
     rc = b2sd_readers_new(srv, B2SD_READER_THREADS, &srv->readers);
   if (rc < 0)

@@ -1,8 +1,11 @@
-/* Worker pool: a fixed set of threads taking jobs from one bounded FIFO.
+/* Worker pool: a fixed set of threads taking jobs from one FIFO and
+ * compressing them.
  *
  * The FIFO is shared by all streams, so a stream's jobs leave it in
- * sequence order; stream->taken_seq records how far each stream got (the
- * I/O thread returns `block` credits from it).  Each worker owns one
+ * sequence order; it is bounded by the I/O thread, which queues at most a
+ * stream's queue_depth jobs per stream.  taken_seq (progress.h) records
+ * how far each stream got (the I/O thread returns `block` credits from
+ * it).  Each worker owns one
  * b2s_ctx for its lifetime and compresses straight into a chunk buffer of
  * the server's pool (chunkpool.c) that it hands to the writer. */
 #define _GNU_SOURCE
@@ -123,9 +126,7 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-int b2sd_pool_new(b2sd_server *srv, int nworkers, size_t max_jobs,
-                  b2sd_pool **out) {
-  (void)max_jobs;
+int b2sd_pool_new(b2sd_server *srv, int nworkers, b2sd_pool **out) {
   b2sd_pool *p = calloc(1, sizeof *p);
   if (!p)
     return B2S_E_NOMEM;
