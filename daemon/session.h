@@ -1,5 +1,14 @@
-/* Sessions, handles and follows: the I/O thread's view of its clients
- * (PROTOCOL.md sections 4 and 5).  Only the I/O thread touches these. */
+/* Sessions, handles, follows and reads: the I/O thread's view of its
+ * clients (PROTOCOL.md sections 4 and 5), and the entry points of the
+ * modules that serve them (handles.c, shm_ingest.c, follow.c,
+ * readers.c).
+ *
+ * Ownership: the I/O thread owns every session, handle and follow and
+ * frees them (server.c ends sessions; handles.c and follow.c free their
+ * objects).  A session owns its handles and follows through its lists;
+ * a stream lists the same handles and follows but does not own them.  A
+ * b2sd_read belongs to whoever holds it in a list or queue (a session, a
+ * follow, the readers), exactly one at a time. */
 #ifndef B2SD_SESSION_H
 #define B2SD_SESSION_H
 
@@ -143,7 +152,7 @@ bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
 void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, b2sd_bufsrc *b);
 
-/* shm_ingest.c: shared-memory segments of producer handles */
+/* shm_ingest.c: SHM_ATTACH and SHM_SUBMIT of producer handles */
 void b2sd_shm_attach_msg(b2sd_server *srv, b2sd_session *s,
                          const b2s_wire_msg *m);
 void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
