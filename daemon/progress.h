@@ -115,12 +115,14 @@ static inline uint64_t b2sd_progress_take_stamp(b2sd_stream *st) {
 /* ---- statistics (any thread) ------------------------------------------- */
 
 static inline int64_t b2sd_progress_committed_stat(b2sd_stream *st) {
-  /* relaxed: a statistic; pairs with the stores above only loosely */
+  /* relaxed: a statistic, nothing is read on its strength; pairs with
+   * the release store of b2sd_progress_publish */
   return atomic_load_explicit(&st->committed, memory_order_relaxed);
 }
 
 static inline int b2sd_progress_failed_stat(b2sd_stream *st) {
-  /* relaxed: a statistic; pairs with the store of b2sd_progress_fail */
+  /* relaxed: a statistic, nothing is read on its strength; pairs with
+   * the release store of b2sd_progress_fail */
   return atomic_load_explicit(&st->failed, memory_order_relaxed);
 }
 
