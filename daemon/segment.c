@@ -96,7 +96,9 @@ int b2sd_seg_new(b2sd_server *srv, uint32_t want, size_t slot_size,
   if (!g)
     return B2S_E_NOMEM;
   uint32_t limit = (uint32_t)srv->dcfg.shm.slots;
-  /* relaxed: see on_data's memory check */
+  /* relaxed: an approximate bound, as in b2sd_buffer_accept; pairs with
+   * the fetch_add there and the fetch_subs of b2sd_job_free and
+   * b2sd_chunk_done */
   int64_t room = b2sd_memory_room(srv) -
                  atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
   b2s_shm_geometry geo;

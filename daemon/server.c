@@ -267,7 +267,9 @@ static void stream_failed(b2sd_server *srv, b2sd_stream *st, int code) {
 /* Returns true when something was held back and wants a retry soon. */
 static bool scan(b2sd_server *srv) {
   bool retry = b2sd_reads_turn(srv);
-  /* relaxed: see on_data */
+  /* relaxed: an approximate bound, as in b2sd_buffer_accept; pairs with
+   * the fetch_add there and the fetch_subs of b2sd_job_free and
+   * b2sd_chunk_done */
   bool memory_ok = atomic_load_explicit(&srv->inflight_bytes,
                                         memory_order_relaxed) <
                    b2sd_memory_room(srv);
