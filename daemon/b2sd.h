@@ -1,22 +1,46 @@
-/* b2streamd internals shared by the daemon's modules.
+/* b2streamd internals shared by the daemon's modules: the thread map, the
+ * lock order, and the objects every module sees (jobs, chunks, streams,
+ * the server).
  *
- * Threads and who owns what:
- *   - the main thread is the I/O thread: it owns every ZeroMQ socket, the
- *     sessions, handles and follows and the signalfd; nothing else touches
- *     them;
- *   - worker threads (workers.c) take jobs from one bounded FIFO, compress
- *     them with their own b2s_ctx and give the chunk to the stream's writer;
- *   - one writer thread per stream (stream.c) owns its b2s_fwriter, puts
- *     chunks back in sequence order, appends and commits them; a helper
- *     thread per contiguous frame only hands old data to writeback and
- *     drops it from the page cache (stream.c), touching nothing shared;
- *   - reader threads (readers.c) read and decompress the committed chunks
- *     that READ asks for and push follows deliver, each with its own frame
- *     handles, and hand the results back to the I/O thread.
+ * Threads (named as ps/top show them).  Signals are blocked in all of
+ * them (main.c blocks them before the first thread starts); all are joined
+ * on shutdown.
+ *   - "b2streamd", the main thread, is the I/O thread (server.c): it owns
+ *     every ZeroMQ socket, the signalfd, the sessions, handles and follows
+ *     (session.h), the stream list and each stream's I/O-thread fields;
+ *     nothing else touches them.  It alone sends (outbox.c).
+ *   - "b2s-work-N", the workers (workers.c): take jobs from one FIFO,
+ *     compress them with their own b2s_ctx into buffers of the chunk pool
+ *     (chunkpool.c), give the chunk to the stream's writer, release the
+ *     job's ZeroMQ message or shared-memory slot (segment.c).
+ *   - "b2s-w-<stream>", one writer per stream (stream.c): owns its
+ *     b2s_fwriter, puts chunks back in sequence order, appends and commits
+ *     them (groupcommit.c decides when), publishes progress (progress.h).
+ *   - "b2s-fwriter", the frame writer's helper (core/frame_helper.c), at
+ *     most one per stream writer, started by the writer at its first job:
+ *     writes full direct-I/O stages of that writer's frame, or (buffered
+ *     contiguous frames, opts.drop_behind) hands old data to writeback and
+ *     drops it from the page cache; it shares nothing with the daemon and
+ *     is joined when the writer closes its frame.
+ *   - "b2s-read-N", the reader threads (readers.c): read and decompress
+ *     the committed chunks READ asks for and push follows deliver, each
+ *     with its own frame handles, and hand the results back.
+ *   - "b2sd-zap", the ZAP handler of CURVE (auth.c), when curve is
+ *     configured: answers libzmq's authentication requests and logs
+ *     failed handshakes; shares only the authorized key set.
+ *   - libzmq's own threads call back into the daemon in one place: freeing
+ *     a read result that was sent without a copy (readers.c).
  * Workers and writers never call ZeroMQ: they publish progress in atomics
- * of the stream (sequence numbers reached per level, committed chunks) and
- * wake the I/O thread through an eventfd (b2sd_wake), which then sends
- * ACK, FLUSHED, CLOSED and NOTIFY messages.
+ * of the stream (progress.h) and wake the I/O thread through an eventfd
+ * (b2sd_wake), which then sends ACK, FLUSHED, CLOSED and NOTIFY messages.
+ *
+ * Lock order.  One nesting only: a stream's `lock` (struct b2sd_stream)
+ * before the chunk pool's lock (its writer gives chunks back while it
+ * holds its own lock).  Every other mutex is a leaf, never held while
+ * another is taken: the job FIFO's (workers.c), the readers' queue lock
+ * and their byte account (readers.c), the authorized keys' (auth.c), and
+ * the frame writer's helper mutex (core, taken only inside b2s_fwriter
+ * calls, which no daemon lock surrounds).  b2sd_wake takes no lock, so it may be called under any.
  *
  * Sequence numbers: every buffer a stream accepts gets the stream's next
  * sequence number (seq_next, I/O thread).  A buffer dropped by drop-oldest
@@ -45,7 +69,7 @@
 typedef struct b2sd_stream b2sd_stream;
 typedef struct b2sd_server b2sd_server;
 
-/* ---- wakeups of the I/O thread ------------------------------------------ */
+/* ---- wakeups of the I/O thread (outbox.c) ------------------------------ */
 
 /* Wake the I/O thread (coalesced: at most one eventfd write until it runs). */
 void b2sd_wake(b2sd_server *srv);
@@ -62,7 +86,8 @@ typedef struct b2sd_job {
                                     many takes; 0: other policies */
   bool is_shm;
   zmq_msg_t msg;                 /* ZMQ payload, owned, never copied */
-  struct b2sd_seg *seg;          /* shared-memory slot (is_shm): segment */
+  struct b2sd_seg *seg;          /* shared-memory slot (is_shm): segment
+                                    (segment.h) */
   uint32_t slot;
   const void *data;              /* the buffer bytes (msg data or slot) */
   size_t len;
@@ -81,39 +106,14 @@ typedef struct b2sd_chunk {
   uint8_t data[];
 } b2sd_chunk;
 
-/* The writer is done with c (written, or dropped at stop): its bytes leave
- * inflight_bytes and its buffer goes back to the workers' cache or is
- * freed.  Any thread; accepts a tombstone. */
-void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c);
-/* Free the idle chunk buffers (a stream stopped). */
-void b2sd_chunk_cache_trim(void);
-
-/* ---- shared-memory segments (shm_ingest.c) ------------------------------
- *
- * A segment belongs to one producer handle and is referenced by the handle
- * and by every job holding one of its slots; the last reference destroys
- * it (unmap, unlink), so a slot stays mapped while a worker reads it even
- * after its producer is gone.  Any thread may drop a reference. */
-typedef struct b2sd_seg b2sd_seg;
-void b2sd_seg_ref(b2sd_seg *g);
-void b2sd_seg_unref(b2sd_seg *g);
-/* The handle is gone: reclaim the producer's unfinished slots, drop the
- * handle's reference. */
-void b2sd_seg_end(b2sd_seg *g);
-/* Release a TAKEN slot (a worker has read it, or no job took it). */
-void b2sd_seg_give_back(b2sd_seg *g, uint32_t slot);
-/* Remove segments a dead daemon left; logs how many. */
-void b2sd_shm_cleanup(void);
-/* Bytes left for ZeroMQ buffers in flight: the memory limit less the
- * shared-memory segments. */
-int64_t b2sd_memory_room(b2sd_server *srv);
 
 /* ---- worker pool (workers.c) --------------------------------------------- */
 
 typedef struct b2sd_pool b2sd_pool;
 
-int b2sd_pool_new(b2sd_server *srv, int nworkers, size_t max_jobs,
-                  b2sd_pool **out);
+/* Start nworkers workers.  The FIFO has no bound of its own: the I/O
+ * thread queues at most a stream's queue_depth jobs per stream. */
+int b2sd_pool_new(b2sd_server *srv, int nworkers, b2sd_pool **out);
 /* Stop once the queue is empty, join the workers, free.  Accepts NULL. */
 void b2sd_pool_free(b2sd_pool *pool);
 /* Queue a job (ownership moves to the pool, *job is cleared).  Never
@@ -138,7 +138,7 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out);
  * streams are freed).  Accepts NULL. */
 void b2sd_readers_free(b2sd_readers *rd);
 
-/* ---- latency histograms (stats.c) ------------------------------------------ */
+/* ---- latency histograms (latency.c) ---------------------------------------- */
 
 /* 10 us buckets up to 5 ms, then one for everything slower; one thread
  * notes and reads it. */
@@ -179,20 +179,22 @@ struct b2sd_stream {
   bool thread_started;
   b2s_fwriter *fw;               /* writer thread only (after start) */
 
-  /* Published by the writer (stores with release, loaded with acquire by
-   * the I/O thread after its wakeup). */
+  /* Progress, published by the writer and the workers and read by the I/O
+   * thread: only through progress.h, where each store sits beside the
+   * load it pairs with. */
   _Atomic uint64_t written_seq;  /* every seq below is committed or dropped */
   _Atomic uint64_t durable_seq;  /* ... and on stable storage */
   _Atomic int64_t committed;     /* chunks committed in the frame */
   _Atomic int failed;            /* negative error once the frame failed */
-  /* Published by the workers: every seq below was taken out of the queue
-   * (or dropped from it); stored under the pool lock. */
+  /* Stored by the workers under the pool lock: every seq below was taken
+   * out of the queue. */
   _Atomic uint64_t taken_seq;
   size_t nqueued;                /* jobs in the FIFO, under the pool lock */
 
-  /* Commit -> NOTIFY latency: the writer stamps the oldest commit the I/O
-   * thread has not seen yet (0: none), which takes the stamp when it sees
-   * the committed count advance and notes the time to its NOTIFYs. */
+  /* Commit -> NOTIFY latency (progress.h): the writer stamps the oldest
+   * commit the I/O thread has not seen yet (0: none), which takes the
+   * stamp when it sees the committed count advance and notes the time to
+   * its NOTIFYs. */
   _Atomic uint64_t commit_unseen_ns;
 
   /* I/O thread only. */
@@ -223,6 +225,8 @@ void b2sd_stream_free(b2sd_stream *st);
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg);
 /* Snapshot of the settings. */
 void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out);
+/* The server's stream of that name, or NULL.  I/O thread. */
+b2sd_stream *b2sd_stream_find(b2sd_server *srv, const char *name);
 
 /* ---- CURVE authentication of tcp:// clients (auth.c) ----------------------- */
 
@@ -267,6 +271,7 @@ struct b2sd_server {
   int wakefd;                    /* eventfd */
   atomic_int wake_pending;       /* set by b2sd_wake, cleared by the I/O loop */
   b2sd_pool *pool;
+  struct b2sd_chunkpool *chunks; /* idle chunk buffers (chunkpool.h) */
   b2sd_readers *readers;         /* READ and pushed chunks */
   b2sd_stream *streams;
   size_t nstreams;
@@ -284,8 +289,6 @@ struct b2sd_server {
   int nworkers;
 };
 
-b2sd_stream *b2sd_server_stream(b2sd_server *srv, const char *name);
-
 /* The I/O loop; returns when a SIGTERM/SIGINT drain has finished. */
 int b2sd_server_run(b2sd_server *srv);
 int b2sd_server_init(b2sd_server *srv, const char *config_path,
@@ -295,7 +298,5 @@ void b2sd_server_fini(b2sd_server *srv);
 /* Statistics as a JSON object for STATS_REPLY (stream NULL: all).  Returns
  * a malloc'ed NUL-terminated text, NULL when out of memory. */
 char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only);
-
-uint64_t b2sd_now_ns(void);
 
 #endif

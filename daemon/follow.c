@@ -12,7 +12,9 @@
  * the follow's `ready` list sorted by index, and are sent strictly from
  * `next` on, so pushed chunks stay in order, exactly once. */
 #define _GNU_SOURCE
-#include "session.h"
+#include "clock.h"
+#include "outbox.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,13 +41,6 @@ void b2sd_follow_remove(b2sd_follow *f) {
   free(f);
 }
 
-b2sd_follow *b2sd_follow_find(b2sd_session *s, uint32_t id) {
-  for (b2sd_follow *f = s->follows; f; f = f->next_s)
-    if (f->id == id)
-      return f;
-  return NULL;
-}
-
 static int stream_lookup(b2sd_server *srv, b2s_wire_str n, b2sd_stream **out) {
   char name[B2S_STREAM_NAME_MAX + 1];
   if (n.len == 0 || n.len > B2S_STREAM_NAME_MAX)
@@ -55,13 +50,8 @@ static int stream_lookup(b2sd_server *srv, b2s_wire_str n, b2sd_stream **out) {
   int rc = b2s_stream_name_check(name);
   if (rc < 0)
     return rc;
-  *out = b2sd_server_stream(srv, name);
+  *out = b2sd_stream_find(srv, name);
   return *out ? 0 : B2S_E_NOSTREAM;
-}
-
-static int64_t committed_of(b2sd_stream *st) {
-  /* acquire: pairs with the writer's release store after a commit */
-  return atomic_load_explicit(&st->committed, memory_order_acquire);
 }
 
 void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
@@ -80,7 +70,7 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
     rc = B2S_E_BUSY;
   if (rc == 0)
     rc = stream_lookup(srv, m->follow.target, &st);
-  int64_t committed = st ? committed_of(st) : 0;
+  int64_t committed = st ? b2sd_progress_committed(st) : 0;
   uint64_t start = (fl & B2S_WIRE_FOLLOW_FROM_END) ? (uint64_t)committed
                                                    : m->follow.start;
   if (rc == 0 && start > (uint64_t)committed)
@@ -155,7 +145,7 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   } else {
     rc = stream_lookup(srv, m->read.stream, &st);
   }
-  if (rc == 0 && m->read.chunk >= (uint64_t)committed_of(st))
+  if (rc == 0 && m->read.chunk >= (uint64_t)b2sd_progress_committed(st))
     rc = B2S_E_NCHUNK;
   b2sd_read *r = rc == 0 ? read_new(st, m->read.chunk,
                                      m->flags & B2S_WIRE_READ_DECOMPRESS, s,
@@ -172,14 +162,6 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   if (rc < 0)
     b2sd_send_error(srv, s, m->tag, rc, 0, m->type, m->read.follow_id,
                     m->read.chunk, NULL);
-}
-
-void b2sd_follow_pushed(b2sd_follow *f, b2sd_read *r) {
-  b2sd_read **pp = &f->ready;
-  while (*pp && (*pp)->index < r->index)
-    pp = &(*pp)->next;
-  r->next = *pp;
-  *pp = r;
 }
 
 enum { PUSH_OK, PUSH_HELD, PUSH_ENDED };
@@ -213,7 +195,7 @@ static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
   int rc = push_flush(srv, f);
   if (rc == PUSH_ENDED)
     return true;
-  while (f->req < committed && f->nreads < B2SD_READS_FOLLOW &&
+  while (f->req < committed && b2sd_read_follow_room(f->nreads) &&
          b2sd_reads_room(srv, f->sess)) {
     b2sd_read *r = read_new(f->st, f->req,
                             f->push & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED,
@@ -229,14 +211,12 @@ static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
 }
 
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st) {
-  uint64_t committed = (uint64_t)committed_of(st);
+  uint64_t committed = (uint64_t)b2sd_progress_committed(st);
   bool held = false, notified = false;
   uint64_t stamp = 0;
   if (committed > st->seen_committed) {
     st->seen_committed = committed;
-    /* relaxed: written before the committed count this thread acquired */
-    stamp = atomic_exchange_explicit(&st->commit_unseen_ns, 0,
-                                     memory_order_relaxed);
+    stamp = b2sd_progress_take_stamp(st);
   }
   for (b2sd_follow *f = st->follows, *nx; f; f = nx) {
     nx = f->next_st;

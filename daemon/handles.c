@@ -1,7 +1,13 @@
-/* Producer handles (PROTOCOL.md 4.2, 4.3): OPEN, DATA, SHM_SUBMIT, FLUSH,
- * CLOSE, credits and acknowledgements.  I/O thread only. */
+/* Producer handles (PROTOCOL.md 4.2, 4.3): OPEN, DATA, FLUSH, CLOSE, the
+ * buffer path every DATA and SHM_SUBMIT takes (admit, reject, accept into
+ * the worker queue or drop by policy), and sending the credits and
+ * acknowledgements the handle's ledger (ledger.c) says are due.  I/O
+ * thread only. */
 #define _GNU_SOURCE
-#include "session.h"
+#include "outbox.h"
+#include "progress.h"
+#include "wiremap.h"
+#include "segment.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,37 +15,6 @@
 #include <string.h>
 
 /* ---- handles ---------------------------------------------------------------- */
-
-static b2sd_entry *entry_at(b2sd_handle *h, size_t i) {
-  return &h->q[(h->qhead + i) % h->qcap];
-}
-
-static int entry_push(b2sd_handle *h, uint8_t state, uint64_t seq) {
-  if (h->qlen == h->qcap) {
-    size_t ncap = h->qcap ? h->qcap * 2 : 16;
-    b2sd_entry *nq = malloc(ncap * sizeof *nq);
-    if (!nq)
-      return B2S_E_NOMEM;
-    for (size_t i = 0; i < h->qlen; i++)
-      nq[i] = *entry_at(h, i);
-    free(h->q);
-    h->q = nq;
-    h->qcap = ncap;
-    h->qhead = 0;
-  }
-  b2sd_entry *e = entry_at(h, h->qlen++);
-  e->seq = seq;
-  e->state = state;
-  h->next_id++;
-  return 0;
-}
-
-b2sd_handle *b2sd_handle_find(b2sd_session *s, uint32_t id) {
-  for (b2sd_handle *h = s->handles; h; h = h->next_s)
-    if (h->id == id)
-      return h;
-  return NULL;
-}
 
 void b2sd_handle_free(b2sd_handle *h) {
   b2sd_session *s = h->sess;
@@ -56,78 +31,42 @@ void b2sd_handle_free(b2sd_handle *h) {
   s->nhandles--;
   if (h->seg)
     b2sd_seg_end(h->seg);     /* the producer's slots come back */
-  free(h->q);
+  b2sd_ledger_fini(&h->lg);
   free(h);
 }
 
-static bool settled(const b2sd_handle *h, const b2sd_entry *e, int level,
-                    uint64_t written, uint64_t durable) {
-  if (e->state != ENTRY_QUEUED || level <= B2S_WIRE_LEVEL_RECEIVED)
-    return true;
-  return e->seq < (level == B2S_WIRE_LEVEL_WRITTEN ? written : durable);
-  (void)h;
-}
-
-static uint64_t handle_upto(b2sd_handle *h, int level, uint64_t written,
-                            uint64_t durable) {
-  for (size_t i = 0; i < h->qlen; i++)
-    if (!settled(h, entry_at(h, i), level, written, durable))
-      return h->first_id + i;
-  return h->next_id;
-}
-
-/* Progress of one handle: credits, ACKs, FLUSHED, CLOSED.  Returns false
- * when the handle was closed and freed. */
+/* Progress of one handle: credits, ACKs, FLUSHED, CLOSED, as its ledger
+ * says they are due.  Returns false when the handle was closed and
+ * freed. */
 bool b2sd_handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
-                            uint64_t written, uint64_t durable,
-                            bool memory_ok) {
-  /* credits come back in entry order */
-  while (h->ncredited < h->qlen) {
-    b2sd_entry *e = entry_at(h, h->ncredited);
-    if (e->state == ENTRY_QUEUED && h->policy == B2S_WIRE_POLICY_BLOCK &&
-        (e->seq >= taken || !memory_ok))
-      break;
-    h->ncredited++;
-    h->owed++;
-  }
+                          uint64_t written, uint64_t durable,
+                          bool memory_ok) {
+  b2sd_ledger *l = &h->lg;
+  b2sd_ledger_credit(l, taken, memory_ok);
   b2s_wire_msg m;
-  uint64_t ur = h->next_id;
-  /* Above level received, an ACK without credits tells the producer
-   * nothing it waits for: it rides on the next credit or on the ACK at
-   * the stream's level (PROTOCOL.md 5.2), one message per buffer fewer. */
-  bool news = ur > h->acked[1] &&
-              (h->ack_level == B2S_WIRE_LEVEL_RECEIVED || h->closing);
-  if (news || h->owed) {
+  uint64_t ur = l->next_id;
+  if (b2sd_ledger_receipt_due(l, h->closing)) {
     b2s_wire_init(&m, B2S_WIRE_ACK);
     m.ack.upto = ur;
     m.ack.dropped = h->dropped;
     m.ack.handle = h->id;
-    m.ack.credits = h->owed;
+    m.ack.credits = l->owed;
     m.ack.level = B2S_WIRE_LEVEL_RECEIVED;
-    if (b2sd_send(srv, h->sess, &m, NULL, 0) == 0) {
-      h->acked[1] = ur;
-      h->avail += h->owed;
-      h->owed = 0;
-    }
+    if (b2sd_send(srv, h->sess, &m, NULL, 0) == 0)
+      b2sd_ledger_receipt_sent(l, ur);
   }
-  int lvl = h->ack_level;
-  uint64_t u = lvl > 1 ? handle_upto(h, lvl, written, durable) : ur;
-  if (lvl > 1 && u > h->acked[lvl]) {
+  uint64_t u = b2sd_ledger_upto(l, written, durable);
+  if (b2sd_ledger_level_due(l, u)) {
     b2s_wire_init(&m, B2S_WIRE_ACK);
     m.ack.upto = u;
     m.ack.dropped = h->dropped;
     m.ack.handle = h->id;
-    m.ack.level = (uint8_t)lvl;
+    m.ack.level = l->ack_level;
     if (b2sd_send(srv, h->sess, &m, NULL, 0) == 0)
-      h->acked[lvl] = u;
+      b2sd_ledger_level_sent(l, u);
   }
   /* drop entries settled at the ack level whose credit came back */
-  while (h->ncredited > 0 && h->first_id < u) {
-    h->qhead = (h->qhead + 1) % h->qcap;
-    h->qlen--;
-    h->ncredited--;
-    h->first_id++;
-  }
+  b2sd_ledger_prune(l, u);
   while (h->nflush > 0 && durable >= h->flushes[0].seq) {
     b2s_wire_init(&m, B2S_WIRE_FLUSHED);
     m.tag = h->flushes[0].tag;
@@ -138,11 +77,10 @@ bool b2sd_handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
     memmove(h->flushes, h->flushes + 1,
             (size_t)--h->nflush * sizeof h->flushes[0]);
   }
-  if (h->closing && h->nflush == 0 && u == h->next_id &&
-      h->ncredited == h->qlen) {
+  if (h->closing && h->nflush == 0 && b2sd_ledger_settled(l, u)) {
     b2s_wire_init(&m, B2S_WIRE_CLOSED);
     m.tag = h->close_tag;
-    m.closed.upto = h->next_id;
+    m.closed.upto = l->next_id;
     m.closed.dropped = h->dropped;
     m.closed.handle = h->id;
     if (b2sd_send(srv, h->sess, &m, NULL, 0) == -EAGAIN)
@@ -204,13 +142,12 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
     rc = B2S_E_CLOSED;
   if (rc == 0 && s->nhandles >= B2SD_MAX_HANDLES)
     rc = B2S_E_BUSY;
-  b2sd_stream *st = rc == 0 ? b2sd_server_stream(srv, name) : NULL;
+  b2sd_stream *st = rc == 0 ? b2sd_stream_find(srv, name) : NULL;
   if (rc == 0 && !st)
     rc = tmpl[0] ? stream_create_from_template(srv, name, tmpl, &st)
                  : B2S_E_NOSTREAM;
-  /* acquire: pairs with the writer's release store of a failure */
-  if (rc == 0 && atomic_load_explicit(&st->failed, memory_order_acquire))
-    rc = atomic_load_explicit(&st->failed, memory_order_acquire);
+  if (rc == 0 && b2sd_progress_failed(st))
+    rc = b2sd_progress_failed(st);
   b2sd_handle *h = rc == 0 ? calloc(1, sizeof *h) : NULL;
   if (rc == 0 && !h)
     rc = B2S_E_NOMEM;
@@ -223,9 +160,9 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   h->sess = s;
   h->st = st;
   h->id = s->next_handle++;
-  h->ack_level = (uint8_t)(cfg.durability.ack + 1);
-  h->policy = (uint8_t)(cfg.backpressure + 1);
-  h->avail = (uint32_t)cfg.queue_depth;
+  b2sd_ledger_init(&h->lg, b2sd_wire_ack_level(cfg.durability.ack),
+                   b2sd_wire_policy(cfg.backpressure),
+                   (uint32_t)cfg.queue_depth);
   h->chunk_bytes = b2nd_chunk_bytes(&cfg);
   h->next_s = s->handles;
   s->handles = h;
@@ -236,11 +173,11 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   b2s_wire_init(&o, B2S_WIRE_OPENED);
   o.tag = m->tag;
   o.opened.handle = h->id;
-  o.opened.credits = h->avail;
+  o.opened.credits = h->lg.avail;
   int64_t mb = srv->dcfg.max_buffer;
   o.opened.max_buffer = (uint32_t)(mb > UINT32_MAX ? UINT32_MAX : mb);
-  o.opened.ack_level = h->ack_level;
-  o.opened.policy = h->policy;
+  o.opened.ack_level = h->lg.ack_level;
+  o.opened.policy = h->lg.policy;
   b2sd_send(srv, s, &o, NULL, 0);
 }
 
@@ -271,8 +208,9 @@ static bool drop_oldest(b2sd_server *srv, b2sd_stream *st) {
     if (s->id != j->session_id)
       continue;
     b2sd_handle *h = b2sd_handle_find(s, j->handle_id);
-    if (h && j->buffer_id >= h->first_id && j->buffer_id < h->next_id) {
-      entry_at(h, (size_t)(j->buffer_id - h->first_id))->state = ENTRY_DROPPED;
+    b2sd_entry *e = h ? b2sd_ledger_entry(&h->lg, j->buffer_id) : NULL;
+    if (e) {
+      e->state = B2SD_ENTRY_DROPPED;
       send_dropped(srv, h, j->buffer_id, B2S_WIRE_POLICY_DROP_OLDEST);
     }
   }
@@ -299,22 +237,21 @@ b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
                     NULL);
     return NULL;
   }
-  if (id != h->next_id) {
+  if (id != h->lg.next_id) {
     b2sd_handle_close_ref(srv, h, m->tag, B2S_E_PROTO, m->type, id);
     return NULL;
   }
-  if (h->avail == 0) {
+  if (!b2sd_ledger_spend(&h->lg)) {
     b2sd_handle_close_ref(srv, h, m->tag, B2S_E_BUSY, m->type, id);
     return NULL;
   }
-  h->avail--;
   return h;
 }
 
 /* A buffer refused on its own: settled for ACK, the handle stays open. */
 void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, int code) {
-  entry_push(h, ENTRY_REJECTED, 0);
+  b2sd_ledger_push(&h->lg, B2SD_ENTRY_REJECTED, 0);
   b2sd_send_error(srv, h->sess, m->tag, code, 0, m->type, h->id, id, NULL);
 }
 
@@ -326,7 +263,7 @@ bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
   snprintf(text, sizeof text,
            "buffer is %zu bytes, stream's b2nd chunk is %lld bytes", len,
            (long long)h->chunk_bytes);
-  entry_push(h, ENTRY_REJECTED, 0);
+  b2sd_ledger_push(&h->lg, B2SD_ENTRY_REJECTED, 0);
   b2sd_send_error(srv, h->sess, m->tag, B2S_E_CHUNK_SIZE, 0, m->type, h->id,
                   id, text);
   return false;
@@ -353,17 +290,17 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
               (!b->seg && inflight + (int64_t)plen > b2sd_memory_room(srv));
   if (full && cfg.backpressure == B2S_BP_DROP_NEWEST) {
     source_drop(b);
-    entry_push(h, ENTRY_DROPPED, 0);
+    b2sd_ledger_push(&h->lg, B2SD_ENTRY_DROPPED, 0);
     send_dropped(srv, h, id, B2S_WIRE_POLICY_DROP_NEWEST);
     return;
   }
   if (full && cfg.backpressure == B2S_BP_DROP_OLDEST)
     drop_oldest(srv, st);
   b2sd_job *j = calloc(1, sizeof *j);
-  if (!j || entry_push(h, ENTRY_QUEUED, st->seq_next) < 0) {
+  if (!j || b2sd_ledger_push(&h->lg, B2SD_ENTRY_QUEUED, st->seq_next) < 0) {
     free(j);
     source_drop(b);
-    h->next_id = id;              /* undo: reject instead */
+    h->lg.next_id = id;           /* undo: reject instead */
     b2sd_buffer_reject(srv, h, m, id, B2S_E_NOMEM);
     return;
   }
@@ -435,7 +372,7 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
   }
   b2sd_flush *f = &h->flushes[h->nflush++];
   f->tag = m->tag;
-  f->upto = h->next_id;
+  f->upto = h->lg.next_id;
   f->seq = h->st->seq_next;
   b2sd_stream_flush(h->st, f->seq);
 }

@@ -1,4 +1,4 @@
-/* Logging: see log.h. */
+/* Logging to stderr with sd-daemon priorities: see log.h. */
 #include "log.h"
 
 #include <stdarg.h>
@@ -14,14 +14,27 @@ void b2sd_log_set_level(int level) {
   atomic_store_explicit(&log_level, level, memory_order_relaxed);
 }
 
+/* The sd-daemon priority of a configured level (enum b2s_log_level). */
+static int priority_of(int level) {
+  switch (level) {
+  case B2S_LOG_ERROR:
+    return 3;
+  case B2S_LOG_WARNING:
+    return 4;
+  case B2S_LOG_INFO:
+    return 6;
+  case B2S_LOG_DEBUG:
+  default:
+    return 7;
+  }
+}
+
 void b2sd_log(int level, const char *fmt, ...) {
   /* relaxed: pairs with the store in b2sd_log_set_level */
   if (level > atomic_load_explicit(&log_level, memory_order_relaxed))
     return;
-  /* sd-daemon priorities: err 3, warning 4, info 6, debug 7 */
-  static const int prio[] = {3, 4, 6, 7};
   char line[1024];
-  int n = snprintf(line, sizeof line, "<%d>", prio[level & 3]);
+  int n = snprintf(line, sizeof line, "<%d>", priority_of(level));
   va_list ap;
   va_start(ap, fmt);
   int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);

@@ -1,4 +1,6 @@
-/* Reader threads: the chunks READ asks for and push follows deliver.
+/* Reads of committed chunks: the reader threads that read them for READ
+ * and push follows, and the I/O thread's side that issues, admits (the
+ * bounds and the decision: readbudget.c) and answers them.
  *
  * Reading a chunk (pread) and decompressing it can take milliseconds for
  * large chunks, so the I/O thread never does it: it would stall every
@@ -53,7 +55,7 @@
  * When it comes back and the session or follow no longer exists, it is
  * discarded; nothing ever points at a freed session. */
 #define _GNU_SOURCE
-#include "session.h"
+#include "outbox.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -142,7 +144,7 @@ static b2sd_read *list_pop(b2sd_read **head, b2sd_read **tail) {
 /* ---- result bytes ------------------------------------------------------------- */
 
 static int64_t result_bytes(const b2sd_read *r) {
-  return r->decompress ? r->nbytes : r->cbytes;
+  return b2sd_read_result_bytes(r->decompress, r->nbytes, r->cbytes);
 }
 
 static void racct_unref(b2sd_racct *sa) {
@@ -196,10 +198,8 @@ static int admit_bytes(rbytes *a, b2sd_session *s, b2sd_read *r,
   b2sd_racct *sa = s->rd_acct;
   int64_t bytes = result_bytes(r);
   pthread_mutex_lock(&a->lock);
-  int64_t share = a->budget / B2SD_READS_SESSION_DIV;
-  bool room_s = sa->held == 0 || sa->held + bytes <= share;
-  bool room = a->held == 0 || a->held + bytes <= a->budget;
-  if (room && room_s) {
+  b2sd_admit d = b2sd_read_admit_bytes(a->budget, a->held, sa->held, bytes);
+  if (d == B2SD_ADMIT) {
     a->held += bytes;
     sa->held += bytes;
     a->nbufs++;
@@ -207,8 +207,8 @@ static int admit_bytes(rbytes *a, b2sd_session *s, b2sd_read *r,
     a->wake = true;
   }
   pthread_mutex_unlock(&a->lock);
-  *daemon_full = !room;
-  if (!room || !room_s)
+  *daemon_full = d == B2SD_ADMIT_WAIT_DAEMON;
+  if (d != B2SD_ADMIT)
     return 0;
   /* relaxed: s holds a reference; pairs with the fetch_sub in racct_unref */
   atomic_fetch_add_explicit(&sa->refs, 1, memory_order_relaxed);
@@ -315,7 +315,7 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out) {
     pthread_mutex_init(&rd->bytes->lock, NULL);
     rd->bytes->srv = srv;
     rd->limit = srv->dcfg.memory_limit;
-    rd->bytes->budget = rd->limit / B2SD_READS_MEMORY_DIV;
+    rd->bytes->budget = b2sd_read_budget(rd->limit);
   }
   rd->threads = calloc((size_t)nthreads, sizeof *rd->threads);
   if (!rd->threads || !rd->bytes) {
@@ -375,7 +375,7 @@ void b2sd_readers_free(b2sd_readers *rd) {
 /* ---- the I/O thread's side --------------------------------------------------- */
 
 bool b2sd_reads_room(b2sd_server *srv, const b2sd_session *s) {
-  return srv->readers && s->nreads < B2SD_READS_SESSION;
+  return srv->readers && b2sd_read_session_room(s->nreads);
 }
 
 static void todo_push(b2sd_readers *rd, b2sd_read *r) {
@@ -440,20 +440,7 @@ int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   m.chunk.follow_id = r->follow_id;
   m.chunk.nbytes = (uint32_t)r->nbytes;
   m.chunk.cbytes = (uint32_t)r->cbytes;
-  int rc = b2sd_send_head(srv, s, &m, true);
-  if (rc < 0)
-    return rc;
-  void *sock = srv->sockets[s->sock];
-  zmq_msg_t pm;
-  size_t len = (size_t)r->rc;
-  if (zmq_msg_init_data(&pm, r->buf, len, free_payload, NULL) == 0) {
-    r->buf = NULL;               /* ZeroMQ frees it once sent */
-    if (zmq_msg_send(&pm, sock, 0) < 0)
-      zmq_msg_close(&pm);
-  } else {
-    zmq_send(sock, r->buf, len, 0);   /* copied; r->buf goes with r */
-  }
-  return 0;
+  return b2sd_send_moved(srv, s, &m, &r->buf, (size_t)r->rc, free_payload);
 }
 
 static b2sd_session *session_by_id(b2sd_server *srv, uint32_t id) {
@@ -490,13 +477,23 @@ static bool out_flush(b2sd_server *srv, b2sd_session *s) {
   return true;
 }
 
+/* A pushed read came back: file it in its follow's ready list by index;
+ * the follow's next scan sends what continues its sequence (follow.c). */
+static void follow_pushed(b2sd_follow *f, b2sd_read *r) {
+  b2sd_read **pp = &f->ready;
+  while (*pp && (*pp)->index < r->index)
+    pp = &(*pp)->next;
+  r->next = *pp;
+  *pp = r;
+}
+
 /* A finished read (result or error) goes to its follow or its reply. */
 static void read_finished(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   b2sd_follow *f = r->push ? b2sd_follow_find(s, r->follow_id) : NULL;
   if (r->push && !f) {
     b2sd_read_release(srv, s, r);       /* its follow is gone */
   } else if (r->push) {
-    b2sd_follow_pushed(f, r);
+    follow_pushed(f, r);
   } else {
     list_append(&s->rd_out, &s->rd_out_tail, r);
     srv->readers->parked++;
@@ -525,7 +522,7 @@ static bool admit_one(b2sd_server *srv, b2sd_session *s, bool *daemon_full) {
   int rc = r->rc;
   if (rc == 0 && r->push && !b2sd_follow_find(s, r->follow_id))
     rc = B2S_E_CLOSED;           /* nobody to push to: no bytes for it */
-  if (rc == 0 && rd->admitted >= B2SD_READS_MAX) {
+  if (rc == 0 && !b2sd_read_count_room(rd->admitted)) {
     *daemon_full = true;
     return false;
   }
@@ -613,7 +610,7 @@ static void budget_update(b2sd_server *srv, b2sd_readers *rd) {
     return;
   rd->limit = srv->dcfg.memory_limit;
   pthread_mutex_lock(&rd->bytes->lock);
-  rd->bytes->budget = rd->limit / B2SD_READS_MEMORY_DIV;
+  rd->bytes->budget = b2sd_read_budget(rd->limit);
   pthread_mutex_unlock(&rd->bytes->lock);
 }
 

@@ -1,16 +1,19 @@
-/* The I/O thread: ZeroMQ ROUTER sockets, sessions, producer handles,
- * acknowledgements and the daemon's main loop (PROTOCOL.md).
+/* The I/O thread: the daemon's main loop, its ROUTER sockets and sessions
+ * (PROTOCOL.md).
  *
  * One loop polls the ROUTER sockets, the signalfd and the wakeup eventfd.
- * Each turn it reads a bounded batch of messages per socket, then scans the
- * streams: progress the workers and writers published (taken, written,
- * durable, committed) becomes ACK, FLUSHED, CLOSED and NOTIFY messages.
- * Messages the daemon can regenerate (cumulative ACKs, NOTIFY ranges,
- * pushed chunks) are simply retried on a later turn when a peer's queue is
- * full (ROUTER_MANDATORY gives EAGAIN); nothing is buffered without bound. */
+ * Each turn it reads a bounded batch of messages per socket and dispatches
+ * them to the modules that handle them (handles.c, shm_ingest.c,
+ * follow.c), then scans the streams: progress the workers and writers
+ * published (taken, written, durable, committed) becomes ACK, FLUSHED,
+ * CLOSED and NOTIFY messages.  Replies go out through outbox.c. */
 #define _GNU_SOURCE
-#include "session.h"
+#include "chunkpool.h"
+#include "clock.h"
 #include "notify.h"
+#include "outbox.h"
+#include "progress.h"
+#include "segment.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -23,74 +26,6 @@
 #include <unistd.h>
 
 #define RECV_BATCH 256
-
-void b2sd_wake(b2sd_server *srv) {
-  /* acq_rel: pairs with the exchange to 0 in the I/O loop before it scans;
-   * whoever sets the flag writes the eventfd, so no wakeup is lost */
-  if (!atomic_exchange_explicit(&srv->wake_pending, 1, memory_order_acq_rel)) {
-    uint64_t one = 1;
-    ssize_t w = write(srv->wakefd, &one, sizeof one);
-    (void)w;
-  }
-}
-
-b2sd_stream *b2sd_server_stream(b2sd_server *srv, const char *name) {
-  for (b2sd_stream *st = srv->streams; st; st = st->next)
-    if (strcmp(st->name, name) == 0)
-      return st;
-  return NULL;
-}
-
-/* ---- sending --------------------------------------------------------------- */
-
-int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                   bool more) {
-  if (s->dead)
-    return -EHOSTUNREACH;
-  uint8_t hdr[B2S_WIRE_HEADER_MAX];
-  int n = b2s_wire_encode(m, hdr, sizeof hdr);
-  if (n < 0) {
-    LOG_E("encoding %s failed: %s", b2s_wire_type_name(m->type),
-          b2s_strerror(n));
-    return n;
-  }
-  void *sock = srv->sockets[s->sock];
-  if (zmq_send(sock, s->rid, s->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
-    int e = errno;
-    if (e == EHOSTUNREACH)
-      s->dead = true;
-    return -e;
-  }
-  /* the rest of a multipart message is queued once its first part is */
-  zmq_send(sock, hdr, (size_t)n, more ? ZMQ_SNDMORE : 0);
-  return 0;
-}
-
-int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-              const void *payload, size_t plen) {
-  int rc = b2sd_send_head(srv, s, m, payload != NULL);
-  if (rc == 0 && payload)
-    zmq_send(srv->sockets[s->sock], payload, plen, 0);
-  return rc;
-}
-
-void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
-                     int code, uint16_t flags, uint8_t ref_type,
-                     uint32_t ref_id, uint64_t ref_index, const char *text) {
-  b2s_wire_msg e;
-  b2s_wire_init(&e, B2S_WIRE_ERROR);
-  e.tag = tag;
-  e.flags = flags;
-  e.error.code = code;
-  e.error.ref_type = ref_type > 0x0D ? 0 : ref_type;
-  e.error.ref_id = ref_id;
-  e.error.ref_index = ref_index;
-  const char *t = text ? text : b2s_strerror(code);
-  e.error.message.ptr = t;
-  e.error.message.len =
-      (uint16_t)b2s_wire_utf8_cut(t, strlen(t), B2S_WIRE_TEXT_MAX);
-  b2sd_send(srv, s, &e, NULL, 0);
-}
 
 /* An ERROR to a peer that has no session (sent on the raw routing id). */
 static void error_raw(b2sd_server *srv, int sock, const void *rid,
@@ -182,7 +117,7 @@ static void on_stats(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   b2sd_stream *st = NULL;
   if (m->stats.stream.len) {
     if (b2sd_cstr_copy(name, sizeof name, m->stats.stream) < 0 ||
-        !(st = b2sd_server_stream(srv, name))) {
+        !(st = b2sd_stream_find(srv, name))) {
       b2sd_send_error(srv, s, m->tag, B2S_E_NOSTREAM, 0, m->type, 0, 0, NULL);
       return;
     }
@@ -332,27 +267,24 @@ static void stream_failed(b2sd_server *srv, b2sd_stream *st, int code) {
 /* Returns true when something was held back and wants a retry soon. */
 static bool scan(b2sd_server *srv) {
   bool retry = b2sd_reads_turn(srv);
-  /* relaxed: see on_data */
+  /* relaxed: an approximate bound, as in b2sd_buffer_accept; pairs with
+   * the fetch_add there and the fetch_subs of b2sd_job_free and
+   * b2sd_chunk_done */
   bool memory_ok = atomic_load_explicit(&srv->inflight_bytes,
                                         memory_order_relaxed) <
                    b2sd_memory_room(srv);
   for (b2sd_stream *st = srv->streams; st; st = st->next) {
-    /* acquire: pair with the release stores of the workers (taken) and
-     * the writer (levels, committed, failed) */
-    int failed = atomic_load_explicit(&st->failed, memory_order_acquire);
-    if (failed) {
-      stream_failed(srv, st, failed);
+    b2sd_progress p;
+    b2sd_progress_load(st, &p);
+    if (p.failed) {
+      stream_failed(srv, st, p.failed);
       continue;
     }
-    uint64_t taken = atomic_load_explicit(&st->taken_seq, memory_order_acquire);
-    uint64_t written =
-        atomic_load_explicit(&st->written_seq, memory_order_acquire);
-    uint64_t durable =
-        atomic_load_explicit(&st->durable_seq, memory_order_acquire);
     for (b2sd_handle *h = st->handles, *nx; h; h = nx) {
       nx = h->next_st;
       if (!h->sess->dead)
-        b2sd_handle_progress(srv, h, taken, written, durable, memory_ok);
+        b2sd_handle_progress(srv, h, p.taken, p.written, p.durable,
+                             memory_ok);
     }
     retry |= b2sd_follow_scan(srv, st);
   }
@@ -363,7 +295,7 @@ static bool scan(b2sd_server *srv) {
  * so is its session. */
 static bool session_producer_dead(const b2sd_session *s) {
   for (const b2sd_handle *h = s->handles; h; h = h->next_s)
-    if (b2sd_handle_producer_dead(h))
+    if (b2sd_seg_producer_dead(h->seg))
       return true;
   return false;
 }
@@ -413,7 +345,7 @@ static void reload(b2sd_server *srv) {
   b2s_config *old = srv->cfg;
   srv->cfg = cfg;
   for (size_t i = 0; i < n; i++) {
-    b2sd_stream *st = b2sd_server_stream(srv, sc[i].name);
+    b2sd_stream *st = b2sd_stream_find(srv, sc[i].name);
     if (st) {
       b2s_stream_cfg cur;
       b2sd_stream_cfg_get(st, &cur);
@@ -468,8 +400,12 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   srv->nworkers = b2s_daemon_cfg_workers(&srv->dcfg);
   b2sd_shm_cleanup();
   int rc = b2sd_access_init(srv);
+  /* idle chunk buffers: the workers' steady need plus a chunk being
+   * written and one ready */
   if (rc == 0)
-    rc = b2sd_pool_new(srv, srv->nworkers, 0, &srv->pool);
+    rc = b2sd_chunkpool_new(srv->nworkers + 2, &srv->chunks);
+  if (rc == 0)
+    rc = b2sd_pool_new(srv, srv->nworkers, &srv->pool);
   if (rc == 0)
     rc = b2sd_readers_new(srv, B2SD_READER_THREADS, &srv->readers);
   if (rc < 0)
@@ -529,11 +465,9 @@ static bool drained(b2sd_server *srv) {
   if (b2sd_pool_queued(srv->pool))
     return false;
   for (b2sd_stream *st = srv->streams; st; st = st->next) {
-    /* acquire: pairs with the writer's release stores */
-    if (atomic_load_explicit(&st->failed, memory_order_acquire))
+    if (b2sd_progress_failed(st))
       continue;
-    if (atomic_load_explicit(&st->durable_seq, memory_order_acquire) <
-        st->seq_next)
+    if (b2sd_progress_durable(st) < st->seq_next)
       return false;
   }
   return true;
@@ -631,6 +565,8 @@ void b2sd_server_fini(b2sd_server *srv) {
       b2sd_follow_remove(st->follows);
     b2sd_stream_free(st);
   }
+  b2sd_chunkpool_free(srv->chunks);  /* the writers gave every chunk back */
+  srv->chunks = NULL;
   while (srv->sessions) {
     b2sd_session *s = srv->sessions;
     b2sd_send_error(srv, s, 0, B2S_E_CLOSED, B2S_WIRE_ERROR_CLOSED_SESSION, 0,

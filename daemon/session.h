@@ -1,9 +1,20 @@
-/* Sessions, handles and follows: the I/O thread's view of its clients
- * (PROTOCOL.md sections 4 and 5).  Only the I/O thread touches these. */
+/* Sessions, handles, follows and reads: the I/O thread's view of its
+ * clients (PROTOCOL.md sections 4 and 5), and the entry points of the
+ * modules that serve them (handles.c, shm_ingest.c, follow.c,
+ * readers.c).
+ *
+ * Ownership: the I/O thread owns every session, handle and follow and
+ * frees them (server.c ends sessions; handles.c and follow.c free their
+ * objects).  A session owns its handles and follows through its lists;
+ * a stream lists the same handles and follows but does not own them.  A
+ * b2sd_read belongs to whoever holds it in a list or queue (a session, a
+ * follow, the readers), exactly one at a time. */
 #ifndef B2SD_SESSION_H
 #define B2SD_SESSION_H
 
 #include "b2sd.h"
+#include "ledger.h"
+#include "readbudget.h"
 #include "wire.h"
 
 #include <string.h>
@@ -11,15 +22,6 @@
 #define B2SD_MAX_HANDLES 1024     /* per session */
 #define B2SD_MAX_FOLLOWS 1024     /* per session */
 #define B2SD_MAX_FLUSHES 64       /* pending FLUSHes per handle */
-
-enum { ENTRY_QUEUED = 0, ENTRY_DROPPED = 1, ENTRY_REJECTED = 2 };
-
-/* One buffer a handle sent and that is not yet settled at the stream's
- * ack_level.  Entries are contiguous in buffer id. */
-typedef struct b2sd_entry {
-  uint64_t seq;                /* ENTRY_QUEUED only */
-  uint8_t state;
-} b2sd_entry;
 
 typedef struct b2sd_flush {
   uint32_t tag;
@@ -33,15 +35,7 @@ typedef struct b2sd_handle {
   struct b2sd_session *sess;
   b2sd_stream *st;
   uint32_t id;
-  uint8_t ack_level, policy;   /* wire values, as in OPENED */
-  uint64_t next_id;            /* next buffer id expected */
-  uint64_t first_id;           /* buffer id of q[qhead] */
-  b2sd_entry *q;               /* ring of unsettled entries */
-  size_t qhead, qlen, qcap;
-  size_t ncredited;            /* front entries whose credit came back */
-  uint32_t avail;              /* credits the client may still use */
-  uint32_t owed;               /* credits to return in the next ACK */
-  uint64_t acked[4];           /* upto last sent per level */
+  b2sd_ledger lg;              /* buffers, credits, ACKs due (ledger.h) */
   uint64_t dropped;            /* DROPPED sent */
   b2sd_flush flushes[B2SD_MAX_FLUSHES];
   int nflush;
@@ -103,22 +97,22 @@ static inline int b2sd_cstr_copy(char *dst, size_t cap, b2s_wire_str s) {
   return 0;
 }
 
-/* Send one message (header + optional payload) to a session.  Returns 0,
- * -EAGAIN when the peer's queue is full, -EHOSTUNREACH when it is gone
- * (the session is then marked dead). */
-int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-              const void *payload, size_t plen);
-/* The routing id and header of a message, with `more` when a payload
- * frame follows (the caller must then send it).  Returns as b2sd_send. */
-int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                   bool more);
-/* ERROR about a message (ref_type/ref_id/ref_index, tag) with `code`. */
-void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
-                     int code, uint16_t flags, uint8_t ref_type,
-                     uint32_t ref_id, uint64_t ref_index, const char *text);
+/* The session's handle or follow of that id, or NULL. */
+static inline b2sd_handle *b2sd_handle_find(b2sd_session *s, uint32_t id) {
+  for (b2sd_handle *h = s->handles; h; h = h->next_s)
+    if (h->id == id)
+      return h;
+  return NULL;
+}
+
+static inline b2sd_follow *b2sd_follow_find(b2sd_session *s, uint32_t id) {
+  for (b2sd_follow *f = s->follows; f; f = f->next_s)
+    if (f->id == id)
+      return f;
+  return NULL;
+}
 
 /* handles.c: producer handles */
-b2sd_handle *b2sd_handle_find(b2sd_session *s, uint32_t id);
 /* Free a handle (its segment, if any, is reclaimed). */
 void b2sd_handle_free(b2sd_handle *h);
 /* Credits, ACKs, FLUSHED, CLOSED for the progress published by workers and
@@ -158,28 +152,17 @@ bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
 void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, b2sd_bufsrc *b);
 
-/* shm_ingest.c: shared-memory segments of producer handles */
+/* shm_ingest.c: SHM_ATTACH and SHM_SUBMIT of producer handles */
 void b2sd_shm_attach_msg(b2sd_server *srv, b2sd_session *s,
                          const b2s_wire_msg *m);
 void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
                          const b2s_wire_msg *m);
-/* True when the producer that attached the handle's segment has died. */
-bool b2sd_handle_producer_dead(const b2sd_handle *h);
 
 /* readers.c: chunks are read (and decompressed) by reader threads, never
  * by the I/O thread.  A read is issued only for a committed chunk and
- * within the bounds below; its result comes back through a queue and a
+ * within the bounds of readbudget.h; its result comes back through a queue and a
  * b2sd_wake, and the I/O thread sends it.  A read whose session or follow
  * ended meanwhile is discarded when it comes back. */
-#define B2SD_READS_MAX 16         /* reads with result bytes, whole daemon */
-#define B2SD_READS_SESSION 8      /* reads issued, per session */
-#define B2SD_READS_FOLLOW 4       /* ... per push follow */
-#define B2SD_READS_WAIT 1024      /* READs a session may have waiting */
-/* Result bytes held by reads (readers.c): memory_limit / MEMORY_DIV in
- * the whole daemon, a SESSION_DIV-th of that per session; one read at a
- * time whatever its size when nothing is held. */
-#define B2SD_READS_MEMORY_DIV 4
-#define B2SD_READS_SESSION_DIV 4
 
 typedef struct b2sd_read {
   struct b2sd_read *next;      /* in exactly one queue or list at a time */
@@ -228,9 +211,5 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
  * something is held back (peer queue full, push budget used). */
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st);
 void b2sd_follow_remove(b2sd_follow *f);
-/* A pushed read came back (readers.c): file it by index; the next scan
- * sends what continues the sequence. */
-void b2sd_follow_pushed(b2sd_follow *f, b2sd_read *r);
-b2sd_follow *b2sd_follow_find(b2sd_session *s, uint32_t id);
 
 #endif

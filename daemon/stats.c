@@ -5,6 +5,7 @@
  * values that may be a few buffers apart. */
 #define _GNU_SOURCE
 #include "session.h"
+#include "progress.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -58,28 +59,6 @@ static void jstr(jbuf *b, const char *s) {
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-void b2sd_latency_note(b2sd_latency *l, uint64_t ns) {
-  uint64_t i = ns / B2SD_LAT_BUCKET_NS;
-  l->bucket[i < B2SD_LAT_BUCKETS ? i : B2SD_LAT_BUCKETS]++;
-  l->n++;
-  if (ns > l->max_ns)
-    l->max_ns = ns;
-}
-
-double b2sd_latency_quantile_us(const b2sd_latency *l, double q) {
-  if (l->n == 0)
-    return 0;
-  uint64_t want = (uint64_t)(q * (double)l->n + 0.999999), seen = 0;
-  if (want < 1)
-    want = 1;
-  for (int i = 0; i < B2SD_LAT_BUCKETS; i++)
-    if ((seen += l->bucket[i]) >= want) {
-      double edge = (double)(i + 1) * B2SD_LAT_BUCKET_NS;
-      return (edge < (double)l->max_ns ? edge : (double)l->max_ns) / 1e3;
-    }
-  return (double)l->max_ns / 1e3;
-}
-
 static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
   /* relaxed loads: statistics only (pair with the relaxed increments) */
   uint64_t in = LD(st->st_bytes_in), out = LD(st->st_bytes_out);
@@ -98,7 +77,7 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
      (unsigned long long)in, (unsigned long long)LD(st->st_chunks),
      (unsigned long long)out, out ? (double)in / (double)out : 0.0,
      (unsigned long long)LD(st->st_drops),
-     b2sd_pool_stream_queued(srv->pool, st), (long long)LD(st->committed),
+     b2sd_pool_stream_queued(srv->pool, st), (long long)b2sd_progress_committed_stat(st),
      (unsigned long long)commits,
      commits ? (double)LD(st->st_commit_ns_total) / (double)commits / 1e3 : 0.0,
      (double)LD(st->st_commit_ns_max) / 1e3,
@@ -107,7 +86,7 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
      b2sd_latency_quantile_us(&st->notify_lat, 0.99),
      (double)st->notify_lat.max_ns / 1e3,
      (unsigned long long)LD(st->st_slow_calls),
-     (unsigned long long)LD(st->st_errors), LD(st->failed));
+     (unsigned long long)LD(st->st_errors), b2sd_progress_failed_stat(st));
 }
 
 char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {

@@ -1,13 +1,16 @@
-/* Streams and their writers.
+/* Streams and their writer threads: opening a stream's frame (with the
+ * frame writer's drop-behind for buffered contiguous frames) and the writer
+ * that appends and commits its chunks.
  *
  * One writer thread per stream owns the stream's b2s_fwriter.  Workers hand
  * it chunks in any order; it keeps them in a list sorted by sequence number
  * (the reorder buffer: out-of-order completion is bounded by the number of
  * workers plus drop-oldest tombstones), appends them strictly in order and
  * commits in groups (group_count chunks or group_interval_ms, earlier when
- * a flush or the drain asks).  Only after a commit does it publish the new
- * committed count and sequence levels, then wake the I/O thread, which
- * acknowledges and notifies: nothing is announced before it is true.
+ * a flush or the drain asks; groupcommit.c decides when).  Only after a
+ * commit does it publish the new committed count and sequence levels
+ * (progress.h), then wake the I/O thread, which acknowledges and
+ * notifies: nothing is announced before it is true.
  *
  * Durability: a stream with ack fsync opens its writer with B2S_SYNC_FULL.
  * For the other streams a FLUSH (or the drain) makes the committed state
@@ -15,6 +18,10 @@
  * file, a sparse frame's chunk files and their directory entries. */
 #define _GNU_SOURCE
 #include "b2sd.h"
+#include "chunkpool.h"
+#include "clock.h"
+#include "groupcommit.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,12 +31,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-uint64_t b2sd_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int mkdir_parents(const char *path) {
   char buf[B2S_CONFIG_PATH_MAX];
@@ -156,9 +157,7 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   if (opts.direct_io && !b2s_fwriter_direct_io(st->fw))
     LOG_W("stream %s: the file system of %s takes no direct I/O; chunk data "
           "goes through the page cache", st->name, st->path);
-  /* relaxed: no other thread runs yet; thread creation publishes it */
-  atomic_store_explicit(&st->committed, b2s_fwriter_nchunks(st->fw),
-                        memory_order_relaxed);
+  b2sd_progress_init(st, b2s_fwriter_nchunks(st->fw));
   *out = st;
   return 0;
 fail:
@@ -166,6 +165,13 @@ fail:
   pthread_cond_destroy(&st->cond);
   free(st);
   return rc;
+}
+
+b2sd_stream *b2sd_stream_find(b2sd_server *srv, const char *name) {
+  for (b2sd_stream *st = srv->streams; st; st = st->next)
+    if (strcmp(st->name, name) == 0)
+      return st;
+  return NULL;
 }
 
 void b2sd_stream_put(b2sd_stream *st, b2sd_chunk *c) {
@@ -213,12 +219,8 @@ void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
 /* ---- the writer thread ------------------------------------------------------ */
 
 typedef struct wstate {
-  uint64_t next_seq;        /* next seq to append */
-  uint64_t written;         /* seqs below are committed (or dropped) */
-  uint64_t durable;
-  int pending;              /* chunks appended since the last commit */
+  b2sd_group g;             /* sequence and pending group (groupcommit.h) */
   int64_t appended;         /* chunks appended by this writer */
-  uint64_t pending_since;   /* ns of the first of them */
   int failed;
 } wstate;
 
@@ -238,8 +240,7 @@ static void writer_fail(b2sd_stream *st, wstate *w, int rc, const char *what) {
   w->failed = rc;
   LOG_E("stream %s: %s failed: %s; the stream stops writing", st->name, what,
         b2s_strerror(rc));
-  /* release: pairs with the acquire load in the I/O thread's stream scan */
-  atomic_store_explicit(&st->failed, rc, memory_order_release);
+  b2sd_progress_fail(st, rc);
   b2sd_wake(st->srv);
 }
 
@@ -251,8 +252,7 @@ static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
     if (rc < 0) {
       writer_fail(st, w, (int)rc, "append");
     } else {
-      if (w->pending++ == 0)
-        w->pending_since = t0;
+      b2sd_group_appended(&w->g, t0);
       w->appended++;
       /* relaxed: statistics counters */
       atomic_fetch_add_explicit(&st->st_bytes_out, (uint64_t)c->cbytes,
@@ -263,7 +263,7 @@ static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
     /* relaxed: statistics counter */
     atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
   }
-  w->next_seq = c->seq + 1;
+  w->g.next_seq = c->seq + 1;
   b2sd_chunk_done(st->srv, c);
 }
 
@@ -272,7 +272,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
                           bool opened_full) {
   if (w->failed)
     return;
-  if (w->pending > 0) {
+  if (w->g.pending > 0) {
     uint64_t t0 = b2sd_now_ns();
     int rc = b2s_fwriter_commit(st->fw);
     uint64_t dt = b2sd_now_ns() - t0;
@@ -281,7 +281,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
       writer_fail(st, w, rc, "commit");
       return;
     }
-    w->pending = 0;
+    w->g.pending = 0;
     /* relaxed: statistics counters */
     atomic_fetch_add_explicit(&st->st_commits, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->st_commit_ns_total, dt,
@@ -289,10 +289,10 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     if (dt > atomic_load_explicit(&st->st_commit_ns_max, memory_order_relaxed))
       atomic_store_explicit(&st->st_commit_ns_max, dt, memory_order_relaxed);
   }
-  w->written = w->next_seq;
+  w->g.written = w->g.next_seq;
   if (opened_full) {
-    w->durable = w->written;
-  } else if (durable && w->durable < w->written) {
+    w->g.durable = w->g.written;
+  } else if (durable && w->g.durable < w->g.written) {
     uint64_t t0 = b2sd_now_ns();
     int rc = sync_fs_of(st->path);
     slow_check(st, "syncfs", t0);
@@ -300,36 +300,24 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
       writer_fail(st, w, rc, "syncfs");
       return;
     }
-    w->durable = w->written;
+    w->g.durable = w->g.written;
   }
-  /* relaxed: this thread alone stores it */
   int64_t nchunks = b2s_fwriter_nchunks(st->fw);
-  if (nchunks > atomic_load_explicit(&st->committed, memory_order_relaxed)) {
-    /* relaxed: published by the release store below; kept when the I/O
-     * thread has not taken the stamp of an earlier commit yet */
-    uint64_t none = 0;
-    atomic_compare_exchange_strong_explicit(&st->commit_unseen_ns, &none,
-                                            b2sd_now_ns(),
-                                            memory_order_relaxed,
-                                            memory_order_relaxed);
-  }
-  /* release: the committed count and levels pair with the acquire loads of
-   * the I/O thread after its wakeup; the frame is complete on disk first */
-  atomic_store_explicit(&st->committed, nchunks, memory_order_release);
-  atomic_store_explicit(&st->written_seq, w->written, memory_order_release);
-  atomic_store_explicit(&st->durable_seq, w->durable, memory_order_release);
+  if (nchunks > b2sd_progress_own_committed(st))
+    b2sd_progress_stamp(st, b2sd_now_ns());
+  b2sd_progress_publish(st, nchunks, w->g.written, w->g.durable);
   b2sd_wake(st->srv);
 }
 
 static void *writer_main(void *arg) {
   b2sd_stream *st = arg;
   wstate w = {0};
-  const bool opened_full = st->cfg.durability.ack == B2S_ACK_FSYNC;
+  const bool opened_full = b2sd_group_fsync(&st->cfg.durability);
   pthread_mutex_lock(&st->lock);
   for (;;) {
     /* take the chunks that continue the sequence */
     b2sd_chunk *batch = NULL, **tail = &batch;
-    uint64_t expect = w.next_seq;
+    uint64_t expect = w.g.next_seq;
     while (st->ready && st->ready->seq == expect) {
       b2sd_chunk *c = st->ready;
       st->ready = c->next;
@@ -339,7 +327,7 @@ static void *writer_main(void *arg) {
       expect++;
     }
     b2s_stream_durability dur = st->cfg.durability;
-    bool fsync_now = dur.ack == B2S_ACK_FSYNC;
+    bool fsync_now = b2sd_group_fsync(&dur);
     uint64_t flush_upto = st->flush_upto;
     bool stop = st->stop;
     pthread_mutex_unlock(&st->lock);
@@ -348,35 +336,31 @@ static void *writer_main(void *arg) {
       b2sd_chunk *c = batch;
       batch = c->next;
       writer_append(st, &w, c);
-      if (w.pending >= dur.group_count)
+      if (b2sd_group_full(&w.g, &dur))
         writer_commit(st, &w, fsync_now, opened_full);
     }
     uint64_t now = b2sd_now_ns();
-    uint64_t deadline = w.pending_since +
-                        (uint64_t)dur.group_interval_ms * 1000000u;
-    bool want_flush = flush_upto > w.durable && w.next_seq >= flush_upto;
-    if (w.next_seq > w.written &&
-        (w.pending == 0 || now >= deadline || want_flush || stop))
-      writer_commit(st, &w, fsync_now || want_flush || stop, opened_full);
-    else if (want_flush)
-      writer_commit(st, &w, true, opened_full);
+    uint64_t deadline = b2sd_group_deadline(&w.g, &dur);
+    b2sd_commit plan = b2sd_group_decide(&w.g, &dur, flush_upto, stop, now);
+    if (plan.commit)
+      writer_commit(st, &w, plan.durable, opened_full);
 
     pthread_mutex_lock(&st->lock);
-    if (st->ready && st->ready->seq == w.next_seq)
+    if (st->ready && st->ready->seq == w.g.next_seq)
       continue;
     if (stop && !st->ready)
       break;
     if (stop) {              /* a gap at stop: cannot happen after a drain */
       LOG_E("stream %s: chunks missing at stop (next %llu)", st->name,
-            (unsigned long long)w.next_seq);
+            (unsigned long long)w.g.next_seq);
       break;
     }
     if (st->flush_upto > flush_upto || st->stop)
       continue;
-    if (w.pending > 0) {
+    uint64_t left;
+    if (b2sd_group_wait(&w.g, deadline, now, &left)) {
       struct timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
-      uint64_t left = deadline > now ? deadline - now : 0;
       uint64_t ns = (uint64_t)ts.tv_nsec + left;
       ts.tv_sec += (time_t)(ns / 1000000000u);
       ts.tv_nsec = (long)(ns % 1000000000u);
@@ -398,8 +382,7 @@ static void *writer_main(void *arg) {
     LOG_E("stream %s: closing %s: %s", st->name, st->path, b2s_strerror(rc));
   else if (!w.failed && sync_fs_of(st->path) == 0)
     LOG_I("stream %s: closed %s (%lld chunks)", st->name, st->path,
-          (long long)atomic_load_explicit(&st->committed,
-                                          memory_order_relaxed));
+          (long long)b2sd_progress_own_committed(st));
   return NULL;
 }
 
@@ -429,7 +412,8 @@ void b2sd_stream_free(b2sd_stream *st) {
     pthread_cond_signal(&st->cond);
     pthread_mutex_unlock(&st->lock);
     pthread_join(st->thread, NULL);
-    b2sd_chunk_cache_trim();   /* idle buffers need not outlive a stream */
+    b2sd_chunkpool_trim(st->srv->chunks);  /* idle buffers need not
+                                            * outlive a stream */
   } else {
     b2s_fwriter_close(st->fw);
   }

@@ -1,15 +1,17 @@
-/* Worker pool: a fixed set of threads taking jobs from one bounded FIFO.
+/* Worker pool: a fixed set of threads taking jobs from one FIFO and
+ * compressing them.
  *
  * The FIFO is shared by all streams, so a stream's jobs leave it in
- * sequence order; stream->taken_seq records how far each stream got (the
- * I/O thread returns `block` credits from it).  Each worker owns one
- * b2s_ctx for its lifetime and compresses straight into the chunk it hands
- * to the writer.  Chunk buffers come back from the writers into a small
- * cache: a fresh buffer of several MiB costs a page fault and a page clear
- * per 4 KiB on first touch, more than compressing into it, so once warm
- * the hot path allocates nothing. */
+ * sequence order; it is bounded by the I/O thread, which queues at most a
+ * stream's queue_depth jobs per stream.  taken_seq (progress.h) records
+ * how far each stream got (the I/O thread returns `block` credits from
+ * it).  Each worker owns one
+ * b2s_ctx for its lifetime and compresses straight into a chunk buffer of
+ * the server's pool (chunkpool.c) that it hands to the writer. */
 #define _GNU_SOURCE
-#include "b2sd.h"
+#include "chunkpool.h"
+#include "progress.h"
+#include "segment.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -68,106 +70,18 @@ static b2sd_job *pool_take(b2sd_pool *p, bool *wake) {
       p->tail = NULL;
     p->queued--;
     j->st->nqueued--;
-    /* release: pairs with the acquire load of the I/O thread returning
-     * credits; seqs of one stream leave the FIFO in order */
-    atomic_store_explicit(&j->st->taken_seq, j->seq + 1, memory_order_release);
+    b2sd_progress_taken(j->st, j->seq + 1);  /* seqs leave in order */
     *wake = take_wakes(j);
   }
   pthread_mutex_unlock(&p->lock);
   return j;
 }
 
-/* ---- chunk buffers ----------------------------------------------------------
- *
- * Idle buffers, most recently returned first, shared by every worker and
- * writer of the process.  At most `max` of them are kept (the workers'
- * and writers' steady need; before, each worker kept a scratch buffer of
- * the same size), so idle memory stays bounded whatever the number of
- * streams; chunks in flight count in inflight_bytes.  max is set when a
- * pool starts: its workers plus two (a chunk being written, one ready). */
-static struct {
-  pthread_mutex_t lock;
-  b2sd_chunk *head;
-  int n, max;
-} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* A buffer of at least cap bytes: the newest cached one that fits, else a
- * new one. */
-static b2sd_chunk *chunk_get(size_t cap) {
-  pthread_mutex_lock(&cache.lock);
-  b2sd_chunk **pp = &cache.head;
-  while (*pp && (*pp)->cap < cap)
-    pp = &(*pp)->next;
-  b2sd_chunk *c = *pp;
-  if (c) {
-    *pp = c->next;
-    cache.n--;
-  }
-  pthread_mutex_unlock(&cache.lock);
-  if (!c && (c = malloc(sizeof *c + cap)) != NULL)
-    c->cap = cap;
-  return c;
-}
-
-/* Keep c for reuse; when the cache is full the smallest buffer goes (c
- * itself when it is the smallest). */
-static void chunk_cache_put(b2sd_chunk *c) {
-  b2sd_chunk *out = c;
-  pthread_mutex_lock(&cache.lock);
-  if (cache.n < cache.max) {
-    out = NULL;
-    cache.n++;
-  } else if (cache.head) {
-    b2sd_chunk **small = NULL;
-    for (b2sd_chunk **pp = &cache.head; *pp; pp = &(*pp)->next)
-      if (!small || (*pp)->cap < (*small)->cap)
-        small = pp;
-    if ((*small)->cap < c->cap) {
-      out = *small;
-      *small = out->next;
-    }
-  }
-  if (out != c) {
-    c->next = cache.head;
-    cache.head = c;
-  }
-  pthread_mutex_unlock(&cache.lock);
-  free(out);
-}
-
-void b2sd_chunk_cache_trim(void) {
-  pthread_mutex_lock(&cache.lock);
-  b2sd_chunk *c = cache.head;
-  cache.head = NULL;
-  cache.n = 0;
-  pthread_mutex_unlock(&cache.lock);
-  while (c) {
-    b2sd_chunk *nx = c->next;
-    free(c);
-    c = nx;
-  }
-}
-
-void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c) {
-  if (c->cap == 0) {
-    free(c);
-    return;
-  }
-  int64_t room = b2sd_memory_room(srv), cap = (int64_t)c->cap;
-  /* relaxed: the memory bound; pairs with the fetch_add in compress_job */
-  int64_t before = atomic_fetch_sub_explicit(&srv->inflight_bytes, cap,
-                                             memory_order_relaxed);
-  chunk_cache_put(c);          /* c is gone: another thread may hold it */
-  /* credits held back for memory may come back now */
-  if (before >= room && before - cap < room)
-    b2sd_wake(srv);
-}
-
 /* Compress job j into a new chunk; a tombstone carrying the error when
  * that fails.  Never NULL. */
 static b2sd_chunk *compress_job(b2sd_pool *p, b2s_ctx *ctx, b2sd_job *j) {
   size_t need = j->len + B2S_MAX_OVERHEAD;
-  b2sd_chunk *c = ctx ? chunk_get(need) : NULL;
+  b2sd_chunk *c = ctx ? b2sd_chunkpool_get(p->srv->chunks, need) : NULL;
   int rc = c ? 0 : B2S_E_NOMEM;
   if (c) {
     /* relaxed: the memory bound; pairs with the fetch_sub in
@@ -212,17 +126,11 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-int b2sd_pool_new(b2sd_server *srv, int nworkers, size_t max_jobs,
-                  b2sd_pool **out) {
-  (void)max_jobs;
+int b2sd_pool_new(b2sd_server *srv, int nworkers, b2sd_pool **out) {
   b2sd_pool *p = calloc(1, sizeof *p);
   if (!p)
     return B2S_E_NOMEM;
   p->srv = srv;
-  pthread_mutex_lock(&cache.lock);
-  if (cache.max < nworkers + 2)
-    cache.max = nworkers + 2;
-  pthread_mutex_unlock(&cache.lock);
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->cond, NULL);
   p->threads = calloc((size_t)nworkers, sizeof *p->threads);

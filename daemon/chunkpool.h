@@ -1,0 +1,29 @@
+/* The chunk-buffer pool (chunkpool.c): idle chunk buffers that the writers
+ * give back and the workers compress into again.  The server owns one
+ * (b2sd_server.chunks), made before the workers start and freed after the
+ * writers stopped; any thread may get and give back buffers. */
+#ifndef B2SD_CHUNKPOOL_H
+#define B2SD_CHUNKPOOL_H
+
+#include "b2sd.h"
+
+typedef struct b2sd_chunkpool b2sd_chunkpool;
+
+/* A pool keeping at most `max` idle buffers. */
+int b2sd_chunkpool_new(int max, b2sd_chunkpool **out);
+/* Free the pool and its idle buffers (no buffer may come back after).
+ * Accepts NULL. */
+void b2sd_chunkpool_free(b2sd_chunkpool *cp);
+/* A buffer of at least cap bytes: the newest idle one that fits, else a
+ * new one; NULL when out of memory.  Its bytes are not counted here: the
+ * caller adds c->cap to inflight_bytes. */
+b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap);
+/* Free the idle buffers (a stream stopped). */
+void b2sd_chunkpool_trim(b2sd_chunkpool *cp);
+/* The writer is done with c (written, or dropped at stop): its bytes leave
+ * inflight_bytes and its buffer goes back to srv's pool or is freed; wakes
+ * the I/O thread when that frees memory credits waited for.  Any thread;
+ * accepts a tombstone. */
+void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c);
+
+#endif

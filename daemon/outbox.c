@@ -1,0 +1,89 @@
+/* The outbox: sending messages to sessions over their ROUTER sockets, and
+ * waking the I/O thread.  Nothing here calls back into the rest of the
+ * daemon, so every module may send and wake through it.
+ *
+ * Messages the daemon can regenerate (cumulative ACKs, NOTIFY ranges,
+ * pushed chunks) are simply retried on a later turn when a peer's queue is
+ * full (ROUTER_MANDATORY gives EAGAIN); nothing is buffered without bound. */
+#define _GNU_SOURCE
+#include "outbox.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+void b2sd_wake(b2sd_server *srv) {
+  /* acq_rel: pairs with the exchange to 0 in the I/O loop before it scans;
+   * whoever sets the flag writes the eventfd, so no wakeup is lost */
+  if (!atomic_exchange_explicit(&srv->wake_pending, 1, memory_order_acq_rel)) {
+    uint64_t one = 1;
+    ssize_t w = write(srv->wakefd, &one, sizeof one);
+    (void)w;
+  }
+}
+
+int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   bool more) {
+  if (s->dead)
+    return -EHOSTUNREACH;
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  int n = b2s_wire_encode(m, hdr, sizeof hdr);
+  if (n < 0) {
+    LOG_E("encoding %s failed: %s", b2s_wire_type_name(m->type),
+          b2s_strerror(n));
+    return n;
+  }
+  void *sock = srv->sockets[s->sock];
+  if (zmq_send(sock, s->rid, s->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+    int e = errno;
+    if (e == EHOSTUNREACH)
+      s->dead = true;
+    return -e;
+  }
+  /* the rest of a multipart message is queued once its first part is */
+  zmq_send(sock, hdr, (size_t)n, more ? ZMQ_SNDMORE : 0);
+  return 0;
+}
+
+int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+              const void *payload, size_t plen) {
+  int rc = b2sd_send_head(srv, s, m, payload != NULL);
+  if (rc == 0 && payload)
+    zmq_send(srv->sockets[s->sock], payload, plen, 0);
+  return rc;
+}
+
+int b2sd_send_moved(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                    uint8_t **buf, size_t len, void (*free_fn)(void *, void *)) {
+  int rc = b2sd_send_head(srv, s, m, true);
+  if (rc < 0)
+    return rc;
+  void *sock = srv->sockets[s->sock];
+  zmq_msg_t pm;
+  if (zmq_msg_init_data(&pm, *buf, len, free_fn, NULL) == 0) {
+    *buf = NULL;                 /* ZeroMQ frees it once sent */
+    if (zmq_msg_send(&pm, sock, 0) < 0)
+      zmq_msg_close(&pm);
+  } else {
+    zmq_send(sock, *buf, len, 0);   /* copied; *buf stays the caller's */
+  }
+  return 0;
+}
+
+void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
+                     int code, uint16_t flags, uint8_t ref_type,
+                     uint32_t ref_id, uint64_t ref_index, const char *text) {
+  b2s_wire_msg e;
+  b2s_wire_init(&e, B2S_WIRE_ERROR);
+  e.tag = tag;
+  e.flags = flags;
+  e.error.code = code;
+  e.error.ref_type = ref_type > 0x0D ? 0 : ref_type;
+  e.error.ref_id = ref_id;
+  e.error.ref_index = ref_index;
+  const char *t = text ? text : b2s_strerror(code);
+  e.error.message.ptr = t;
+  e.error.message.len =
+      (uint16_t)b2s_wire_utf8_cut(t, strlen(t), B2S_WIRE_TEXT_MAX);
+  b2sd_send(srv, s, &e, NULL, 0);
+}

@@ -1,0 +1,31 @@
+/* The I/O thread's outbox: every message the daemon sends to a session
+ * goes through here (outbox.c), and so does every wakeup of the I/O
+ * thread (b2sd_wake, declared in b2sd.h, any thread).  The send functions
+ * are I/O thread only: they use the session's ROUTER socket. */
+#ifndef B2SD_OUTBOX_H
+#define B2SD_OUTBOX_H
+
+#include "session.h"
+
+/* Send one message (header + optional payload) to a session.  Returns 0,
+ * -EAGAIN when the peer's queue is full, -EHOSTUNREACH when it is gone
+ * (the session is then marked dead). */
+int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+              const void *payload, size_t plen);
+/* The routing id and header of a message, with `more` when a payload
+ * frame follows (the caller must then send it).  Returns as b2sd_send. */
+int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   bool more);
+/* A message whose payload buf[len] moves to ZeroMQ without a copy:
+ * ZeroMQ calls free_fn(buf, NULL) once it is done with it (any thread).
+ * *buf is cleared when it moved; when it could not, the bytes are copied
+ * and *buf stays the caller's.  Returns as b2sd_send (on an error before
+ * the payload, *buf stays the caller's too). */
+int b2sd_send_moved(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                    uint8_t **buf, size_t len, void (*free_fn)(void *, void *));
+/* ERROR about a message (ref_type/ref_id/ref_index, tag) with `code`. */
+void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
+                     int code, uint16_t flags, uint8_t ref_type,
+                     uint32_t ref_id, uint64_t ref_index, const char *text);
+
+#endif

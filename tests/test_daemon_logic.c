@@ -1,0 +1,366 @@
+/* The daemon's decisions, without a daemon: a producer handle's ledger
+ * (credits and acknowledgement levels, daemon/ledger.c), the stream
+ * writer's group commits (daemon/groupcommit.c), read admission and its
+ * byte budget (daemon/readbudget.c), and the configuration-to-wire maps
+ * (daemon/wiremap.c).  Plain data in, decisions out: every case sets up
+ * the numbers the daemon would see and checks the exact outcome. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "b2s_config.h"
+#include "groupcommit.h"
+#include "ledger.h"
+#include "readbudget.h"
+#include "wire.h"
+#include "wiremap.h"
+
+#define MS (UINT64_C(1000000))
+
+/* ---- ledger: credits ------------------------------------------------------ */
+
+/* Push n buffers as the accept path does: spend a credit, record it. */
+static void push_queued(b2sd_ledger *l, uint64_t first_seq, int n) {
+  for (int i = 0; i < n; i++) {
+    assert_true(b2sd_ledger_spend(l));
+    assert_int_equal(b2sd_ledger_push(l, B2SD_ENTRY_QUEUED, first_seq + i), 0);
+  }
+}
+
+static void test_ledger_spend(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_POLICY_BLOCK, 2);
+  assert_true(b2sd_ledger_spend(&l));
+  assert_true(b2sd_ledger_spend(&l));
+  assert_false(b2sd_ledger_spend(&l));   /* no credit: the handle closes */
+  assert_int_equal(l.avail, 0);
+  b2sd_ledger_fini(&l);
+}
+
+static void test_ledger_block_credits_follow_taken(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_WRITTEN, B2S_WIRE_POLICY_BLOCK, 4);
+  push_queued(&l, 10, 3);              /* ids 0..2, seqs 10..12 */
+  assert_int_equal(l.next_id, 3);
+  assert_int_equal(l.avail, 1);
+  b2sd_ledger_credit(&l, 10, true);    /* nothing taken yet */
+  assert_int_equal(l.owed, 0);
+  assert_false(b2sd_ledger_receipt_due(&l, false));
+  b2sd_ledger_credit(&l, 11, true);    /* seq 10 taken */
+  assert_int_equal(l.ncredited, 1);
+  assert_int_equal(l.owed, 1);
+  assert_true(b2sd_ledger_receipt_due(&l, false));
+  b2sd_ledger_receipt_sent(&l, 3);
+  assert_int_equal(l.owed, 0);
+  assert_int_equal(l.avail, 2);
+  assert_int_equal(l.acked[B2S_WIRE_LEVEL_RECEIVED], 3);
+  /* taken, but memory has no room: the credits wait */
+  b2sd_ledger_credit(&l, 13, false);
+  assert_int_equal(l.owed, 0);
+  b2sd_ledger_credit(&l, 13, true);
+  assert_int_equal(l.ncredited, 3);
+  assert_int_equal(l.owed, 2);
+  b2sd_ledger_fini(&l);
+}
+
+static void test_ledger_drop_policies_credit_at_once(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_POLICY_DROP_NEWEST,
+                   8);
+  push_queued(&l, 0, 2);
+  b2sd_ledger_credit(&l, 0, false);    /* neither taken nor memory */
+  assert_int_equal(l.owed, 2);
+  b2sd_ledger_fini(&l);
+}
+
+static void test_ledger_settled_entries_credit_under_block(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_WRITTEN, B2S_WIRE_POLICY_BLOCK, 8);
+  assert_int_equal(b2sd_ledger_push(&l, B2SD_ENTRY_DROPPED, 0), 0);
+  assert_int_equal(b2sd_ledger_push(&l, B2SD_ENTRY_REJECTED, 0), 0);
+  assert_int_equal(b2sd_ledger_push(&l, B2SD_ENTRY_QUEUED, 5), 0);
+  assert_int_equal(b2sd_ledger_push(&l, B2SD_ENTRY_DROPPED, 0), 0);
+  b2sd_ledger_credit(&l, 0, true);
+  /* in entry order: the queued one holds back the dropped one behind it */
+  assert_int_equal(l.owed, 2);
+  assert_int_equal(l.ncredited, 2);
+  b2sd_ledger_credit(&l, 6, true);
+  assert_int_equal(l.owed, 4);
+  b2sd_ledger_fini(&l);
+}
+
+static void test_ledger_drop_oldest_marks_entry(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_WRITTEN, B2S_WIRE_POLICY_BLOCK, 8);
+  push_queued(&l, 7, 2);               /* ids 0, 1 */
+  assert_null(b2sd_ledger_entry(&l, 2));
+  b2sd_entry *e = b2sd_ledger_entry(&l, 0);
+  assert_non_null(e);
+  assert_int_equal(e->seq, 7);
+  e->state = B2SD_ENTRY_DROPPED;       /* stolen from the queue */
+  b2sd_ledger_credit(&l, 0, true);
+  assert_int_equal(l.owed, 1);
+  /* settled at level written although seq 7 was never written */
+  assert_int_equal(b2sd_ledger_upto(&l, 0, 0), 1);
+  b2sd_ledger_fini(&l);
+}
+
+/* ---- ledger: acknowledgement levels ---------------------------------------- */
+
+static void test_ledger_receipt_due(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_POLICY_BLOCK, 8);
+  push_queued(&l, 0, 1);
+  /* level received: new buffers are news even without credits */
+  assert_true(b2sd_ledger_receipt_due(&l, false));
+  b2sd_ledger_receipt_sent(&l, 1);
+  assert_false(b2sd_ledger_receipt_due(&l, false));
+  b2sd_ledger_fini(&l);
+
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_DURABLE, B2S_WIRE_POLICY_BLOCK, 8);
+  push_queued(&l, 0, 1);
+  /* above it the producer waits for nothing a bare receipt says... */
+  assert_false(b2sd_ledger_receipt_due(&l, false));
+  /* ...unless it closes */
+  assert_true(b2sd_ledger_receipt_due(&l, true));
+  b2sd_ledger_fini(&l);
+}
+
+static void test_ledger_upto_by_level(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_WRITTEN, B2S_WIRE_POLICY_BLOCK, 8);
+  push_queued(&l, 0, 2);               /* ids 0, 1: seqs 0, 1 */
+  assert_int_equal(b2sd_ledger_push(&l, B2SD_ENTRY_REJECTED, 0), 0);
+  push_queued(&l, 2, 1);               /* id 3: seq 2 */
+  assert_int_equal(b2sd_ledger_upto(&l, 0, 0), 0);
+  assert_int_equal(b2sd_ledger_upto(&l, 1, 0), 1);
+  assert_int_equal(b2sd_ledger_upto(&l, 2, 0), 3);  /* the rejected one too */
+  assert_int_equal(b2sd_ledger_upto(&l, 3, 0), 4);
+  l.ack_level = B2S_WIRE_LEVEL_DURABLE;
+  assert_int_equal(b2sd_ledger_upto(&l, 3, 1), 1);
+  l.ack_level = B2S_WIRE_LEVEL_RECEIVED;
+  assert_int_equal(b2sd_ledger_upto(&l, 0, 0), 4);
+  b2sd_ledger_fini(&l);
+}
+
+static void test_ledger_level_ack_prune_settle(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_WRITTEN, B2S_WIRE_POLICY_BLOCK, 8);
+  push_queued(&l, 0, 3);
+  uint64_t u = b2sd_ledger_upto(&l, 2, 0);
+  assert_int_equal(u, 2);
+  assert_true(b2sd_ledger_level_due(&l, u));
+  b2sd_ledger_level_sent(&l, u);
+  assert_int_equal(l.acked[B2S_WIRE_LEVEL_WRITTEN], 2);
+  assert_false(b2sd_ledger_level_due(&l, u));
+  /* no credit came back yet: nothing may be forgotten */
+  b2sd_ledger_prune(&l, u);
+  assert_int_equal(l.first_id, 0);
+  assert_int_equal(l.qlen, 3);
+  b2sd_ledger_credit(&l, 3, true);
+  b2sd_ledger_prune(&l, u);
+  assert_int_equal(l.first_id, 2);
+  assert_int_equal(l.qlen, 1);
+  assert_int_equal(l.ncredited, 1);
+  assert_null(b2sd_ledger_entry(&l, 1));
+  assert_int_equal(b2sd_ledger_entry(&l, 2)->seq, 2);
+  assert_false(b2sd_ledger_settled(&l, u));
+  u = b2sd_ledger_upto(&l, 3, 0);
+  assert_int_equal(u, 3);
+  assert_true(b2sd_ledger_settled(&l, u));
+  /* level received never sends a second ACK */
+  l.ack_level = B2S_WIRE_LEVEL_RECEIVED;
+  assert_false(b2sd_ledger_level_due(&l, 100));
+  b2sd_ledger_fini(&l);
+}
+
+static void test_ledger_ring_wraps_and_grows(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_POLICY_DROP_OLDEST,
+                   100);
+  push_queued(&l, 1000, 10);
+  b2sd_ledger_credit(&l, 0, true);
+  b2sd_ledger_prune(&l, b2sd_ledger_upto(&l, 0, 0));
+  assert_int_equal(l.qlen, 0);
+  assert_int_equal(l.first_id, 10);
+  push_queued(&l, 2000, 30);           /* wraps the ring of 16, then grows */
+  assert_int_equal(l.qlen, 30);
+  assert_true(l.qcap >= 30);
+  for (uint64_t id = 10; id < 40; id++)
+    assert_int_equal(b2sd_ledger_entry(&l, id)->seq, 2000 + id - 10);
+  b2sd_ledger_fini(&l);
+}
+
+/* ---- configuration to wire ----------------------------------------------- */
+
+static void test_wiremap(void **state) {
+  (void)state;
+  assert_int_equal(b2sd_wire_ack_level(B2S_ACK_RECEIPT), 1);
+  assert_int_equal(b2sd_wire_ack_level(B2S_ACK_WRITE), 2);
+  assert_int_equal(b2sd_wire_ack_level(B2S_ACK_FSYNC), 3);
+  assert_int_equal(b2sd_wire_ack_level(77), B2S_WIRE_LEVEL_DURABLE);
+  assert_int_equal(b2sd_wire_policy(B2S_BP_BLOCK), 1);
+  assert_int_equal(b2sd_wire_policy(B2S_BP_DROP_NEWEST), 2);
+  assert_int_equal(b2sd_wire_policy(B2S_BP_DROP_OLDEST), 3);
+  assert_int_equal(b2sd_wire_policy(-1), B2S_WIRE_POLICY_BLOCK);
+}
+
+/* ---- group commit ---------------------------------------------------------- */
+
+static const b2s_stream_durability dur_write = {
+    .ack = B2S_ACK_WRITE, .group_count = 4, .group_interval_ms = 10};
+static const b2s_stream_durability dur_fsync = {
+    .ack = B2S_ACK_FSYNC, .group_count = 4, .group_interval_ms = 10};
+
+static void test_group_append_full_deadline(void **state) {
+  (void)state;
+  b2sd_group g = {0};
+  b2sd_group_appended(&g, 1000);
+  b2sd_group_appended(&g, 5000);
+  assert_int_equal(g.pending, 2);
+  assert_int_equal(g.pending_since, 1000);   /* the first of the group */
+  assert_int_equal(b2sd_group_deadline(&g, &dur_write), 1000 + 10 * MS);
+  assert_false(b2sd_group_full(&g, &dur_write));
+  b2sd_group_appended(&g, 6000);
+  b2sd_group_appended(&g, 7000);
+  assert_true(b2sd_group_full(&g, &dur_write));
+  assert_false(b2sd_group_fsync(&dur_write));
+  assert_true(b2sd_group_fsync(&dur_fsync));
+}
+
+static void test_group_waits_for_interval(void **state) {
+  (void)state;
+  b2sd_group g = {.next_seq = 5, .written = 3, .durable = 3, .pending = 2,
+                  .pending_since = 1000};
+  b2sd_commit c = b2sd_group_decide(&g, &dur_write, 0, false,
+                                    1000 + 10 * MS - 1);
+  assert_false(c.commit);
+  c = b2sd_group_decide(&g, &dur_write, 0, false, 1000 + 10 * MS);
+  assert_true(c.commit);
+  assert_false(c.durable);
+  c = b2sd_group_decide(&g, &dur_fsync, 0, false, 1000 + 10 * MS);
+  assert_true(c.commit);
+  assert_true(c.durable);
+}
+
+static void test_group_tombstones_publish_at_once(void **state) {
+  (void)state;
+  b2sd_group g = {.next_seq = 5, .written = 3, .durable = 3};
+  b2sd_commit c = b2sd_group_decide(&g, &dur_write, 0, false, 0);
+  assert_true(c.commit);
+  assert_false(c.durable);
+  g.written = 5;                       /* nothing new at all */
+  c = b2sd_group_decide(&g, &dur_write, 0, false, UINT64_MAX);
+  assert_false(c.commit);
+}
+
+static void test_group_flush(void **state) {
+  (void)state;
+  b2sd_group g = {.next_seq = 5, .written = 3, .durable = 3, .pending = 2,
+                  .pending_since = 1000};
+  /* every seq below 5 is here: commit durably before the deadline */
+  b2sd_commit c = b2sd_group_decide(&g, &dur_write, 5, false, 1000);
+  assert_true(c.commit);
+  assert_true(c.durable);
+  /* seq 5 not appended yet: wait for it */
+  c = b2sd_group_decide(&g, &dur_write, 6, false, 1000);
+  assert_false(c.commit);
+  /* written already, not durable: sync only */
+  b2sd_group w = {.next_seq = 5, .written = 5, .durable = 3};
+  c = b2sd_group_decide(&w, &dur_write, 5, false, 0);
+  assert_true(c.commit);
+  assert_true(c.durable);
+  w.durable = 5;                       /* durable already */
+  c = b2sd_group_decide(&w, &dur_write, 5, false, 0);
+  assert_false(c.commit);
+}
+
+static void test_group_stop_commits_durably(void **state) {
+  (void)state;
+  b2sd_group g = {.next_seq = 4, .written = 3, .durable = 3, .pending = 1,
+                  .pending_since = 1000};
+  b2sd_commit c = b2sd_group_decide(&g, &dur_write, 0, true, 1000);
+  assert_true(c.commit);
+  assert_true(c.durable);
+}
+
+static void test_group_wait(void **state) {
+  (void)state;
+  b2sd_group g = {0};
+  uint64_t ns = 12345;
+  assert_false(b2sd_group_wait(&g, 500, 200, &ns));   /* nothing pending */
+  assert_int_equal(ns, 12345);
+  g.pending = 1;
+  assert_true(b2sd_group_wait(&g, 500, 200, &ns));
+  assert_int_equal(ns, 300);
+  assert_true(b2sd_group_wait(&g, 500, 600, &ns));    /* overdue */
+  assert_int_equal(ns, 0);
+}
+
+/* ---- read admission -------------------------------------------------------- */
+
+static void test_read_counts(void **state) {
+  (void)state;
+  assert_int_equal(b2sd_read_budget(INT64_C(1) << 30), INT64_C(1) << 28);
+  assert_int_equal(b2sd_read_result_bytes(true, 4000, 900), 4000);
+  assert_int_equal(b2sd_read_result_bytes(false, 4000, 900), 900);
+  assert_true(b2sd_read_session_room(B2SD_READS_SESSION - 1));
+  assert_false(b2sd_read_session_room(B2SD_READS_SESSION));
+  assert_true(b2sd_read_follow_room(B2SD_READS_FOLLOW - 1));
+  assert_false(b2sd_read_follow_room(B2SD_READS_FOLLOW));
+  assert_true(b2sd_read_count_room(B2SD_READS_MAX - 1));
+  assert_false(b2sd_read_count_room(B2SD_READS_MAX));
+}
+
+static void test_read_admit_bytes(void **state) {
+  (void)state;
+  /* budget 1000: a session's share is 250 */
+  assert_int_equal(b2sd_read_admit_bytes(1000, 0, 0, 5000), B2SD_ADMIT);
+  assert_int_equal(b2sd_read_admit_bytes(1000, 100, 0, 900), B2SD_ADMIT);
+  assert_int_equal(b2sd_read_admit_bytes(1000, 100, 0, 901),
+                   B2SD_ADMIT_WAIT_DAEMON);
+  assert_int_equal(b2sd_read_admit_bytes(1000, 200, 100, 150), B2SD_ADMIT);
+  assert_int_equal(b2sd_read_admit_bytes(1000, 200, 100, 151),
+                   B2SD_ADMIT_WAIT_SESSION);
+  /* both lack: the daemon's lack is the one reported */
+  assert_int_equal(b2sd_read_admit_bytes(1000, 900, 100, 200),
+                   B2SD_ADMIT_WAIT_DAEMON);
+  /* a session holding nothing takes more than its share */
+  assert_int_equal(b2sd_read_admit_bytes(1000, 500, 0, 400), B2SD_ADMIT);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ledger_spend),
+      cmocka_unit_test(test_ledger_block_credits_follow_taken),
+      cmocka_unit_test(test_ledger_drop_policies_credit_at_once),
+      cmocka_unit_test(test_ledger_settled_entries_credit_under_block),
+      cmocka_unit_test(test_ledger_drop_oldest_marks_entry),
+      cmocka_unit_test(test_ledger_receipt_due),
+      cmocka_unit_test(test_ledger_upto_by_level),
+      cmocka_unit_test(test_ledger_level_ack_prune_settle),
+      cmocka_unit_test(test_ledger_ring_wraps_and_grows),
+      cmocka_unit_test(test_wiremap),
+      cmocka_unit_test(test_group_append_full_deadline),
+      cmocka_unit_test(test_group_waits_for_interval),
+      cmocka_unit_test(test_group_tombstones_publish_at_once),
+      cmocka_unit_test(test_group_flush),
+      cmocka_unit_test(test_group_stop_commits_durably),
+      cmocka_unit_test(test_group_wait),
+      cmocka_unit_test(test_read_counts),
+      cmocka_unit_test(test_read_admit_bytes),
+  };
+  return cmocka_run_group_tests_name("daemon logic", tests, NULL, NULL);
+}
