@@ -98,6 +98,11 @@ void env_start(env *e) {
   /* a socket left by a killed daemon would pass for the new one's */
   snprintf(sock, sizeof sock, "%s/run/d.sock", e->dir);
   unlink(sock);
+  /* Started means "listening on" logged for our socket: the daemon sets
+   * the socket file's mode and group after bind, before it logs that. */
+  char listening[400];
+  snprintf(listening, sizeof listening, "listening on %s", e->sock);
+  int listening_before = env_log_count(e, listening);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
@@ -114,11 +119,8 @@ void env_start(env *e) {
   e->pid = pid;
   if (nstarted < sizeof started / sizeof started[0])
     started[nstarted++] = pid;
-  char path[400];
-  snprintf(path, sizeof path, "%s/run/d.sock", e->dir);
   for (int i = 0; i < WAIT_MS / 10; i++) {
-    struct stat sb;
-    if (stat(path, &sb) == 0)
+    if (env_log_count(e, listening) > listening_before)
       return;
     int st;
     assert_int_equal(waitpid(pid, &st, WNOHANG), 0);
