@@ -11,7 +11,7 @@
 
 #include "fwriter_internal.h"
 
-#define ADOPT_SUFFIX ".b2s-new"
+#define ADOPT_SUFFIX FW_NEW_SUFFIX
 
 static int fail(b2s_fwriter *w, int rc) {
   b2s_fwriter_free(w);
@@ -304,7 +304,7 @@ int b2s_fwriter_open(const char *path, const b2s_fwriter_opts *opts,
 int b2s_fwriter_close(b2s_fwriter *w) {
   if (w == NULL)
     return B2S_E_ARG;
-  int rc = w->opts.compact_on_close ? fw_compact(w) : b2s_fwriter_commit(w);
+  int rc = w->opts.compact_on_close ? fw_finish(w) : b2s_fwriter_commit(w);
   b2s_fwriter_free(w);
   return rc;
 }
