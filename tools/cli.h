@@ -196,7 +196,8 @@ int cli_src_open(const char *path, cli_src *src);
 /* Open the contiguous frame that starts at byte `offset` of the file PATH
  * (bytes before and after it are not the frame's; offsets inside it are
  * relative to its start).  A directory, or no frame magic at `offset`, is
- * an error.  Error messages give byte offsets in PATH. */
+ * an error.  Error messages give byte offsets in PATH.  offset < 0: as
+ * cli_src_open. */
 int cli_src_open_at(const char *path, int64_t offset, cli_src *src);
 void cli_src_close(cli_src *src);
 
