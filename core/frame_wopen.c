@@ -13,7 +13,7 @@
 #include "frame_io.h"
 #include "fwriter_internal.h"
 
-#define ADOPT_SUFFIX ".b2s-new"
+#define ADOPT_SUFFIX FW_NEW_SUFFIX
 
 static int fail(b2s_fwriter *w, int rc) {
   b2s_fwriter_free(w);
@@ -311,7 +311,7 @@ int b2s_fwriter_close(b2s_fwriter *w) {
   int rc = b2s_fwriter_commit(w);
   fw_pace_stop(w);   /* before compaction moves the data's end */
   if (rc == 0 && w->opts.compact_on_close)
-    rc = fw_compact(w);
+    rc = fw_finish(w);
   b2s_fwriter_free(w);
   return rc;
 }

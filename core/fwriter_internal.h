@@ -1,8 +1,8 @@
 /* Internals shared by the frame writer's files: frame_writer.c (the
  * in-memory model and chunk operations), frame_commit.c (layout, slots,
- * commit records, commits), frame_dio.c (direct I/O), frame_wopen.c
- * (opening) and frame_recover.c (recovery); frame_io.h has the raw file
- * I/O under them all. */
+ * commit records, commits), frame_dio.c (direct I/O), frame_finish.c
+ * (compaction on close), frame_wopen.c (opening) and frame_recover.c
+ * (recovery); frame_io.h has the raw file I/O under them all. */
 #ifndef B2S_FWRITER_INTERNAL_H
 #define B2S_FWRITER_INTERNAL_H
 
@@ -24,6 +24,9 @@
 #define FW_REC_VERSION 1
 #define FW_INDEX_BLOCKSIZE 16384
 #define FW_RESERVE_MIN (INT64_C(1) << 20)
+/* A file being built to replace the frame file (or chunks.b2frame) of the
+ * same name without the suffix. */
+#define FW_NEW_SUFFIX ".b2s-new"
 
 /* One commit record: everything recovery needs to restore the state of one
  * commit without trusting the frame header. */
@@ -107,6 +110,10 @@ void fw_index_header(uint8_t out[B2S_HEADER_LEN], int64_t n);
 void fw_record_encode(const fw_record *r, uint8_t out[FW_REC_SIZE]);
 bool fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r);
 int fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid);
+
+/* frame_finish.c: compaction on close (fw_compact, then a sparse frame's
+ * chunks.b2frame replaced by its unpadded form). */
+int fw_finish(b2s_fwriter *w);
 
 /* frame_dio.c */
 void fw_dio_open(b2s_fwriter *w, const char *path);

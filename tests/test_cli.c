@@ -396,8 +396,9 @@ static bool is_frame(const mf_entry *e) {
 
 static bool is_chunk(const mf_entry *e) { return !strcmp(e->kind, "chunk"); }
 
-/* The tool opens frames at byte 0 of a file; entries embedded at an offset
- * (none in the current set) are not for it. */
+/* Frames at byte 0 of their file, and chunks.  Frames inside larger files
+ * (none in the current set) need --offset: test_offset_embedded embeds the
+ * contiguous ones itself. */
 static bool cli_entry(const mf_entry *e) {
   return (is_frame(e) && e->offset == 0) || is_chunk(e);
 }
@@ -1616,6 +1617,235 @@ static void test_recover_vector(void **state) {
   assert_int_equal(failures, 0);
 }
 
+/* ---- frames inside larger files (--offset) ----------------------------------------- */
+
+/* path = junk (`before` bytes, with a false frame magic in it) + the frame
+ * file bare + `after` bytes of junk. */
+static void embed(const char *bare, const char *path, size_t before,
+                  size_t after) {
+  size_t len;
+  uint8_t *f = read_file(bare, &len);
+  uint8_t *p = make_input(before + len + after, 77);
+  if (before >= 40)
+    memcpy(p + 20, "\x9e\xa8" "b2frame\0", 10);   /* magic, then garbage */
+  memcpy(p + before, f, len);
+  write_file(path, p, before + len + after);
+  free(p);
+  free(f);
+}
+
+/* Run `cmd [--json] PATH [--offset OFF]`. */
+static void run_at(run_result *r, const char *cmd, bool json, const char *path,
+                   const char *off) {
+  if (off == NULL)
+    run(r, cmd, path, json ? "--json" : NULL, NULL);
+  else if (json)
+    run(r, cmd, path, "--json", "--offset", off, NULL);
+  else
+    run(r, cmd, "--offset", off, path, NULL);
+}
+
+/* info's text with the lines naming the file dropped (and file_size,
+ * which counts bytes after the frame). */
+static void drop_lines(run_result *r, bool size) {
+  char *s = (char *)r->out, *w = s;
+  for (char *line = s; *line;) {
+    char *nl = strchr(line, '\n');
+    size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
+    if (strncmp(line, "path:", 5) && strncmp(line, "offset:", 7) &&
+        (!size || strncmp(line, "file_size:", 10))) {
+      memmove(w, line, n);
+      w += n;
+    }
+    line += n;
+  }
+  *w = '\0';
+  r->out_len = (size_t)(w - s);
+}
+
+/* JSON objects equal except for the keys that name the file. */
+static bool json_same_frame(json_object *a, json_object *b, int64_t offset,
+                            size_t after) {
+  if (jint(b, "offset") != offset)
+    return false;
+  json_object_object_foreach(a, key, va) {
+    if (!strcmp(key, "path") || !strcmp(key, "offset"))
+      continue;
+    if (!strcmp(key, "file_size")) {
+      if (jint(b, key) != json_object_get_int64(va) + (int64_t)after)
+        return false;
+    } else if (!json_object_equal(va, jget(b, key))) {
+      return false;
+    }
+  }
+  return json_object_object_length(a) == json_object_object_length(b);
+}
+
+/* The frame file `bare` embedded after `before` bytes (and followed by
+ * `after`) reads as the bare file does with every command. */
+static void check_embedded(const char *bare, size_t before, size_t after,
+                           const char *what) {
+  char path[1024], off[32];
+  tmp_path(path, sizeof path, "embedded");
+  embed(bare, path, before, after);
+  snprintf(off, sizeof off, "%zu", before);
+  static const char *const cmds[] = {"cat", "verify", "ls", "info"};
+  for (size_t c = 0; c < 4; c++)
+    for (int json = 0; json < (c >= 2 ? 2 : 1); json++) {
+      run_result a, b;
+      run_at(&a, cmds[c], json, bare, NULL);
+      run_at(&b, cmds[c], json, path, off);
+      expect_ok(&a, what);
+      expect_ok(&b, what);
+      if (json) {
+        json_object *ja = parse_json_out(&a, what), *jb = parse_json_out(&b, what);
+        if (c == 3)
+          CHECK(json_same_frame(ja, jb, (int64_t)before, after),
+                "%s: info --json differs: %s vs %s", what, (char *)a.out,
+                (char *)b.out);
+        else
+          CHECK(json_object_equal(jget(ja, "chunks"), jget(jb, "chunks")) &&
+                    jint(ja, "nchunks") == jint(jb, "nchunks") &&
+                    !strcmp(jstr(ja, "kind"), jstr(jb, "kind")),
+                "%s: ls --json differs", what);
+        json_object_put(ja);
+        json_object_put(jb);
+      } else {
+        if (c == 3) {
+          drop_lines(&a, after > 0);
+          drop_lines(&b, after > 0);
+        }
+        CHECK(a.out_len == b.out_len && !memcmp(a.out, b.out, a.out_len),
+              "%s: %s differs: [%s] vs [%s]", what, cmds[c],
+              c ? (char *)a.out : "", c ? (char *)b.out : "");
+      }
+      run_free(&a);
+      run_free(&b);
+    }
+  run_result a, b;
+  run(&a, "cat", "--chunk", "1", bare, NULL);
+  run(&b, "cat", "--chunk=1", path, "--offset=" "0", "--offset", off, NULL);
+  expect_ok(&b, what);
+  CHECK(a.status == 0 && a.out_len == b.out_len &&
+            !memcmp(a.out, b.out, a.out_len),
+        "%s: cat --chunk 1 differs", what);
+  run_free(&a);
+  run_free(&b);
+  rm_rf(path);
+}
+
+static void test_offset_embedded(void **state) {
+  (void)state;
+  char in[1024], frame[1024];
+  tmp_path(in, sizeof in, "in");
+  tmp_path(frame, sizeof frame, "frame");
+  uint8_t *data = make_input(10000, 5);
+  write_file(in, data, 10000);
+  free(data);
+  run_result r;
+  run(&r, "pack", "--chunk-bytes", "3000", "--meta", "m=0102", in, frame,
+      NULL);
+  expect_ok(&r, "pack");
+  run_free(&r);
+  check_embedded(frame, 1000, 0, "packed frame after 1000 bytes");
+  check_embedded(frame, 1, 333, "packed frame between junk");
+  check_embedded(frame, 0, 10, "packed frame at 0 with junk after");
+  char p[1024];
+  tmp_path(p, sizeof p, "k");
+  embed(frame, p, 1024, 0);
+  run(&r, "verify", "--offset", "1K", p, NULL);
+  expect_ok(&r, "--offset 1K");
+  run_free(&r);
+  rm_rf(p);
+  if (manifest == NULL) {
+    assert_int_equal(failures, 0);
+    return;
+  }
+  for (size_t k = 0; k < manifest->nentries; k++) {
+    const mf_entry *e = &manifest->entries[k];
+    if (strcmp(e->kind, "cframe") || e->offset != 0)
+      continue;
+    char path[4096];
+    entry_path(e, path, sizeof path);
+    check_embedded(path, 4099, 17, e->name);
+  }
+  assert_int_equal(failures, 0);
+}
+
+/* Offsets where no frame starts fail with one error line (never a crash);
+ * an error inside an embedded frame names its byte in the file. */
+static void test_offset_wrong(void **state) {
+  (void)state;
+  char in[1024], frame[1024], path[1024];
+  tmp_path(in, sizeof in, "in");
+  tmp_path(frame, sizeof frame, "frame");
+  tmp_path(path, sizeof path, "embedded");
+  uint8_t *data = make_input(3000, 9);
+  write_file(in, data, 3000);
+  free(data);
+  run_result r;
+  run(&r, "pack", "--chunk-bytes", "1000", in, frame, NULL);
+  expect_ok(&r, "pack");
+  run_free(&r);
+  enum { BEFORE = 300 };
+  embed(frame, path, BEFORE, 50);
+  size_t len;
+  free(read_file(path, &len));
+  static const char *const cmds[] = {"info", "ls", "cat", "verify"};
+  for (size_t k = 0; k <= len + 2; k += k < BEFORE + 200 || k > len - 100 ? 1 : 7) {
+    if (k == BEFORE)
+      continue;
+    char off[32], what[96];
+    snprintf(off, sizeof off, "%zu", k);
+    snprintf(what, sizeof what, "%s --offset %zu", cmds[k % 4], k);
+    run(&r, cmds[k % 4], path, "--offset", off, NULL);
+    expect_error_line(&r, what);
+    CHECK(r.status == 1, "%s: exit %d", what, r.status);
+    CHECK(k != 20 || strstr(r.err, "at byte") != NULL,
+          "%s: a false magic gives no offset: %s", what, r.err);
+    CHECK(k == 20 || k >= len || strstr(r.err, "magic") != NULL,
+          "%s: %s", what, r.err);
+    run_free(&r);
+  }
+  run(&r, "info", path, "--offset", "99999999999", NULL);
+  expect_error_line(&r, "offset beyond the file");
+  CHECK(strstr(r.err, "no frame at byte 99999999999") != NULL, "%s", r.err);
+  run_free(&r);
+  static const char *const bad[] = {"-1", "x", "", "1Q", "99999999999999999999"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    run(&r, "verify", path, "--offset", bad[k], NULL);
+    expect_error_line(&r, bad[k]);
+    CHECK(r.status == 2, "--offset '%s': exit %d", bad[k], r.status);
+    run_free(&r);
+  }
+  run(&r, "verify", tmpdir, "--offset", "0", NULL);
+  expect_error_line(&r, "--offset on a directory");
+  CHECK(r.status == 1 && strstr(r.err, "directory"), "%s", r.err);
+  run_free(&r);
+  run(&r, "unpack", frame, "-", "--offset", "0", NULL);
+  CHECK(r.status == 2, "unpack takes no --offset: exit %d", r.status);
+  run_free(&r);
+
+  /* the trailer's length marker broken: same place, shifted by BEFORE */
+  size_t flen;
+  uint8_t *f = read_file(frame, &flen);
+  f[flen - 23] ^= 0xff;
+  write_file(frame, f, flen);
+  free(f);
+  embed(frame, path, BEFORE, 0);
+  run_result a;
+  run(&a, "verify", frame, NULL);
+  run(&r, "verify", path, "--offset", "300", NULL);
+  expect_error_line(&a, "corrupt bare frame");
+  expect_error_line(&r, "corrupt embedded frame");
+  long long at_bare = error_offset(a.err), at = error_offset(r.err);
+  CHECK(at_bare >= 0 && at == at_bare + BEFORE,
+        "error offsets: bare %lld, embedded %lld: %s", at_bare, at, r.err);
+  run_free(&a);
+  run_free(&r);
+  assert_int_equal(failures, 0);
+}
+
 /* ---- output to a reader that goes away ------------------------------------------ */
 
 static void test_cat_epipe(void **state) {
@@ -1708,6 +1938,8 @@ int main(void) {
       cmocka_unit_test_setup(test_recover, test_setup),
       cmocka_unit_test_setup(test_recover_vector, test_setup),
       cmocka_unit_test_setup(test_cat_epipe, test_setup),
+      cmocka_unit_test_setup(test_offset_embedded, test_setup),
+      cmocka_unit_test_setup(test_offset_wrong, test_setup),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -715,6 +715,229 @@ static void test_adopt_vector(void **state) {
   }
 }
 
+/* ---- sparse frames closed for c-blosc2 ----------------------------------------------- */
+
+static uint8_t *slurp(const char *path, size_t *len) {
+  int fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  struct stat sb;
+  assert_int_equal(fstat(fd, &sb), 0);
+  uint8_t *p = malloc((size_t)sb.st_size + 1);
+  assert_non_null(p);
+  assert_int_equal(pread(fd, p, (size_t)sb.st_size, 0), sb.st_size);
+  close(fd);
+  *len = (size_t)sb.st_size;
+  return p;
+}
+
+static uint64_t be(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++)
+    v = v << 8 | p[i];
+  return v;
+}
+
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+/* header_len of dir's chunks.b2frame as stored. */
+static int64_t index_header_len(const char *dir) {
+  char p[600];
+  size_t len;
+  snprintf(p, sizeof p, "%s/chunks.b2frame", dir);
+  uint8_t *b = slurp(p, &len);
+  assert_true(len >= 87);
+  int64_t h = (int64_t)be(b + 11, 4);
+  free(b);
+  return h;
+}
+
+/* dir's chunks.b2frame is laid out as c-blosc2 writes a sparse frame
+ * (spec 4, 5): the header exactly `base` bytes (fixed part + metalayers,
+ * no padding), the index chunk at header_len holding ids, the trailer
+ * right after it, frame_len the file size.  And nothing but chunk files
+ * beside it. */
+static void check_plain_sparse(const char *dir, int64_t base,
+                               const int64_t *ids, int64_t n) {
+  char p[600];
+  size_t len;
+  snprintf(p, sizeof p, "%s/chunks.b2frame", dir);
+  uint8_t *b = slurp(p, &len);
+  assert_true(len >= 87 + 35);
+  assert_memory_equal(b, "\x9e\xa8" "b2frame\0" "\xd2", 12);
+  assert_int_equal(be(b + 11, 4), base);               /* header_len */
+  assert_int_equal(b[15], 0xcf);
+  assert_int_equal(be(b + 16, 8), len);                /* frame_len */
+  assert_int_equal(b[26], 1);                          /* sparse */
+  int64_t tpos = base;
+  if (n > 0) {
+    const uint8_t *ic = b + base;
+    assert_int_equal(ic[2], 8 * n < 32 ? 0x07 : 0x17); /* memcpy'ed index */
+    assert_int_equal(ic[3], 8);                        /* typesize 8 */
+    assert_int_equal(le32(ic + 4), 8 * n);
+    assert_int_equal(le32(ic + 12), 8 * n + 32);
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t e = 0;
+      for (int k = 7; k >= 0; k--)
+        e = e << 8 | ic[32 + 8 * i + k];
+      assert_int_equal((int64_t)e, ids[i]);
+    }
+    tpos += 8 * n + 32;
+  }
+  assert_int_equal(b[len - 23], 0xce);
+  uint64_t tlen = be(b + len - 22, 4);
+  assert_int_equal(tpos + (int64_t)tlen, len);         /* trailer follows */
+  assert_int_equal(b[tpos], 0x94);
+  free(b);
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(dir, &f, NULL), 0);
+  int64_t io, to, tl;
+  int32_t ic;
+  assert_int_equal(b2s_frame_layout(f, &io, &ic, &to, &tl), 0);
+  assert_int_equal(io, base);
+  assert_int_equal(to, tpos);
+  b2s_frame_free(f);
+  DIR *d = opendir(dir);
+  for (struct dirent *de; (de = readdir(d)) != NULL;)
+    if (de->d_name[0] != '.' && strcmp(de->d_name, "chunks.b2frame"))
+      assert_true(strlen(de->d_name) == 14 &&
+                  !strcmp(de->d_name + 8, ".chunk"));
+  closedir(d);
+}
+
+static void ids_0_to(int64_t *ids, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    ids[i] = i;
+}
+
+/* Closing a sparse frame leaves chunks.b2frame without padding; reopening
+ * lays it out for commits again, and the next close undoes that. */
+static void test_sparse_close_plain(void **state) {
+  (void)state;
+  static const int counts[] = {0, 2, 300};
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    char path[512];
+    pathf(path, "plain.d");
+    rmrf(path);
+    b2s_frame_metas metas;
+    b2s_frame_metas_init(&metas);
+    assert_true(b2s_frame_metas_add(&metas, "mine", "abcd", 4) >= 0);
+    int64_t base = b2s_frame_header_size(&metas);
+    assert_true(base > 87);
+    b2s_fwriter *w;
+    assert_int_equal(b2s_fwriter_create(path, true, NULL, &metas, &w), 0);
+    b2s_frame_metas_fini(&metas);
+    model m = {0};
+    append_some(w, &m, counts[c], 40, 0, 7);
+    assert_int_equal(b2s_fwriter_vlmeta_set(w, "note", "closed", 6), 0);
+    assert_int_equal(b2s_fwriter_commit(w), 0);
+    assert_true(index_header_len(path) >= base + 4096);   /* padded */
+    assert_int_equal(b2s_fwriter_close(w), 0);
+    int64_t ids[400];
+    ids_0_to(ids, m.n);
+    check_plain_sparse(path, base, ids, m.n);
+    check_frame(path, &m);
+    b2s_recover_report rep;
+    assert_int_equal(b2s_frame_recover(path, true, &rep, NULL), 0);
+    assert_true(rep.was_clean);
+    assert_int_equal(rep.nchunks, m.n);
+
+    /* reopen, append, close: round trip */
+    assert_int_equal(b2s_fwriter_open(path, NULL, &w, NULL), 0);
+    assert_int_equal(b2s_fwriter_nchunks(w), m.n);
+    assert_true(index_header_len(path) > base);   /* room for commits */
+    append_some(w, &m, 5, 900, 0, 2);
+    assert_int_equal(b2s_fwriter_delete(w, 0), 0);
+    model_delete(&m, 0);
+    assert_int_equal(b2s_fwriter_commit(w), 0);
+    check_frame(path, &m);
+    assert_int_equal(b2s_fwriter_close(w), 0);
+    b2s_frame *f;
+    assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+    memcpy(ids, b2s_frame_index(f), (size_t)m.n * sizeof *ids);
+    b2s_frame_free(f);
+    check_plain_sparse(path, base, ids, m.n);
+    check_frame(path, &m);
+    model_free(&m);
+  }
+}
+
+/* c-blosc2's own sparse frames, reopened by us (rewritten with padding)
+ * and closed, come back byte for byte: the closed layout is c-blosc2's. */
+static void test_sparse_close_vectors(void **state) {
+  (void)state;
+  const char *vec = getenv("B2S_VECTORS");
+  if (vec == NULL)
+    skip();
+  const char *names[] = {"sframe_blosclz_8chunks",
+                         "sframe_lz4_insert_delete_reorder",
+                         "sframe_blosclz_vlmeta"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    char src[600], path[512], idx[700];
+    snprintf(src, sizeof src, "%s/sframes/%s.b2frame", vec, names[k]);
+    pathf(path, "vclose.d");
+    copy_path(src, path);
+    snprintf(idx, sizeof idx, "%s/chunks.b2frame", src);
+    size_t want_len, got_len;
+    uint8_t *want = slurp(idx, &want_len);
+    int64_t base = (int64_t)be(want + 11, 4);
+    b2s_fwriter *w;
+    assert_int_equal(b2s_fwriter_open(path, NULL, &w, NULL), 0);
+    assert_true(index_header_len(path) > base);
+    assert_int_equal(b2s_fwriter_close(w), 0);
+    snprintf(idx, sizeof idx, "%s/chunks.b2frame", path);
+    uint8_t *got = slurp(idx, &got_len);
+    if (got_len != want_len || memcmp(got, want, want_len) != 0)
+      fail_msg("%s: closed index differs from c-blosc2's (%zu vs %zu bytes)",
+               names[k], got_len, want_len);
+    free(want);
+    free(got);
+  }
+}
+
+/* A close cut at every byte it writes leaves a frame that opens with every
+ * chunk (the old index or the new one, never a mix), reopens for writing,
+ * and no leftover of the index being built. */
+static void test_sparse_close_cut(void **state) {
+  (void)state;
+  char base[512], work[512];
+  pathf(base, "cclose-base.d");
+  pathf(work, "cclose-work.d");
+  rmrf(base);
+  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+  o.compact_on_close = false;
+  b2s_fwriter *w;
+  assert_int_equal(b2s_fwriter_create(base, true, &o, NULL, &w), 0);
+  model m = {0};
+  append_some(w, &m, 12, 70, 0, 5);
+  assert_int_equal(b2s_fwriter_vlmeta_set(w, "v", "abc", 3), 0);
+  assert_int_equal(b2s_fwriter_close(w), 0);
+  o.compact_on_close = true;
+  int64_t natural = b2s_frame_header_size(&(b2s_frame_metas){0});
+  int rc = -1;
+  int64_t limit;
+  for (limit = 0; rc != 0; limit++) {
+    copy_path(base, work);
+    assert_int_equal(b2s_fwriter_open(work, &o, &w, NULL), 0);
+    b2s_fwriter_set_write_limit(w, limit);
+    rc = b2s_fwriter_close(w);
+    assert_true(rc == 0 || rc == B2S_E_IO_LIMIT);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s/chunks.b2frame.b2s-new", work);
+    assert_int_equal(access(tmp, F_OK), -1);
+    if (rc != 0 && b2s_frame_recover(work, false, NULL, NULL) != 0)
+      fail_msg("cut after %lld bytes: not recoverable", (long long)limit);
+    check_frame(work, &m);
+    assert_true(rc != 0 || index_header_len(work) == natural);
+    assert_int_equal(b2s_fwriter_open(work, &o, &w, NULL), 0);
+    b2s_fwriter_free(w);
+  }
+  assert_true(limit > 100);
+  model_free(&m);
+}
+
 /* ---- crash safety ---------------------------------------------------------------- */
 
 /* Cut the writes of one commit at every byte; after recovery the frame must
@@ -1027,6 +1250,9 @@ int main(void) {
       cmocka_unit_test(test_specials),
       cmocka_unit_test(test_metadata),
       cmocka_unit_test(test_adopt_vector),
+      cmocka_unit_test(test_sparse_close_plain),
+      cmocka_unit_test(test_sparse_close_vectors),
+      cmocka_unit_test(test_sparse_close_cut),
       cmocka_unit_test(test_record_checksum),
       cmocka_unit_test(test_reopen_empty),
       cmocka_unit_test(test_compact_after_recover),

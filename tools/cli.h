@@ -85,10 +85,6 @@ int cli_usage(const cli_args *a, const char *fmt, ...)
 /* Usage error for the current option, which the command does not know. */
 int cli_unknown_option(const cli_args *a);
 
-/* The command line "PATH [--json]" (info, ls): CLI_EXIT_OK with *path set,
- * else the usage exit status (the message is printed). */
-int cli_args_path_json(cli_args *a, const char **path, bool *json);
-
 /* Whether argv holds --help or -h before any "--". */
 bool cli_wants_help(int argc, char **argv);
 
@@ -181,6 +177,7 @@ const char *cli_kind_name(cli_kind k);      /* chunk / cframe / sframe */
 
 typedef struct cli_src {
   const char *path;
+  int64_t offset;                  /* where the frame starts in the file */
   cli_kind kind;
   b2s_frame *frame;                /* frames */
   uint8_t *chunk;                  /* chunk file: its bytes */
@@ -194,11 +191,31 @@ typedef struct cli_src {
  * magic a contiguous frame, anything else a chunk file (its header is
  * checked).  Prints the error; returns 0 or a negative error. */
 int cli_src_open(const char *path, cli_src *src);
+/* Open the contiguous frame that starts at byte `offset` of the file PATH
+ * (bytes before and after it are not the frame's; offsets inside it are
+ * relative to its start).  A directory, or no frame magic at `offset`, is
+ * an error.  Error messages give byte offsets in PATH.  offset < 0: as
+ * cli_src_open. */
+int cli_src_open_at(const char *path, int64_t offset, cli_src *src);
 void cli_src_close(cli_src *src);
-/* The command line of a read-only command taking PATH [--json]: parse it and
- * open PATH.  Returns CLI_EXIT_OK with src open, or the exit status (usage
- * or failure, already reported). */
-int cli_src_open_args(int argc, char **argv, cli_src *src, bool *json);
+
+/* The command line of a read-only command: PATH, [--offset N] (the frame
+ * starts at byte N of the file: cli_src_open_at) and the options of
+ * `accept`. */
+enum {
+  CLI_LINE_JSON = 1,               /* --json */
+  CLI_LINE_CHUNK = 2,              /* --chunk N */
+};
+typedef struct cli_src_line {
+  bool json;
+  int64_t chunk;                   /* -1 when not given */
+  int64_t offset;                  /* -1 when not given */
+} cli_src_line;
+
+/* Parse the command line and open PATH.  Returns CLI_EXIT_OK with src
+ * open, or the exit status (usage or failure, already reported). */
+int cli_src_open_args(int argc, char **argv, unsigned accept, cli_src *src,
+                      cli_src_line *line);
 
 int64_t cli_src_nchunks(const cli_src *src);
 

@@ -20,11 +20,11 @@ const char *cli_kind_name(cli_kind k) {
                                                               : "sframe";
 }
 
-/* Read the whole of fd (a regular file of `size` bytes). */
-static int read_all(int fd, uint8_t *dst, size_t size) {
+/* Read exactly n bytes of fd at pos. */
+static int read_at(int fd, uint8_t *dst, size_t n, int64_t pos) {
   size_t got = 0;
-  while (got < size) {
-    ssize_t r = read(fd, dst + got, size - got);
+  while (got < n) {
+    ssize_t r = pread(fd, dst + got, n - got, (off_t)(pos + (int64_t)got));
     if (r < 0 && errno == EINTR)
       continue;
     if (r < 0)
@@ -46,7 +46,7 @@ static int open_chunk_file(cli_src *src, int fd, int64_t size) {
     cli_err("%s: out of memory", src->path);
     return B2S_E_NOMEM;
   }
-  int rc = read_all(fd, src->chunk, (size_t)size);
+  int rc = read_at(fd, src->chunk, (size_t)size, 0);
   if (rc < 0) {
     cli_err("%s: cannot read: %s", src->path, b2s_strerror(rc));
     return rc;
@@ -60,9 +60,22 @@ static int open_chunk_file(cli_src *src, int fd, int64_t size) {
   return rc;
 }
 
-/* A regular file: a contiguous frame when it starts with the magic, else
- * a chunk. */
-static int open_file(cli_src *src) {
+/* Print a frame error of src with its byte offset in the file PATH: the
+ * core counts from the frame's start. */
+static void report_frame_err(const cli_src *src, const b2s_frame_error *e,
+                             int code, int64_t chunk_id) {
+  b2s_frame_error in_file;
+  if (e != NULL && src->kind == CLI_KIND_CFRAME && e->offset >= 0) {
+    in_file = *e;
+    in_file.offset += src->offset;
+    e = &in_file;
+  }
+  cli_err_frame(src->path, e, code, chunk_id);
+}
+
+/* A regular file: a contiguous frame when it has the magic at src->offset,
+ * else (without --offset) a chunk. */
+static int open_file(cli_src *src, bool at_offset) {
   int fd = open(src->path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) < 0) {
@@ -74,18 +87,22 @@ static int open_file(cli_src *src) {
   }
   uint8_t head[sizeof frame_magic];
   int rc = 0;
-  bool is_frame = st.st_size >= (off_t)sizeof head &&
-                  read_all(fd, head, sizeof head) == 0 &&
+  bool is_frame = read_at(fd, head, sizeof head, src->offset) == 0 &&
                   !memcmp(head, frame_magic, sizeof head);
   if (is_frame) {
     src->kind = CLI_KIND_CFRAME;
     b2s_frame_error err;
-    rc = b2s_frame_open_file(src->path, 0, &src->frame, &err);
+    rc = b2s_frame_open_file(src->path, src->offset, &src->frame, &err);
     if (rc < 0)
-      cli_err_frame(src->path, &err, rc, -1);
-  } else if (lseek(fd, 0, SEEK_SET) < 0) {
-    rc = -errno;
-    cli_err("%s: %s", src->path, strerror(-rc));
+      report_frame_err(src, &err, rc, -1);
+  } else if (at_offset && src->offset >= (int64_t)st.st_size) {
+    cli_err("%s: no frame at byte %lld: the file has %lld bytes", src->path,
+            (long long)src->offset, (long long)st.st_size);
+    rc = B2S_E_TRUNCATED;
+  } else if (at_offset) {
+    cli_err("%s: no frame at byte %lld: the frame magic is not there",
+            src->path, (long long)src->offset);
+    rc = B2S_E_FRAME;
   } else {
     src->kind = CLI_KIND_CHUNK;
     rc = open_chunk_file(src, fd, (int64_t)st.st_size);
@@ -94,44 +111,84 @@ static int open_file(cli_src *src) {
   return rc;
 }
 
-int cli_src_open_args(int argc, char **argv, cli_src *src, bool *json) {
+/* A command's option other than PATH (see cli_src_open_args). */
+static int take_option(cli_args *a, unsigned accept, cli_src_line *line) {
+  if ((accept & CLI_LINE_JSON) && !strcmp(a->opt, "json")) {
+    if (!cli_args_no_value(a))
+      return CLI_EXIT_USAGE;
+    line->json = true;
+    return CLI_EXIT_OK;
+  }
+  bool chunk = (accept & CLI_LINE_CHUNK) && !strcmp(a->opt, "chunk");
+  if (!chunk && strcmp(a->opt, "offset"))
+    return cli_unknown_option(a);
+  const char *v = cli_args_value(a);
+  if (v == NULL)
+    return CLI_EXIT_USAGE;
+  if (chunk && cli_parse_int(v, 0, INT64_MAX, &line->chunk) < 0)
+    return cli_usage(a, "--chunk needs a chunk number, not '%s'", v);
+  if (!chunk && cli_parse_size(v, 0, INT64_MAX, &line->offset) < 0)
+    return cli_usage(a, "--offset needs a byte offset, not '%s'", v);
+  return CLI_EXIT_OK;
+}
+
+int cli_src_open_args(int argc, char **argv, unsigned accept, cli_src *src,
+                      cli_src_line *line) {
   cli_args a;
   cli_args_init(&a, argc, argv);
-  const char *path;
-  int usage = cli_args_path_json(&a, &path, json);
-  if (usage != CLI_EXIT_OK)
-    return usage;
-  return cli_src_open(path, src) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+  *line = (cli_src_line){.json = false, .chunk = -1, .offset = -1};
+  const char *path = NULL, *operand;
+  for (int t; (t = cli_args_next(&a, &operand)) != 0;) {
+    int status = CLI_EXIT_OK;
+    if (t == 2 && path != NULL)
+      return cli_usage(&a, "unexpected argument '%s'", operand);
+    else if (t == 2)
+      path = operand;
+    else
+      status = take_option(&a, accept, line);
+    if (status != CLI_EXIT_OK)
+      return status;
+  }
+  if (path == NULL)
+    return cli_usage(&a, "missing PATH");
+  return cli_src_open_at(path, line->offset, src) < 0 ? CLI_EXIT_FAIL
+                                                       : CLI_EXIT_OK;
 }
 
 int cli_src_open(const char *path, cli_src *src) {
+  return cli_src_open_at(path, -1, src);
+}
+
+/* offset < 0: no --offset (the kind of PATH decides, frames start at 0). */
+int cli_src_open_at(const char *path, int64_t offset, cli_src *src) {
   memset(src, 0, sizeof *src);
   src->path = path;
+  src->offset = offset > 0 ? offset : 0;
   src->ctx = b2s_ctx_new();
   if (src->ctx == NULL) {
     cli_err("%s: out of memory", path);
     return B2S_E_NOMEM;
   }
   struct stat st;
+  int rc = 0;
   if (stat(path, &st) < 0) {
-    int rc = -errno;
+    rc = -errno;
     cli_err("%s: %s", path, strerror(-rc));
-    cli_src_close(src);
-    return rc;
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    int rc = open_file(src);
+  } else if (!S_ISDIR(st.st_mode)) {
+    rc = open_file(src, offset >= 0);
+  } else if (offset >= 0) {
+    cli_err("%s: --offset needs a file holding a contiguous frame, not a "
+            "directory", path);
+    rc = B2S_E_ARG;
+  } else {
+    src->kind = CLI_KIND_SFRAME;
+    b2s_frame_error err;
+    rc = b2s_frame_open_sparse(path, &src->frame, &err);
     if (rc < 0)
-      cli_src_close(src);
-    return rc;
+      cli_err_frame(path, &err, rc, -1);
   }
-  src->kind = CLI_KIND_SFRAME;
-  b2s_frame_error err;
-  int rc = b2s_frame_open_sparse(path, &src->frame, &err);
-  if (rc < 0) {
-    cli_err_frame(path, &err, rc, -1);
+  if (rc < 0)
     cli_src_close(src);
-  }
   return rc;
 }
 
@@ -155,7 +212,7 @@ void cli_src_frame_err(const cli_src *src, int code) {
   if (src->kind == CLI_KIND_SFRAME && e && e->nchunk >= 0 &&
       e->nchunk < b2s_frame_nchunks(src->frame))
     id = b2s_frame_index(src->frame)[e->nchunk];
-  cli_err_frame(src->path, e, code, id);
+  report_frame_err(src, e, code, id);
 }
 
 static int reserve(cli_src *src, size_t n) {
@@ -395,7 +452,7 @@ int cli_src_space(cli_src *src, int64_t *file_size, int64_t *stored,
     rc = -errno;
     cli_err("%s: %s", src->path, strerror(-rc));
   } else {
-    *file_size = st.st_size;
+    *file_size = st.st_size - src->offset;   /* from the frame's start */
     *stored = union_len(s, n);
     *holes = b2s_frame_header_get(src->frame)->cbytes - *stored;
   }

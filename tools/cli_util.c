@@ -314,22 +314,3 @@ void cli_remove_frame(const char *path) {
   closedir(d);
   rmdir(path);
 }
-
-int cli_args_path_json(cli_args *a, const char **path, bool *json) {
-  const char *operand;
-  *path = NULL;
-  *json = false;
-  for (int t; (t = cli_args_next(a, &operand)) != 0;) {
-    if (t == 2 && *path == NULL)
-      *path = operand;
-    else if (t == 2)
-      return cli_usage(a, "unexpected argument '%s'", operand);
-    else if (strcmp(a->opt, "json"))
-      return cli_unknown_option(a);
-    else if (!cli_args_no_value(a))
-      return CLI_EXIT_USAGE;
-    else
-      *json = true;
-  }
-  return *path == NULL ? cli_usage(a, "missing PATH") : CLI_EXIT_OK;
-}

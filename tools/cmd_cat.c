@@ -8,13 +8,16 @@
 #include "cli.h"
 
 static const char cat_help[] =
-    "usage: b2stream cat PATH [--chunk N]\n"
+    "usage: b2stream cat PATH [--chunk N] [--offset N]\n"
     "\n"
     "Write the decompressed bytes of every chunk of PATH (a frame file, a\n"
     "sparse frame directory or a chunk file), in order, to stdout.\n"
     "Uninitialised chunks come out as zeros.\n"
     "\n"
-    "  --chunk N   only chunk N (0-based)\n";
+    "  --chunk N    only chunk N (0-based)\n"
+    "  --offset N   the contiguous frame starts at byte N of the file PATH\n"
+    "               (a frame inside a larger file; units as pack's\n"
+    "               --chunk-bytes)\n";
 
 static const char unpack_help[] =
     "usage: b2stream unpack FRAME OUTPUT [--force]\n"
@@ -43,27 +46,13 @@ static int emit(cli_src *src, int64_t first, int64_t last, int fd,
 }
 
 static int cat_run(int argc, char **argv) {
-  cli_args a;
-  cli_args_init(&a, argc, argv);
-  const char *path = NULL, *operand, *v;
-  int64_t chunk = -1;
-  for (int t; (t = cli_args_next(&a, &operand)) != 0;) {
-    if (t == 2 && path == NULL)
-      path = operand;
-    else if (t == 2)
-      return cli_usage(&a, "unexpected argument '%s'", operand);
-    else if (strcmp(a.opt, "chunk"))
-      return cli_unknown_option(&a);
-    else if ((v = cli_args_value(&a)) == NULL)
-      return CLI_EXIT_USAGE;
-    else if (cli_parse_int(v, 0, INT64_MAX, &chunk) < 0)
-      return cli_usage(&a, "--chunk needs a chunk number, not '%s'", v);
-  }
-  if (path == NULL)
-    return cli_usage(&a, "missing PATH");
   cli_src src;
-  if (cli_src_open(path, &src) < 0)
-    return CLI_EXIT_FAIL;
+  cli_src_line line;
+  int opened = cli_src_open_args(argc, argv, CLI_LINE_CHUNK, &src, &line);
+  if (opened != CLI_EXIT_OK)
+    return opened;
+  const char *path = src.path;
+  int64_t chunk = line.chunk;
   int64_t n = cli_src_nchunks(&src);
   int status;
   if (chunk >= n) {

@@ -6,14 +6,17 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: b2stream info PATH [--json]\n"
+    "usage: b2stream info PATH [--json] [--offset N]\n"
     "\n"
     "Describe a contiguous frame (file), a sparse frame (directory) or a\n"
     "single chunk file: chunk count, typesize, compression defaults, sizes\n"
     "and ratio, chunksize, metalayers (the b2nd array layout decoded),\n"
     "vlmetalayers, unreferenced bytes (holes) and the size on disk.\n"
     "\n"
-    "  --json   print one JSON object (keys documented in tools/README.md)\n";
+    "  --json       print one JSON object (keys documented in tools/README.md)\n"
+    "  --offset N   the contiguous frame starts at byte N of the file PATH\n"
+    "               (a frame inside a larger file; units as pack's\n"
+    "               --chunk-bytes)\n";
 
 typedef struct frame_facts {
   const b2s_frame_header *h;
@@ -166,6 +169,7 @@ static void frame_json(const cli_src *src, const frame_facts *ff) {
   cj_obj_open(&j, NULL);
   cj_str(&j, "path", src->path);
   cj_str(&j, "kind", cli_kind_name(src->kind));
+  cj_int(&j, "offset", src->offset);
   cj_int(&j, "format_version", h->general_flags & B2S_FRAME_GF_VERSION_MASK);
   cj_int(&j, "nchunks", ff->nchunks);
   cj_int(&j, "typesize", h->typesize);
@@ -240,13 +244,16 @@ static void frame_text_metas(const b2s_frame *f, const frame_facts *ff) {
 
 static void frame_text(const cli_src *src, const frame_facts *ff) {
   const b2s_frame_header *h = ff->h;
-  printf("path:         %s\n"
-         "kind:         %s frame (format version %d)\n"
+  printf("path:         %s\n", src->path);
+  if (src->offset > 0)
+    printf("offset:       %lld (where the frame starts in the file)\n",
+           (long long)src->offset);
+  printf("kind:         %s frame (format version %d)\n"
          "nchunks:      %lld\ntypesize:     %d\n"
          "codec:        %s (clevel %d)\nfilters:      %s\n"
          "splitmode:    %s\nblocksize:    %d%s\n"
          "nbytes:       %lld\ncbytes:       %lld\n",
-         src->path, src->kind == CLI_KIND_SFRAME ? "sparse" : "contiguous",
+         src->kind == CLI_KIND_SFRAME ? "sparse" : "contiguous",
          h->general_flags & B2S_FRAME_GF_VERSION_MASK, (long long)ff->nchunks,
          h->typesize, cli_codec_name(h->codec_flags & 0x0f),
          h->codec_flags >> 4, ff->filters,
@@ -288,10 +295,11 @@ static int frame_gather(cli_src *src, frame_facts *ff) {
 
 static int run(int argc, char **argv) {
   cli_src src;
-  bool json;
-  int opened = cli_src_open_args(argc, argv, &src, &json);
+  cli_src_line line;
+  int opened = cli_src_open_args(argc, argv, CLI_LINE_JSON, &src, &line);
   if (opened != CLI_EXIT_OK)
     return opened;
+  bool json = line.json;
   int status = CLI_EXIT_OK;
   if (src.kind == CLI_KIND_CHUNK) {
     b2s_chunk_info ci;

@@ -5,14 +5,17 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: b2stream ls PATH [--json]\n"
+    "usage: b2stream ls PATH [--json] [--offset N]\n"
     "\n"
     "List the chunks of a frame (or the one chunk of a chunk file): index,\n"
     "nbytes, cbytes, ratio, special kind (none/zeros/nan/uninit/value) and,\n"
     "for stored chunks, codec and filters.  Special index entries (chunks\n"
     "that occupy no space) show '-' as codec.\n"
     "\n"
-    "  --json   print one JSON object (keys documented in tools/README.md)\n";
+    "  --json       print one JSON object (keys documented in tools/README.md)\n"
+    "  --offset N   the contiguous frame starts at byte N of the file PATH\n"
+    "               (a frame inside a larger file; units as pack's\n"
+    "               --chunk-bytes)\n";
 
 static void chunk_json(cli_json *j, const cli_chunk *d) {
   cj_obj_open(j, NULL);
@@ -87,11 +90,11 @@ static int list(cli_src *src, bool json) {
 
 static int run(int argc, char **argv) {
   cli_src src;
-  bool json;
-  int opened = cli_src_open_args(argc, argv, &src, &json);
+  cli_src_line line;
+  int opened = cli_src_open_args(argc, argv, CLI_LINE_JSON, &src, &line);
   if (opened != CLI_EXIT_OK)
     return opened;
-  int status = list(&src, json);
+  int status = list(&src, line.json);
   cli_src_close(&src);
   if (!cli_flush_stdout())
     status = CLI_EXIT_FAIL;

@@ -6,13 +6,17 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: b2stream verify PATH\n"
+    "usage: b2stream verify PATH [--offset N]\n"
     "\n"
     "Open PATH (frame file, sparse frame directory or chunk file), decode\n"
     "every chunk, every vlmetalayer and the b2nd metalayer, and check the\n"
     "chunk sizes against the frame header.  Prints 'ok: N chunks, X bytes'\n"
     "and exits 0, or prints the first problem with its byte offset and\n"
-    "chunk number on stderr and exits 1.\n";
+    "chunk number on stderr and exits 1.\n"
+    "\n"
+    "  --offset N   the contiguous frame starts at byte N of the file PATH\n"
+    "               (a frame inside a larger file; units as pack's\n"
+    "               --chunk-bytes)\n";
 
 static int check_b2nd(cli_src *src) {
   b2s_b2nd nd;
@@ -77,21 +81,11 @@ static int verify(cli_src *src) {
 }
 
 static int run(int argc, char **argv) {
-  cli_args a;
-  cli_args_init(&a, argc, argv);
-  const char *path = NULL, *operand;
-  for (int t; (t = cli_args_next(&a, &operand)) != 0;) {
-    if (t == 1)
-      return cli_unknown_option(&a);
-    if (path != NULL)
-      return cli_usage(&a, "unexpected argument '%s'", operand);
-    path = operand;
-  }
-  if (path == NULL)
-    return cli_usage(&a, "missing PATH");
   cli_src src;
-  if (cli_src_open(path, &src) < 0)
-    return CLI_EXIT_FAIL;
+  cli_src_line line;
+  int opened = cli_src_open_args(argc, argv, 0, &src, &line);
+  if (opened != CLI_EXIT_OK)
+    return opened;
   int status = verify(&src);
   cli_src_close(&src);
   if (!cli_flush_stdout())

@@ -22,7 +22,8 @@
  * deleted chunks, bytes of interrupted commits) are bounded by
  * 4 KiB + reserve (max(reserve_min, data/8)) + one slot + deleted chunks,
  * are reported by b2s_fwriter_stats(), and b2s_fwriter_close() with
- * compaction removes all but the commit area.
+ * compaction removes all but the commit area (a sparse frame's
+ * chunks.b2frame is then rewritten without it, in c-blosc2's layout).
  *
  * Durability: nothing is visible to readers or survives a crash before
  * b2s_fwriter_commit().  With B2S_SYNC_NONE a commit survives the death of
@@ -97,8 +98,10 @@ int b2s_fwriter_create(const char *path, bool sparse,
 int b2s_fwriter_open(const char *path, const b2s_fwriter_opts *opts,
                      b2s_fwriter **out, b2s_frame_error *err);
 
-/* Commit what is pending, optionally compact, close.  The writer is freed
- * whatever the result; returns the first error. */
+/* Commit what is pending, optionally compact, close.  Compacting a sparse
+ * frame replaces chunks.b2frame with an unpadded copy (written beside it,
+ * synced, renamed over it), which c-blosc2 can append to.  The writer is
+ * freed whatever the result; returns the first error. */
 int b2s_fwriter_close(b2s_fwriter *w);
 
 /* Free without committing: pending changes are dropped, as a crash would
