@@ -67,7 +67,7 @@ b2s_fwriter *fw_alloc(bool sparse, const b2s_fwriter_opts *opts) {
   if (w == NULL)
     return NULL;
   w->sparse = sparse;
-  w->fd = w->dirfd = w->dfd = -1;
+  w->fd = w->dirfd = w->dfd = w->lockfd = -1;
   w->opts = opts ? *opts : B2S_FWRITER_OPTS_DEFAULTS;
   b2s_frame_metas_init(&w->metas);
   b2s_frame_metas_init(&w->vlmetas);
@@ -92,6 +92,8 @@ void b2s_fwriter_free(b2s_fwriter *w) {
     close(w->fd);
   if (w->dirfd >= 0)
     close(w->dirfd);
+  if (w->lockfd >= 0)      /* last: the frame stays ours until all is closed */
+    close(w->lockfd);
   b2s_frame_metas_fini(&w->metas);
   b2s_frame_metas_fini(&w->vlmetas);
   b2s_mpbuf_fini(&w->trailer);
