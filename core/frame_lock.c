@@ -13,14 +13,29 @@
 #include "b2s_errors.h"
 #include "frame_lock.h"
 
+/* Errors of a file system that offers no flock: NFS mounted with
+ * nolock (ENOLCK), or NFS emulating it with record locks, which need a
+ * descriptor open for writing (EBADF: a sparse frame's directory). */
+static bool no_flock(int e) {
+  return e == ENOLCK || e == EOPNOTSUPP || e == ENOTSUP || e == EBADF ||
+         e == EINVAL || e == ENOSYS;
+}
+
 int b2s_lock_fd(int fd) {
   while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
     if (errno == EWOULDBLOCK)
       return B2S_E_LOCKED;
+    if (no_flock(errno))
+      return 0;
     if (errno != EINTR)
       return -errno;
   }
   return 0;
+}
+
+bool b2s_lock_held(int fd) {
+  /* taking a lock this descriptor holds again is a no-op that succeeds */
+  return fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
 }
 
 int b2s_frame_lock(const char *path, int *fd) {
@@ -28,9 +43,12 @@ int b2s_frame_lock(const char *path, int *fd) {
   struct stat sb;
   if (stat(path, &sb) < 0)
     return -errno;
-  /* a directory opens read-only; flock does not care about the mode */
+  /* a directory opens read-only; a file for writing where it can, which
+   * NFS's emulation of flock needs */
   int f = S_ISDIR(sb.st_mode) ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                              : open(path, O_RDONLY | O_CLOEXEC);
+                              : open(path, O_RDWR | O_CLOEXEC);
+  if (f < 0 && !S_ISDIR(sb.st_mode) && (errno == EACCES || errno == EROFS))
+    f = open(path, O_RDONLY | O_CLOEXEC);
   if (f < 0)
     return -errno;
   int rc = b2s_lock_fd(f);

@@ -648,6 +648,10 @@ int64_t b2s_fwriter_data_end(const b2s_fwriter *w) {
   return w && !w->sparse ? w->base + w->data_end : 0;
 }
 
+bool b2s_fwriter_locked(const b2s_fwriter *w) {
+  return w != NULL && b2s_lock_held(w->lockfd);
+}
+
 bool b2s_fwriter_direct_io(const b2s_fwriter *w) {
   return w != NULL && w->dfd >= 0;
 }

@@ -160,6 +160,9 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
     goto fail;
   }
   stage_account(st);
+  if (!b2s_fwriter_locked(st->fw))
+    LOG_W("stream %s: the file system of %s cannot lock it; nothing keeps "
+          "another writer out of this frame", st->name, st->path);
   if (opts.direct_io && !b2s_fwriter_direct_io(st->fw))
     LOG_W("stream %s: the file system of %s takes no direct I/O; chunk data "
           "goes through the page cache", st->name, st->path);

@@ -13,12 +13,16 @@
 #ifndef B2S_FRAME_LOCK_H
 #define B2S_FRAME_LOCK_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Lock fd (a frame file, a sparse frame's directory, or any file used as a
  * lock) without waiting.  0; B2S_E_LOCKED when another descriptor holds
- * it; -errno otherwise. */
+ * it; -errno otherwise.  On a file system without flock (some NFS mounts)
+ * it returns 0 holding nothing: b2s_lock_held tells. */
 int b2s_lock_fd(int fd);
+/* Whether fd holds its lock. */
+bool b2s_lock_held(int fd);
 
 /* Open the frame at path (file or sparse frame directory) and lock it;
  * *fd gets the descriptor (-1 on failure). */

@@ -103,6 +103,9 @@ const b2s_frame_header *b2s_fwriter_header(const b2s_fwriter *w);
 /* Contiguous frame: the file offset where its chunk data ends (holes
  * included; the next appended chunk goes there).  0 for a sparse frame. */
 int64_t b2s_fwriter_data_end(const b2s_fwriter *w);
+/* Whether the writer holds its frame's lock (frame_lock.h): false only on a
+ * file system without flock, where nothing keeps a second writer out. */
+bool b2s_fwriter_locked(const b2s_fwriter *w);
 /* Whether chunk data goes out with direct I/O (asked for, and the file
  * system took it). */
 bool b2s_fwriter_direct_io(const b2s_fwriter *w);
