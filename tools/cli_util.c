@@ -49,10 +49,11 @@ void cli_err_frame(const char *path, const b2s_frame_error *e, int code,
 void cli_err_locked(const char *path) {
   pid_t pid = b2s_lock_holder(path);
   if (pid > 0)
-    cli_err("%s: a writer holds this frame (PID %d); not while it writes",
-            path, (int)pid);
+    cli_err("%s: a writer holds this frame (PID %d); try again once it has "
+            "stopped", path, (int)pid);
   else
-    cli_err("%s: a writer holds this frame; not while it writes", path);
+    cli_err("%s: a writer holds this frame; try again once it has stopped",
+            path);
 }
 
 /* ---- command line ------------------------------------------------------ */
