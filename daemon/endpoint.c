@@ -5,7 +5,6 @@
 #include "log.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -113,16 +112,16 @@ void b2sd_endpoint_release(const char *ep) {
   }
 }
 
-int b2sd_endpoints_check(const b2s_daemon_cfg *d) {
+int b2sd_endpoints_check(const b2s_daemon_cfg *d, bool starting) {
   int rc = 0;
   for (int i = 0; i < d->nlisten; i++) {
     const char *path = ipc_path(d->listen[i]);
     int err;
     enum ep_state st = path ? state_of(path, &err) : EP_FREE;
-    if (st == EP_LIVE) {
+    if (st == EP_LIVE && !starting) {
       explain(B2S_LOG_WARNING, d->listen[i], st, err);
-    } else if (st == EP_NOT_SOCKET || (st == EP_ERROR && err != ENOENT &&
-                                       err != ENOTDIR)) {
+    } else if (st == EP_LIVE || st == EP_NOT_SOCKET ||
+               (st == EP_ERROR && err != ENOENT && err != ENOTDIR)) {
       explain(B2S_LOG_ERROR, d->listen[i], st, err);
       rc = B2S_E_CONFIG;
     }

@@ -9,6 +9,8 @@
 #ifndef B2SD_ENDPOINT_H
 #define B2SD_ENDPOINT_H
 
+#include <stdbool.h>
+
 #include "b2s_config.h"
 
 /* Before zmq_bind: 0 when the path is free (a stale socket is removed);
@@ -20,10 +22,12 @@ void b2sd_endpoint_bound(const char *ep);
 /* At exit: remove the socket file if it is still the one bound. */
 void b2sd_endpoint_release(const char *ep);
 
-/* --check-config: report every ipc:// endpoint the daemon would refuse
- * (on stderr, nothing is removed); 0 when there is none, else
- * B2S_E_CONFIG.  A socket someone answers on is only noted: the running
- * daemon's configuration is checked while it runs. */
-int b2sd_endpoints_check(const b2s_daemon_cfg *d);
+/* Report every ipc:// endpoint the daemon would refuse (on stderr;
+ * nothing is removed); 0 when there is none, else B2S_E_CONFIG.  At start
+ * (`starting`) this runs before any frame is opened, so a daemon that
+ * cannot serve touches nothing.  For --check-config a socket someone
+ * answers on is only noted: the running daemon's configuration is checked
+ * while it runs. */
+int b2sd_endpoints_check(const b2s_daemon_cfg *d, bool starting);
 
 #endif

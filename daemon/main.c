@@ -85,7 +85,7 @@ int main(int argc, char **argv) {
   if (check) {
     if (load(check, &cfg))
       return 2;
-    int bad = b2sd_endpoints_check(b2s_config_daemon(cfg));
+    int bad = b2sd_endpoints_check(b2s_config_daemon(cfg), false);
     b2s_config_free(cfg);
     if (bad)
       return 2;
@@ -110,7 +110,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* before any socket, segment or frame is touched */
-  if (b2sd_dirs_lock(d) < 0) {
+  if (b2sd_dirs_lock(d) < 0 || b2sd_endpoints_check(d, true) < 0) {
     b2s_config_free(cfg);
     return 1;
   }
