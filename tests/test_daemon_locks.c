@@ -272,6 +272,31 @@ static void test_tools_on_live_frames(void **state) {
   env_fini(&e);
 }
 
+/* A sparse frame that lost a chunk file: the daemon recovers it at start
+ * with every other chunk and serves the stream. */
+static void test_missing_chunk_file_at_start(void **state) {
+  (void)state;
+  env e;
+  env_init(&e);
+  env_start(&e);
+  prod pr;
+  send_some(&e, "r", 10, 100, &pr);
+  cli_close(&pr);
+  zmq_close(pr.s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  char r[400], gone[500];
+  frame_path(&e, "r", r, sizeof r);
+  snprintf(gone, sizeof gone, "%s/00000003.chunk", r);
+  assert_int_equal(unlink(gone), 0);
+  env_start(&e);
+  env_log_wait(&e, "1 entries of missing chunk files removed", 1);
+  still_serving(&e);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  pr.dropped[3] = 1;   /* what check_frame skips */
+  check_frame(r, &pr, 9);
+  env_fini(&e);
+}
+
 /* ---- ipc:// endpoints ----------------------------------------------------------- */
 
 static void sock_path(env *e, char *out, size_t n) {
@@ -444,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_second_daemon_same_data_dir),
       cmocka_unit_test(test_frame_locked_elsewhere),
       cmocka_unit_test(test_tools_on_live_frames),
+      cmocka_unit_test(test_missing_chunk_file_at_start),
       cmocka_unit_test(test_endpoint_regular_file),
       cmocka_unit_test(test_endpoint_names_a_frame),
       cmocka_unit_test(test_endpoint_live_socket_kept),
