@@ -71,7 +71,9 @@ int b2sd_dirs_lock(const b2s_daemon_cfg *d) {
 }
 
 void b2sd_umask_private(void) {
-  if (getenv("INVOCATION_ID") != NULL)
+  /* the unit is Type=notify; INVOCATION_ID would also be inherited by
+   * shells of a terminal that runs as a user service */
+  if (getenv("NOTIFY_SOCKET") != NULL)
     return;
   mode_t old = umask(0);
   umask(old | 027);

@@ -17,7 +17,8 @@ int b2sd_dirs_lock(const b2s_daemon_cfg *d);
 
 /* Outside systemd, add 027 to the umask: frames come out 0640 and their
  * directories 0750, as the unit's UMask=0027 makes them.  Under systemd
- * (INVOCATION_ID set) the unit's UMask= decides. */
+ * (NOTIFY_SOCKET set: the unit is Type=notify) the unit's UMask=
+ * decides. */
 void b2sd_umask_private(void);
 
 /* Log that a writer holds path, the frame of stream, naming its PID when

@@ -458,7 +458,7 @@ int main(void) {
   if (harness_init())
     return 1;
   /* the daemons here run outside systemd, whatever runs the tests */
-  unsetenv("INVOCATION_ID");
+  unsetenv("NOTIFY_SOCKET");
   cli_path = getenv("B2S_CLI");
   if (cli_path == NULL) {
     fprintf(stderr, "B2S_CLI is not set\n");
