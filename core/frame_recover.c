@@ -5,7 +5,11 @@
  * record's header is written back, the frame must then open and hold the
  * record's chunk count, and the chunks that commit wrote (all of them with
  * `deep`) must decode.  The first candidate that passes is made the newest
- * record; if none does, the original header bytes are put back. */
+ * record; if none does, the original header bytes are put back.
+ *
+ * Recovery holds the frame's lock (frame_lock.h) throughout: beside a
+ * live writer, chunk files it has written but not yet committed would
+ * look like orphans. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,10 +27,13 @@
 typedef struct rfile {
   bool sparse;
   int fd, dirfd;
+  int lockfd;                      /* the frame's lock, or -1 */
   int64_t size, base;
 } rfile;
 
 static void rfile_close(rfile *r) {
+  if (r->lockfd >= 0)
+    close(r->lockfd);
   if (r->fd >= 0)
     close(r->fd);
   if (r->dirfd >= 0)
@@ -56,9 +63,14 @@ static int find_base(rfile *r) {
   return rc;
 }
 
-static int rfile_open(const char *path, rfile *r) {
-  *r = (rfile){.fd = -1, .dirfd = -1};
+/* With `lock`, the frame's lock is taken first: recovery rewrites the
+ * header and removes files, which must never happen beside a writer. */
+static int rfile_open(const char *path, bool lock, rfile *r) {
+  *r = (rfile){.fd = -1, .dirfd = -1, .lockfd = -1};
   struct stat sb;
+  int rc = lock ? b2s_frame_lock(path, &r->lockfd) : 0;
+  if (rc < 0)
+    return rc;
   if (stat(path, &sb) < 0)
     return -errno;
   r->sparse = S_ISDIR(sb.st_mode);
@@ -77,10 +89,10 @@ static int rfile_open(const char *path, rfile *r) {
 }
 
 /* Open path's frame file and read its commit records. */
-static int open_records(const char *path, rfile *r, fw_record rec[2],
-                        int *nvalid) {
+static int open_records(const char *path, bool lock, rfile *r,
+                        fw_record rec[2], int *nvalid) {
   *nvalid = 0;
-  int rc = rfile_open(path, r);
+  int rc = rfile_open(path, lock, r);
   if (rc == 0)
     rc = fw_records_read(r->fd, r->base, rec, nvalid);
   return rc;
@@ -90,14 +102,17 @@ int fw_has_records(const char *path) {
   rfile r;
   fw_record rec[2];
   int nvalid;
-  int rc = open_records(path, &r, rec, &nvalid);
+  /* a writer asks, holding the lock already */
+  int rc = open_records(path, false, &r, rec, &nvalid);
   rfile_close(&r);
   return rc < 0 ? rc : nvalid > 0;
 }
 
 /* Chunks a candidate must decode: those its commit wrote (a cframe's
  * bytes from fresh_from on), every chunk with `deep`; sparse chunk files
- * must at least be as long as their headers say. */
+ * must at least be as long as their headers say.  A sparse chunk file
+ * that is gone does not fail the candidate (no older state brings it
+ * back): it is counted, and drop_missing takes its entry out. */
 static int check_chunks(b2s_frame *f, const fw_record *rec, bool deep,
                         b2s_recover_report *rep) {
   bool sparse = b2s_frame_is_sparse(f);
@@ -109,6 +124,11 @@ static int check_chunks(b2s_frame *f, const fw_record *rec, bool deep,
     if (index[i] < 0)
       continue;
     rc = b2s_frame_chunk_sizes(f, i, &cb, &nb);
+    if (rc == -ENOENT && sparse) {
+      rep->missing_files++;
+      rc = 0;
+      continue;
+    }
     if (rc < 0 || !(deep || sparse || index[i] >= rec->fresh_from))
       continue;
     uint8_t *p = realloc(buf, (size_t)nb + 1);
@@ -195,6 +215,73 @@ static int remove_orphans(const char *path, rfile *r, b2s_recover_report *rep) {
   return 0;
 }
 
+/* Sparse frames: take out the entries whose chunk files are gone, keeping
+ * every other chunk in order, with a commit of its own. */
+static int drop_entries(b2s_fwriter *w, const bool *gone) {
+  int32_t *nb = malloc((size_t)(w->n > 0 ? w->n : 1) * sizeof *nb);
+  if (nb == NULL)
+    return B2S_E_NOMEM;
+  /* sizes before the index changes: a special entry's size depends on
+   * its position */
+  int64_t nbytes = 0, stored = 0, first = -1, k = 0;
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < w->n; i++) {
+    int32_t cb = 0;
+    if (!gone[i] && (rc = fw_entry_sizes(w, i, &nb[i], &cb)) == 0) {
+      nbytes += nb[i];
+      stored += cb;
+    }
+  }
+  for (int64_t i = 0; rc == 0 && i < w->n; i++) {
+    if (gone[i] && first < 0)
+      first = i;
+    if (!gone[i]) {
+      w->index[k] = w->index[i];
+      w->last_nbytes = nb[i];
+      k++;
+    }
+  }
+  free(nb);
+  if (rc < 0 || first < 0)
+    return rc;
+  w->n = k;
+  w->hdr.nbytes = nbytes;
+  w->stored_bytes = stored;
+  fw_touch(w, first);
+  return b2s_fwriter_commit(w);
+}
+
+static int drop_missing(const char *path, rfile *r, b2s_recover_report *rep) {
+  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+  o.sync = B2S_SYNC_FULL;
+  o.compact_on_close = false;
+  /* the same open file description: the lock recovery holds */
+  int lockfd = dup(r->lockfd);
+  if (lockfd < 0)
+    return -errno;
+  b2s_fwriter *w = NULL;
+  int rc = fw_open_locked(path, &o, &lockfd, &w, NULL, true);
+  if (lockfd >= 0)
+    close(lockfd);
+  bool *gone = rc == 0 ? calloc((size_t)w->n + 1, 1) : NULL;
+  if (rc == 0 && gone == NULL)
+    rc = B2S_E_NOMEM;
+  for (int64_t i = 0; rc == 0 && i < w->n; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "%08X.chunk", (unsigned)w->index[i]);
+    gone[i] = w->index[i] >= 0 &&
+              faccessat(r->dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+              errno == ENOENT;
+  }
+  if (rc == 0)
+    rc = drop_entries(w, gone);
+  if (rc == 0)
+    rep->commit = (int64_t)w->seq;
+  free(gone);
+  b2s_fwriter_free(w);
+  return rc;
+}
+
 static int sync_file(rfile *r) {
   if (fsync(r->fd) < 0)
     return -errno;
@@ -209,7 +296,7 @@ static int recover_from_records(const char *path, rfile *r, fw_record *rec,
   if (rc < 0)
     return rc;
   for (int k = 0; k < nvalid; k++) {
-    rep->chunks_checked = 0;
+    rep->chunks_checked = rep->missing_files = 0;
     rc = try_record(path, r, &rec[k], deep, rep, err);
     if (rc == 0) {
       rep->nchunks = rec[k].nchunks;
@@ -248,7 +335,7 @@ int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
   rfile r;
   fw_record rec[2];
   int nvalid;
-  int rc = open_records(path, &r, rec, &nvalid);
+  int rc = open_records(path, true, &r, rec, &nvalid);
   if (rc < 0) {
     rfile_close(&r);
     return rc;
@@ -274,6 +361,14 @@ int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
   b2s_frame_free(f);
   if (rc == 0 && r.sparse)
     rc = remove_orphans(path, &r, rep);
+  /* Frames closed cleanly carry no commit records (compacted on close),
+   * so a lost chunk file is dropped from those as well: losing one chunk
+   * beats losing the stream. */
+  if (rc == 0 && rep->missing_files > 0) {
+    rep->was_clean = false;
+    rc = drop_missing(path, &r, rep);
+    rep->nchunks -= rep->missing_files;
+  }
   rfile_close(&r);
   return rc;
 }

@@ -1,5 +1,7 @@
 /* Frame writer: create, open (our own frames, or a one-time rewrite of a
- * frame written elsewhere into our layout) and close. */
+ * frame written elsewhere into our layout) and close.  A writer holds its
+ * frame's lock (frame_lock.h) from before it reads anything until it is
+ * freed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -76,6 +78,8 @@ int b2s_fwriter_create(const char *path, bool sparse,
     return fail(w, -errno);
   rc = open_files(w, path, B2S_SFRAME_INDEX_FILE, O_CREAT | O_EXCL);
   if (rc == 0)
+    rc = b2s_frame_lock(path, &w->lockfd);
+  if (rc == 0)
     rc = start_new(w);
   if (rc < 0)
     return fail(w, rc);
@@ -147,17 +151,28 @@ static int resume(b2s_fwriter *w, const fw_record *r) {
   int rc = w->sparse ? mark_ids(w) : 0;
   if (rc < 0 || w->n == 0)
     return rc;
-  /* last chunk's size for the chunksize rules */
+  /* last chunk's size for the chunksize rules; a lost chunk file (which
+   * recovery is about to drop) counts as a full chunk */
   int32_t cb;
-  return fw_entry_sizes(w, w->n - 1, &w->last_nbytes, &cb);
+  rc = fw_entry_sizes(w, w->n - 1, &w->last_nbytes, &cb);
+  if (rc == -ENOENT && w->sparse) {
+    w->last_nbytes = w->hdr.chunksize;
+    rc = 0;
+  }
+  return rc;
 }
 
 /* Copy chunk i of f into w: a contiguous frame gets the bytes at the end
- * of its data; a sparse frame keeps the chunk file and its id. */
-static int adopt_chunk(b2s_fwriter *w, b2s_frame *f, int64_t i) {
+ * of its data; a sparse frame keeps the chunk file and its id.  With
+ * lost_ok, a sparse chunk file that is gone keeps its entry (0 bytes
+ * stored) for recovery to drop. */
+static int adopt_chunk(b2s_fwriter *w, b2s_frame *f, int64_t i,
+                       bool lost_ok) {
   int64_t e = b2s_frame_index(f)[i];
   int32_t cb = 0;
   int rc = e >= 0 ? b2s_frame_chunk_sizes(f, i, &cb, NULL) : 0;
+  if (rc == -ENOENT && w->sparse && lost_ok)
+    rc = 0;
   if (rc == 0 && e >= 0 && !w->sparse) {
     rc = fw_make_room(w, cb);
     if (rc == 0)
@@ -184,7 +199,7 @@ static int adopt_chunk(b2s_fwriter *w, b2s_frame *f, int64_t i) {
 /* A frame written elsewhere: build our layout in a new file next to it
  * (a sparse frame keeps its chunk files), then rename it over. */
 static int adopt(const char *path, bool sparse, b2s_frame *f,
-                 const b2s_fwriter_opts *opts) {
+                 const b2s_fwriter_opts *opts, int *lockfd, bool lost_ok) {
   char tmp[PATH_MAX];
   const char *name = B2S_SFRAME_INDEX_FILE ADOPT_SUFFIX;
   if (snprintf(tmp, sizeof tmp, "%s" ADOPT_SUFFIX, path) >= PATH_MAX)
@@ -209,12 +224,16 @@ static int adopt(const char *path, bool sparse, b2s_frame *f,
                    : open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     rc = w->fd < 0 ? -errno : 0;
   }
+  /* the new contiguous file is locked before it takes the frame's name,
+   * so the frame is never without its lock */
+  if (rc == 0 && !sparse)
+    rc = b2s_lock_fd(w->fd);
   b2s_frame_header keep = w->hdr;
   w->hdr.nbytes = 0;
   if (rc == 0)
     rc = start_new(w);
   for (int64_t i = 0; rc == 0 && i < n; i++)
-    rc = adopt_chunk(w, f, i);
+    rc = adopt_chunk(w, f, i, lost_ok);
   if (rc == 0) {
     w->hdr = keep;
     fw_touch(w, 0);
@@ -228,6 +247,11 @@ static int adopt(const char *path, bool sparse, b2s_frame *f,
                                     B2S_SFRAME_INDEX_FILE)
                          : rename(tmp, path)) < 0)
     rc = -errno;
+  if (rc == 0 && !sparse) {   /* the old file's lock guards nothing now */
+    close(*lockfd);
+    *lockfd = w->fd;
+    w->fd = -1;
+  }
   b2s_fwriter_free(w);
   return rc;
 }
@@ -254,7 +278,7 @@ static int classify(b2s_fwriter *w, b2s_frame *f, fw_record *cur,
 
 static int open_existing(const char *path, bool sparse,
                          const b2s_fwriter_opts *opts, b2s_frame *f,
-                         b2s_fwriter **out) {
+                         int *lockfd, b2s_fwriter **out) {
   b2s_fwriter *w = fw_alloc(sparse, opts);
   if (w == NULL)
     return B2S_E_NOMEM;
@@ -272,15 +296,15 @@ static int open_existing(const char *path, bool sparse,
   if (rc != 0)
     return fail(w, rc);
   w->dirty = false;
+  w->lockfd = *lockfd;
+  *lockfd = -1;
   *out = w;
   return 0;
 }
 
-int b2s_fwriter_open(const char *path, const b2s_fwriter_opts *opts,
-                     b2s_fwriter **out, b2s_frame_error *err) {
-  if (path == NULL || out == NULL)
-    return B2S_E_ARG;
-  *out = NULL;
+int fw_open_locked(const char *path, const b2s_fwriter_opts *opts,
+                   int *lockfd, b2s_fwriter **out, b2s_frame_error *err,
+                   bool lost_ok) {
   struct stat sb;
   if (stat(path, &sb) < 0)
     return -errno;
@@ -289,19 +313,35 @@ int b2s_fwriter_open(const char *path, const b2s_fwriter_opts *opts,
   int rc = b2s_frame_open(path, &f, err);
   if (rc < 0)   /* with commit records, recovery may restore it */
     return fw_has_records(path) > 0 ? B2S_E_RECOVER : rc;
-  rc = open_existing(path, sparse, opts, f, out);
+  rc = open_existing(path, sparse, opts, f, lockfd, out);
   if (rc == 1) {
-    rc = adopt(path, sparse, f, opts);
+    rc = adopt(path, sparse, f, opts, lockfd, lost_ok);
     b2s_frame_free(f);
     f = NULL;
     if (rc == 0)
       rc = b2s_frame_open(path, &f, err);
     if (rc == 0)
-      rc = open_existing(path, sparse, opts, f, out);
+      rc = open_existing(path, sparse, opts, f, lockfd, out);
     if (rc == 1)
       rc = B2S_E_FRAME;
   }
   b2s_frame_free(f);
+  return rc;
+}
+
+int b2s_fwriter_open(const char *path, const b2s_fwriter_opts *opts,
+                     b2s_fwriter **out, b2s_frame_error *err) {
+  if (path == NULL || out == NULL)
+    return B2S_E_ARG;
+  *out = NULL;
+  /* before anything is read: another writer may be in the middle of a
+   * commit */
+  int lockfd;
+  int rc = b2s_frame_lock(path, &lockfd);
+  if (rc == 0)
+    rc = fw_open_locked(path, opts, &lockfd, out, err, false);
+  if (lockfd >= 0)
+    close(lockfd);
   return rc;
 }
 

@@ -69,7 +69,7 @@ b2s_fwriter *fw_alloc(bool sparse, const b2s_fwriter_opts *opts) {
   if (w == NULL)
     return NULL;
   w->sparse = sparse;
-  w->fd = w->dirfd = w->dfd = -1;
+  w->fd = w->dirfd = w->dfd = w->lockfd = -1;
   w->opts = opts ? *opts : B2S_FWRITER_OPTS_DEFAULTS;
   b2s_frame_metas_init(&w->metas);
   b2s_frame_metas_init(&w->vlmetas);
@@ -96,6 +96,8 @@ void b2s_fwriter_free(b2s_fwriter *w) {
     close(w->fd);
   if (w->dirfd >= 0)
     close(w->dirfd);
+  if (w->lockfd >= 0)      /* last: the frame stays ours until all is closed */
+    close(w->lockfd);
   b2s_frame_metas_fini(&w->metas);
   b2s_frame_metas_fini(&w->vlmetas);
   b2s_mpbuf_fini(&w->trailer);
@@ -648,6 +650,10 @@ const b2s_frame_header *b2s_fwriter_header(const b2s_fwriter *w) {
 
 int64_t b2s_fwriter_data_end(const b2s_fwriter *w) {
   return w && !w->sparse ? w->base + w->data_end : 0;
+}
+
+bool b2s_fwriter_locked(const b2s_fwriter *w) {
+  return w != NULL && b2s_lock_held(w->lockfd);
 }
 
 bool b2s_fwriter_direct_io(const b2s_fwriter *w) {

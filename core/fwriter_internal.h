@@ -6,6 +6,7 @@
 #ifndef B2S_FWRITER_INTERNAL_H
 #define B2S_FWRITER_INTERNAL_H
 
+#include "frame_lock.h"
 #include "frame_writer.h"
 #include "msgpack.h"
 
@@ -46,6 +47,8 @@ struct b2s_fwriter {
   bool sparse;
   int fd;                          /* cframe file, or chunks.b2frame */
   int dirfd;                       /* sparse frame directory, or -1 */
+  int lockfd;                      /* holds the frame's lock (frame_lock.h),
+                                      or -1 */
   b2s_fwriter_opts opts;
 
   /* Model being edited; header_len/frame_len/cbytes are set per commit. */
@@ -140,6 +143,14 @@ int fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
                    int32_t *cbytes);
 /* Mark sparse chunk id as in use. */
 int fw_id_mark(b2s_fwriter *w, int64_t id);
+
+/* frame_wopen.c: b2s_fwriter_open with the frame's lock already held by
+ * *lockfd, which moves into the writer on success (*lockfd = -1).
+ * lost_ok (recovery only): a sparse frame written elsewhere opens even
+ * with chunk files missing, their entries kept for the caller to drop. */
+int fw_open_locked(const char *path, const b2s_fwriter_opts *opts,
+                   int *lockfd, b2s_fwriter **out, b2s_frame_error *err,
+                   bool lost_ok);
 
 /* frame_recover.c: 1 when path has valid commit records, 0 when not. */
 int fw_has_records(const char *path);

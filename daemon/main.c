@@ -7,6 +7,8 @@
  * SIGINT drain and stop, SIGHUP reloads the configuration. */
 #define _GNU_SOURCE
 #include "b2sd.h"
+#include "dirlock.h"
+#include "endpoint.h"
 #include "notify.h"
 
 #include <errno.h>
@@ -83,7 +85,10 @@ int main(int argc, char **argv) {
   if (check) {
     if (load(check, &cfg))
       return 2;
+    int bad = b2sd_endpoints_check(b2s_config_daemon(cfg), false);
     b2s_config_free(cfg);
+    if (bad)
+      return 2;
     printf("%s: ok\n", check);
     return 0;
   }
@@ -97,9 +102,15 @@ int main(int argc, char **argv) {
   const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
   b2sd_log_set_level(d->log_level);
   int rc;
+  b2sd_umask_private();
   if ((rc = mkdir_p(d->run_dir)) < 0 || (rc = mkdir_p(d->data_dir)) < 0) {
     LOG_E("cannot create %s or %s: %s", d->run_dir, d->data_dir,
           strerror(-rc));
+    b2s_config_free(cfg);
+    return 1;
+  }
+  /* before any socket, segment or frame is touched */
+  if (b2sd_dirs_lock(d) < 0 || b2sd_endpoints_check(d, true) < 0) {
     b2s_config_free(cfg);
     return 1;
   }

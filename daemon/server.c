@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "chunkpool.h"
 #include "clock.h"
+#include "endpoint.h"
 #include "notify.h"
 #include "outbox.h"
 #include "progress.h"
@@ -439,8 +440,8 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
     srv->sockets[srv->nsockets++] = z;
     const char *ep = srv->dcfg.listen[i];
-    if (strncmp(ep, "ipc://", 6) == 0)
-      unlink(ep + 6);          /* a socket left by a daemon that died */
+    if ((rc = b2sd_endpoint_claim(ep)) < 0)
+      return rc;
     if (srv->auth && strncmp(ep, "tcp://", 6) == 0 &&
         (rc = b2sd_auth_server_socket(srv->auth, z, ep)) < 0) {
       LOG_E("cannot make %s a CURVE server: %s", ep, zmq_strerror(-rc));
@@ -451,6 +452,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
       LOG_E("cannot bind %s: %s", ep, zmq_strerror(errno));
       return rc;
     }
+    b2sd_endpoint_bound(ep);
     if (strncmp(ep, "ipc://", 6) == 0 &&
         (rc = b2sd_access_socket(srv, ep + 6)) < 0)
       return rc;
@@ -584,7 +586,6 @@ void b2sd_server_fini(b2sd_server *srv) {
   if (srv->wakefd >= 0)
     close(srv->wakefd);
   for (int i = 0; i < srv->dcfg.nlisten; i++)
-    if (strncmp(srv->dcfg.listen[i], "ipc://", 6) == 0)
-      unlink(srv->dcfg.listen[i] + 6);
+    b2sd_endpoint_release(srv->dcfg.listen[i]);
   b2s_config_free(srv->cfg);
 }

@@ -20,6 +20,7 @@
 #include "b2sd.h"
 #include "chunkpool.h"
 #include "clock.h"
+#include "dirlock.h"
 #include "groupcommit.h"
 #include "progress.h"
 
@@ -123,6 +124,10 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   if (lstat(st->path, &sb) == 0) {
     b2s_recover_report rep = {0};
     rc = b2s_frame_recover(st->path, false, &rep, &ferr);
+    if (rc == B2S_E_LOCKED) {
+      b2sd_log_locked(st->name, st->path);
+      goto fail;
+    }
     if (rc < 0) {
       LOG_E("stream %s: recovering %s failed: %s (%s at offset %lld)",
             st->name, st->path, b2s_strerror(rc),
@@ -134,10 +139,12 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
             (long long)rep.nchunks);
     else
       LOG_W("stream %s: recovered %s to commit %lld: %lld chunks kept, "
-            "%lld dropped, %lld checked, %lld orphan files removed",
+            "%lld dropped, %lld checked, %lld orphan files removed, %lld "
+            "entries of missing chunk files removed",
             st->name, st->path, (long long)rep.commit,
             (long long)rep.nchunks, (long long)rep.dropped_chunks,
-            (long long)rep.chunks_checked, (long long)rep.orphan_files);
+            (long long)rep.chunks_checked, (long long)rep.orphan_files,
+            (long long)rep.missing_files);
     rc = b2s_fwriter_open(st->path, &opts, &st->fw, &ferr);
   } else if (errno == ENOENT) {
     rc = mkdir_parents(st->path);
@@ -148,12 +155,17 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   } else {
     rc = -errno;
   }
+  if (rc == B2S_E_LOCKED)
+    b2sd_log_locked(st->name, st->path);
   if (rc < 0) {
     LOG_E("stream %s: cannot open %s: %s", st->name, st->path,
           b2s_strerror(rc));
     goto fail;
   }
   stage_account(st);
+  if (!b2s_fwriter_locked(st->fw))
+    LOG_W("stream %s: the file system of %s cannot lock it; nothing keeps "
+          "another writer out of this frame", st->name, st->path);
   if (opts.direct_io && !b2s_fwriter_direct_io(st->fw))
     LOG_W("stream %s: the file system of %s takes no direct I/O; chunk data "
           "goes through the page cache", st->name, st->path);

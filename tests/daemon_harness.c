@@ -98,6 +98,10 @@ void env_start(env *e) {
   /* a socket left by a killed daemon would pass for the new one's */
   snprintf(sock, sizeof sock, "%s/run/d.sock", e->dir);
   unlink(sock);
+  env_start_as_is(e);
+}
+
+void env_start_as_is(env *e) {
   /* Started means "listening on" logged for our socket: the daemon sets
    * the socket file's mode and group after bind, before it logs that. */
   char listening[400];

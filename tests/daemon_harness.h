@@ -54,6 +54,9 @@ typedef struct prod {
 void env_init(env *e);
 void env_init_config(env *e, const char *yaml);
 void env_start(env *e);
+/* Start without removing a socket file left at run/d.sock first (which
+ * then passes for the daemon's: wait for its log line). */
+void env_start_as_is(env *e);
 int env_stop(env *e, int sig);
 void env_fini(env *e);
 /* Replace the configuration file (before a SIGHUP). */

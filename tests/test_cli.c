@@ -31,6 +31,7 @@
 #include <json-c/json.h>
 
 #include "b2s_chunk.h"
+#include "b2s_errors.h"
 #include "frame.h"
 #include "frame_writer.h"
 #include "manifest.h"
@@ -1846,6 +1847,106 @@ static void test_offset_wrong(void **state) {
   assert_int_equal(failures, 0);
 }
 
+/* A sparse frame whose middle chunk file is gone (deleted by hand, or by
+ * an older recover running beside a writer): recover reports it and keeps
+ * every other chunk readable, in order. */
+static void test_recover_missing_chunk_file(void **state) {
+  (void)state;
+  char in[1024], frame[1024], gone[1100];
+  tmp_path(in, sizeof in, "in");
+  tmp_path(frame, sizeof frame, "holey");
+  uint8_t *data = make_input(35000, 13);
+  write_file(in, data, 35000);
+  run_result r;
+  run(&r, "pack", "--sparse", "--chunk-bytes", "7000", in, frame, NULL);
+  expect_ok(&r, "pack --sparse");
+  run_free(&r);
+  join(gone, sizeof gone, frame, "00000002.chunk");
+  assert_int_equal(unlink(gone), 0);
+  run(&r, "recover", frame, NULL);
+  expect_ok(&r, "recover with a missing chunk file");
+  CHECK(strstr((char *)r.out, "\nnchunks:        4\n") != NULL &&
+            strstr((char *)r.out, "\nmissing_files:  1\n") != NULL &&
+            strstr((char *)r.out, "state:          restored") != NULL,
+        "report: %s", (char *)r.out);
+  run_free(&r);
+  /* chunks 0, 1, 3, 4 in order */
+  uint8_t *want = malloc(28000);
+  memcpy(want, data, 14000);
+  memcpy(want + 14000, data + 21000, 14000);
+  run(&r, "cat", frame, NULL);
+  expect_ok(&r, "cat after recover");
+  CHECK(r.out_len == 28000 && !memcmp(r.out, want, 28000),
+        "cat after recover: %zu bytes", r.out_len);
+  run_free(&r);
+  run(&r, "verify", frame, NULL);
+  expect_ok(&r, "verify after recover");
+  CHECK(!strcmp((char *)r.out, "ok: 4 chunks, 28000 bytes\n"), "%s",
+        (char *)r.out);
+  run_free(&r);
+  run(&r, "recover", frame, NULL);
+  expect_ok(&r, "second recover");
+  CHECK(strstr((char *)r.out, "state:          clean") != NULL, "%s",
+        (char *)r.out);
+  run_free(&r);
+  free(want);
+  free(data);
+  assert_int_equal(failures, 0);
+}
+
+/* A frame this process writes: recover and convert refuse it, naming this
+ * process; the readers read it. */
+static void test_locked_frame(void **state) {
+  (void)state;
+  uint8_t *data = make_input(5000, 17);
+  char pid[32];
+  snprintf(pid, sizeof pid, "PID %d", (int)getpid());
+  for (int sparse = 0; sparse < 2; sparse++) {
+    char path[1024], dst[1024];
+    tmp_path(path, sizeof path, "held");
+    tmp_path(dst, sizeof dst, "held-copy");
+    b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+    b2s_fwriter *w;
+    assert_int_equal(b2s_fwriter_create(path, sparse, &o, NULL, &w), 0);
+    for (int i = 0; i < 5; i++)
+      assert_true(b2s_fwriter_append_buffer(w, NULL, data + 1000 * i, 1000) > 0);
+    assert_int_equal(b2s_fwriter_commit(w), 0);
+    /* a second writer, even in this process, is refused */
+    b2s_fwriter *w2 = NULL;
+    assert_int_equal(b2s_fwriter_open(path, &o, &w2, NULL), B2S_E_LOCKED);
+    assert_null(w2);
+    run_result r;
+    run(&r, "recover", path, NULL);
+    expect_error_line(&r, "recover on a held frame");
+    CHECK(strstr(r.err, path) && strstr(r.err, pid), "recover: %s", r.err);
+    run_free(&r);
+    run(&r, "convert", path, dst, NULL);
+    expect_error_line(&r, "convert of a held frame");
+    CHECK(strstr(r.err, path) && strstr(r.err, pid), "convert: %s", r.err);
+    CHECK(!exists(dst), "convert left %s", dst);
+    run_free(&r);
+    run(&r, "cat", path, NULL);
+    expect_ok(&r, "cat on a held frame");
+    CHECK(r.out_len == 5000 && !memcmp(r.out, data, 5000), "cat differs");
+    run_free(&r);
+    const char *readers[] = {"info", "ls", "verify"};
+    for (int k = 0; k < 3; k++) {
+      run(&r, readers[k], path, NULL);
+      expect_ok(&r, readers[k]);
+      run_free(&r);
+    }
+    assert_int_equal(b2s_fwriter_close(w), 0);
+    run(&r, "recover", path, NULL);
+    expect_ok(&r, "recover once the writer closed");
+    run_free(&r);
+    run(&r, "convert", path, dst, NULL);
+    expect_ok(&r, "convert once the writer closed");
+    run_free(&r);
+  }
+  free(data);
+  assert_int_equal(failures, 0);
+}
+
 /* ---- output to a reader that goes away ------------------------------------------ */
 
 static void test_cat_epipe(void **state) {
@@ -1937,6 +2038,8 @@ int main(void) {
       cmocka_unit_test_setup(test_convert_options, test_setup),
       cmocka_unit_test_setup(test_recover, test_setup),
       cmocka_unit_test_setup(test_recover_vector, test_setup),
+      cmocka_unit_test_setup(test_recover_missing_chunk_file, test_setup),
+      cmocka_unit_test_setup(test_locked_frame, test_setup),
       cmocka_unit_test_setup(test_cat_epipe, test_setup),
       cmocka_unit_test_setup(test_offset_embedded, test_setup),
       cmocka_unit_test_setup(test_offset_wrong, test_setup),

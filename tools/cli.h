@@ -37,6 +37,10 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_err_frame(const char *path, const b2s_frame_error *e, int code,
                    int64_t chunk_id);
 
+/* "b2stream: PATH: a writer holds this frame (PID N)": PATH is locked
+ * (frame_lock.h); the PID when /proc/locks tells it. */
+void cli_err_locked(const char *path);
+
 /* ---- command line ------------------------------------------------------ */
 
 /* A subcommand: its name, one-line summary, full help text and entry point

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "frame_lock.h"
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -43,6 +44,16 @@ void cli_err_frame(const char *path, const b2s_frame_error *e, int code,
     cli_err("%s: %s: %s (%s)", path, reason, b2s_strerror(e->code), where);
   else
     cli_err("%s: %s: %s", path, reason, b2s_strerror(e->code));
+}
+
+void cli_err_locked(const char *path) {
+  pid_t pid = b2s_lock_holder(path);
+  if (pid > 0)
+    cli_err("%s: a writer holds this frame (PID %d); try again once it has "
+            "stopped", path, (int)pid);
+  else
+    cli_err("%s: a writer holds this frame; try again once it has stopped",
+            path);
 }
 
 /* ---- command line ------------------------------------------------------ */

@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "frame_lock.h"
 #include "frame_writer.h"
 
 static const char help[] =
@@ -131,9 +133,20 @@ static int run(int argc, char **argv) {
     cli_err("%s: already exists", ops[1]);
     return CLI_EXIT_FAIL;
   }
-  cli_src src;
-  if (cli_src_open(ops[0], &src) < 0)
+  /* a copy taken beside a writer would miss what it commits meanwhile;
+   * held until the copy is done, so no writer starts in between */
+  int lockfd;
+  int rc = b2s_frame_lock(ops[0], &lockfd);
+  if (rc == B2S_E_LOCKED) {
+    cli_err_locked(ops[0]);
     return CLI_EXIT_FAIL;
+  }
+  cli_src src;
+  if (cli_src_open(ops[0], &src) < 0) {
+    if (lockfd >= 0)
+      close(lockfd);
+    return CLI_EXIT_FAIL;
+  }
   int status = CLI_EXIT_FAIL;
   if (src.kind == CLI_KIND_CHUNK)
     cli_err("%s: a chunk file, not a frame", ops[0]);
@@ -141,6 +154,8 @@ static int run(int argc, char **argv) {
     status = convert(&src, ops[1],
                      want < 0 ? src.kind == CLI_KIND_CFRAME : want == 1);
   cli_src_close(&src);
+  if (lockfd >= 0)
+    close(lockfd);
   return status;
 }
 

@@ -12,6 +12,9 @@ static const char help[] =
     "complete commit after a crash.  Chunks written since the previous\n"
     "commit are decoded before they are kept; nothing that does not decode\n"
     "is ever added.  A frame written by another tool is only checked.\n"
+    "Chunk files missing from a sparse frame are reported and their\n"
+    "entries removed; every other chunk stays, in order.  Refused while a\n"
+    "writer (b2streamd) holds the frame.\n"
     "Prints a report; exits 1 when the frame cannot be restored.\n"
     "\n"
     "  --deep   decode every chunk, not only the recent ones\n";
@@ -23,11 +26,12 @@ static void report(const char *path, const b2s_recover_report *r) {
          "nchunks:        %lld\n"
          "dropped_chunks: %lld\n"
          "chunks_checked: %lld\n"
-         "orphan_files:   %lld\n",
+         "orphan_files:   %lld\n"
+         "missing_files:  %lld\n",
          path, r->was_clean ? "clean (nothing to do)" : "restored",
          (long long)r->commit, (long long)r->nchunks,
          (long long)r->dropped_chunks, (long long)r->chunks_checked,
-         (long long)r->orphan_files);
+         (long long)r->orphan_files, (long long)r->missing_files);
 }
 
 static int run(int argc, char **argv) {
@@ -54,6 +58,10 @@ static int run(int argc, char **argv) {
   memset(&rep, 0, sizeof rep);
   b2s_frame_error_clear(&err);
   int rc = b2s_frame_recover(path, deep, &rep, &err);
+  if (rc == B2S_E_LOCKED) {
+    cli_err_locked(path);
+    return CLI_EXIT_FAIL;
+  }
   if (rc < 0) {
     cli_err_frame(path, &err, rc, -1);
     return CLI_EXIT_FAIL;

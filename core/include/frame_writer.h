@@ -115,6 +115,9 @@ const b2s_frame_header *b2s_fwriter_header(const b2s_fwriter *w);
 /* Contiguous frame: the file offset where its chunk data ends (holes
  * included; the next appended chunk goes there).  0 for a sparse frame. */
 int64_t b2s_fwriter_data_end(const b2s_fwriter *w);
+/* Whether the writer holds its frame's lock (frame_lock.h): false only on a
+ * file system without flock, where nothing keeps a second writer out. */
+bool b2s_fwriter_locked(const b2s_fwriter *w);
 /* Whether chunk data goes out with direct I/O (asked for, and the file
  * system took it). */
 bool b2s_fwriter_direct_io(const b2s_fwriter *w);
@@ -195,6 +198,8 @@ typedef struct b2s_recover_report {
   int64_t dropped_chunks;          /* referenced by a torn state, not kept */
   int64_t chunks_checked;          /* chunks decoded to check them */
   int64_t orphan_files;            /* sparse: unreferenced chunk files removed */
+  int64_t missing_files;           /* sparse: entries whose chunk file was
+                                      gone, taken out of the index */
 } b2s_recover_report;
 
 /* Restore a frame whose last commit was interrupted: pick the newest
@@ -202,7 +207,10 @@ typedef struct b2s_recover_report {
  * written since the previous commit are decoded in full; with `deep`, all
  * of them), rewrite the header from it.  Never adds a chunk that does not
  * decode.  A frame without commit records (written by another tool) is
- * only checked.  rep and err may be NULL. */
+ * only checked.  A sparse frame whose index names chunk files that are
+ * gone keeps every other chunk, in order: those entries are removed with
+ * one more commit (rep->missing_files).  Fails with B2S_E_LOCKED while a
+ * writer holds the frame (frame_lock.h).  rep and err may be NULL. */
 int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
                       b2s_frame_error *err);
 
