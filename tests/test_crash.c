@@ -47,9 +47,12 @@
 
 #define NBUF 16               /* buffers per run: half one by one, half in a burst */
 #define BASE 3000             /* buffer sizes BASE .. BASE + 999 */
-#define RUNS_PER_KIND 600     /* above this, a deterministic stride */
+#define RUNS_PER_KIND 160     /* above this, a deterministic stride */
 
 static const char *cli_path, *shim_path;
+/* Processes of the run under way, killed at the end if a failed check
+ * left them behind. */
+static pid_t live_daemon, live_producer;
 
 static const char *kind_config(bool sparse) {
   return sparse ? "listen: [ipc://d.sock]\n"
@@ -119,7 +122,7 @@ static void spawn(env *e, const crash *c, const char *count_file) {
     execl(daemon_path, daemon_path, "--config", e->config, (char *)NULL);
     _exit(127);
   }
-  e->pid = pid;
+  e->pid = live_daemon = pid;
 }
 
 /* Reap the daemon if it ended: true with its status. */
@@ -128,7 +131,7 @@ static bool reaped(env *e, int *status) {
     return true;
   if (waitpid(e->pid, status, WNOHANG) != e->pid)
     return false;
-  e->pid = 0;
+  e->pid = live_daemon = 0;
   return true;
 }
 
@@ -174,17 +177,19 @@ static void stop(env *e, int sig, outcome *o) {
 
 /* ---- the producer: a child, so that a dead daemon costs it no linger ------- */
 
+/* sent counts a buffer before it goes (an upper bound, whenever the
+ * producer is killed), acked once its ACK arrived (a lower bound). */
 typedef struct progress {
   uint64_t sent, acked;
 } progress;
 
-static void report(int fd, b2sc_producer *p) {
+static void report(int fd, b2sc_producer *p, uint64_t sending) {
   b2sc_producer_stats st;
-  if (b2sc_producer_stats_get(p, &st) == 0) {
-    progress pr = {st.sent, st.durable};
-    if (write(fd, &pr, sizeof pr) != sizeof pr)
-      _exit(9);
-  }
+  if (b2sc_producer_stats_get(p, &st) < 0)
+    _exit(8);
+  progress pr = {st.sent + sending, st.durable};
+  if (write(fd, &pr, sizeof pr) != sizeof pr)
+    _exit(9);
 }
 
 /* PING until `want` buffers are durable (ACKs arrive while it waits). */
@@ -198,7 +203,7 @@ static void wait_durable(int fd, b2sc_session *s, b2sc_producer *p,
     if (b2sc_ping(s, WAIT_MS) < 0)
       _exit(5);
   }
-  report(fd, p);
+  report(fd, p, 0);
 }
 
 /* Buffers 0..NBUF-1: the first half each waited for, the rest in one
@@ -216,9 +221,9 @@ static _Noreturn void produce(env *e, int fd) {
   for (int i = 0; i < NBUF; i++) {
     size_t len = buf_len(i, BASE);
     buf_fill(b, len, i);
+    report(fd, p, 1);
     if (b2sc_send(p, b, len, WAIT_MS) < 0)
       _exit(4);
-    report(fd, p);
     if (i < NBUF / 2)
       wait_durable(fd, s, p, (uint64_t)i + 1);
   }
@@ -241,6 +246,7 @@ static void run_producer(env *e, outcome *o) {
     close(pfd[0]);
     produce(e, pfd[1]);
   }
+  live_producer = child;
   close(pfd[1]);
   bool daemon_ended = false;
   for (int t = 0; t < WAIT_MS * 3; t++) {
@@ -274,6 +280,7 @@ static void run_producer(env *e, outcome *o) {
   close(pfd[0]);
   int st;
   assert_int_equal(waitpid(child, &st, 0), child);
+  live_producer = 0;
   if (!daemon_ended && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
     int dst;
     if (!reaped(e, &dst))
@@ -414,9 +421,27 @@ static void count_run(bool sparse, long *calls, long *writes) {
   env_fini(&e);
 }
 
-/* Crash points of one kind: every point of every mode, or every stride-th
- * of their list when there are more than RUNS_PER_KIND ($B2S_CRASH_ALL set:
- * all of them).  Returns the number tried. */
+/* One crash run at c, recovered and checked; true when c was reached.
+ * The CLI recovers first on every other run (`cli`). */
+static bool try_point(bool sparse, const crash *c, bool cli, failures *fl) {
+  char where[96];
+  snprintf(where, sizeof where, "%s %s %ld", sparse ? "sparse" : "contiguous",
+           c->mode, c->at);
+  env e;
+  env_init_config(&e, kind_config(sparse));
+  outcome o = crash_run(&e, c, NULL);
+  if (o.killed)
+    recover_and_check(&e, &o, cli, where, fl);
+  else if (o.exit_code != 0)
+    failf(fl, "%s: the daemon exited %d\n", where, o.exit_code);
+  env_fini(&e);
+  return o.killed;
+}
+
+/* Crash points of one kind: every point of every mode, or, when there are
+ * more than RUNS_PER_KIND, every stride-th, starting at 1, 2, 3 for the
+ * modes so that a stride of 2 still cuts each call before or after
+ * ($B2S_CRASH_ALL set: all of them).  Returns the number tried. */
 static int sweep(bool sparse, failures *fl) {
   const char *kind = sparse ? "sparse" : "contiguous";
   long calls, writes;
@@ -426,26 +451,20 @@ static int sweep(bool sparse, failures *fl) {
   long stride = getenv("B2S_CRASH_ALL") ? 1
                                         : (total + RUNS_PER_KIND - 1) / RUNS_PER_KIND;
   printf("%s: %ld frame calls (%ld writes) in a run: %ld crash points "
-         "(before and after each call, in the middle of each write), "
-         "trying every %ld-th\n", kind, calls, writes, total, stride);
+         "(before and after each call, in the middle of each write)",
+         kind, calls, writes, total);
+  if (stride > 1)
+    printf(", trying one in %ld", stride);
+  printf("\n");
+  static const char *const modes[] = {"before", "after", "middle"};
   int tried = 0, reached = 0;
-  for (long j = 0; j < total; j += stride) {
-    crash c = j < calls       ? (crash){"before", j + 1}
-              : j < 2 * calls ? (crash){"after", j - calls + 1}
-                              : (crash){"middle", j - 2 * calls + 1};
-    char where[96];
-    snprintf(where, sizeof where, "%s %s %ld", kind, c.mode, c.at);
-    env e;
-    env_init_config(&e, kind_config(sparse));
-    outcome o = crash_run(&e, &c, NULL);
-    if (o.killed) {
-      reached++;
-      recover_and_check(&e, &o, j % 2 == 1, where, fl);
-    } else if (o.exit_code != 0) {
-      failf(fl, "%s: the daemon exited %d\n", where, o.exit_code);
+  for (int m = 0; m < 3; m++) {
+    long n = m < 2 ? calls : writes;
+    for (long at = 1 + m % stride; at <= n; at += stride) {
+      crash c = {modes[m], at};
+      reached += try_point(sparse, &c, tried % 2 == 1, fl);
+      tried++;
     }
-    tried++;
-    env_fini(&e);
   }
   printf("%s: %d crash points tried, %d reached (a run may make fewer "
          "calls than the counting run)\n", kind, tried, reached);
@@ -488,5 +507,12 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_crash_points),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  pid_t left[] = {live_producer, live_daemon};
+  for (int i = 0; i < 2; i++)
+    if (left[i] > 0) {
+      kill(left[i], SIGKILL);
+      waitpid(left[i], NULL, 0);
+    }
+  return rc;
 }

@@ -3,8 +3,9 @@
  * path prefix, and SIGKILLs the whole process at the N-th one.
  *
  * Environment (read once, at load):
- *   B2S_CRASH_PREFIX  files whose path starts with it are counted; unset or
- *                     empty: the library does nothing
+ *   B2S_CRASH_PREFIX  files whose path starts with it are counted (with a
+ *                     final '/', the directory itself too); unset or empty:
+ *                     the library does nothing
  *   B2S_CRASH_AT      N: the call to die at (1-based); 0 or unset: count only
  *   B2S_CRASH_MODE    before: die instead of making call N;
  *                     after:  make it, then die;
@@ -129,8 +130,16 @@ __attribute__((constructor)) static void crashpoint_init(void) {
 
 /* ---- which calls count ------------------------------------------------ */
 
+/* Under the prefix, or the prefix itself without its final '/' (the
+ * directory of the frames, whose fsync publishes new names). */
 static bool path_counts(const char *path) {
-  return cp.prefix_len > 0 && strncmp(path, cp.prefix, cp.prefix_len) == 0;
+  size_t n = cp.prefix_len;
+  if (n == 0)
+    return false;
+  if (strncmp(path, cp.prefix, n) == 0)
+    return true;
+  return cp.prefix[n - 1] == '/' && strncmp(path, cp.prefix, n - 1) == 0 &&
+         path[n - 1] == '\0';
 }
 
 /* The path of dirfd joined with name (AT_FDCWD: the working directory). */
