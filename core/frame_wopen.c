@@ -2,6 +2,7 @@
  * frame written elsewhere into our layout) and close.  A writer holds its
  * frame's lock (frame_lock.h) from before it reads anything until it is
  * freed. */
+#define _GNU_SOURCE   /* renameat2 */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -57,12 +58,72 @@ static int start_new(b2s_fwriter *w) {
   return rc < 0 ? rc : b2s_fwriter_commit(w);
 }
 
+/* ---- create ------------------------------------------------------------------- */
+
+/* A new frame is built under a temporary name next to path (PATH.b2s-new,
+ * a file or a directory) and takes its name only once its empty state is
+ * committed: a crash while creating leaves no frame without a commit
+ * record at path, which recovery could not tell from a damaged frame,
+ * only a temporary that the next create removes. */
+
+/* Remove what an interrupted create left at tmp: a sparse frame's
+ * directory holds only its index file then. */
+static void remove_leftover(const char *tmp, bool sparse) {
+  if (!sparse) {
+    unlink(tmp);
+    return;
+  }
+  int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd >= 0) {
+    unlinkat(dfd, B2S_SFRAME_INDEX_FILE, 0);
+    close(dfd);
+  }
+  rmdir(tmp);
+}
+
+/* fsync the directory holding path: its new entry survives power loss. */
+static int sync_parent(const char *path) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  int rc = fsync(fd) < 0 ? -errno : 0;
+  close(fd);
+  return rc;
+}
+
+/* Give the committed new frame its name, never replacing what is there. */
+static int publish(const char *tmp, const char *path, bool sync) {
+  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) < 0) {
+    if (errno != EINVAL && errno != ENOSYS)
+      return -errno;
+    /* no RENAME_NOREPLACE on this file system: check, then rename */
+    struct stat sb;
+    if (lstat(path, &sb) == 0)
+      return -EEXIST;
+    if (rename(tmp, path) < 0)
+      return -errno;
+  }
+  return sync ? sync_parent(path) : 0;
+}
+
 int b2s_fwriter_create(const char *path, bool sparse,
                        const b2s_fwriter_opts *opts,
                        const b2s_frame_metas *metas, b2s_fwriter **out) {
   if (path == NULL || out == NULL)
     return B2S_E_ARG;
   *out = NULL;
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s" ADOPT_SUFFIX, path) >= PATH_MAX)
+    return B2S_E_ARG;
   b2s_fwriter *w = fw_alloc(sparse, opts);
   if (w == NULL)
     return B2S_E_NOMEM;
@@ -74,15 +135,25 @@ int b2s_fwriter_create(const char *path, bool sparse,
   int rc = fw_copy_metas(&w->metas, metas);
   if (rc < 0)
     return fail(w, rc);
-  if (sparse && mkdir(path, 0777) < 0)
+  struct stat sb;
+  if (lstat(path, &sb) == 0)
+    return fail(w, -EEXIST);
+  remove_leftover(tmp, sparse);
+  if (sparse && mkdir(tmp, 0777) < 0)
     return fail(w, -errno);
-  rc = open_files(w, path, B2S_SFRAME_INDEX_FILE, O_CREAT | O_EXCL);
+  rc = open_files(w, tmp, B2S_SFRAME_INDEX_FILE, O_CREAT | O_EXCL);
+  /* the lock goes with the file (or directory) when it takes its name */
   if (rc == 0)
-    rc = b2s_frame_lock(path, &w->lockfd);
+    rc = b2s_frame_lock(tmp, &w->lockfd);
   if (rc == 0)
     rc = start_new(w);
-  if (rc < 0)
-    return fail(w, rc);
+  if (rc == 0)
+    rc = publish(tmp, path, w->opts.sync == B2S_SYNC_FULL);
+  if (rc < 0) {
+    b2s_fwriter_free(w);
+    remove_leftover(tmp, sparse);
+    return rc;
+  }
   *out = w;
   return 0;
 }

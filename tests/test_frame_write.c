@@ -1172,6 +1172,39 @@ static void test_reopen_empty(void **state) {
     }
 }
 
+/* A create cut short leaves only PATH.b2s-new, never a frame without a
+ * commit at PATH; the next create removes it. */
+static void test_create_leftover(void **state) {
+  (void)state;
+  for (int sparse = 0; sparse < 2; sparse++) {
+    char path[512], tmp[600], junk[700];
+    pathf(path, sparse ? "left.d" : "left.b2frame");
+    snprintf(tmp, sizeof tmp, "%s.b2s-new", path);
+    rmrf(path);
+    rmrf(tmp);
+    if (sparse)
+      assert_int_equal(mkdir(tmp, 0777), 0);
+    snprintf(junk, sizeof junk, sparse ? "%s/chunks.b2frame" : "%s", tmp);
+    FILE *f = fopen(junk, "w");
+    assert_non_null(f);
+    fputs("half a header", f);
+    fclose(f);
+    b2s_fwriter *w;
+    assert_int_equal(b2s_fwriter_create(path, sparse, NULL, NULL, &w), 0);
+    struct stat sb;
+    assert_int_equal(lstat(tmp, &sb), -1);
+    model m = {0};
+    check_frame(path, &m);
+    append_some(w, &m, 3, 1, 0, 0);
+    assert_int_equal(b2s_fwriter_close(w), 0);
+    check_frame(path, &m);
+    /* refused: PATH exists; nothing left behind */
+    assert_int_equal(b2s_fwriter_create(path, sparse, NULL, NULL, &w), -EEXIST);
+    assert_int_equal(lstat(tmp, &sb), -1);
+    model_free(&m);
+  }
+}
+
 /* Abandoned writer, recovery, reopen, close with compaction and nothing
  * appended: the trailer must be carried over. */
 static void test_compact_after_recover(void **state) {
@@ -1255,6 +1288,7 @@ int main(void) {
       cmocka_unit_test(test_sparse_close_cut),
       cmocka_unit_test(test_record_checksum),
       cmocka_unit_test(test_reopen_empty),
+      cmocka_unit_test(test_create_leftover),
       cmocka_unit_test(test_compact_after_recover),
       cmocka_unit_test(test_move_cost),
       cmocka_unit_test(test_cut_contiguous),

@@ -84,7 +84,9 @@ typedef struct b2s_fwriter_opts {
 /* Create a new frame at path (a file, or a directory when sparse).  Fails
  * with -EEXIST when path exists.  metas (may be NULL) are the fixed-size
  * metalayers, which a frame can only get at creation.  The empty frame is
- * committed before this returns. */
+ * committed under the name PATH.b2s-new, then renamed to path before this
+ * returns, so a crash never leaves a frame without a commit at path (a
+ * leftover PATH.b2s-new is removed by the next create). */
 int b2s_fwriter_create(const char *path, bool sparse,
                        const b2s_fwriter_opts *opts,
                        const b2s_frame_metas *metas, b2s_fwriter **out);
