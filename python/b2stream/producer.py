@@ -61,8 +61,9 @@ class FlushResult:
 
 
 def _as_buffer(data: Any) -> memoryview:
-    if isinstance(data, np.ndarray) and not data.flags.c_contiguous:
-        data = np.ascontiguousarray(data)
+    if isinstance(data, np.ndarray):
+        # bytes of any dtype (datetime64 has no buffer format of its own)
+        data = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     mv = memoryview(data)
     if not mv.contiguous:
         mv = memoryview(mv.tobytes())

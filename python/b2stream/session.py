@@ -281,10 +281,11 @@ class Session:
                 frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 return handled
-            self._dispatch(frames)
-            handled = True
-            if self._dead is not None or self._sock is None:
+            # stop after a reply: the messages behind it may be about the
+            # handle or follow it creates, which the caller registers first
+            if self._dispatch(frames) or self._dead is not None or self._sock is None:
                 return True
+            handled = True
 
     def _check_monitor(self) -> None:
         from zmq.utils.monitor import recv_monitor_message
@@ -305,32 +306,32 @@ class Session:
         if t and time.monotonic() - self._last_send > t / 3000.0:
             self._send([w.header(w.PING, w.PING_F.pack(0))])
 
-    def _dispatch(self, frames: list) -> None:
+    def _dispatch(self, frames: list) -> bool:
+        """Route one message; True when it was the reply to a request."""
         hdr = frames[0].bytes
         try:
             mtype, flags, tag = w.decode_prefix(hdr)
         except ValueError as exc:
             self._dead = ProtocolError(-958, f"daemon sent a bad header: {exc}",
                                        closed="session")
-            return
+            return False
         payload = frames[1] if len(frames) > 1 else None
         if mtype == w.ERROR:
-            self._on_error(flags, tag, hdr)
-            return
+            return self._on_error(flags, tag, hdr)
         if mtype == w.ACK or mtype == w.DROPPED:
             handle = (w.ACK_F.unpack_from(hdr, 16)[2] if mtype == w.ACK
                       else w.DROPPED_F.unpack_from(hdr, 16)[1])
             p = self.producers.get(handle)
             if p is not None:
                 p._on_message(mtype, hdr)
-            return
+            return False
         if mtype == w.NOTIFY or (mtype == w.CHUNK and flags & w.CHUNK_PUSHED):
             fid = (w.NOTIFY_F.unpack_from(hdr, 16)[2] if mtype == w.NOTIFY
                    else w.CHUNK_F.unpack_from(hdr, 16)[1])
             f = self.follows.get(fid)
             if f is not None:
                 f._on_message(mtype, flags, hdr, payload)
-            return
+            return False
         if mtype in (w.FLUSHED, w.CLOSED):
             handle = (w.FLUSHED_F.unpack_from(hdr, 16)[1] if mtype == w.FLUSHED
                       else w.CLOSED_F.unpack_from(hdr, 16)[2])
@@ -339,8 +340,10 @@ class Session:
                 p._on_message(mtype, hdr)
         if tag in self._waiting:
             self._replies[tag] = (mtype, flags, hdr, payload)
+            return True
+        return False
 
-    def _on_error(self, flags: int, tag: int, hdr: bytes) -> None:
+    def _on_error(self, flags: int, tag: int, hdr: bytes) -> bool:
         ref_index, code, ref_id, ref_type = w.ERROR_F.unpack_from(hdr, 16)
         text, _ = w.rstr(hdr, 16 + w.ERROR_F.size)
         closed = ("session" if flags & w.ERROR_CLOSED_SESSION
@@ -356,14 +359,16 @@ class Session:
             f = self.follows.get(ref_id)
             if f is not None:
                 f._on_error(exc)
-        if tag and tag in self._waiting:
-            self._replies[tag] = exc
         if closed == "session":
             self._dead = exc
             for p in self.producers.values():
                 p._on_closed_by(exc)
             for f in self.follows.values():
                 f._on_error(exc)
+        if tag and tag in self._waiting:
+            self._replies[tag] = exc
+            return True
+        return False
 
     # -- requests ------------------------------------------------------------------
 

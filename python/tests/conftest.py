@@ -57,7 +57,9 @@ class Daemon:
         self.proc: subprocess.Popen | None = None
         listen = "[ipc://d.sock" + (", " + listen_extra if listen_extra else "") + "]"
         with open(self.config, "w") as f:
-            f.write(BASE_CONFIG.format(listen=listen) + yaml_extra + _dtype_streams())
+            base = BASE_CONFIG.format(listen=listen)
+            f.write(base.replace("templates:\n", _dtype_streams() + "templates:\n")
+                    + yaml_extra)
 
     def start(self) -> None:
         try:
