@@ -141,10 +141,7 @@ class Session:
         body = w.HELLO_F.pack(os.getpid(), 0) + w.wstr(self.name)
         try:
             reply = self._request(w.HELLO, body, flags, w.WELCOME, deadline)
-        except TimeoutError:
-            self._close_socket()
-            raise
-        except B2StreamError:
+        except BaseException:
             self._close_socket()
             raise
         self._close_monitor()
@@ -237,7 +234,7 @@ class Session:
         self._last_send = time.monotonic()
 
     def _request(self, mtype: int, body: bytes, flags: int, want: int,
-                 deadline: _Deadline | None = None, payload_ok: bool = False):
+                 deadline: _Deadline | None = None):
         """Send a request and wait for its direct reply: (flags, header,
         payload frame or None).  Raises the daemon's ERROR as an exception."""
         deadline = deadline or _Deadline(self.timeout)
