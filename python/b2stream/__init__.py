@@ -20,7 +20,8 @@ from .errors import (ArgumentError, AuthError, B2StreamError, BusyError,
                      TimeoutError)
 from .frame import B2ndInfo, Frame
 from .keys import public_key, read_key
-from .producer import FlushResult, Producer, ProducerStats, ShmSegment, ShmSlot
+from .producer import FlushResult, Producer, ProducerStats
+from .shm import ShmSegment, ShmSlot
 from .session import Session, default_endpoint
 
 __version__ = "0.1.0"

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from . import _wire as w
+from ._conn import Connection, _Deadline
 from .errors import B2StreamError, ClosedError, ProtocolError, TimeoutError
-
-if TYPE_CHECKING:
-    from .frame import B2ndInfo
-    from .session import Session
+from .frame import B2ndInfo, Frame
 
 _MODES = {"decompressed": w.FOLLOW_PUSH_DECOMPRESSED,
           "compressed": w.FOLLOW_PUSH_COMPRESSED, "notify": 0}
@@ -29,14 +27,14 @@ class _Layout:
     b2nd metalayer, and per-frame records would be attached in
     :meth:`convert`."""
 
-    def __init__(self, b2nd: "B2ndInfo | None" = None, dtype: Any = None,
+    def __init__(self, b2nd: B2ndInfo | None = None, dtype: Any = None,
                  shape: Any = None) -> None:
         self.b2nd = b2nd
         self.dtype = None if dtype is None else np.dtype(dtype)
         self.shape = None if shape is None else tuple(shape)
 
     @classmethod
-    def make(cls, session: "Session", stream: str, dtype: Any, shape: Any) -> "_Layout":
+    def make(cls, session: Connection, stream: str, dtype: Any, shape: Any) -> "_Layout":
         if dtype is not None:
             return cls(dtype=dtype, shape=shape)
         return cls(b2nd=_local_b2nd(session, stream), shape=shape)
@@ -52,7 +50,7 @@ class _Layout:
         return bytes(buf)
 
 
-def _local_b2nd(session: "Session", stream: str) -> "B2ndInfo | None":
+def _local_b2nd(session: Connection, stream: str) -> B2ndInfo | None:
     """The b2nd metadata of the stream's frame when that frame is readable
     here (the daemon runs on this host): its path comes from STATS."""
     try:
@@ -60,7 +58,6 @@ def _local_b2nd(session: "Session", stream: str) -> "B2ndInfo | None":
         path = info.get("path")
         if not path or not os.path.exists(path):
             return None
-        from .frame import Frame
         with Frame(path) as f:
             return f.b2nd
     except (OSError, B2StreamError, ValueError):
@@ -86,7 +83,7 @@ class Follow:
     Used as a context manager (or on KeyboardInterrupt inside it) the
     follow ends with UNFOLLOW."""
 
-    def __init__(self, session: "Session", stream: str, start: int | str = 0, *,
+    def __init__(self, session: Connection, stream: str, start: int | str = 0, *,
                  mode: str = "decompressed", timeout: float | None = None,
                  resume: bool = False, dtype: Any = None, shape: Any = None) -> None:
         if mode not in _MODES:
@@ -160,7 +157,6 @@ class Follow:
         After the daemon ended the follow, every chunk delivered before is
         still returned, then its error is raised (ClosedError when the
         session ended, unless resume is set)."""
-        from .session import _Deadline
         deadline = _Deadline(self.timeout if timeout == "default" else timeout)
         while not self._ready():
             if self.closed is not None:
@@ -204,7 +200,6 @@ class Follow:
     def unfollow(self, timeout: float | None = None) -> int:
         """End the follow; returns the first index not delivered by the
         daemon (to follow again from there).  Idempotent."""
-        from .session import _Deadline
         if self.session.follows.get(self.follow_id) is not self:
             return self.position
         try:

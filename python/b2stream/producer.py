@@ -1,5 +1,5 @@
 """Producers: OPEN, DATA with credits, ACK and DROPPED bookkeeping, FLUSH,
-CLOSE (docs/PROTOCOL.md 4.2, 5), and shared-memory slots (4.3).
+CLOSE (docs/PROTOCOL.md 4.2, 5); shared-memory slots are in shm.py.
 
 Credits (5.1): available = OPENED.credits + sum of ACK.credits - buffers
 sent; nothing is sent while it is 0, because a buffer sent without credit
@@ -7,26 +7,17 @@ makes the daemon close the handle.  A shared-memory slot reserves its
 credit when it is acquired, so submit never waits."""
 from __future__ import annotations
 
-import ctypes
-import mmap
-import os
-import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
-from . import _native
 from . import _wire as w
+from ._buffer import as_bytes_view
+from ._conn import DEFAULT, Connection, _Deadline, _DeadlineNow
 from .errors import (ArgumentError, B2StreamError, ClosedError, OversizeError,
-                     ProtocolError, ShmError, TimeoutError, error_for)
+                     ProtocolError, TimeoutError, error_for)
+from .shm import ShmSegment
 
-if TYPE_CHECKING:
-    from .session import Session
-
-_DEFAULT = object()          # "the session's request timeout"
 _ZERO_COPY_MIN = 64 * 1024   # below this pyzmq copies anyway
-_SHM_SLICE_MS = 100          # slot waits are sliced so ACKs keep being read
 
 
 @dataclass(frozen=True)
@@ -60,16 +51,6 @@ class FlushResult:
     dropped: int
 
 
-def _as_buffer(data: Any) -> memoryview:
-    if isinstance(data, np.ndarray):
-        # bytes of any dtype (datetime64 has no buffer format of its own)
-        data = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    mv = memoryview(data)
-    if not mv.contiguous:
-        mv = memoryview(mv.tobytes())
-    return mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
-
-
 class Producer:
     """One producer handle: buffers sent to one stream; each buffer becomes
     one chunk of the stream's frame.  Made by :meth:`Session.open`.
@@ -83,7 +64,7 @@ class Producer:
     3 durable) and ``policy`` (1 block, 2 drop-newest, 3 drop-oldest) are
     what the daemon said in OPENED."""
 
-    def __init__(self, session: "Session", stream: str, handle: int, credits: int,
+    def __init__(self, session: Connection, stream: str, handle: int, credits: int,
                  max_buffer: int, ack_level: int, policy: int) -> None:
         self.session = session
         self.stream = stream
@@ -140,18 +121,17 @@ class Producer:
     # -- sending ----------------------------------------------------------------
 
     def _timeout(self, timeout: Any) -> float | None:
-        return self.session.timeout if timeout is _DEFAULT else timeout
+        return self.session.timeout if timeout is DEFAULT else timeout
 
     def _usable(self) -> None:
         self.session._usable()
         if self.closed is not None:
             raise self.closed
 
-    def wait_credit(self, timeout: Any = _DEFAULT) -> int:
+    def wait_credit(self, timeout: Any = DEFAULT) -> int:
         """Wait until a credit is available; returns how many are.  timeout
         in seconds (default: the session's request timeout; None: no limit;
         0: do not wait).  TimeoutError when none came."""
-        from .session import _Deadline
         deadline = _Deadline(self._timeout(timeout))
         while True:
             self._usable()
@@ -162,7 +142,7 @@ class Producer:
                                          f"'{self.stream}' in time")
             self.session._pump(deadline)
 
-    def send(self, data: Any, timeout: Any = _DEFAULT, copy: bool | None = None) -> int:
+    def send(self, data: Any, timeout: Any = DEFAULT, copy: bool | None = None) -> int:
         """Send one buffer (bytes, bytearray, memoryview or numpy array; a
         non-contiguous array is made contiguous); it becomes one chunk.
         Returns its buffer id.
@@ -178,7 +158,7 @@ class Producer:
         once) and sends immutable ones (bytes) without copying; False sends
         any buffer without copying, and the caller must then not modify it
         until the session's next call returns after it went out."""
-        mv = _as_buffer(data)
+        mv = as_bytes_view(data)
         n = mv.nbytes
         if n == 0:
             raise ArgumentError(-999, "empty buffer")
@@ -215,23 +195,21 @@ class Producer:
             raise first
         return FlushResult(self.upto[self.ack_level], dropped)
 
-    def flush(self, timeout: Any = _DEFAULT) -> FlushResult:
+    def flush(self, timeout: Any = DEFAULT) -> FlushResult:
         """Make everything sent so far durable (committed and fsynced,
         whatever the stream's ack level) and wait for the daemon to say so.
         Raises the first per-buffer rejection since the previous flush (e.g.
         OversizeError, with ``ref_index`` = the buffer id); drops are
         counted in the result."""
-        from .session import _Deadline
         self._usable()
         self.session._request(w.FLUSH, w.HANDLE_F.pack(self.handle), 0, w.FLUSHED,
                               _Deadline(self._timeout(timeout)))
         return self._result()
 
-    def close(self, timeout: Any = _DEFAULT) -> FlushResult:
+    def close(self, timeout: Any = DEFAULT) -> FlushResult:
         """CLOSE the handle and wait until every buffer reached the stream's
         ack level (or was dropped or rejected); results as :meth:`flush`.
         Idempotent; the shared-memory segment goes with the handle."""
-        from .session import _Deadline
         if self.session.producers.get(self.handle) is not self:
             return FlushResult(self.upto[self.ack_level], 0)
         try:
@@ -268,7 +246,7 @@ class Producer:
 
     # -- shared memory ------------------------------------------------------------
 
-    def attach_shm(self, nslots: int = 16, slot_size: int = 4 << 20) -> "ShmSegment":
+    def attach_shm(self, nslots: int = 16, slot_size: int = 4 << 20) -> ShmSegment:
         """Ask the daemon for a shared-memory segment of nslots slots of
         slot_size bytes and map it (the daemon may grant fewer slots).
         OSError EOPNOTSUPP when the daemon offers none; BusyError when this
@@ -289,193 +267,6 @@ class Producer:
         return self._shm
 
     @property
-    def shm(self) -> "ShmSegment | None":
+    def shm(self) -> ShmSegment | None:
         """The attached segment, if any."""
         return self._shm
-
-
-class _DeadlineNow:
-    """A deadline that has passed: take only what is queued."""
-
-    def left(self) -> float:
-        return 0.0
-
-    def passed(self) -> bool:
-        return True
-
-
-# Header fields of proto/shm.h's b2s_shm_header read from the mapping
-# (geometry, written once by the daemon before the name is published).
-_SHM_GEOMETRY = struct.Struct("=QIIIIQQQQQ")
-_SHM_MAGIC = 0x314D485353324230
-
-
-class ShmSlot:
-    """One acquired slot: fill :attr:`buffer` (or an :meth:`array` view of
-    it) in place, then :meth:`submit` it (or :meth:`cancel`).  As a context
-    manager it submits on success (the whole slot unless ``nbytes`` was
-    set) and cancels on an exception."""
-
-    def __init__(self, seg: "ShmSegment", index: int) -> None:
-        self.segment = seg
-        self.index = index
-        #: writable memoryview of the slot's bytes in the shared mapping
-        self.buffer = seg._view(index)
-        self.nbytes: int | None = None
-        self.done = False
-
-    def array(self, dtype: Any = np.uint8, shape: Any = None) -> np.ndarray:
-        """A writable numpy view of the slot (no copy); shape defaults to as
-        many items as fit."""
-        dt = np.dtype(dtype)
-        if shape is None:
-            shape = (len(self.buffer) // dt.itemsize,)
-        count = int(np.prod(shape))
-        if count * dt.itemsize > len(self.buffer):
-            raise OversizeError(-953, f"{count * dt.itemsize} bytes do not fit a slot "
-                                      f"of {len(self.buffer)}")
-        self.nbytes = count * dt.itemsize
-        return np.frombuffer(self.buffer, dtype=dt, count=count).reshape(shape)
-
-    def submit(self, nbytes: int | None = None) -> int:
-        """Hand the slot's first nbytes (default: what :meth:`array` views,
-        else the whole slot) to the daemon; returns the buffer id."""
-        n = nbytes if nbytes is not None else (self.nbytes or len(self.buffer))
-        bid = self.segment._submit(self.index, n)
-        self.done = True
-        return bid
-
-    def cancel(self) -> None:
-        """Give the slot and its credit back unsent."""
-        if not self.done:
-            self.segment._cancel(self.index)
-            self.done = True
-
-    def __enter__(self) -> "ShmSlot":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if self.done:
-            return
-        if exc_type is None:
-            self.submit()
-        else:
-            self.cancel()
-
-
-class ShmSegment:
-    """A producer's shared-memory segment (proto/shm.h).  The slot state
-    transitions (compare-and-swap on the slot's state word) run in
-    libb2s_py; the slots' bytes are views of this process's own mmap of
-    /dev/shm/NAME, which stays mapped as long as any view of it lives."""
-
-    def __init__(self, producer: Producer, segment: int, name: str, nslots: int,
-                 slot_size: int) -> None:
-        self.producer = producer
-        self.segment = segment
-        self.name = name
-        lib = _native.lib()
-        code = ctypes.c_int(0)
-        h = lib.b2spy_shm_attach(name.encode(), ctypes.byref(code))
-        if not h:
-            raise error_for(code.value, f"shared memory {name}")
-        self._h: int | None = h
-        try:
-            if lib.b2spy_shm_nslots(h) != nslots or lib.b2spy_shm_slot_size(h) != slot_size:
-                raise ShmError(-947, f"{name} is not the segment the daemon announced")
-            fd = os.open("/dev/shm/" + name.lstrip("/"), os.O_RDWR)
-            try:
-                self._map = mmap.mmap(fd, 0)
-            finally:
-                os.close(fd)
-            (magic, _v, _hs, n, _ds, size, stride, _do, data_off,
-             total) = _SHM_GEOMETRY.unpack_from(self._map, 0)
-            if (magic != _SHM_MAGIC or n != nslots or size != slot_size
-                    or total != len(self._map)
-                    or data_off + stride * (n - 1) + size > total):
-                raise ShmError(-947, f"{name}: header does not match its mapping")
-        except BaseException:
-            lib.b2spy_shm_detach(h)
-            self._h = None
-            raise
-        self.nslots = nslots
-        self.slot_size = slot_size
-        self._data_offset = data_off
-        self._stride = stride
-        self._mv = memoryview(self._map)
-
-    def _view(self, index: int) -> memoryview:
-        start = self._data_offset + index * self._stride
-        return self._mv[start:start + self.slot_size]
-
-    def _handle(self) -> int:
-        if not self._h:
-            raise ClosedError(-950, "segment detached")
-        return self._h
-
-    def acquire(self, timeout: Any = _DEFAULT) -> ShmSlot:
-        """Wait up to timeout seconds (default: the session's request
-        timeout; None: no limit) for a credit and a FREE slot, and reserve
-        both.  TimeoutError; ClosedError when the daemon reclaimed the
-        segment."""
-        from .session import _Deadline
-        p = self.producer
-        deadline = _Deadline(p._timeout(timeout))
-        p.wait_credit(deadline.left())
-        p.credits -= 1                       # reserved for this slot's submit
-        slot = ctypes.c_uint32(0)
-        try:
-            while True:
-                left = deadline.left()
-                ms = _SHM_SLICE_MS if left is None else min(_SHM_SLICE_MS, int(left * 1000))
-                rc = _native.lib().b2spy_shm_acquire(self._handle(), ms, ctypes.byref(slot))
-                if rc == 0:
-                    return ShmSlot(self, slot.value)
-                if rc != -951 or deadline.passed():
-                    raise error_for(rc, f"no free slot in {self.name}"
-                                    if rc == -951 else f"slot of {self.name}")
-                p.session._pump(_DeadlineNow())
-                p._usable()
-        except BaseException:
-            p.credits += 1
-            raise
-
-    def _submit(self, index: int, nbytes: int) -> int:
-        p = self.producer
-        p._usable()
-        if not 0 < nbytes <= self.slot_size:
-            raise OversizeError(-953, f"{nbytes} bytes for a slot of {self.slot_size}")
-        bid = p.next_id
-        rc = _native.lib().b2spy_shm_submit(self._handle(), index, nbytes, bid)
-        if rc < 0:
-            raise error_for(rc, f"submit of slot {index}")
-        body = w.SHM_SUBMIT_F.pack(bid, p.handle, self.segment, index, nbytes)
-        # the slot comes back when the daemon reclaims the segment should
-        # this send fail
-        p.session._send([w.header(w.SHM_SUBMIT, body)])
-        p.next_id += 1
-        p.bytes += nbytes
-        return bid
-
-    def _cancel(self, index: int) -> None:
-        rc = _native.lib().b2spy_shm_cancel(self._handle(), index)
-        if rc < 0:
-            raise error_for(rc, f"cancel of slot {index}")
-        self.producer.credits += 1
-
-    def send(self, data: Any, timeout: Any = _DEFAULT) -> int:
-        """Copy data into a slot and submit it (for sources that do not
-        fill slots in place); returns the buffer id."""
-        mv = _as_buffer(data)
-        with self.acquire(timeout) as slot:
-            if mv.nbytes > self.slot_size:
-                raise OversizeError(-953, f"{mv.nbytes} bytes for a slot of {self.slot_size}")
-            slot.buffer[:mv.nbytes] = mv
-            return slot.submit(mv.nbytes)
-
-    def detach(self) -> None:
-        """Unmap (the daemon unlinks the segment when the handle closes).
-        Views of slots stay valid memory until they are dropped."""
-        if self._h:
-            _native.lib().b2spy_shm_detach(self._h)
-            self._h = None
