@@ -3,6 +3,7 @@ running-mean consumer ended by Ctrl-C (SIGINT), which must leave cleanly."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -36,21 +37,32 @@ def test_produce_stack_socket_and_shm(daemon, tmp_path):
     np.testing.assert_array_equal(whole, np.concatenate([stack.reshape(6, 64, 32)] * 2))
 
 
+def _wait_line(proc, text: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        if ready:
+            line = proc.stdout.readline()
+            if text in line:
+                return
+            if not line:
+                break
+    raise AssertionError(f"the example did not print {text!r}")
+
+
 def test_running_mean_leaves_cleanly_on_ctrl_c(daemon, tmp_path):
     proc = subprocess.Popen([sys.executable, os.path.join(EXAMPLES, "running_mean.py"),
-                             "--endpoint", daemon.endpoint, "--every", "1", "img"],
-                            cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                             "--endpoint", daemon.endpoint, "--every", "1", "--from-start",
+                             "img"],
+                            cwd=tmp_path, env=dict(ENV, PYTHONUNBUFFERED="1"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         with b2stream.Session(daemon.endpoint) as s:
-            deadline = time.monotonic() + 20      # until its follow is in place
-            while s.stats()["daemon"]["sessions"] < 2 and time.monotonic() < deadline:
-                time.sleep(0.05)
             with s.open("img") as p:
                 for i in range(4):
                     p.send(np.full((1, 64, 32), 2 * i, np.uint16))
                 p.flush()
-            time.sleep(0.5)
+            _wait_line(proc, "4 images")
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=20)
             assert proc.returncode == 0, err
