@@ -12,6 +12,11 @@ the stream's chunks decompressed by the daemon as numpy arrays.
 
     bench_producer.py [--rounds 5] [--count 32] [--size 4M] [--daemon PATH] [--c-producer PATH]
 
+b2sc_send copies each buffer into a fresh zmq message, and glibc serves a
+fresh 4 MiB allocation with mmap (new pages to fault in) until its dynamic
+threshold has risen; --c-heap-malloc sets MALLOC_MMAP_THRESHOLD_ for the C
+side so both sides copy into reused heap memory.
+
 Defaults for the paths: $B2S_DAEMON / $B2S_C_PRODUCER, else
 build/daemon/b2streamd and build/python/bench_c_producer under the current
 directory (run it from the source root after ninja -C build)."""
@@ -92,9 +97,13 @@ class Daemon:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_c(prog: str, endpoint: str, stream: str, file: str, size: int) -> float:
+def run_c(prog: str, endpoint: str, stream: str, file: str, size: int,
+          heap_malloc: bool = False) -> float:
+    env = dict(os.environ)
+    if heap_malloc:
+        env["MALLOC_MMAP_THRESHOLD_"] = str(max(size * 2, 1 << 20))
     out = subprocess.run([prog, endpoint, stream, "bench", file, str(size)],
-                         check=True, stdout=subprocess.PIPE, text=True)
+                         check=True, stdout=subprocess.PIPE, text=True, env=env)
     return float(out.stdout.split()[-1])     # its own connect-to-flush time
 
 
@@ -132,6 +141,8 @@ def main() -> int:
     ap.add_argument("--size", type=parse_size, default=4 << 20)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--daemon", default=os.environ.get("B2S_DAEMON", "build/daemon/b2streamd"))
+    ap.add_argument("--c-heap-malloc", action="store_true",
+                    help="C side: allocate its message copies from the heap, not mmap")
     ap.add_argument("--c-producer", default=os.environ.get("B2S_C_PRODUCER",
                                                             "build/python/bench_c_producer"))
     args = ap.parse_args()
@@ -148,14 +159,15 @@ def main() -> int:
             for side in order:
                 if side == "c":
                     rates["C client"].append(mb / run_c(args.c_producer, d.endpoint, f"c{r}", file,
-                                                        args.size))
+                                                        args.size, args.c_heap_malloc))
                 else:
                     rates["Python"].append(mb / run_py(d.endpoint, f"py{r}", stack))
             rates["Python consumer"].append(mb / run_consumer(d.endpoint, f"py{r}", args.count))
     finally:
         d.close()
     print(f"{args.rounds} rounds of {args.count} x {args.size} bytes, "
-          f"{args.workers} workers, lz4 clevel 1 + shuffle")
+          f"{args.workers} workers, lz4 clevel 1 + shuffle"
+          + (", C side with heap malloc" if args.c_heap_malloc else ""))
     c = summary("C client producer", rates["C client"])
     p = summary("Python producer", rates["Python"])
     summary("Python consumer", rates["Python consumer"])
