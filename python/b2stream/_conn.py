@@ -144,6 +144,8 @@ class Connection:
         sock.connect(self.endpoint)
         self._sock = sock
         self._dead = None
+        self._last_recv = time.monotonic()
+        self._probe_sent: float | None = None
         flags = ((w.HELLO_PRODUCER if "producer" in self._roles else 0)
                  | (w.HELLO_CONSUMER if "consumer" in self._roles else 0))
         body = w.HELLO_F.pack(os.getpid(), 0) + w.wstr(self.name)
@@ -274,6 +276,8 @@ class Connection:
         left = deadline.left() if deadline else None
         slice_s = _SLICE if left is None else min(left, _SLICE)
         self._ping_if_idle()
+        if self._dead is not None:
+            return True
         sock = self._sock
         assert sock is not None
         if self._monitor is not None:
@@ -307,13 +311,36 @@ class Connection:
                 raise self._dead
 
     def _ping_if_idle(self) -> None:
+        """PING as the daemon asks (PROTOCOL.md 4.6), and probe a daemon
+        silent for a request timeout: when its PONG does not come within
+        another one, the daemon is gone (killed, host down) and the session
+        ends with ClosedError, as the protocol tells a client to conclude."""
+        now = time.monotonic()
+        if self._probe_sent is not None:
+            if now - self._probe_sent > self.timeout:
+                self._end_session(ClosedError(
+                    -950, f"the daemon answered no PING for {self.timeout:g} s",
+                    closed="session"))
+            return
         t = getattr(self, "daemon_timeout_ms", 0)
-        if t and time.monotonic() - self._last_send > t / 3000.0:
+        if now - self._last_recv > self.timeout:
             self._send([w.header(w.PING, w.PING_F.pack(0))])
+            self._probe_sent = now
+        elif t and now - self._last_send > t / 3000.0:
+            self._send([w.header(w.PING, w.PING_F.pack(0))])
+
+    def _end_session(self, exc: B2StreamError) -> None:
+        self._dead = exc
+        for p in self.producers.values():
+            p._on_closed_by(exc)
+        for f in self.follows.values():
+            f._on_error(exc)
 
     def _dispatch(self, frames: list) -> bool:
         """Route one message; True when it was the reply to a request."""
         hdr = frames[0].bytes
+        self._last_recv = time.monotonic()
+        self._probe_sent = None
         try:
             mtype, flags, tag = w.decode_prefix(hdr)
         except ValueError as exc:
@@ -365,11 +392,7 @@ class Connection:
             if f is not None:
                 f._on_error(exc)
         if closed == "session":
-            self._dead = exc
-            for p in self.producers.values():
-                p._on_closed_by(exc)
-            for f in self.follows.values():
-                f._on_error(exc)
+            self._end_session(exc)
         if tag and tag in self._waiting:
             self._replies[tag] = exc
             return True

@@ -179,11 +179,20 @@ class Follow:
             return index, payload.bytes
         return index, self._layout.convert(payload)
 
-    def _resume(self, deadline: Any) -> None:
+    def _resume(self, deadline: _Deadline) -> None:
+        """A new session and FOLLOW from the next index, retried until the
+        daemon is back or the deadline passes."""
         self.session.follows.pop(self.follow_id, None)
-        left = deadline.left()
-        self.session.reconnect(timeout=None if left is None else max(left, 0.001))
-        self._start(self.position, False)
+        while True:
+            left = deadline.left()
+            try:
+                self.session.reconnect(timeout=self.session.timeout if left is None
+                                       else max(left, 0.001))
+                self._start(self.position, False)
+                return
+            except (ClosedError, TimeoutError):
+                if deadline.passed():
+                    raise
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
         while True:

@@ -119,3 +119,24 @@ def test_stats_and_ping(daemon):
         assert st["streams"]["w"]["committed"] == 1
         assert "daemon" in st
         assert 0 <= s.ping() < 5
+
+
+def test_daemon_killed_under_a_consumer(daemon):
+    # no message announces a SIGKILL: the session notices the silence by an
+    # unanswered PING, and the resuming follow carries on after the restart
+    _produce(daemon.endpoint, "w", [b"one", b"two"])
+    with b2stream.Session(daemon.endpoint, timeout=1.0) as s:
+        f = s.follow("w", timeout=30, resume=True)
+        assert [next(f) for _ in range(2)] == [(0, b"one"), (1, b"two")]
+        daemon.stop(signal.SIGKILL)
+        with pytest.raises(errors.TimeoutError):
+            f.next(timeout=0.5)
+        daemon.start()
+        _produce(daemon.endpoint, "w", [b"three"])
+        assert next(f) == (2, b"three")
+        f.unfollow()
+    with b2stream.Session(daemon.endpoint, timeout=1.0) as s:
+        f = s.follow("w", start="end", timeout=30)
+        daemon.stop(signal.SIGKILL)
+        with pytest.raises(errors.ClosedError):
+            next(f)

@@ -37,17 +37,22 @@ def test_produce_stack_socket_and_shm(daemon, tmp_path):
     np.testing.assert_array_equal(whole, np.concatenate([stack.reshape(6, 64, 32)] * 2))
 
 
-def _wait_line(proc, text: str, timeout: float = 30) -> None:
+def _wait_output(proc, text: str, timeout: float = 30) -> str:
+    """Read the child's stdout (raw, so nothing hides in a buffer select
+    cannot see) until text appears; returns what was read."""
+    seen = b""
+    fd = proc.stdout.fileno()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        ready, _, _ = select.select([fd], [], [], 0.1)
         if ready:
-            line = proc.stdout.readline()
-            if text in line:
-                return
-            if not line:
+            chunk = os.read(fd, 65536)
+            if not chunk:
                 break
-    raise AssertionError(f"the example did not print {text!r}")
+            seen += chunk
+            if text.encode() in seen:
+                return seen.decode()
+    raise AssertionError(f"the example did not print {text!r}; it printed {seen!r}")
 
 
 def test_running_mean_leaves_cleanly_on_ctrl_c(daemon, tmp_path):
@@ -62,9 +67,10 @@ def test_running_mean_leaves_cleanly_on_ctrl_c(daemon, tmp_path):
                 for i in range(4):
                     p.send(np.full((1, 64, 32), 2 * i, np.uint16))
                 p.flush()
-            _wait_line(proc, "4 images")
+            out = _wait_output(proc, "4 images")
             proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=20)
+            rest, err = proc.communicate(timeout=20)
+            out += rest
             assert proc.returncode == 0, err
             assert "running mean of 4 images" in out
             mean = np.load(tmp_path / "img-mean.npy")
