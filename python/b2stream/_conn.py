@@ -29,8 +29,6 @@ ENDPOINT_ENV = "B2STREAM_ENDPOINT"
 DEFAULT_TIMEOUT = 5.0
 _SLICE = 0.5          # longest single poll: KeyboardInterrupt and PING stay timely
 
-_ASYNC_TYPES = {w.ACK, w.DROPPED, w.NOTIFY}
-
 
 def default_endpoint() -> str:
     """$B2STREAM_ENDPOINT, else the socket the shipped configuration binds
