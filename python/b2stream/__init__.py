@@ -1,0 +1,49 @@
+"""b2stream: Python producers and consumers for the b2streamd compression
+service, on pyzmq and numpy.
+
+* :class:`Session` connects to the daemon (ipc:// or tcp://, CurveZMQ).
+* :meth:`Session.open` gives a :class:`Producer` (``send``, ``flush``,
+  ``close``; ``attach_shm`` for shared-memory slots filled in place).
+* :meth:`Session.follow` gives a :class:`Follow`, an iterator of
+  ``(index, data)`` for every committed chunk.
+* :class:`Frame` reads frames on local disk without python-blosc2.
+* :mod:`b2stream.errors` has one exception class per protocol error family.
+
+docs/PYTHON.md is the API reference; docs/PROTOCOL.md the wire protocol."""
+from __future__ import annotations
+
+from .consumer import Follow
+from .errors import (ArgumentError, AuthError, B2StreamError, BusyError,
+                     ChunkIndexError, ClosedError, ConfigError, DroppedError,
+                     FrameError, NoStreamError, NoTemplateError, OversizeError,
+                     ProtocolError, ShmError, StreamError, StreamNameError,
+                     TimeoutError)
+from .frame import B2ndInfo, Frame
+from .keys import public_key, read_key
+from .producer import FlushResult, Producer, ProducerStats
+from .shm import ShmSegment, ShmSlot
+from .session import Session, default_endpoint
+
+__version__ = "0.1.0"
+
+#: ack levels and backpressure policies (PROTOCOL.md 2.3)
+RECEIVED, WRITTEN, DURABLE = 1, 2, 3
+BLOCK, DROP_NEWEST, DROP_OLDEST = 1, 2, 3
+
+
+def connect(endpoint: str | None = None, **kw) -> Session:
+    """Shorthand for :class:`Session` (endpoint, name=..., timeout=...,
+    curve_server_key=..., curve_secret_key=...)."""
+    return Session(endpoint, **kw)
+
+
+__all__ = [
+    "Session", "connect", "default_endpoint", "Producer", "ProducerStats",
+    "FlushResult", "ShmSegment", "ShmSlot", "Follow", "Frame", "B2ndInfo",
+    "read_key", "public_key", "B2StreamError", "ArgumentError", "AuthError",
+    "BusyError", "ChunkIndexError", "ClosedError", "ConfigError",
+    "DroppedError", "FrameError", "NoStreamError", "NoTemplateError",
+    "OversizeError", "ProtocolError", "ShmError", "StreamError",
+    "StreamNameError", "TimeoutError", "RECEIVED", "WRITTEN", "DURABLE",
+    "BLOCK", "DROP_NEWEST", "DROP_OLDEST",
+]

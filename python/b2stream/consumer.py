@@ -1,0 +1,236 @@
+"""Consumers: FOLLOW, NOTIFY or pushed CHUNKs, UNFOLLOW (docs/PROTOCOL.md
+4.4), and turning decompressed chunks into numpy arrays."""
+from __future__ import annotations
+
+import os
+from collections import deque
+from typing import Any, Iterator
+
+import numpy as np
+
+from . import _wire as w
+from ._conn import Connection, _Deadline
+from .errors import B2StreamError, ClosedError, ProtocolError, TimeoutError
+from .frame import B2ndInfo, Frame
+
+_MODES = {"decompressed": w.FOLLOW_PUSH_DECOMPRESSED,
+          "compressed": w.FOLLOW_PUSH_COMPRESSED, "notify": 0}
+
+
+class _Layout:
+    """How a decompressed chunk of a stream becomes a Python object: an
+    array of the b2nd chunkshape and dtype, an array of an explicit dtype
+    (and shape), or bytes.
+
+    Extension point: per-stream series metadata (once the daemon publishes
+    it over the wire) plugs in at :meth:`make`, ahead of the local frame's
+    b2nd metalayer, and per-frame records would be attached in
+    :meth:`convert`."""
+
+    def __init__(self, b2nd: B2ndInfo | None = None, dtype: Any = None,
+                 shape: Any = None) -> None:
+        self.b2nd = b2nd
+        self.dtype = None if dtype is None else np.dtype(dtype)
+        self.shape = None if shape is None else tuple(shape)
+
+    @classmethod
+    def make(cls, session: Connection, stream: str, dtype: Any, shape: Any) -> "_Layout":
+        if dtype is not None:
+            return cls(dtype=dtype, shape=shape)
+        return cls(b2nd=_local_b2nd(session, stream), shape=shape)
+
+    def convert(self, payload: Any) -> Any:
+        buf = payload.buffer if hasattr(payload, "buffer") else payload
+        if self.dtype is not None:
+            a = np.frombuffer(buf, dtype=self.dtype)
+            return a.reshape(self.shape) if self.shape else a
+        if self.b2nd is not None:
+            a = self.b2nd.chunk_from_bytes(buf)
+            return a.reshape(self.shape) if self.shape else a
+        return bytes(buf)
+
+
+def _local_b2nd(session: Connection, stream: str) -> B2ndInfo | None:
+    """The b2nd metadata of the stream's frame when that frame is readable
+    here (the daemon runs on this host): its path comes from STATS."""
+    try:
+        info = session.stats(stream).get("streams", {}).get(stream, {})
+        path = info.get("path")
+        if not path or not os.path.exists(path):
+            return None
+        with Frame(path) as f:
+            return f.b2nd
+    except (OSError, B2StreamError, ValueError):
+        return None
+
+
+class Follow:
+    """A follow: iterate for ``(index, data)`` of every chunk committed
+    from ``start`` on, exactly once, in order, as the daemon commits them.
+
+    mode: ``"decompressed"`` (default; the daemon decompresses, data is a
+    read-only numpy array shaped and typed from the stream's b2nd metadata
+    when the frame is readable on this host or ``dtype`` is given, else
+    bytes), ``"compressed"`` (bytes of the Blosc2 chunk as stored), or
+    ``"notify"`` (data is None: read the frame locally with
+    :class:`~b2stream.frame.Frame`).
+
+    timeout: seconds each step of the iteration may wait for the next
+    chunk (None: no limit) before TimeoutError.  resume: when the daemon
+    ends the session (it stopped or restarted), reconnect and follow on
+    from the next index instead of raising ClosedError.
+
+    Used as a context manager (or on KeyboardInterrupt inside it) the
+    follow ends with UNFOLLOW."""
+
+    def __init__(self, session: Connection, stream: str, start: int | str = 0, *,
+                 mode: str = "decompressed", timeout: float | None = None,
+                 resume: bool = False, dtype: Any = None, shape: Any = None) -> None:
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {sorted(_MODES)}")
+        self.session = session
+        self.stream = stream
+        self.mode = mode
+        self.timeout = timeout
+        self.resume = resume
+        self.follow_id = 0
+        self.committed = 0
+        self.closed: B2StreamError | None = None
+        self._queue: deque = deque()
+        self._announced = 0
+        self._layout = (_Layout.make(session, stream, dtype, shape)
+                        if mode == "decompressed" else _Layout())
+        from_end = start == "end"
+        self._start(0 if from_end else int(start), from_end)
+
+    def _start(self, start: int, from_end: bool) -> None:
+        flags = _MODES[self.mode] | (w.FOLLOW_FROM_END if from_end else 0)
+        _, hdr, _ = self.session._request(w.FOLLOW, w.FOLLOW_F.pack(start) + w.wstr(self.stream),
+                                          flags, w.FOLLOWING)
+        first, committed, fid = w.FOLLOWING_F.unpack_from(hdr, 16)
+        self.follow_id = fid
+        self.position = first            # index the next step returns
+        self._announced = first          # NOTIFY: indexes below announced
+        self._push_next = first          # index the next pushed CHUNK has
+        self.committed = committed
+        self.closed = None
+        self._queue.clear()
+        self.session.follows[fid] = self
+
+    @property
+    def start(self) -> int:
+        return self.position
+
+    # -- messages from the pump ---------------------------------------------------
+
+    def _on_message(self, mtype: int, flags: int, hdr: bytes, payload: Any) -> None:
+        if mtype == w.NOTIFY:
+            first, committed, _, count = w.NOTIFY_F.unpack_from(hdr, 16)
+            if first != self._announced:
+                self.closed = ProtocolError(-958, f"NOTIFY from {first}, expected "
+                                                  f"{self._announced}")
+                return
+            self._announced = first + count
+            self.committed = max(self.committed, committed)
+        else:
+            index, _, nbytes, cbytes = w.CHUNK_F.unpack_from(hdr, 16)
+            if index != self._push_next:
+                self.closed = ProtocolError(-958, f"pushed chunk {index}, expected "
+                                                  f"{self._push_next}")
+                return
+            self._push_next += 1
+            self.committed = max(self.committed, index + 1)
+            self._queue.append((index, payload))
+
+    def _on_error(self, exc: B2StreamError) -> None:
+        if exc.closed is not None:
+            self.closed = exc
+
+    # -- delivery ----------------------------------------------------------------------
+
+    def _ready(self) -> bool:
+        return bool(self._queue) if self.mode != "notify" else self.position < self._announced
+
+    def next(self, timeout: Any = "default") -> tuple[int, Any]:
+        """The next committed chunk as (index, data); waits up to timeout
+        seconds (default: the follow's timeout) and raises TimeoutError.
+        After the daemon ended the follow, every chunk delivered before is
+        still returned, then its error is raised (ClosedError when the
+        session ended, unless resume is set)."""
+        deadline = _Deadline(self.timeout if timeout == "default" else timeout)
+        while not self._ready():
+            if self.closed is not None:
+                if self.resume and self.closed.closed == "session":
+                    self._resume(deadline)
+                    continue
+                raise self.closed
+            if deadline.passed():
+                raise TimeoutError(-951, f"no chunk of '{self.stream}' committed in time")
+            try:
+                self.session._pump(deadline)
+            except ClosedError as exc:
+                self.closed = self.closed or exc
+        index = self.position
+        self.position += 1
+        if self.mode == "notify":
+            return index, None
+        _, payload = self._queue.popleft()
+        if self.mode == "compressed":
+            return index, payload.bytes
+        return index, self._layout.convert(payload)
+
+    def _resume(self, deadline: _Deadline) -> None:
+        """A new session and FOLLOW from the next index, retried until the
+        daemon is back or the deadline passes."""
+        self.session.follows.pop(self.follow_id, None)
+        while True:
+            left = deadline.left()
+            try:
+                self.session.reconnect(timeout=self.session.timeout if left is None
+                                       else max(left, 0.001))
+                self._start(self.position, False)
+                return
+            except (ClosedError, TimeoutError):
+                if deadline.passed():
+                    raise
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        while True:
+            yield self.next()
+
+    def __next__(self) -> tuple[int, Any]:
+        return self.next()
+
+    def read(self, index: int, decompressed: bool = True) -> Any:
+        """Chunk index of the followed stream read through the daemon."""
+        return self.session.read(self.stream, index, decompressed=decompressed,
+                                 layout=self._layout if decompressed else None)
+
+    def unfollow(self, timeout: float | None = None) -> int:
+        """End the follow; returns the first index not delivered by the
+        daemon (to follow again from there).  Idempotent."""
+        if self.session.follows.get(self.follow_id) is not self:
+            return self.position
+        try:
+            if self.closed is None and self.session.alive:
+                _, hdr, _ = self.session._request(
+                    w.UNFOLLOW, w.HANDLE_F.pack(self.follow_id), 0, w.UNFOLLOWED,
+                    _Deadline(self.session.timeout if timeout is None else timeout))
+                return w.UNFOLLOWED_F.unpack_from(hdr, 16)[0]
+            return self.position
+        finally:
+            self.session.follows.pop(self.follow_id, None)
+            self.closed = self.closed or ClosedError(-950, "unfollowed")
+            self._queue.clear()
+
+    close = unfollow
+
+    def __enter__(self) -> "Follow":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.unfollow(timeout=None if exc_type is None else 1.0)
+        except B2StreamError:
+            if exc_type is None:
+                raise

@@ -1,0 +1,168 @@
+"""Exceptions: one class per error family of docs/PROTOCOL.md section 6.
+
+Every exception the package raises for a daemon or library error is a
+:class:`B2StreamError` carrying the wire ``code`` (a negative b2stream code
+of section 6.3, or a negated errno), the daemon's ``message`` and what the
+error was about (``ref_type``, ``ref_id``, ``ref_index``).  Families also
+derive from the matching built-in exception where one fits, so
+``except TimeoutError`` or ``except FileNotFoundError`` work as expected.
+"""
+from __future__ import annotations
+
+import builtins
+import errno as _errno
+import os
+
+# Section 6.3, in order from -999: the values are stable on the wire.
+_NAMES = (
+    "ARG NOMEM SHORT CBYTES NBYTES VERSION TYPESIZE BLOCKSIZE CODEC FILTER "
+    "SPECIAL BSTARTS STREAM TOKEN DECODE DICT DEST_SMALL COMPRESS RANGE "
+    "NODICT_CODEC MSGPACK TRUNCATED FRAME FRAME_VERSION FRAME_TYPE TRAILER "
+    "INDEX META VLMETA NOTFOUND NCHUNK CHUNK_ID CHUNK_BOUNDS CHUNK_SIZE B2ND "
+    "READONLY RECOVER UNRECOVERABLE TOO_BIG IO_LIMIT CONFIG PROTO "
+    "PROTO_VERSION STREAM_NAME NOSTREAM NOTEMPLATE OVERSIZE DROPPED TIMEOUT "
+    "CLOSED BUSY AUTH SHM_HEADER SHM_SLOT SHM_STATE SHM_ACCOUNT"
+).split()
+#: Code value by name, e.g. ``CODES["NOSTREAM"] == -955``.
+CODES: dict[str, int] = {name: -999 + i for i, name in enumerate(_NAMES)}
+
+
+def code_name(code: int) -> str:
+    """``B2S_E_NOSTREAM`` for -955, ``ENOSPC`` for -28, else the number."""
+    for name, value in CODES.items():
+        if value == code:
+            return "B2S_E_" + name
+    if -4096 < code < 0:
+        return _errno.errorcode.get(-code, str(code))
+    return str(code)
+
+
+class B2StreamError(Exception):
+    """Base of every b2stream error.
+
+    Attributes: ``code`` (negative wire code), ``message`` (the daemon's or
+    the library's text), ``ref_type`` (the client message type the error is
+    about, 0 if none), ``ref_id`` (handle or follow id, 0 if none),
+    ``ref_index`` (buffer id or chunk index), ``closed`` (what it ended:
+    ``None``, ``"ref"`` or ``"session"``).
+    """
+
+    def __init__(self, code: int, message: str = "", *, ref_type: int = 0,
+                 ref_id: int = 0, ref_index: int = 0,
+                 closed: str | None = None) -> None:
+        self.code = code
+        self.message = message or code_name(code)
+        self.ref_type = ref_type
+        self.ref_id = ref_id
+        self.ref_index = ref_index
+        self.closed = closed
+        super().__init__(f"{self.message} [{code_name(code)}]")
+
+
+class ArgumentError(B2StreamError, ValueError):
+    """B2S_E_ARG: an argument or request field out of range."""
+
+
+class NoMemoryError(B2StreamError, MemoryError):
+    """B2S_E_NOMEM."""
+
+
+class FrameError(B2StreamError):
+    """Chunk and frame codes (B2S_E_SHORT ... B2S_E_IO_LIMIT): a chunk or
+    frame that cannot be read or written, damaged, or needing recovery."""
+
+
+class ChunkIndexError(FrameError, IndexError):
+    """B2S_E_NCHUNK: a chunk index not (yet) committed."""
+
+
+class ConfigError(B2StreamError):
+    """B2S_E_CONFIG: the template cannot make the stream."""
+
+
+class ProtocolError(B2StreamError):
+    """B2S_E_PROTO, B2S_E_PROTO_VERSION: a message the other side rejects."""
+
+
+class StreamError(B2StreamError):
+    """Stream naming: B2S_E_STREAM_NAME, B2S_E_NOSTREAM, B2S_E_NOTEMPLATE."""
+
+
+class StreamNameError(StreamError, ValueError):
+    """B2S_E_STREAM_NAME: the name is not allowed."""
+
+
+class NoStreamError(StreamError, LookupError):
+    """B2S_E_NOSTREAM: no such stream (and no template given)."""
+
+
+class NoTemplateError(StreamError, LookupError):
+    """B2S_E_NOTEMPLATE: the template named does not exist."""
+
+
+class OversizeError(B2StreamError, ValueError):
+    """B2S_E_OVERSIZE: a buffer above the stream's max_buffer."""
+
+
+class DroppedError(B2StreamError):
+    """B2S_E_DROPPED: buffers dropped by the stream's backpressure policy."""
+
+
+class TimeoutError(B2StreamError, builtins.TimeoutError):
+    """B2S_E_TIMEOUT: a wait ran out (never sent by the daemon)."""
+
+
+class ClosedError(B2StreamError):
+    """B2S_E_CLOSED: the connection, session, handle or follow is gone."""
+
+
+class BusyError(B2StreamError):
+    """B2S_E_BUSY: a daemon limit reached, or a buffer without credit."""
+
+
+class AuthError(B2StreamError, PermissionError):
+    """B2S_E_AUTH: refused by the daemon's access rules or CurveZMQ."""
+
+
+class ShmError(B2StreamError):
+    """Shared-memory codes B2S_E_SHM_HEADER ... B2S_E_SHM_ACCOUNT."""
+
+
+class SystemError_(B2StreamError, OSError):
+    """A negated errno passed through from the system (e.g. -28 ENOSPC)."""
+
+    def __init__(self, code: int, message: str = "", **kw) -> None:
+        B2StreamError.__init__(self, code, message or os.strerror(-code), **kw)
+        self.errno = -code
+        self.strerror = self.message
+
+
+class NoEntryError(SystemError_, FileNotFoundError):
+    """-ENOENT: e.g. an ipc:// socket file that does not exist."""
+
+
+_FAMILY: dict[int, type[B2StreamError]] = {CODES[name]: cls for name, cls in (
+    ("ARG", ArgumentError), ("NOMEM", NoMemoryError),
+    ("NCHUNK", ChunkIndexError), ("CONFIG", ConfigError),
+    ("PROTO", ProtocolError), ("PROTO_VERSION", ProtocolError),
+    ("STREAM_NAME", StreamNameError), ("NOSTREAM", NoStreamError),
+    ("NOTEMPLATE", NoTemplateError), ("OVERSIZE", OversizeError),
+    ("DROPPED", DroppedError), ("TIMEOUT", TimeoutError),
+    ("CLOSED", ClosedError), ("BUSY", BusyError), ("AUTH", AuthError))}
+
+
+def error_for(code: int, message: str = "", **kw) -> B2StreamError:
+    """The exception of the family `code` belongs to."""
+    cls = _FAMILY.get(code)
+    if cls is None:
+        if CODES["SHORT"] <= code <= CODES["IO_LIMIT"]:
+            cls = FrameError
+        elif CODES["SHM_HEADER"] <= code <= CODES["SHM_ACCOUNT"]:
+            cls = ShmError
+        elif code == -_errno.ENOENT:
+            cls = NoEntryError
+        elif -4096 < code < 0:
+            cls = SystemError_
+        else:
+            cls = B2StreamError
+    return cls(code, message, **kw)

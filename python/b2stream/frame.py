@@ -1,0 +1,236 @@
+"""Reading frames on local disk (contiguous files and sparse directories),
+without python-blosc2, through the project's own C frame reader.
+
+A frame the daemon is writing can be read at any time: every committed
+chunk is complete on disk, and :meth:`Frame.refresh` re-opens the frame to
+see the chunks committed since."""
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from . import _native
+from .errors import ChunkIndexError, error_for
+
+_MAX_DIM = 16
+
+
+@dataclass(frozen=True)
+class B2ndInfo:
+    """The b2nd metalayer: how the frame's chunks form an N-d array."""
+
+    shape: tuple[int, ...]
+    chunkshape: tuple[int, ...]
+    blockshape: tuple[int, ...]
+    dtype: np.dtype
+
+    def chunk_from_bytes(self, buf) -> np.ndarray:
+        """One decompressed chunk as an array of ``chunkshape`` (zero-copy
+        when its blocks are laid out in C order, i.e. each block spans the
+        trailing dimensions of the chunk)."""
+        flat = np.frombuffer(buf, dtype=self.dtype)
+        return unblock(flat, self.chunkshape, self.blockshape)
+
+
+def _c_order_blocks(chunkshape, blockshape) -> bool:
+    # Blocks follow each other in C order of the chunk when, after the first
+    # dimension a block splits, every later dimension is whole.
+    for d in range(len(chunkshape)):
+        if blockshape[d] != chunkshape[d]:
+            return all(b == c for b, c in zip(blockshape[d + 1:], chunkshape[d + 1:]))
+    return True
+
+
+def unblock(flat: np.ndarray, chunkshape, blockshape) -> np.ndarray:
+    """A chunk's items, stored block after block (b2nd), as an array of
+    chunkshape.  Blocks that do not divide the chunk keep the flat layout
+    (shape ``(n,)``)."""
+    chunkshape = tuple(int(c) for c in chunkshape)
+    blockshape = tuple(int(b) for b in blockshape)
+    n = int(np.prod(chunkshape)) if chunkshape else flat.size
+    if flat.size != n:
+        return flat
+    if _c_order_blocks(chunkshape, blockshape):
+        return flat.reshape(chunkshape)
+    if any(c % b for c, b in zip(chunkshape, blockshape)):
+        return flat
+    grid = tuple(c // b for c, b in zip(chunkshape, blockshape))
+    nd = len(chunkshape)
+    a = flat.reshape(grid + blockshape)
+    # (g0, g1, ..., b0, b1, ...) -> (g0, b0, g1, b1, ...)
+    order = [i for d in range(nd) for i in (d, nd + d)]
+    return np.ascontiguousarray(a.transpose(order)).reshape(chunkshape)
+
+
+class Frame:
+    """A Blosc2 frame opened read-only.
+
+    >>> with Frame("data/detector1.b2frame") as f:
+    ...     first = f.chunk(0)          # numpy array (b2nd) or uint8 array
+    ...     whole = f.to_numpy()
+    """
+
+    def __init__(self, path: str | os.PathLike, retries: int = 3) -> None:
+        self.path = os.fspath(path)
+        self._h: int | None = None
+        self._open(retries)
+
+    def _open(self, retries: int) -> None:
+        lib = _native.lib()
+        code = ctypes.c_int(0)
+        msg = ctypes.create_string_buffer(512)
+        for attempt in range(max(1, retries)):
+            h = lib.b2spy_frame_open(self.path.encode(), ctypes.byref(code), msg, len(msg))
+            if h:
+                self._h = h
+                break
+            if code.value == -2:     # ENOENT: no point retrying
+                break
+            time.sleep(0.01 * (attempt + 1))
+        if not self._h:
+            raise error_for(code.value, f"{self.path}: {msg.value.decode(errors='replace')}")
+        self._b2nd = self._read_b2nd()
+
+    def _handle(self) -> int:
+        if not self._h:
+            raise ValueError("frame is closed")
+        return self._h
+
+    def _read_b2nd(self) -> B2ndInfo | None:
+        shape = (ctypes.c_int64 * _MAX_DIM)()
+        cs = (ctypes.c_int32 * _MAX_DIM)()
+        bs = (ctypes.c_int32 * _MAX_DIM)()
+        dt = ctypes.create_string_buffer(256)
+        nd = _native.lib().b2spy_frame_b2nd(self._handle(), shape, cs, bs, dt, len(dt))
+        if nd < 0:
+            raise error_for(nd, f"{self.path}: b2nd metalayer")
+        if nd == 0:
+            return None
+        dtype = np.dtype(dt.value.decode()) if dt.value else np.dtype(f"V{self.typesize}")
+        return B2ndInfo(tuple(shape[:nd]), tuple(cs[:nd]), tuple(bs[:nd]), dtype)
+
+    # -- what the frame holds ----------------------------------------------
+
+    @property
+    def b2nd(self) -> B2ndInfo | None:
+        """The b2nd metadata, or None when the frame is not an N-d array."""
+        return self._b2nd
+
+    @property
+    def typesize(self) -> int:
+        return int(_native.lib().b2spy_frame_typesize(self._handle()))
+
+    @property
+    def nchunks(self) -> int:
+        """Chunks in the frame as of the open (or the last refresh)."""
+        return int(_native.lib().b2spy_frame_nchunks(self._handle()))
+
+    def __len__(self) -> int:
+        return self.nchunks
+
+    @property
+    def sparse(self) -> bool:
+        return bool(_native.lib().b2spy_frame_is_sparse(self._handle()))
+
+    def chunk_nbytes(self, i: int) -> int:
+        """Decompressed size of chunk i."""
+        n = _native.lib().b2spy_frame_chunk_nbytes(self._handle(), self._index(i))
+        if n < 0:
+            raise self._error(int(n), i)
+        return int(n)
+
+    def _index(self, i: int) -> int:
+        n = self.nchunks
+        j = i + n if i < 0 else i
+        if not 0 <= j < n:
+            raise ChunkIndexError(-969, f"chunk {i} of a frame of {n} chunks")
+        return j
+
+    def _error(self, code: int, i: int):
+        reason = _native.lib().b2spy_frame_last_reason(self._handle()).decode(errors="replace")
+        return error_for(code, f"{self.path}: chunk {i}: {reason or _native.strerror(code)}",
+                         ref_index=i)
+
+    def read_chunk_into(self, i: int, out) -> int:
+        """Decompress chunk i into a writable buffer (e.g. a numpy array);
+        returns the bytes written."""
+        j = self._index(i)
+        mv = memoryview(out).cast("B")
+        if mv.readonly:
+            raise ValueError("read_chunk_into needs a writable buffer")
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(mv)) if len(mv) else None
+        rc = _native.lib().b2spy_frame_chunk_decompress(self._handle(), j, addr, len(mv))
+        if rc < 0:
+            raise self._error(rc, i)
+        return rc
+
+    def chunk(self, i: int, raw: bool = False) -> np.ndarray:
+        """Chunk i decompressed: shaped and typed from the b2nd metadata
+        (``chunkshape``), else, or with raw=True, a flat uint8 array."""
+        buf = np.empty(self.chunk_nbytes(i), dtype=np.uint8)
+        n = self.read_chunk_into(i, buf)
+        buf = buf[:n]
+        if raw or self._b2nd is None:
+            return buf
+        return self._b2nd.chunk_from_bytes(buf)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for i in range(self.nchunks):
+            yield self.chunk(i)
+
+    def to_numpy(self) -> np.ndarray:
+        """The whole frame: for a b2nd frame the N-d array of its shape
+        (the first dimension grown to the chunks present when the stream
+        grows along it), else the concatenated bytes as uint8."""
+        n = self.nchunks
+        if self._b2nd is None:
+            parts = [self.chunk(i, raw=True) for i in range(n)]
+            return np.concatenate(parts) if parts else np.empty(0, np.uint8)
+        info = self._b2nd
+        cs = info.chunkshape
+        shape = list(info.shape)
+        grid = [-(-s // c) if s else 0 for s, c in zip(shape, cs)]
+        per = int(np.prod(grid[1:])) if len(grid) > 1 else 1
+        if shape and (shape[0] == 0 or grid[0] * per < n):
+            # a stream growing along dimension 0: as many rows of chunks as
+            # the frame holds
+            grid[0] = -(-n // per)
+            shape[0] = grid[0] * cs[0]
+        out = np.zeros(shape, dtype=info.dtype)
+        for i in range(min(n, int(np.prod(grid)) if grid else 0)):
+            pos = np.unravel_index(i, grid)
+            sl = tuple(slice(p * c, min((p + 1) * c, s)) for p, c, s in zip(pos, cs, shape))
+            block = self.chunk(i)
+            out[sl] = block[tuple(slice(0, x.stop - x.start) for x in sl)]
+        return out
+
+    # -- life cycle -------------------------------------------------------------
+
+    def refresh(self) -> int:
+        """Re-open the frame to see chunks committed since; returns nchunks."""
+        self.close()
+        self._open(retries=5)
+        return self.nchunks
+
+    def close(self) -> None:
+        """Release the frame (idempotent)."""
+        if self._h:
+            _native.lib().b2spy_frame_close(self._h)
+            self._h = None
+
+    def __enter__(self) -> "Frame":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass

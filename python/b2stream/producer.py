@@ -1,0 +1,272 @@
+"""Producers: OPEN, DATA with credits, ACK and DROPPED bookkeeping, FLUSH,
+CLOSE (docs/PROTOCOL.md 4.2, 5); shared-memory slots are in shm.py.
+
+Credits (5.1): available = OPENED.credits + sum of ACK.credits - buffers
+sent; nothing is sent while it is 0, because a buffer sent without credit
+makes the daemon close the handle.  A shared-memory slot reserves its
+credit when it is acquired, so submit never waits."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import _wire as w
+from ._buffer import as_bytes_view
+from ._conn import DEFAULT, Connection, _Deadline, _DeadlineNow
+from .errors import (ArgumentError, B2StreamError, ClosedError, OversizeError,
+                     ProtocolError, TimeoutError, error_for)
+from .shm import ShmSegment
+
+_ZERO_COPY_MIN = 64 * 1024   # below this pyzmq copies anyway
+
+
+@dataclass(frozen=True)
+class ProducerStats:
+    """Counters of one producer handle.  A dropped or rejected buffer
+    counts as settled at every level (PROTOCOL.md 5.2), so
+    ``acked - dropped - rejected`` reached the stream's ack level."""
+
+    sent: int
+    bytes: int
+    received: int
+    written: int
+    durable: int
+    acked: int
+    dropped: int
+    rejected: int
+    credits: int
+    max_buffer: int
+    ack_level: int
+    policy: int
+
+
+@dataclass(frozen=True)
+class FlushResult:
+    """What a flush or close settled: ``upto`` buffers, of which
+    ``dropped`` were dropped by the backpressure policy since the previous
+    flush (drops are counted, not raised: the protocol reports them as
+    DROPPED messages, not errors)."""
+
+    upto: int
+    dropped: int
+
+
+class Producer:
+    """One producer handle: buffers sent to one stream; each buffer becomes
+    one chunk of the stream's frame.  Made by :meth:`Session.open`.
+
+    >>> with s.open("detector1") as p:
+    ...     for image in images:
+    ...         p.send(image)            # waits for credit up to the timeout
+    ...     p.flush()                    # everything durable
+
+    ``handle``, ``max_buffer``, ``ack_level`` (1 received, 2 written,
+    3 durable) and ``policy`` (1 block, 2 drop-newest, 3 drop-oldest) are
+    what the daemon said in OPENED."""
+
+    def __init__(self, session: Connection, stream: str, handle: int, credits: int,
+                 max_buffer: int, ack_level: int, policy: int) -> None:
+        self.session = session
+        self.stream = stream
+        self.handle = handle
+        self.credits = credits
+        self.max_buffer = max_buffer
+        self.ack_level = ack_level
+        self.policy = policy
+        self.next_id = 0
+        self.bytes = 0
+        self.upto = [0, 0, 0, 0]             # per level 1..3
+        self.dropped = 0
+        self.rejected = 0
+        self.closed: B2StreamError | None = None
+        self._drops_at_flush = 0
+        self._rejections: list[B2StreamError] = []
+        self._shm: ShmSegment | None = None
+        session.producers[handle] = self
+
+    # -- messages from the pump ----------------------------------------------
+
+    def _settle(self, level: int, upto: int) -> None:
+        for lv in range(1, min(level, 3) + 1):
+            if self.upto[lv] < upto:
+                self.upto[lv] = upto
+
+    def _on_message(self, mtype: int, hdr: bytes) -> None:
+        if mtype == w.ACK:
+            upto, dropped, _, credits, level = w.ACK_F.unpack_from(hdr, 16)
+            self._settle(level, upto)
+            self.credits += credits
+            self.dropped = max(self.dropped, dropped)
+        elif mtype == w.DROPPED:
+            self.dropped += 1
+        elif mtype == w.FLUSHED:
+            self._settle(w.LEVEL_DURABLE, w.FLUSHED_F.unpack_from(hdr, 16)[0])
+        elif mtype == w.CLOSED:
+            upto, dropped, _ = w.CLOSED_F.unpack_from(hdr, 16)
+            self._settle(self.ack_level, upto)
+            self.dropped = max(self.dropped, dropped)
+            self.closed = self.closed or ClosedError(-950, "handle closed")
+
+    def _on_error(self, exc: B2StreamError) -> None:
+        if exc.ref_type in (w.DATA, w.SHM_SUBMIT):
+            # a buffer refused: settled, its credit comes with the next ACK
+            self.rejected += 1
+            self._rejections.append(exc)
+        if exc.closed == "ref":
+            self.closed = exc
+
+    def _on_closed_by(self, exc: B2StreamError) -> None:
+        self.closed = self.closed or exc
+
+    # -- sending ----------------------------------------------------------------
+
+    def _timeout(self, timeout: Any) -> float | None:
+        return self.session.timeout if timeout is DEFAULT else timeout
+
+    def _usable(self) -> None:
+        self.session._usable()
+        if self.closed is not None:
+            raise self.closed
+
+    def wait_credit(self, timeout: Any = DEFAULT) -> int:
+        """Wait until a credit is available; returns how many are.  timeout
+        in seconds (default: the session's request timeout; None: no limit;
+        0: do not wait).  TimeoutError when none came."""
+        deadline = _Deadline(self._timeout(timeout))
+        while True:
+            self._usable()
+            if self.credits > 0:
+                return self.credits
+            if deadline.passed():
+                raise TimeoutError(-951, f"no credit from the daemon for stream "
+                                         f"'{self.stream}' in time")
+            self.session._pump(deadline)
+
+    def send(self, data: Any, timeout: Any = DEFAULT, copy: bool | None = None) -> int:
+        """Send one buffer (bytes, bytearray, memoryview or numpy array; a
+        non-contiguous array is made contiguous); it becomes one chunk.
+        Returns its buffer id.
+
+        Waits up to timeout seconds for credit (default: the session's
+        request timeout; None: no limit; 0: do not wait) and raises
+        TimeoutError when none came (nothing sent).  OversizeError above
+        the stream's max_buffer; the daemon's error when it closed the
+        handle.  Drops and per-buffer rejections arrive later: the counters
+        count them and :meth:`flush` reports them.
+
+        copy: None copies writable buffers (the caller may refill them at
+        once) and sends immutable ones (bytes) without copying; False sends
+        any buffer without copying, and the caller must then not modify it
+        until the session's next call returns after it went out."""
+        mv = as_bytes_view(data)
+        n = mv.nbytes
+        if n == 0:
+            raise ArgumentError(-999, "empty buffer")
+        if n > self.max_buffer:
+            raise OversizeError(-953, f"buffer of {n} bytes; stream '{self.stream}' "
+                                      f"takes at most {self.max_buffer}")
+        self.wait_credit(timeout)
+        if copy is None:
+            copy = not mv.readonly
+        zero_copy = not copy and n >= _ZERO_COPY_MIN
+        hdr = w.header(w.DATA, w.DATA_F.pack(self.next_id, self.handle))
+        self.session._send([hdr, mv], copy=not zero_copy)
+        self.credits -= 1
+        self.bytes += n
+        self.next_id += 1
+        return self.next_id - 1
+
+    def try_send(self, data: Any, copy: bool | None = None) -> bool:
+        """Non-blocking send: False (nothing sent) when no credit is
+        available now, else as :meth:`send`."""
+        self.session._pump(_DeadlineNow())       # take in queued ACKs first
+        if self.credits <= 0:
+            self._usable()
+            return False
+        self.send(data, timeout=0, copy=copy)
+        return True
+
+    def _result(self) -> FlushResult:
+        dropped = self.dropped - self._drops_at_flush
+        self._drops_at_flush = self.dropped
+        if self._rejections:
+            first = self._rejections[0]
+            self._rejections = []
+            raise first
+        return FlushResult(self.upto[self.ack_level], dropped)
+
+    def flush(self, timeout: Any = DEFAULT) -> FlushResult:
+        """Make everything sent so far durable (committed and fsynced,
+        whatever the stream's ack level) and wait for the daemon to say so.
+        Raises the first per-buffer rejection since the previous flush (e.g.
+        OversizeError, with ``ref_index`` = the buffer id); drops are
+        counted in the result."""
+        self._usable()
+        self.session._request(w.FLUSH, w.HANDLE_F.pack(self.handle), 0, w.FLUSHED,
+                              _Deadline(self._timeout(timeout)))
+        return self._result()
+
+    def close(self, timeout: Any = DEFAULT) -> FlushResult:
+        """CLOSE the handle and wait until every buffer reached the stream's
+        ack level (or was dropped or rejected); results as :meth:`flush`.
+        Idempotent; the shared-memory segment goes with the handle."""
+        if self.session.producers.get(self.handle) is not self:
+            return FlushResult(self.upto[self.ack_level], 0)
+        try:
+            if self.closed is None and self.session.alive:
+                self.session._request(w.CLOSE, w.HANDLE_F.pack(self.handle), 0, w.CLOSED,
+                                      _Deadline(self._timeout(timeout)))
+            elif self.closed is not None and self.closed.code != -950:
+                raise self.closed
+        finally:
+            self.session.producers.pop(self.handle, None)
+            if self._shm is not None:
+                self._shm.detach()
+                self._shm = None
+        return self._result()
+
+    def stats(self) -> ProducerStats:
+        """The handle's counters now (nothing is asked of the daemon)."""
+        return ProducerStats(self.next_id, self.bytes, self.upto[1], self.upto[2],
+                             self.upto[3], self.upto[self.ack_level], self.dropped,
+                             self.rejected, max(0, self.credits), self.max_buffer,
+                             self.ack_level, self.policy)
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            try:
+                self.close(timeout=1.0)
+            except B2StreamError:
+                pass
+
+    # -- shared memory ------------------------------------------------------------
+
+    def attach_shm(self, nslots: int = 16, slot_size: int = 4 << 20) -> ShmSegment:
+        """Ask the daemon for a shared-memory segment of nslots slots of
+        slot_size bytes and map it (the daemon may grant fewer slots).
+        OSError EOPNOTSUPP when the daemon offers none; BusyError when this
+        handle has one already."""
+        from .errors import BusyError
+        self._usable()
+        if not self.session.shm_offered:
+            raise error_for(-95, "the daemon offers no shared-memory ingest")
+        if self._shm is not None:
+            raise BusyError(-949, "this producer has a segment already")
+        body = w.SHM_ATTACH_F.pack(self.handle, nslots, slot_size)
+        _, hdr, _ = self.session._request(w.SHM_ATTACH, body, 0, w.SHM_ATTACHED)
+        handle, segment, granted, size = w.SHM_ATTACHED_F.unpack_from(hdr, 16)
+        name, _ = w.rstr(hdr, 16 + w.SHM_ATTACHED_F.size)
+        if handle != self.handle or not 0 < granted <= nslots or size != slot_size:
+            raise ProtocolError(-958, "SHM_ATTACHED does not match the request")
+        self._shm = ShmSegment(self, segment, name, granted, size)
+        return self._shm
+
+    @property
+    def shm(self) -> ShmSegment | None:
+        """The attached segment, if any."""
+        return self._shm

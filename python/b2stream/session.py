@@ -1,0 +1,72 @@
+"""Sessions: a connection to b2streamd on which a program opens producers
+(one per stream it writes) and follows (one per stream it reads).
+
+A session, and the producers and follows opened on it, belong to one
+thread at a time; use one session per thread."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import _wire as w
+from ._conn import DEFAULT_TIMEOUT, ENDPOINT_ENV, Connection, default_endpoint
+from .consumer import Follow, _Layout
+from .errors import ProtocolError
+from .producer import Producer
+
+__all__ = ["Session", "default_endpoint", "DEFAULT_TIMEOUT", "ENDPOINT_ENV"]
+
+
+class Session(Connection):
+    """A session with b2streamd.
+
+    >>> with Session("ipc:///run/b2stream/b2streamd.sock", name="cam") as s:
+    ...     print(s.ping(), s.stats()["daemon"]["version"])
+
+    Session(endpoint=None, *, name="", roles=("producer", "consumer"),
+    timeout=5.0, curve_server_key=None, curve_secret_key=None,
+    curve_public_key=None, context=None): ``endpoint`` is ``ipc://PATH``
+    or ``tcp://HOST:PORT`` (None: :func:`default_endpoint`); ``timeout``
+    the seconds every request (and the handshake) may take.  For a tcp://
+    endpoint of a daemon configured with ``curve:``, ``curve_server_key``
+    (the daemon's public key) and ``curve_secret_key`` (this client's; its
+    public key is derived unless ``curve_public_key`` is given): each a
+    Z85 key or the path of a key file as ``b2stream keygen`` writes it.
+    """
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def open(self, stream: str, template: str = "") -> "Producer":
+        """Open stream for writing (creating it from template when it does
+        not exist and a template is named).  See :class:`Producer`."""
+        if not stream:
+            raise ValueError("empty stream name")
+        _, hdr, _ = self._request(w.OPEN, w.wstr(stream) + w.wstr(template), 0, w.OPENED)
+        return Producer(self, stream, *w.OPENED_F.unpack_from(hdr, 16))
+
+    def follow(self, stream: str, start: int | str = 0, *, mode: str = "decompressed",
+               timeout: float | None = None, resume: bool = False,
+               dtype: Any = None, shape: Any = None) -> "Follow":
+        """Follow stream: an iterator of ``(index, data)`` for every chunk
+        committed from ``start`` on (an index, or ``"end"`` for the chunks
+        committed after now), each exactly once and in order.  See
+        :class:`~b2stream.consumer.Follow` for mode, timeout, resume, dtype
+        and shape."""
+        return Follow(self, stream, start, mode=mode, timeout=timeout, resume=resume,
+                      dtype=dtype, shape=shape)
+
+    def read(self, stream: str, index: int, *, decompressed: bool = True,
+             dtype: Any = None, shape: Any = None, layout: Any = "auto") -> Any:
+        """Chunk index of stream read through the daemon: decompressed, it
+        comes as a numpy array when the stream has b2nd metadata (or dtype
+        is given), else as bytes; compressed, as bytes of the chunk as
+        stored.  ChunkIndexError when the chunk is not committed yet."""
+        body = w.READ_F.pack(index, 0) + w.wstr(stream)
+        _, hdr, payload = self._request(w.READ, body, w.READ_DECOMPRESS if decompressed else 0,
+                                        w.CHUNK)
+        if payload is None:
+            raise ProtocolError(-958, "CHUNK without its payload")
+        if not decompressed:
+            return payload.bytes
+        lay = _Layout.make(self, stream, dtype, shape) if layout == "auto" else layout
+        return lay.convert(payload)
