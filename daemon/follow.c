@@ -58,16 +58,20 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
                      const b2s_wire_msg *m) {
   b2sd_stream *st = NULL;
   int rc = 0;
+  const char *why = NULL;
   uint16_t fl = m->flags;
-  if (fl & B2S_WIRE_FOLLOW_BY_PATH)
-    rc = B2S_E_AUTH;             /* following by path is not offered */
-  else if ((fl & B2S_WIRE_FOLLOW_FROM_END) && m->follow.start != 0)
+  if (fl & B2S_WIRE_FOLLOW_BY_PATH) {
+    rc = B2S_E_AUTH;
+    why = "following by path is not offered; follow the stream by name";
+  } else if ((fl & B2S_WIRE_FOLLOW_FROM_END) && m->follow.start != 0)
     rc = B2S_E_PROTO;
   else if ((fl & B2S_WIRE_FOLLOW_PUSH_COMPRESSED) &&
            (fl & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED))
     rc = B2S_E_PROTO;
-  else if (s->nfollows >= B2SD_MAX_FOLLOWS)
+  else if (s->nfollows >= B2SD_MAX_FOLLOWS) {
     rc = B2S_E_BUSY;
+    why = "this session has " B2SD_STR(B2SD_MAX_FOLLOWS) " follows, the limit";
+  }
   if (rc == 0)
     rc = stream_lookup(srv, m->follow.target, &st);
   int64_t committed = st ? b2sd_progress_committed(st) : 0;
@@ -79,7 +83,7 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
   if (rc == 0 && !f)
     rc = B2S_E_NOMEM;
   if (rc < 0) {
-    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, m->follow.start, NULL);
+    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, m->follow.start, why);
     return;
   }
   f->sess = s;
@@ -161,7 +165,9 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   }
   if (rc < 0)
     b2sd_send_error(srv, s, m->tag, rc, 0, m->type, m->read.follow_id,
-                    m->read.chunk, NULL);
+                    m->read.chunk, rc == B2S_E_BUSY ?
+                    B2SD_STR(B2SD_READS_WAIT) " READs already wait in this "
+                    "session, the limit" : NULL);
 }
 
 enum { PUSH_OK, PUSH_HELD, PUSH_ENDED };

@@ -80,7 +80,7 @@ bool b2sd_handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
   if (h->closing && h->nflush == 0 && b2sd_ledger_settled(l, u)) {
     b2s_wire_init(&m, B2S_WIRE_CLOSED);
     m.tag = h->close_tag;
-    m.closed.upto = l->next_id;
+    m.closed.upto = h->close_upto;
     m.closed.dropped = h->dropped;
     m.closed.handle = h->id;
     if (b2sd_send(srv, h->sess, &m, NULL, 0) == -EAGAIN)
@@ -140,8 +140,12 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
     rc = b2sd_cstr_copy(tmpl, sizeof tmpl, m->open.tmpl) ? B2S_E_NOTEMPLATE : 0;
   if (rc == 0 && srv->draining)
     rc = B2S_E_CLOSED;
-  if (rc == 0 && s->nhandles >= B2SD_MAX_HANDLES)
+  const char *why = NULL;
+  if (rc == 0 && s->nhandles >= B2SD_MAX_HANDLES) {
     rc = B2S_E_BUSY;
+    why = "this session has " B2SD_STR(B2SD_MAX_HANDLES) " handles open, "
+          "the limit";
+  }
   b2sd_stream *st = rc == 0 ? b2sd_stream_find(srv, name) : NULL;
   if (rc == 0 && !st)
     rc = tmpl[0] ? stream_create_from_template(srv, name, tmpl, &st)
@@ -152,7 +156,7 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   if (rc == 0 && !h)
     rc = B2S_E_NOMEM;
   if (rc < 0) {
-    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, 0, NULL);
+    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, 0, why);
     return;
   }
   b2s_stream_cfg cfg;
@@ -364,10 +368,13 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
   if (m->type == B2S_WIRE_CLOSE) {
     h->closing = true;
     h->close_tag = m->tag;
+    h->close_upto = h->lg.next_id;
     return;
   }
   if (h->nflush == B2SD_MAX_FLUSHES) {
-    b2sd_send_error(srv, s, m->tag, B2S_E_BUSY, 0, m->type, hid, 0, NULL);
+    b2sd_send_error(srv, s, m->tag, B2S_E_BUSY, 0, m->type, hid, 0,
+                    B2SD_STR(B2SD_MAX_FLUSHES) " FLUSHes already wait on "
+                    "this handle, the limit");
     return;
   }
   b2sd_flush *f = &h->flushes[h->nflush++];

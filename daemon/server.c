@@ -182,9 +182,10 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
   }
   if (s)
     s->last_ns = b2sd_now_ns();
-  size_t plen = in->has_payload ? zmq_msg_size(&in->payload) : 0;
+  /* a payload frame where none belongs is refused even when empty; DATA
+   * checks its own (per buffer) */
   if (in->nframes > 3 || (m.type != B2S_WIRE_DATA &&
-                          b2s_wire_check_payload(&m, plen, SIZE_MAX) < 0)) {
+                          in->has_payload != b2s_wire_has_payload(m.type))) {
     error_raw(srv, in->sock, rid, rlen, m.tag, B2S_E_PROTO, 0, rtype, 0,
               "wrong number of frames");
     return;
@@ -541,7 +542,10 @@ int b2sd_server_run(b2sd_server *srv) {
     if (srv->draining) {
       if (!drain_start)
         drain_start = now;
-      if (done && !retry)
+      /* only after a poll that saw nothing for its whole timeout: every
+       * message that reached a socket before the drain ended was read and
+       * answered (a DATA while draining gets its ERROR at once) */
+      if (done && !retry && rc == 0)
         break;
       if (now - drain_start > 60000000000u) {
         LOG_E("drain: still busy after 60 s, stopping anyway");

@@ -22,6 +22,9 @@
 #define B2SD_MAX_HANDLES 1024     /* per session */
 #define B2SD_MAX_FOLLOWS 1024     /* per session */
 #define B2SD_MAX_FLUSHES 64       /* pending FLUSHes per handle */
+/* A limit as text, for the ERROR messages that name it. */
+#define B2SD_STR_(x) #x
+#define B2SD_STR(x) B2SD_STR_(x)
 
 typedef struct b2sd_flush {
   uint32_t tag;
@@ -41,6 +44,7 @@ typedef struct b2sd_handle {
   int nflush;
   bool closing;
   uint32_t close_tag;
+  uint64_t close_upto;         /* buffers sent before the CLOSE (CLOSED.upto) */
   struct b2sd_seg *seg;        /* shared-memory segment, or NULL */
   int64_t chunk_bytes;         /* b2nd stream: the size of every buffer */
 } b2sd_handle;
