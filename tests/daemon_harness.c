@@ -158,6 +158,16 @@ void env_fini(env *e) {
     fprintf(stderr, "cleanup of %s failed\n", e->dir);
 }
 
+void env_up(env *e, const char *yaml) {
+  env_init_config(e, yaml);
+  env_start(e);
+}
+
+void env_down(env *e) {
+  assert_int_equal(env_stop(e, SIGTERM), 0);
+  env_fini(e);
+}
+
 void env_write_config(env *e, const char *yaml) {
   char tmp[320];
   snprintf(tmp, sizeof tmp, "%s.new", e->config);
@@ -460,4 +470,13 @@ void harness_fini(void) {
   /* not zmq_ctx_term: after a failed test a socket may still be open, and
    * the term would wait for it forever instead of reporting the failure */
   zmq_ctx_shutdown(zctx);
+}
+
+int harness_run_group(const char *name, const struct CMUnitTest *tests,
+                      size_t n) {
+  if (harness_init())
+    return 1;
+  int rc = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+  harness_fini();
+  return rc;
 }

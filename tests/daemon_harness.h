@@ -12,6 +12,8 @@
 
 #include "wire.h"
 
+struct CMUnitTest;   /* cmocka.h */
+
 #define WAIT_MS 20000
 
 extern const char *daemon_path;   /* from $B2S_DAEMON */
@@ -59,6 +61,10 @@ void env_start(env *e);
 void env_start_as_is(env *e);
 int env_stop(env *e, int sig);
 void env_fini(env *e);
+/* The usual pair: env_init_config + env_start, and a SIGTERM stop that
+ * must exit 0 + env_fini. */
+void env_up(env *e, const char *yaml);
+void env_down(env *e);
 /* Replace the configuration file (before a SIGHUP). */
 void env_write_config(env *e, const char *yaml);
 /* How often text occurs in the daemon's log so far; wait (up to WAIT_MS)
@@ -98,5 +104,10 @@ uint64_t count_kept(const prod *p);
  * not and returns 1. */
 int harness_init(void);
 void harness_fini(void);
+/* main() of a daemon test: harness_init, the group, harness_fini. */
+int harness_run_group(const char *name, const struct CMUnitTest *tests,
+                      size_t n);
+#define harness_run(tests) \
+  harness_run_group(#tests, tests, sizeof tests / sizeof tests[0])
 
 #endif

@@ -80,8 +80,7 @@ static void test_check_config(void **state) {
 static void test_produce_write_and_drain(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "w", "", &o), 0);
@@ -115,8 +114,7 @@ static void test_produce_write_and_drain(void **state) {
 static void test_receipt_drain(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "r", "", &o), 0);
@@ -147,8 +145,7 @@ static void test_receipt_drain(void **state) {
 static void test_fsync_and_flush(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "f", "", &o), 0);
@@ -185,8 +182,7 @@ static void test_fsync_and_flush(void **state) {
   frame_path(&e, "w", path, sizeof path);
   check_frame(path, &w, w.n);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* One number of one stream's STATS_REPLY. */
@@ -216,8 +212,7 @@ static double stats_value(void *s, const char *stream, const char *name) {
 static void test_producers_consumers(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   enum { NP = 3, NC = 3, NB = 25 };
   void *cons[NC];
   uint32_t fid[NC];
@@ -344,8 +339,7 @@ static void test_producers_consumers(void **state) {
     zmq_close(ps[i]);
   for (int c = 0; c < NC; c++)
     zmq_close(cons[c]);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 static long stats_drops(void *s, const char *stream) {
@@ -354,8 +348,7 @@ static long stats_drops(void *s, const char *stream) {
 
 static void run_drop_policy(const char *stream, int reason) {
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, stream, "", &o), 0);
@@ -373,8 +366,7 @@ static void run_drop_policy(const char *stream, int reason) {
   frame_path(&e, stream, path, sizeof path);
   check_frame(path, &p, (int64_t)count_kept(&p));
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 static void test_drop_newest(void **state) {
@@ -393,8 +385,7 @@ static void test_drop_oldest(void **state) {
  * batches of 3; 100 buffers end off a batch boundary. */
 static void run_block(const char *stream, uint32_t depth, int n) {
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, stream, "", &o), 0);
@@ -411,8 +402,7 @@ static void run_block(const char *stream, uint32_t depth, int n) {
   frame_path(&e, stream, path, sizeof path);
   check_frame(path, &p, p.n);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 static void test_block(void **state) {
@@ -448,8 +438,7 @@ static void ping_pong(void *s, uint64_t nonce) {
 static void test_bad_input(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_connect(&e);
   /* before HELLO */
   b2s_wire_msg m;
@@ -544,8 +533,7 @@ static void test_bad_input(void **state) {
   ping_pong(s, 8);
   zmq_close(s2);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* Incompressible bytes for buffer i. */
@@ -704,8 +692,7 @@ static void test_full_disk(void **state) {
 static void test_sigkill_restart(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "f", "", &o), 0);
@@ -866,8 +853,7 @@ static long long json_num(const char *json, const char *after,
 static void test_writer_behind_memory_bound(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, mp_config);
-  env_start(&e);
+  env_up(&e, mp_config);
   b2sc_session *s;
   assert_int_equal(b2sc_connect(e.sock, "sampler", &s), 0);
   mp_producer mp[MP_PRODUCERS];
@@ -949,8 +935,6 @@ static void test_writer_behind_memory_bound(void **state) {
 }
 
 int main(void) {
-  if (harness_init())
-    return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_check_config),
     cmocka_unit_test(test_produce_write_and_drain),
@@ -965,7 +949,5 @@ int main(void) {
     cmocka_unit_test(test_full_disk),
     cmocka_unit_test(test_writer_behind_memory_bound),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  harness_fini();
-  return rc;
+  return harness_run(tests);
 }

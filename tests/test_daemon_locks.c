@@ -127,8 +127,7 @@ static void still_serving(env *e) {
 static void test_second_daemon_refused(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   prod pw, pr;
   send_some(&e, "w", 20, 0, &pw);
   send_some(&e, "r", 20, 100, &pr);
@@ -160,8 +159,7 @@ static void test_second_daemon_refused(void **state) {
 static void test_second_daemon_same_data_dir(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   char cfg[400], yaml[600];
   snprintf(cfg, sizeof cfg, "%s/other.yaml", e.dir);
   snprintf(yaml, sizeof yaml,
@@ -177,8 +175,7 @@ static void test_second_daemon_same_data_dir(void **state) {
   snprintf(want, sizeof want, "PID %d", (int)e.pid);
   expect_contains(text, want);
   still_serving(&e);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* A frame reached through another data_dir (a hard link) is still one
@@ -186,8 +183,7 @@ static void test_second_daemon_same_data_dir(void **state) {
 static void test_frame_locked_elsewhere(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   prod pw;
   send_some(&e, "w", 10, 0, &pw);
   char dir2[300], lnk[400], path[400], cfg[400], yaml[600], out[400];
@@ -231,8 +227,7 @@ static int cli(env *e, const char *out, const char *a, const char *b,
 static void test_tools_on_live_frames(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   prod pw, pr;
   send_some(&e, "w", 12, 0, &pw);
   send_some(&e, "r", 12, 100, &pr);
@@ -277,8 +272,7 @@ static void test_tools_on_live_frames(void **state) {
 static void test_missing_chunk_file_at_start(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   prod pr;
   send_some(&e, "r", 10, 100, &pr);
   cli_close(&pr);
@@ -336,8 +330,7 @@ static void test_endpoint_regular_file(void **state) {
 static void test_endpoint_names_a_frame(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   prod pw;
   send_some(&e, "w", 5, 0, &pw);
   cli_close(&pw);
@@ -364,8 +357,7 @@ static void test_endpoint_names_a_frame(void **state) {
 static void test_endpoint_live_socket_kept(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   /* another configuration, other directories, the same socket path */
   char cfg[400], yaml[1024], sock[400];
   sock_path(&e, sock, sizeof sock);
@@ -386,8 +378,7 @@ static void test_endpoint_live_socket_kept(void **state) {
   assert_int_equal(lstat(sock, &after), 0);
   assert_true(before.st_ino == after.st_ino);
   still_serving(&e);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 static void test_endpoint_stale_socket_replaced(void **state) {
@@ -413,8 +404,7 @@ static void test_endpoint_stale_socket_replaced(void **state) {
   assert_int_equal(env_log_count(&e, "removing the stale socket"), 1);
   /* the file is the daemon's socket now (inode numbers may be reused) */
   still_serving(&e);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- modes --------------------------------------------------------------------- */
@@ -432,8 +422,7 @@ static void test_frames_not_world_readable(void **state) {
   (void)state;
   mode_t old = umask(022);
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   umask(old);
   prod pw, pr;
   send_some(&e, "w", 4, 0, &pw);

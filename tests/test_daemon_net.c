@@ -557,8 +557,6 @@ static void test_cli_curve(void **state) {
 }
 
 int main(void) {
-  if (harness_init())
-    return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tcp_plain),
     cmocka_unit_test(test_curve_authorized),
@@ -567,7 +565,5 @@ int main(void) {
     cmocka_unit_test(test_curve_bad_keys),
     cmocka_unit_test(test_cli_curve),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  harness_fini();
-  return rc;
+  return harness_run(tests);
 }

@@ -75,8 +75,7 @@ static void send_data(void *s, uint32_t handle, uint64_t id, size_t len) {
 static void test_closed_upto_excludes_data_after_close(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "f", "", &o), 0);   /* ack fsync: pending */
@@ -146,8 +145,7 @@ static void send_with_frames(void *s, const b2s_wire_msg *m, int extra) {
 static void test_extra_empty_frame_refused(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   /* a HELLO with a frame too many starts no session */
   void *s = cli_connect(&e);
   b2s_wire_msg m;
@@ -193,8 +191,7 @@ static void test_extra_empty_frame_refused(void **state) {
   prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
   cli_close(&p);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- shutdown ----------------------------------------------------------------- */
@@ -228,8 +225,7 @@ static const char *proto_config =
 static void test_sigterm_answers_every_buffer(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, proto_config);
-  env_start(&e);
+  env_up(&e, proto_config);
   void *s = zmq_socket(zctx, ZMQ_DEALER);
   int zero = 0;                  /* queue everything while the daemon halts */
   zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof zero);
@@ -345,8 +341,7 @@ static void fill_to_limit(void *s, b2s_wire_msg *m, int n, int ok,
 static void test_session_limits(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_connect(&e);
   cli_hello(s, B2S_WIRE_HELLO_PRODUCER | B2S_WIRE_HELLO_CONSUMER);
   static uint32_t ids[LIMIT];
@@ -384,8 +379,7 @@ static void test_session_limits(void **state) {
   assert_non_null(strstr(text, "by path"));
   ping_pong(s, 3);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* Incompressible bytes for buffer i. */
@@ -404,8 +398,7 @@ static void noise_fill(uint8_t *b, size_t len, int i) {
 static void test_flush_limit(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, proto_config);
-  env_start(&e);
+  env_up(&e, proto_config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "slow", "", &o), 0);
@@ -453,8 +446,7 @@ static void test_flush_limit(void **state) {
   assert_true(flushed >= 64);
   assert_true(busy > 0);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- session timeout ------------------------------------------------------------ */
@@ -464,8 +456,7 @@ static void test_flush_limit(void **state) {
 static void test_timeout_follows_ping_ms(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_connect(&e);
   static const uint32_t ping[] = {0, 1, 999, 1000, 1001, 2500, 1200000,
                                   1200001, UINT32_MAX};
@@ -485,8 +476,7 @@ static void test_timeout_follows_ping_ms(void **state) {
                r.m.welcome.timeout_ms, want[i]);
   }
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- STATS ------------------------------------------------------------------------ */
@@ -511,8 +501,7 @@ static void test_stats_members_documented(void **state) {
   int n = pdoc_stats_members(doc, members, 256);
   assert_true(n > 10);
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "w", "", &o), 0);
@@ -542,13 +531,10 @@ static void test_stats_members_documented(void **state) {
   rx_free(&r);
   free(doc);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 int main(void) {
-  if (harness_init())
-    return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_closed_upto_excludes_data_after_close),
     cmocka_unit_test(test_extra_empty_frame_refused),
@@ -558,7 +544,5 @@ int main(void) {
     cmocka_unit_test(test_timeout_follows_ping_ms),
     cmocka_unit_test(test_stats_members_documented),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  harness_fini();
-  return rc;
+  return harness_run(tests);
 }

@@ -163,8 +163,7 @@ static b2s_frame *fill_big(env *e, int nb, int seed) {
 static void test_large_reads_do_not_stall(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, config);
-  env_start(&e);
+  env_up(&e, config);
   enum { NB = 6, NR = 24, SEED = 70 };
   b2s_frame *f = fill_big(&e, NB, SEED);
 
@@ -210,8 +209,7 @@ static void test_large_reads_do_not_stall(void **state) {
   b2s_frame_free(f);
   zmq_close(ps);
   zmq_close(c);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* Sessions and follows that end with reads in flight: BYE, a new HELLO on
@@ -222,8 +220,7 @@ static void test_large_reads_do_not_stall(void **state) {
 static void test_end_with_reads_in_flight(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, config);
-  env_start(&e);
+  env_up(&e, config);
   enum { NB = 4, SEED = 400 };
   b2s_frame *f = fill_big(&e, NB, SEED);
 
@@ -331,16 +328,14 @@ static void test_end_with_reads_in_flight(void **state) {
   zmq_close(b);
   zmq_close(d);
   zmq_close(ps);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* READ errors still come back with the READ's tag and chunk. */
 static void test_read_errors(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, config);
-  env_start(&e);
+  env_up(&e, config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "w", "", &o), 0);
@@ -383,8 +378,7 @@ static void test_read_errors(void **state) {
   rx_free(&r);
   zmq_close(c);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- a failed stream: ERROR ref_type -------------------------------------- */
@@ -484,8 +478,7 @@ static void test_failed_stream_ref_types(void **state) {
   assert_int_equal(cli_open(s, "x", "", &o), -EFBIG);
   assert_int_equal(cli_open(s, "w", "", &o), 0);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* The client library routes the failure by ref_type: the producer on x
@@ -527,8 +520,7 @@ static void test_failed_stream_client_routing(void **state) {
   assert_int_equal(b2sc_unfollow(c), 0);
   assert_int_equal(b2sc_producer_close(p), -EFBIG);   /* why it ended */
   b2sc_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- b2nd streams: one chunk per buffer --------------------------------- */
@@ -552,8 +544,7 @@ static void send_data(void *s, uint32_t handle, uint64_t id, size_t len,
 static void test_b2nd_chunk_size_data(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, config);
-  env_start(&e);
+  env_up(&e, config);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "nd", "", &o), 0);
@@ -622,8 +613,7 @@ static void test_b2nd_chunk_size_data(void **state) {
 static void test_b2nd_chunk_size_shm(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, config);
-  env_start(&e);
+  env_up(&e, config);
   b2sc_session *s;
   assert_int_equal(b2sc_connect(e.sock, "shm", &s), 0);
   b2sc_producer *p;
@@ -757,8 +747,7 @@ static void test_read_busy(void **state) {
   enum { NB = 16, SEED = 30, ROOM = 8 + 1024, N = ROOM + 1000 };
   const size_t base = 64 << 10;
   env e;
-  env_init_config(&e, busy_config);
-  env_start(&e);
+  env_up(&e, busy_config);
   uint8_t *want[NB];
   fill_stream(&e, "w", NB, base, SEED, want);
 
@@ -821,8 +810,7 @@ static void test_read_busy(void **state) {
   zmq_close(c);
   for (int k = 0; k < NB; k++)
     free(want[k]);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 #define RB_CHUNK (2u << 20)      /* about the decompressed chunk size */
@@ -879,8 +867,7 @@ static void test_read_bytes_bound(void **state) {
   (void)state;
   enum { NB = 12, SEED = 90, N = 96 };
   env e;
-  env_init_config(&e, bytes_config);
-  env_start(&e);
+  env_up(&e, bytes_config);
   uint8_t *want[NB];
   fill_stream(&e, "big", NB, RB_CHUNK, SEED, want);
 
@@ -934,8 +921,7 @@ static void test_read_bytes_bound(void **state) {
   zmq_close(c);
   for (int k = 0; k < NB; k++)
     free(want[k]);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 static const char share_config[] =
@@ -961,8 +947,7 @@ static void test_read_stalled_share(void **state) {
   enum { NB = 16, SEED = 150, N = 64 };
   const size_t base = 1 << 20;
   env e;
-  env_init_config(&e, share_config);
-  env_start(&e);
+  env_up(&e, share_config);
   uint8_t *want[NB];
   fill_stream(&e, "big", NB, base, SEED, want);
 
@@ -1006,8 +991,7 @@ static void test_read_stalled_share(void **state) {
   zmq_close(f);
   for (int k = 0; k < NB; k++)
     free(want[k]);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 static const char tail_config[] =
@@ -1035,8 +1019,7 @@ static void test_push_follow_tight_budget(void **state) {
   enum { NB = 64, SEED = 600 };
   const size_t base = 1 << 20;
   env e;
-  env_init_config(&e, tail_config);
-  env_start(&e);
+  env_up(&e, tail_config);
   void *f = consumer(&e), *g = consumer(&e);
   uint32_t fid = follow(f, "big", B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED);
   uint32_t gid = follow(g, "big", B2S_WIRE_FOLLOW_PUSH_COMPRESSED);
@@ -1076,13 +1059,10 @@ static void test_push_follow_tight_budget(void **state) {
   zmq_close(g);
   for (int k = 0; k < NB; k++)
     free(want[k]);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 int main(void) {
-  if (harness_init())
-    return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_large_reads_do_not_stall),
     cmocka_unit_test(test_end_with_reads_in_flight),
@@ -1096,7 +1076,5 @@ int main(void) {
     cmocka_unit_test(test_read_stalled_share),
     cmocka_unit_test(test_push_follow_tight_budget),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  harness_fini();
-  return rc;
+  return harness_run(tests);
 }

@@ -290,8 +290,7 @@ static void test_reload_broken_config(void **state) {
 static void test_reload_path_clash(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, config_tm);
-  env_start(&e);
+  env_up(&e, config_tm);
   void *s = cli_producer(&e);
   b2s_wire_msg o;
   assert_int_equal(cli_open(s, "dyn", "tm", &o), 0);
@@ -415,8 +414,7 @@ static b2s_frame *frame_of(env *e, const char *stream, int64_t nchunks) {
 static void test_push_follows(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   void *s = cli_producer(&e);
   runs rn = {.n1 = 150, .seed1 = 10, .seed2 = 3000};
   prod p1 = prod_open(s, "w", rn.n1, rn.seed1);
@@ -473,8 +471,7 @@ static void test_push_follows(void **state) {
   for (int i = 0; i < 4; i++)
     zmq_close(all[i]->s);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* A push follow on a stream added by a reload, with a sparse frame. */
@@ -498,8 +495,7 @@ static void test_push_after_reload(void **state) {
   b2s_frame_free(f);
   zmq_close(a.s);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* Direct-I/O stages count against memory_limit, and streams whose stages
@@ -545,8 +541,6 @@ static void test_stage_budget(void **state) {
 }
 
 int main(void) {
-  if (harness_init())
-    return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reload_adds_stream),
     cmocka_unit_test(test_reload_codec),
@@ -556,7 +550,5 @@ int main(void) {
     cmocka_unit_test(test_push_after_reload),
     cmocka_unit_test(test_stage_budget),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  harness_fini();
-  return rc;
+  return harness_run(tests);
 }

@@ -97,8 +97,7 @@ static void expect_frame(env *e, const char *stream, int n, size_t base) {
 static void test_shm_stream(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   b2sc_session *s = connect_env(&e);
   b2sc_producer *p;
   assert_int_equal(b2sc_producer_open(s, "w", NULL, &p), 0);
@@ -125,8 +124,7 @@ static void test_shm_stream(void **state) {
 static void test_shm_two_producers_and_drops(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   b2sc_session *s1 = connect_env(&e), *s2 = connect_env(&e);
   b2sc_producer *p1, *p2, *pd;
   assert_int_equal(b2sc_producer_open(s1, "w", NULL, &p1), 0);
@@ -204,8 +202,7 @@ static void child_produce_and_die(env *e, int done) {
 static void test_shm_producer_killed(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   pid_t child = fork();
   assert_true(child >= 0);
   if (child == 0)
@@ -307,8 +304,7 @@ static uint32_t raw_fill(raw *r, uint64_t id, size_t len) {
 static void test_shm_hostile_notices(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   raw r = {.z = cli_connect(&e)};
   cli_hello(r.z, 0);
   b2s_wire_msg o;
@@ -384,8 +380,7 @@ static void test_shm_hostile_notices(void **state) {
 static void test_shm_daemon_killed(void **state) {
   (void)state;
   env e;
-  env_init(&e);
-  env_start(&e);
+  env_up(&e, base_config);
   pid_t old = e.pid;
   b2sc_session *s = connect_env(&e);
   b2sc_producer *p;
@@ -449,8 +444,7 @@ static void check_access(const char *group, mode_t want) {
     assert_int_equal(gid, getgid());
   b2sc_producer_close(p);
   b2sc_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 static void test_shm_access(void **state) {
@@ -481,8 +475,6 @@ static void test_shm_access(void **state) {
 }
 
 int main(void) {
-  if (harness_init())
-    return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_shm_stream),
     cmocka_unit_test(test_shm_two_producers_and_drops),
@@ -491,7 +483,5 @@ int main(void) {
     cmocka_unit_test(test_shm_daemon_killed),
     cmocka_unit_test(test_shm_access),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  harness_fini();
-  return rc;
+  return harness_run(tests);
 }
