@@ -177,7 +177,12 @@ struct b2sd_stream {
   bool stop;
   pthread_t thread;
   bool thread_started;
-  b2s_fwriter *fw;               /* writer thread only (after start) */
+  b2s_fwriter *fw;               /* writer thread only (after start);
+                                    NULL while failed with no writer */
+  uint64_t seq_base;             /* the writer's first seq (I/O thread
+                                    sets it before the start) */
+  char fail_reason[256];         /* why open or re-open failed (I/O
+                                    thread), "" when none */
 
   /* Progress, published by the writer and the workers and read by the I/O
    * thread: only through progress.h, where each store sits beside the
@@ -210,9 +215,20 @@ struct b2sd_stream {
       st_commit_ns_max, st_slow_calls, st_errors;
 };
 
+/* A stream whose frame cannot be opened is still returned, failed
+ * (b2sd_progress_failed, fail_reason): one bad frame stops no other
+ * stream.  Fails only when out of memory. */
 int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
                      b2sd_stream **out);
-/* Start the writer thread. */
+/* A failed stream, when there is room again: end its writer, bring the
+ * frame back to its last commit, open it and start a new writer after
+ * every seq given so far.  0, or why not (the stream stays failed).  I/O
+ * thread; call only when no handle is open on it. */
+int b2sd_stream_reopen(b2sd_stream *st);
+/* Whether the file system of a frame takes more data: a probe file
+ * beside it (room.c).  0, or -errno (ENOSPC, EFBIG, EDQUOT...). */
+int b2sd_room_probe(const char *frame_path, bool sparse);
+/* Start the writer thread (none for a stream failed at open). */
 int b2sd_stream_start(b2sd_stream *st);
 /* Ask the writer to commit and fsync every seq below upto. */
 void b2sd_stream_flush(b2sd_stream *st, uint64_t upto);

@@ -107,6 +107,8 @@ static void send_ping(b2sc_session *s, uint32_t tag) {
 
 /* An ERROR: remember it, end what it says is ended, tell the owner. */
 static void on_error(b2sc_session *s, const b2s_wire_msg *m) {
+  if (sc_producer_error_after_end(s, m))
+    return;
   char text[B2S_WIRE_TEXT_MAX + 1];
   sc_strcpy(text, sizeof text, m->error.message);
   set_error(s, m->error.code, text);
