@@ -254,6 +254,9 @@ typedef struct b2sd_auth b2sd_auth;
 int b2sd_auth_new(void *zctx, const b2s_daemon_cfg *d, b2sd_auth **out);
 /* Make ROUTER z, before it binds endpoint, a CURVE server of the daemon. */
 int b2sd_auth_server_socket(b2sd_auth *a, void *z, const char *endpoint);
+/* Read and parse both key files without starting anything (the reason
+ * is logged): 0, B2S_E_CONFIG or -errno. */
+int b2sd_auth_check(const b2s_daemon_cfg *d);
 /* Start the handler thread, once every socket is set up. */
 int b2sd_auth_start(b2sd_auth *a);
 /* Reload: re-read the authorized keys (on failure, logged, the old set
@@ -266,12 +269,25 @@ void b2sd_auth_free(b2sd_auth *a);
 
 /* ---- local access (access.c) ------------------------------------------ */
 
+/* The id of group name (B2S_E_CONFIG, logged, when it does not exist). */
+int b2sd_access_group(const char *name, gid_t *gid);
 /* Resolve the configured group (B2S_E_CONFIG when it does not exist). */
 int b2sd_access_init(b2sd_server *srv);
 /* Mode and group of a bound ipc:// socket file. */
 int b2sd_access_socket(b2sd_server *srv, const char *path);
 /* Mode and group of a new segment, before its name is sent. */
 int b2sd_access_segment(b2sd_server *srv, b2s_shm *shm);
+
+/* ---- what start needs, checked beforehand (preflight.c) ------------------ */
+
+/* 0 when path is a regular file; -EISDIR, -EINVAL (a FIFO, socket or
+ * device: reading it could block forever) or -errno. */
+int b2sd_regular_file(const char *path);
+/* Everything start checks, without changing anything: the group exists,
+ * CURVE key files read and parse, ipc:// endpoint directories exist, the
+ * run, data and frame directories exist or can be created.  Each problem
+ * is logged; B2S_E_CONFIG when there is one. */
+int b2sd_preflight(const b2s_config *cfg);
 
 /* ---- the server ------------------------------------------------------------- */
 

@@ -83,7 +83,10 @@ int main(int argc, char **argv) {
   if (check) {
     if (load(check, &cfg))
       return 2;
+    int bad = b2sd_preflight(cfg);   /* what start would refuse */
     b2s_config_free(cfg);
+    if (bad < 0)
+      return 2;
     printf("%s: ok\n", check);
     return 0;
   }
@@ -96,6 +99,10 @@ int main(int argc, char **argv) {
   }
   const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
   b2sd_log_set_level(d->log_level);
+  /* frames, chunk files and directories give others nothing, whatever
+   * mask was inherited (a service manager's UMask= still applies to the
+   * owner and group bits) */
+  umask(umask(0) | 0007);
   int rc;
   if ((rc = mkdir_p(d->run_dir)) < 0 || (rc = mkdir_p(d->data_dir)) < 0) {
     LOG_E("cannot create %s or %s: %s", d->run_dir, d->data_dir,
