@@ -202,12 +202,13 @@ static void test_damaged_frame_start(void **state) {
   b2sc_producer *p;
   int rc = b2sc_producer_open(s, "w", NULL, &p);
   assert_true(rc < 0 && rc != B2S_E_NOSTREAM && rc != B2S_E_CLOSED);
-  assert_true(strlen(b2sc_last_error(s)) > 0);
+  assert_non_null(strstr(b2sc_last_error(s), "recovering the frame failed"));
   rc = b2sc_producer_open(s, "r", NULL, &p);
   assert_true(rc < 0 && rc != B2S_E_NOSTREAM && rc != B2S_E_CLOSED);
   char *json = NULL;
   assert_int_equal(b2sc_stats(s, "w", &json, NULL), 0);
   assert_non_null(strstr(json, "\"failed\":-"));
+  assert_non_null(strstr(json, "\"error\":\"recovering the frame failed"));
   free(json);
   /* the others serve */
   assert_int_equal(b2sc_producer_open(s, "f", NULL, &p), 0);
@@ -215,8 +216,22 @@ static void test_damaged_frame_start(void **state) {
     assert_int_equal(b2sc_send(p, "abcd", 4, 5000), 0);
   assert_int_equal(b2sc_flush(p, 10000), 0);
   assert_int_equal(b2sc_producer_close(p), 0);
+  /* the operator moves the damaged frame aside: OPEN starts a new one */
+  char aside[500];
+  frame_path(&e, "w", path, sizeof path);
+  snprintf(aside, sizeof aside, "%s.damaged", path);
+  assert_int_equal(rename(path, aside), 0);
+  assert_int_equal(b2sc_producer_open(s, "w", NULL, &p), 0);
+  assert_int_equal(b2sc_send(p, "abcd", 4, 5000), 0);
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(s);
   assert_int_equal(env_stop(&e, SIGTERM), 0);
+  b2s_frame *f = NULL;
+  b2s_frame_error err = {0};
+  assert_int_equal(b2s_frame_open(path, &f, &err), 0);
+  assert_int_equal(b2s_frame_nchunks(f), 1);
+  b2s_frame_free(f);
   env_fini(&e);
 }
 
