@@ -67,12 +67,12 @@ size_t b2sd_log_escape(char *dst, size_t cap, const char *src, size_t len) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *s = (const unsigned char *)src;
   size_t o = 0;
-  for (size_t i = 0; i < len && o + 4 < cap;) {
+  for (size_t i = 0; i < len;) {
     size_t k = s[i] >= 0x80 ? utf8_seq(s + i, len - i) : 1;
     bool plain = k > 1 || (k == 1 && s[i] >= 0x20 && s[i] != 0x7f);
+    if (o + (plain ? k : 4) >= cap)  /* room for the NUL, nothing cut */
+      break;
     if (plain) {
-      if (o + k >= cap)
-        break;
       memcpy(dst + o, s + i, k);
       o += k;
       i += k;
