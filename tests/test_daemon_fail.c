@@ -414,20 +414,40 @@ static void test_socket_permission(void **state) {
   snprintf(dir, sizeof dir, "%s/run", e.dir);
   assert_int_equal(chmod(dir, 0755), 0);
   assert_int_equal(chmod(e.dir, 0755), 0);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    if (setgid(65534) < 0 || setuid(65534) < 0)
-      _exit(3);
-    b2sc_session *s = NULL;
-    int rc = b2sc_connect(e.sock, "nobody", &s);
-    _exit(rc == -EACCES ? 0 : 1);
+  char out[400];                     /* the other user writes it */
+  snprintf(out, sizeof out, "%s/cli.out", e.dir);
+  write_text(out, "");
+  assert_int_equal(chmod(out, 0666), 0);
+  for (int cli = 0; cli < 2; cli++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      if (setgid(65534) < 0 || setuid(65534) < 0)
+        _exit(3);
+      if (cli) {                     /* the tool says why */
+        int fd = open(out, O_WRONLY | O_TRUNC);
+        dup2(fd, 2);
+        const char *tool = getenv("B2S_CLI");
+        execl(tool, tool, "stats", "--endpoint", e.sock, (char *)NULL);
+        _exit(127);
+      }
+      b2sc_session *s = NULL;
+      int rc = b2sc_connect(e.sock, "nobody", &s);
+      _exit(rc == -EACCES ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    if (WEXITSTATUS(st) == 3)        /* 3: cannot change user here */
+      break;
+    assert_int_equal(WEXITSTATUS(st), cli ? 1 : 0);
+    if (cli) {
+      char text[1024];
+      read_text(out, text, sizeof text);
+      assert_non_null(strstr(text, "permission denied"));
+      assert_null(strstr(text, "no answer"));
+    }
   }
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st));
-  if (WEXITSTATUS(st) != 3)          /* 3: cannot change user here */
-    assert_int_equal(WEXITSTATUS(st), 0);
   assert_int_equal(env_stop(&e, SIGTERM), 0);
   env_fini(&e);
 }
