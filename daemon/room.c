@@ -29,8 +29,8 @@ int b2sd_room_probe(const char *frame_path, bool sparse) {
   off_t at = !sparse && stat(frame_path, &sb) == 0 ? sb.st_size : 0;
   unlink(probe);                 /* one a crash left */
   int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return -errno;
+  if (fd < 0)                    /* no directory: opening the frame says */
+    return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
   int rc = 0;
   if (fallocate(fd, 0, at, ROOM_BYTES) < 0) {
     rc = -errno;

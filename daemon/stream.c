@@ -468,15 +468,21 @@ int b2sd_stream_reopen(b2sd_stream *st) {
   writer_end(st);
   int room = b2sd_room_probe(st->path, cfg.format == B2S_FORMAT_SPARSE);
   if (room < 0) {
-    snprintf(st->fail_reason, sizeof st->fail_reason,
-             "no room for more data: %s", b2s_strerror(room));
+    bool full = room == -ENOSPC || room == -EFBIG || room == -EDQUOT;
+    snprintf(st->fail_reason, sizeof st->fail_reason, "%s: %s",
+             full ? "no room for more data"
+                  : "cannot write in the frame's directory",
+             b2s_strerror(room));
     b2sd_progress_fail(st, room);
     return room;
   }
+  char before[sizeof st->fail_reason];
+  memcpy(before, st->fail_reason, sizeof before);
   rc = open_frame(st, &cfg);
   if (rc < 0) {
-    LOG_E("stream %s: still failed: %s: %s", st->name, st->path,
-          st->fail_reason);
+    if (strcmp(before, st->fail_reason) != 0)  /* not once per OPEN */
+      LOG_E("stream %s: still failed: %s: %s", st->name, st->path,
+            st->fail_reason);
     b2sd_progress_fail(st, rc);
     return rc;
   }
