@@ -420,7 +420,7 @@ static void *writer_main(void *arg) {
     LOG_I("stream %s: closed %s after its failure", st->name, st->path);
   else if (rc < 0)
     LOG_E("stream %s: closing %s: %s", st->name, st->path, b2s_strerror(rc));
-  else if (!w.failed && sync_fs_of(st->path) == 0)
+  else if (sync_fs_of(st->path) == 0)
     LOG_I("stream %s: closed %s (%lld chunks)", st->name, st->path,
           (long long)b2sd_progress_own_committed(st));
   return NULL;
@@ -462,7 +462,6 @@ static void writer_end(b2sd_stream *st) {
 }
 
 int b2sd_stream_reopen(b2sd_stream *st) {
-  int rc = b2sd_progress_failed(st);
   b2s_stream_cfg cfg;
   b2sd_stream_cfg_get(st, &cfg);
   writer_end(st);
@@ -478,7 +477,7 @@ int b2sd_stream_reopen(b2sd_stream *st) {
   }
   char before[sizeof st->fail_reason];
   memcpy(before, st->fail_reason, sizeof before);
-  rc = open_frame(st, &cfg);
+  int rc = open_frame(st, &cfg);
   if (rc < 0) {
     if (strcmp(before, st->fail_reason) != 0)  /* not once per OPEN */
       LOG_E("stream %s: still failed: %s: %s", st->name, st->path,
