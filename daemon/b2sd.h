@@ -225,9 +225,14 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
  * every seq given so far.  0, or why not (the stream stays failed).  I/O
  * thread; call only when no handle is open on it. */
 int b2sd_stream_reopen(b2sd_stream *st);
+/* ---- file system checks (fscheck.c) ---------------------------------------- */
+
 /* Whether the file system of a frame takes more data: a probe file
- * beside it (room.c).  0, or -errno (ENOSPC, EFBIG, EDQUOT...). */
+ * beside it.  0, or -errno (ENOSPC, EFBIG, EDQUOT...). */
 int b2sd_room_probe(const char *frame_path, bool sparse);
+/* 0 when path is a regular file; -EISDIR, -EINVAL (a FIFO, socket or
+ * device: reading it could block forever) or -errno. */
+int b2sd_regular_file(const char *path);
 /* Start the writer thread (none for a stream failed at open). */
 int b2sd_stream_start(b2sd_stream *st);
 /* Ask the writer to commit and fsync every seq below upto. */
@@ -280,9 +285,6 @@ int b2sd_access_segment(b2sd_server *srv, b2s_shm *shm);
 
 /* ---- what start needs, checked beforehand (preflight.c) ------------------ */
 
-/* 0 when path is a regular file; -EISDIR, -EINVAL (a FIFO, socket or
- * device: reading it could block forever) or -errno. */
-int b2sd_regular_file(const char *path);
 /* Everything start checks, without changing anything: the group exists,
  * CURVE key files read and parse, ipc:// endpoint directories exist, the
  * run, data and frame directories exist or can be created.  Each problem

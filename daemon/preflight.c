@@ -13,15 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int b2sd_regular_file(const char *path) {
-  struct stat sb;
-  if (stat(path, &sb) < 0)
-    return -errno;
-  if (S_ISDIR(sb.st_mode))
-    return -EISDIR;
-  return S_ISREG(sb.st_mode) ? 0 : -EINVAL;
-}
-
 /* Whether this process may create entries in an existing directory. */
 static int dir_writable(const char *dir) {
   struct stat sb;

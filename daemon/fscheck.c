@@ -1,5 +1,8 @@
-/* Whether a frame's file system takes more data, before a failed stream is
- * re-opened: a full disk (ENOSPC), a quota (EDQUOT) or a file-size limit
+/* Checks of the file system before the daemon uses a path: that a file it
+ * is about to read is a regular file (a FIFO or a device could block it
+ * forever), and whether a frame's file system takes more data.
+ *
+ * The room probe runs before a failed stream is re-opened: a full disk (ENOSPC), a quota (EDQUOT) or a file-size limit
  * (EFBIG) is reported to whoever opens the stream instead of failing the
  * writer again at its first append.  The probe is a file beside the frame,
  * given the blocks one more region of the frame would need at the frame's
@@ -14,6 +17,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+int b2sd_regular_file(const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) < 0)
+    return -errno;
+  if (S_ISDIR(sb.st_mode))
+    return -EISDIR;
+  return S_ISREG(sb.st_mode) ? 0 : -EINVAL;
+}
 
 /* A contiguous frame grows by regions of at least this (its data reserve). */
 #define ROOM_BYTES (1 << 20)
