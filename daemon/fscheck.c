@@ -2,8 +2,8 @@
  * is about to read is a regular file (a FIFO or a device could block it
  * forever), and whether a frame's file system takes more data.
  *
- * The room probe runs before a failed stream is re-opened: a full disk (ENOSPC), a quota (EDQUOT) or a file-size limit
- * (EFBIG) is reported to whoever opens the stream instead of failing the
+ * The room probe runs before a failed stream is re-opened: a full disk
+ * (ENOSPC), a quota (EDQUOT) or a file-size limit (EFBIG) is reported to whoever opens the stream instead of failing the
  * writer again at its first append.  The probe is a file beside the frame,
  * given the blocks one more region of the frame would need at the frame's
  * size, then removed; the frame itself is not touched. */
