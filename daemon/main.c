@@ -27,7 +27,11 @@ static void usage(FILE *f) {
           "usage: b2streamd [--config FILE] [--check-config FILE] "
           "[--dump-config] [--version]\n"
           "  --config FILE        configuration (default " DEFAULT_CONFIG ")\n"
-          "  --check-config FILE  validate FILE and exit: 0 valid, 2 invalid\n"
+          "  --check-config FILE  validate FILE and what start needs (group, "
+          "key files,\n"
+          "                       directories; run it as the daemon's user) "
+          "and exit:\n"
+          "                       0 valid, 2 invalid\n"
           "  --dump-config        print the effective configuration and exit\n"
           "  --version            print the version and exit\n");
 }
