@@ -155,6 +155,15 @@ static void test_full_disk_reopen(void **state) {
   }
   assert_int_equal(b2sc_flush(p, 10000), 0);
   assert_int_equal(b2sc_producer_close(p), 0);
+  /* consumers see the new chunks after the old ones */
+  b2sc_consumer *c;
+  assert_int_equal(b2sc_follow(s, "w", (uint64_t)before - 1, 0, &c), 0);
+  b2sc_chunk_info ci;
+  for (int64_t k = before - 1; k < before + 5; k++) {
+    assert_int_equal(b2sc_next(c, 5000, &ci), 0);
+    assert_int_equal(ci.index, (uint64_t)k);
+  }
+  assert_int_equal(b2sc_unfollow(c), 0);
   b2sc_close(s);
   free(b);
   assert_int_equal(env_stop(&e, SIGTERM), 0);
