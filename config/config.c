@@ -169,13 +169,27 @@ int b2s_config_load(const char *path, b2s_config **out, char *err,
     cfg_fail(&c, NULL, "", "%s", strerror(e));
     return -e;
   }
-  int fd = open(real, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO must not block the open; only a regular file is
+   * read (a FIFO or a device could block the daemon forever) */
+  int fd = open(real, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat sb = {0};
+  if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))) {
+    int e = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
+    close(fd);
+    free(real);
+    if (e == EINVAL)
+      cfg_fail(&c, NULL, "", "not a regular file");
+    else
+      cfg_fail(&c, NULL, "", "%s", strerror(e));
+    return -e;
+  }
   if (fd < 0) {
     int e = errno;
     free(real);
     cfg_fail(&c, NULL, "", "%s", strerror(e));
     return -e;
   }
+  fcntl(fd, F_SETFL, 0);        /* reads of the regular file block again */
   char *text = NULL;
   size_t len = 0;
   int rc = read_all(fd, &text, &len);

@@ -13,20 +13,46 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int b2sd_access_group(const char *name, gid_t *gid) {
+  struct group gr, *res = NULL;
+  char buf[16384];
+  int e = getgrnam_r(name, &gr, buf, sizeof buf, &res);
+  if (!res) {
+    LOG_E("group '%s': %s", name, e ? strerror(e) : "no such group");
+    return B2S_E_CONFIG;
+  }
+  *gid = gr.gr_gid;
+  return 0;
+}
+
+/* A directory of ours (run_dir, data_dir) goes to the group, which may
+ * enter and list it: its members reach the sockets and read the frames. */
+static int share_dir(b2sd_server *srv, const char *dir) {
+  struct stat sb;
+  if (stat(dir, &sb) < 0 || sb.st_uid != geteuid())
+    return 0;                     /* not ours: the operator's choice */
+  if ((sb.st_gid != srv->share_gid &&
+       chown(dir, (uid_t)-1, srv->share_gid) < 0) ||
+      chmod(dir, (sb.st_mode & 07777) | 0050) < 0) {
+    int e = errno;
+    LOG_E("cannot give %s to group %s: %s", dir, srv->dcfg.group,
+          strerror(e));
+    return -e;
+  }
+  return 0;
+}
+
 int b2sd_access_init(b2sd_server *srv) {
   srv->share = false;
   if (!srv->dcfg.group[0])
     return 0;
-  struct group gr, *res = NULL;
-  char buf[16384];
-  int e = getgrnam_r(srv->dcfg.group, &gr, buf, sizeof buf, &res);
-  if (!res) {
-    LOG_E("group '%s': %s", srv->dcfg.group,
-          e ? strerror(e) : "no such group");
-    return B2S_E_CONFIG;
-  }
-  srv->share_gid = gr.gr_gid;
+  int rc = b2sd_access_group(srv->dcfg.group, &srv->share_gid);
+  if (rc < 0)
+    return rc;
   srv->share = true;
+  if ((rc = share_dir(srv, srv->dcfg.run_dir)) < 0 ||
+      (rc = share_dir(srv, srv->dcfg.data_dir)) < 0)
+    return rc;
   return 0;
 }
 

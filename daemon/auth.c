@@ -54,7 +54,13 @@ struct b2sd_auth {
  * -errno with the reason logged. */
 static int keys_load(const char *path, uint8_t (**out)[KEY_LEN]) {
   int line = 0;
-  int rc = b2s_curve_authorized_read(path, out, &line);
+  int rc = b2sd_regular_file(path);
+  if (rc < 0) {
+    LOG_E("curve: cannot read %s: %s", path,
+          rc == -EINVAL ? "not a regular file" : b2s_strerror(rc));
+    return rc;
+  }
+  rc = b2s_curve_authorized_read(path, out, &line);
   if (rc == B2S_E_ARG) {
     LOG_E("curve: %s:%d: not a Z85 public key (40 characters)", path, line);
     return B2S_E_CONFIG;
@@ -67,7 +73,13 @@ static int keys_load(const char *path, uint8_t (**out)[KEY_LEN]) {
 /* The daemon's secret key: the first key of the file (curve_key.h). */
 static int secret_load(const char *path, uint8_t out[KEY_LEN]) {
   char z[B2S_CURVE_KEY_Z85_LEN + 1];
-  int rc = b2s_curve_key_read(path, z);
+  int rc = b2sd_regular_file(path);
+  if (rc < 0) {
+    LOG_E("curve: cannot read %s: %s", path,
+          rc == -EINVAL ? "not a regular file" : b2s_strerror(rc));
+    return rc;
+  }
+  rc = b2s_curve_key_read(path, z);
   if (rc == 0 && zmq_z85_decode(out, z) == NULL)
     rc = B2S_E_ARG;
   explicit_bzero(z, sizeof z);
@@ -78,6 +90,16 @@ static int secret_load(const char *path, uint8_t out[KEY_LEN]) {
   if (rc < 0)
     LOG_E("curve: cannot read %s: %s", path, b2s_strerror(rc));
   return rc;
+}
+
+int b2sd_auth_check(const b2s_daemon_cfg *d) {
+  uint8_t secret[KEY_LEN];
+  int rc = secret_load(d->curve.secret_key_file, secret);
+  explicit_bzero(secret, sizeof secret);
+  uint8_t (*keys)[KEY_LEN] = NULL;
+  int n = keys_load(d->curve.authorized_keys_file, &keys);
+  free(keys);
+  return rc < 0 ? rc : n < 0 ? n : 0;
 }
 
 static int keys_reload(b2sd_auth *a, const char *authorized_keys_file) {

@@ -177,7 +177,12 @@ struct b2sd_stream {
   bool stop;
   pthread_t thread;
   bool thread_started;
-  b2s_fwriter *fw;               /* writer thread only (after start) */
+  b2s_fwriter *fw;               /* writer thread only (after start);
+                                    NULL while failed with no writer */
+  uint64_t seq_base;             /* the writer's first seq (I/O thread
+                                    sets it before the start) */
+  char fail_reason[256];         /* why open or re-open failed (I/O
+                                    thread), "" when none */
 
   /* Progress, published by the writer and the workers and read by the I/O
    * thread: only through progress.h, where each store sits beside the
@@ -210,9 +215,25 @@ struct b2sd_stream {
       st_commit_ns_max, st_slow_calls, st_errors;
 };
 
+/* A stream whose frame cannot be opened is still returned, failed
+ * (b2sd_progress_failed, fail_reason): one bad frame stops no other
+ * stream.  Fails only when out of memory. */
 int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
                      b2sd_stream **out);
-/* Start the writer thread. */
+/* A failed stream, when there is room again: end its writer, bring the
+ * frame back to its last commit, open it and start a new writer after
+ * every seq given so far.  0, or why not (the stream stays failed).  I/O
+ * thread; call only when no handle is open on it. */
+int b2sd_stream_reopen(b2sd_stream *st);
+/* ---- file system checks (fscheck.c) ---------------------------------------- */
+
+/* Whether the file system of a frame takes more data: a probe file
+ * beside it.  0, or -errno (ENOSPC, EFBIG, EDQUOT...). */
+int b2sd_room_probe(const char *frame_path, bool sparse);
+/* 0 when path is a regular file; -EISDIR, -EINVAL (a FIFO, socket or
+ * device: reading it could block forever) or -errno. */
+int b2sd_regular_file(const char *path);
+/* Start the writer thread (none for a stream failed at open). */
 int b2sd_stream_start(b2sd_stream *st);
 /* Ask the writer to commit and fsync every seq below upto. */
 void b2sd_stream_flush(b2sd_stream *st, uint64_t upto);
@@ -238,6 +259,9 @@ typedef struct b2sd_auth b2sd_auth;
 int b2sd_auth_new(void *zctx, const b2s_daemon_cfg *d, b2sd_auth **out);
 /* Make ROUTER z, before it binds endpoint, a CURVE server of the daemon. */
 int b2sd_auth_server_socket(b2sd_auth *a, void *z, const char *endpoint);
+/* Read and parse both key files without starting anything (the reason
+ * is logged): 0, B2S_E_CONFIG or -errno. */
+int b2sd_auth_check(const b2s_daemon_cfg *d);
 /* Start the handler thread, once every socket is set up. */
 int b2sd_auth_start(b2sd_auth *a);
 /* Reload: re-read the authorized keys (on failure, logged, the old set
@@ -250,12 +274,22 @@ void b2sd_auth_free(b2sd_auth *a);
 
 /* ---- local access (access.c) ------------------------------------------ */
 
+/* The id of group name (B2S_E_CONFIG, logged, when it does not exist). */
+int b2sd_access_group(const char *name, gid_t *gid);
 /* Resolve the configured group (B2S_E_CONFIG when it does not exist). */
 int b2sd_access_init(b2sd_server *srv);
 /* Mode and group of a bound ipc:// socket file. */
 int b2sd_access_socket(b2sd_server *srv, const char *path);
 /* Mode and group of a new segment, before its name is sent. */
 int b2sd_access_segment(b2sd_server *srv, b2s_shm *shm);
+
+/* ---- what start needs, checked beforehand (preflight.c) ------------------ */
+
+/* Everything start checks, without changing anything: the group exists,
+ * CURVE key files read and parse, ipc:// endpoint directories exist, the
+ * run, data and frame directories exist or can be created.  Each problem
+ * is logged; B2S_E_CONFIG when there is one. */
+int b2sd_preflight(const b2s_config *cfg);
 
 /* ---- the server ------------------------------------------------------------- */
 

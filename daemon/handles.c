@@ -150,12 +150,18 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   if (rc == 0 && !st)
     rc = tmpl[0] ? stream_create_from_template(srv, name, tmpl, &st)
                  : B2S_E_NOSTREAM;
+  /* a failed stream has no handle left (server.c ended them): try again,
+   * the cause may be gone (room on the disk, a repaired frame) */
+  if (rc == 0 && b2sd_progress_failed(st) && !st->handles)
+    rc = b2sd_stream_reopen(st);
   if (rc == 0 && b2sd_progress_failed(st))
     rc = b2sd_progress_failed(st);
   b2sd_handle *h = rc == 0 ? calloc(1, sizeof *h) : NULL;
   if (rc == 0 && !h)
     rc = B2S_E_NOMEM;
   if (rc < 0) {
+    if (why == NULL && st && st->fail_reason[0])
+      why = st->fail_reason;
     b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, 0, why);
     return;
   }

@@ -1,9 +1,17 @@
-/* Logging to stderr with sd-daemon priorities: see log.h. */
+/* Logging to stderr with sd-daemon priorities: see log.h.
+ *
+ * Lines carry strings from clients (names from HELLO and OPEN, paths,
+ * peer addresses).  So that no such string can start a line of its own or
+ * pass for another priority, the formatted text is escaped here, once, for
+ * every call site: control characters and bytes that are not well-formed
+ * UTF-8 become \xNN. */
 #include "log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static atomic_int log_level = B2S_LOG_INFO;
@@ -29,21 +37,74 @@ static int priority_of(int level) {
   }
 }
 
+/* Length of the well-formed UTF-8 sequence at s (at most n bytes), 0 when
+ * there is none (RFC 3629: shortest form, no surrogates, <= U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+  size_t k;
+  if (c >= 0xC2 && c <= 0xDF) {
+    k = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    k = 3;
+    lo = c == 0xE0 ? 0xA0 : 0x80;
+    hi = c == 0xED ? 0x9F : 0xBF;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    k = 4;
+    lo = c == 0xF0 ? 0x90 : 0x80;
+    hi = c == 0xF4 ? 0x8F : 0xBF;
+  } else {
+    return 0;
+  }
+  if (n < k || s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t i = 2; i < k; i++)
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+  return k;
+}
+
+size_t b2sd_log_escape(char *dst, size_t cap, const char *src, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *)src;
+  size_t o = 0;
+  for (size_t i = 0; i < len;) {
+    size_t k = s[i] >= 0x80 ? utf8_seq(s + i, len - i) : 1;
+    bool plain = k > 1 || (k == 1 && s[i] >= 0x20 && s[i] != 0x7f);
+    if (o + (plain ? k : 4) >= cap)  /* room for the NUL, nothing cut */
+      break;
+    if (plain) {
+      memcpy(dst + o, s + i, k);
+      o += k;
+      i += k;
+      continue;
+    }
+    dst[o++] = '\\';
+    dst[o++] = 'x';
+    dst[o++] = hex[s[i] >> 4];
+    dst[o++] = hex[s[i] & 15];
+    i++;
+  }
+  if (cap)
+    dst[o] = '\0';
+  return o;
+}
+
 void b2sd_log(int level, const char *fmt, ...) {
   /* relaxed: pairs with the store in b2sd_log_set_level */
   if (level > atomic_load_explicit(&log_level, memory_order_relaxed))
     return;
-  char line[1024];
-  int n = snprintf(line, sizeof line, "<%d>", priority_of(level));
+  char text[1024], line[1024];
   va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  int m = vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
   if (m < 0)
     m = 0;
-  size_t len = (size_t)n + (size_t)m;
-  if (len > sizeof line - 2)
-    len = sizeof line - 2;
+  if ((size_t)m >= sizeof text)
+    m = (int)sizeof text - 1;
+  int n = snprintf(line, sizeof line, "<%d>", priority_of(level));
+  size_t len = (size_t)n + b2sd_log_escape(line + n, sizeof line - (size_t)n - 1,
+                                           text, (size_t)m);
   line[len++] = '\n';
   ssize_t w = write(STDERR_FILENO, line, len);
   (void)w;

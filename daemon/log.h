@@ -7,8 +7,16 @@
 
 #include "b2s_config.h"
 
+#include <stddef.h>
+
 /* Lines above this level (enum b2s_log_level) are not written. */
 void b2sd_log_set_level(int level);
+
+/* Copy len bytes of src to dst (cap bytes, NUL-terminated) with control
+ * characters and bytes that are not well-formed UTF-8 as \xNN; cut short
+ * when dst is full.  Returns the length written.  b2sd_log applies it to
+ * every line. */
+size_t b2sd_log_escape(char *dst, size_t cap, const char *src, size_t len);
 
 void b2sd_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -29,7 +29,11 @@ static void usage(FILE *f) {
           "usage: b2streamd [--config FILE] [--check-config FILE] "
           "[--dump-config] [--version]\n"
           "  --config FILE        configuration (default " DEFAULT_CONFIG ")\n"
-          "  --check-config FILE  validate FILE and exit: 0 valid, 2 invalid\n"
+          "  --check-config FILE  validate FILE and what start needs (group, "
+          "key files,\n"
+          "                       directories; run it as the daemon's user) "
+          "and exit:\n"
+          "                       0 valid, 2 invalid\n"
           "  --dump-config        print the effective configuration and exit\n"
           "  --version            print the version and exit\n");
 }
@@ -85,7 +89,9 @@ int main(int argc, char **argv) {
   if (check) {
     if (load(check, &cfg))
       return 2;
-    int bad = b2sd_endpoints_check(b2s_config_daemon(cfg), false);
+    /* what start would refuse */
+    int bad = b2sd_preflight(cfg) < 0;
+    bad |= b2sd_endpoints_check(b2s_config_daemon(cfg), false) < 0;
     b2s_config_free(cfg);
     if (bad)
       return 2;
@@ -101,6 +107,10 @@ int main(int argc, char **argv) {
   }
   const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
   b2sd_log_set_level(d->log_level);
+  /* frames, chunk files and directories give others nothing, whatever
+   * mask was inherited (a service manager's UMask= still applies to the
+   * owner and group bits) */
+  umask(umask(0) | 0007);
   int rc;
   b2sd_umask_private();
   if ((rc = mkdir_p(d->run_dir)) < 0 || (rc = mkdir_p(d->data_dir)) < 0) {

@@ -4,9 +4,11 @@
  * Who writes what:
  *   - the stream's writer thread (stream.c): committed, written_seq,
  *     durable_seq (after each commit, the frame complete on disk first),
- *     failed (once), commit_unseen_ns (the stamp of a commit);
+ *     failed (once per writer), commit_unseen_ns (the stamp of a commit);
  *   - the workers (workers.c), under the pool lock: taken_seq, as jobs
  *     leave the queue in sequence order.
+ * The I/O thread stores them only while no writer runs: a stream failed
+ * at open, or re-opened after a failure (b2sd_progress_reopen).
  * The I/O thread reads them after its wakeup (b2sd_wake) and turns them
  * into credits, ACKs, FLUSHED, CLOSED and NOTIFYs; STATS reads them as
  * statistics.  Nothing else touches these fields. */
@@ -57,6 +59,16 @@ static inline void b2sd_progress_fail(b2sd_stream *st, int rc) {
   /* release: pairs with the acquire load in b2sd_progress_failed and
    * b2sd_progress_load */
   atomic_store_explicit(&st->failed, rc, memory_order_release);
+}
+
+/* A failed stream re-opened by the I/O thread (no writer runs): committed
+ * chunks in the frame, every seq below `seq` settled, writing again. */
+static inline void b2sd_progress_reopen(b2sd_stream *st, int64_t committed,
+                                        uint64_t seq) {
+  b2sd_progress_publish(st, committed, seq, seq);
+  /* release: pairs with the acquire load in b2sd_progress_failed and
+   * b2sd_progress_load; the levels above are seen with it */
+  atomic_store_explicit(&st->failed, 0, memory_order_release);
 }
 
 /* ---- the workers --------------------------------------------------------- */

@@ -448,6 +448,9 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
       LOG_E("cannot make %s a CURVE server: %s", ep, zmq_strerror(-rc));
       return rc;
     }
+    if (!srv->auth && strncmp(ep, "tcp://", 6) == 0)
+      LOG_W("listen %s: plain tcp:// without CURVE: anyone who reaches the "
+            "port may read and write every stream, unencrypted", ep);
     if (zmq_bind(z, ep) < 0) {
       rc = -errno;
       LOG_E("cannot bind %s: %s", ep, zmq_strerror(errno));

@@ -72,7 +72,7 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
         "\"commit_latency_max_us\":%.1f,\"notifies\":%llu,"
         "\"notify_latency_p50_us\":%.1f,\"notify_latency_p99_us\":%.1f,"
         "\"notify_latency_max_us\":%.1f,\"slow_disk_calls\":%llu,"
-        "\"errors\":%llu,\"failed\":%d}",
+        "\"errors\":%llu,\"failed\":%d",
      (unsigned long long)LD(st->st_buffers_in),
      (unsigned long long)in, (unsigned long long)LD(st->st_chunks),
      (unsigned long long)out, out ? (double)in / (double)out : 0.0,
@@ -87,6 +87,14 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
      (double)st->notify_lat.max_ns / 1e3,
      (unsigned long long)LD(st->st_slow_calls),
      (unsigned long long)LD(st->st_errors), b2sd_progress_failed_stat(st));
+  /* why, for a failed stream (fail_reason: I/O thread, as STATS) */
+  int failed = b2sd_progress_failed_stat(st);
+  if (failed) {
+    jp(b, ",\"error\":\"");
+    jstr(b, st->fail_reason[0] ? st->fail_reason : b2s_strerror(failed));
+    jp(b, "\"");
+  }
+  jp(b, "}");
 }
 
 char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {

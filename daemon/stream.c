@@ -96,18 +96,8 @@ static void stage_account(b2sd_stream *st) {
                             memory_order_relaxed);
 }
 
-int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
-                     b2sd_stream **out) {
-  b2sd_stream *st = calloc(1, sizeof *st);
-  if (!st)
-    return B2S_E_NOMEM;
-  st->srv = srv;
-  st->cfg = *cfg;
-  snprintf(st->name, sizeof st->name, "%s", cfg->name);
-  snprintf(st->path, sizeof st->path, "%s", cfg->full_path);
-  pthread_mutex_init(&st->lock, NULL);
-  pthread_cond_init(&st->cond, NULL);
-
+/* The writer options of a stream's configuration. */
+static b2s_fwriter_opts writer_opts(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   b2s_fwriter_opts opts = B2S_FWRITER_OPTS_DEFAULTS;
   opts.cparams = cfg->cparams;
   opts.sync = cfg->durability.ack == B2S_ACK_FSYNC ? B2S_SYNC_FULL
@@ -115,37 +105,51 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   opts.compact_on_close = true;
   opts.direct_io = cfg->io == B2S_IO_DIRECT &&
                    cfg->format == B2S_FORMAT_CONTIGUOUS &&
-                   stage_fits(srv, st->name);
+                   stage_fits(st->srv, st->name);
   /* the writer paces write-out of data that goes through the page cache */
   opts.drop_behind = true;
+  return opts;
+}
+
+/* An existing frame: back to its last commit, then open for appending. */
+static int open_existing(b2sd_stream *st, const b2s_fwriter_opts *opts) {
   b2s_frame_error ferr = {0};
+  b2s_recover_report rep = {0};
+  int rc = b2s_frame_recover(st->path, false, &rep, &ferr);
+  if (rc < 0) {
+    snprintf(st->fail_reason, sizeof st->fail_reason,
+             "recovering the frame failed: %s (%s at offset %lld)",
+             b2s_strerror(rc), ferr.reason ? ferr.reason : "?",
+             (long long)ferr.offset);
+    return rc;
+  }
+  if (rep.was_clean)
+    LOG_I("stream %s: %s is clean, %lld chunks", st->name, st->path,
+          (long long)rep.nchunks);
+  else
+    LOG_W("stream %s: recovered %s to commit %lld: %lld chunks kept, "
+          "%lld dropped, %lld checked, %lld orphan files removed, %lld "
+          "entries of missing chunk files removed",
+          st->name, st->path, (long long)rep.commit,
+          (long long)rep.nchunks, (long long)rep.dropped_chunks,
+          (long long)rep.chunks_checked, (long long)rep.orphan_files,
+          (long long)rep.missing_files);
+  rc = b2s_fwriter_open(st->path, opts, &st->fw, &ferr);
+  if (rc < 0)
+    snprintf(st->fail_reason, sizeof st->fail_reason,
+             "cannot open the frame: %s%s%.160s", b2s_strerror(rc),
+             ferr.reason ? ": " : "", ferr.reason ? ferr.reason : "");
+  return rc;
+}
+
+/* Open or create the stream's frame writer (st->fw). */
+static int open_frame(b2sd_stream *st, const b2s_stream_cfg *cfg) {
+  b2s_fwriter_opts opts = writer_opts(st, cfg);
   struct stat sb;
   int rc;
+  st->fail_reason[0] = '\0';
   if (lstat(st->path, &sb) == 0) {
-    b2s_recover_report rep = {0};
-    rc = b2s_frame_recover(st->path, false, &rep, &ferr);
-    if (rc == B2S_E_LOCKED) {
-      b2sd_log_locked(st->name, st->path);
-      goto fail;
-    }
-    if (rc < 0) {
-      LOG_E("stream %s: recovering %s failed: %s (%s at offset %lld)",
-            st->name, st->path, b2s_strerror(rc),
-            ferr.reason ? ferr.reason : "?", (long long)ferr.offset);
-      goto fail;
-    }
-    if (rep.was_clean)
-      LOG_I("stream %s: %s is clean, %lld chunks", st->name, st->path,
-            (long long)rep.nchunks);
-    else
-      LOG_W("stream %s: recovered %s to commit %lld: %lld chunks kept, "
-            "%lld dropped, %lld checked, %lld orphan files removed, %lld "
-            "entries of missing chunk files removed",
-            st->name, st->path, (long long)rep.commit,
-            (long long)rep.nchunks, (long long)rep.dropped_chunks,
-            (long long)rep.chunks_checked, (long long)rep.orphan_files,
-            (long long)rep.missing_files);
-    rc = b2s_fwriter_open(st->path, &opts, &st->fw, &ferr);
+    rc = open_existing(st, &opts);
   } else if (errno == ENOENT) {
     rc = mkdir_parents(st->path);
     if (rc == 0)
@@ -158,9 +162,10 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   if (rc == B2S_E_LOCKED)
     b2sd_log_locked(st->name, st->path);
   if (rc < 0) {
-    LOG_E("stream %s: cannot open %s: %s", st->name, st->path,
-          b2s_strerror(rc));
-    goto fail;
+    if (!st->fail_reason[0])
+      snprintf(st->fail_reason, sizeof st->fail_reason,
+               "cannot open the frame: %s", b2s_strerror(rc));
+    return rc;
   }
   stage_account(st);
   if (!b2s_fwriter_locked(st->fw))
@@ -169,14 +174,36 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   if (opts.direct_io && !b2s_fwriter_direct_io(st->fw))
     LOG_W("stream %s: the file system of %s takes no direct I/O; chunk data "
           "goes through the page cache", st->name, st->path);
-  b2sd_progress_init(st, b2s_fwriter_nchunks(st->fw));
+  return 0;
+}
+
+int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
+                     b2sd_stream **out) {
+  b2sd_stream *st = calloc(1, sizeof *st);
+  if (!st)
+    return B2S_E_NOMEM;
+  st->srv = srv;
+  st->cfg = *cfg;
+  snprintf(st->name, sizeof st->name, "%s", cfg->name);
+  snprintf(st->path, sizeof st->path, "%s", cfg->full_path);
+  pthread_mutex_init(&st->lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&st->cond, &ca);
+  pthread_condattr_destroy(&ca);
+  int rc = open_frame(st, cfg);
+  if (rc < 0) {
+    /* one bad frame must not stop the others: the stream stays, failed,
+     * and says why to whoever opens it (OPEN retries) */
+    LOG_E("stream %s: failed: %s: %s; the other streams serve", st->name,
+          st->path, st->fail_reason);
+    b2sd_progress_fail(st, rc);
+  } else {
+    b2sd_progress_init(st, b2s_fwriter_nchunks(st->fw));
+  }
   *out = st;
   return 0;
-fail:
-  pthread_mutex_destroy(&st->lock);
-  pthread_cond_destroy(&st->cond);
-  free(st);
-  return rc;
 }
 
 b2sd_stream *b2sd_stream_find(b2sd_server *srv, const char *name) {
@@ -324,12 +351,19 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
 static void *writer_main(void *arg) {
   b2sd_stream *st = arg;
   wstate w = {0};
+  /* a re-opened stream starts after every seq of its failed writer */
+  w.g.next_seq = w.g.written = w.g.durable = st->seq_base;
   const bool opened_full = b2sd_group_fsync(&st->cfg.durability);
   pthread_mutex_lock(&st->lock);
   for (;;) {
     /* take the chunks that continue the sequence */
     b2sd_chunk *batch = NULL, **tail = &batch;
     uint64_t expect = w.g.next_seq;
+    while (st->ready && st->ready->seq < expect) {   /* of a failed writer */
+      b2sd_chunk *c = st->ready;
+      st->ready = c->next;
+      b2sd_chunk_done(st->srv, c);
+    }
     while (st->ready && st->ready->seq == expect) {
       b2sd_chunk *c = st->ready;
       st->ready = c->next;
@@ -360,7 +394,7 @@ static void *writer_main(void *arg) {
     pthread_mutex_lock(&st->lock);
     if (st->ready && st->ready->seq == w.g.next_seq)
       continue;
-    if (stop && !st->ready)
+    if (stop && (!st->ready || w.failed))
       break;
     if (stop) {              /* a gap at stop: cannot happen after a drain */
       LOG_E("stream %s: chunks missing at stop (next %llu)", st->name,
@@ -390,21 +424,19 @@ static void *writer_main(void *arg) {
   writer_commit(st, &w, true, opened_full);
   int rc = b2s_fwriter_close(st->fw);  /* commits and compacts */
   st->fw = NULL;
-  if (rc < 0)
+  if (w.failed)
+    LOG_I("stream %s: closed %s after its failure", st->name, st->path);
+  else if (rc < 0)
     LOG_E("stream %s: closing %s: %s", st->name, st->path, b2s_strerror(rc));
-  else if (!w.failed && sync_fs_of(st->path) == 0)
+  else if (sync_fs_of(st->path) == 0)
     LOG_I("stream %s: closed %s (%lld chunks)", st->name, st->path,
           (long long)b2sd_progress_own_committed(st));
   return NULL;
 }
 
 int b2sd_stream_start(b2sd_stream *st) {
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_destroy(&st->cond);
-  pthread_cond_init(&st->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  if (!st->fw)
+    return 0;                /* failed at open: no writer until re-opened */
   int rc = pthread_create(&st->thread, NULL, writer_main, st);
   if (rc)
     return -rc;
@@ -415,23 +447,73 @@ int b2sd_stream_start(b2sd_stream *st) {
   return 0;
 }
 
-void b2sd_stream_free(b2sd_stream *st) {
-  if (!st)
-    return;
+/* Stop and join the writer (it closes the frame), or close a frame no
+ * writer took; give back its stages. */
+static void writer_end(b2sd_stream *st) {
   if (st->thread_started) {
     pthread_mutex_lock(&st->lock);
     st->stop = true;
     pthread_cond_signal(&st->cond);
     pthread_mutex_unlock(&st->lock);
     pthread_join(st->thread, NULL);
+    st->thread_started = false;
     b2sd_chunkpool_trim(st->srv->chunks);  /* idle buffers need not
                                             * outlive a stream */
-  } else {
+  } else if (st->fw) {
     b2s_fwriter_close(st->fw);
   }
+  st->fw = NULL;
   /* relaxed: see b2sd_memory_room */
   atomic_fetch_sub_explicit(&st->srv->stage_bytes, st->stage_bytes,
                             memory_order_relaxed);
+  st->stage_bytes = 0;
+}
+
+int b2sd_stream_reopen(b2sd_stream *st) {
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  writer_end(st);
+  int room = b2sd_room_probe(st->path, cfg.format == B2S_FORMAT_SPARSE);
+  if (room < 0) {
+    bool full = room == -ENOSPC || room == -EFBIG || room == -EDQUOT;
+    snprintf(st->fail_reason, sizeof st->fail_reason, "%s: %s",
+             full ? "no room for more data"
+                  : "cannot write in the frame's directory",
+             b2s_strerror(room));
+    b2sd_progress_fail(st, room);
+    return room;
+  }
+  char before[sizeof st->fail_reason];
+  memcpy(before, st->fail_reason, sizeof before);
+  int rc = open_frame(st, &cfg);
+  if (rc < 0) {
+    if (strcmp(before, st->fail_reason) != 0)  /* not once per OPEN */
+      LOG_E("stream %s: still failed: %s: %s", st->name, st->path,
+            st->fail_reason);
+    b2sd_progress_fail(st, rc);
+    return rc;
+  }
+  pthread_mutex_lock(&st->lock);
+  st->stop = false;
+  pthread_mutex_unlock(&st->lock);
+  /* the failed writer's seqs are settled: their handles were ended */
+  st->seq_base = st->seq_next;
+  int64_t n = b2s_fwriter_nchunks(st->fw);
+  b2sd_progress_reopen(st, n, st->seq_next);
+  rc = b2sd_stream_start(st);
+  if (rc < 0) {
+    b2sd_progress_fail(st, rc);
+    return rc;
+  }
+  LOG_I("stream %s: re-opened %s at %lld chunks", st->name, st->path,
+        (long long)n);
+  return 0;
+}
+
+void b2sd_stream_free(b2sd_stream *st) {
+  if (!st)
+    return;
+  writer_end(st);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   free(st);

@@ -116,7 +116,8 @@ int b2sc_curve_key_read(const char *path, char key[B2SC_CURVE_KEY_LEN + 1]);
 
 /* Connect to endpoint ("ipc://PATH" or "tcp://HOST:PORT"; NULL for the
  * default endpoint) and say HELLO.  Returns 0 once the daemon answered
- * WELCOME; -ENOENT when an ipc:// socket file does not exist; B2S_E_TIMEOUT
+ * WELCOME; -ENOENT when an ipc:// socket file does not exist, -EACCES
+ * when this user may not open it (or reach its directory); B2S_E_TIMEOUT
  * when nothing answered within the timeout; B2S_E_PROTO_VERSION or
  * B2S_E_AUTH when the daemon refused (no session is made, so only the code
  * tells).  With CURVE keys, B2S_E_AUTH also when the CurveZMQ handshake

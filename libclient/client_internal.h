@@ -127,6 +127,11 @@ void sc_strcpy(char *dst, size_t cap, b2s_wire_str w);
 void sc_producer_dispatch(b2sc_session *s, sc_msg *x);
 void sc_consumer_dispatch(b2sc_session *s, sc_msg *x);
 /* An ERROR that names a handle or follow (ref_type says which). */
+/* Whether m is the daemon's answer to a buffer sent before it learnt that
+ * the daemon had ended the handle (B2S_E_CLOSED about a DATA or
+ * SHM_SUBMIT of a producer already closed): the reason the handle ended
+ * stays the last error. */
+bool sc_producer_error_after_end(b2sc_session *s, const b2s_wire_msg *m);
 void sc_producer_error(b2sc_session *s, const b2s_wire_msg *m);
 void sc_consumer_error(b2sc_session *s, const b2s_wire_msg *m);
 

@@ -69,6 +69,15 @@ void sc_producer_dispatch(b2sc_session *s, sc_msg *x) {
   }
 }
 
+bool sc_producer_error_after_end(b2sc_session *s, const b2s_wire_msg *m) {
+  int t = m->error.ref_type;
+  if ((t != B2S_WIRE_DATA && t != B2S_WIRE_SHM_SUBMIT) ||
+      m->error.code != B2S_E_CLOSED || m->flags != 0 || !m->error.ref_id)
+    return false;
+  b2sc_producer *p = find(s, m->error.ref_id);
+  return p != NULL && p->closed != 0;
+}
+
 void sc_producer_error(b2sc_session *s, const b2s_wire_msg *m) {
   /* ref_id is a handle id only for these types (a follow may carry the
    * same number); OPEN names a handle ended later, e.g. by a failed

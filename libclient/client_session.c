@@ -6,6 +6,7 @@
  * state, and parks it as the reply when its tag is the one the current
  * request waits for; see client_internal.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,8 @@ static void send_ping(b2sc_session *s, uint32_t tag) {
 
 /* An ERROR: remember it, end what it says is ended, tell the owner. */
 static void on_error(b2sc_session *s, const b2s_wire_msg *m) {
+  if (sc_producer_error_after_end(s, m))
+    return;
   char text[B2S_WIRE_TEXT_MAX + 1];
   sc_strcpy(text, sizeof text, m->error.message);
   set_error(s, m->error.code, text);
@@ -317,6 +320,12 @@ static int check_endpoint(const char *ep) {
     struct stat st;
     if (path[0] != '@' && stat(path, &st) < 0)
       return -errno;
+    /* connecting takes write permission on the socket file; without it
+     * libzmq retries quietly and HELLO would only time out */
+    if (path[0] != '@' &&
+        faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) < 0 &&
+        (errno == EACCES || errno == EPERM))
+      return -EACCES;
     return 0;
   }
   return strncmp(ep, "tcp://", 6) == 0 ? 0 : B2S_E_ARG;

@@ -114,7 +114,10 @@ void env_start_as_is(env *e) {
     dup2(fd, 1);                 /* not the test's pipe: the runner would */
     dup2(fd, 2);                 /* wait for a daemon a failed test left */
     if (e->fsize_limit > 0) {    /* a full disk, as far as the daemon sees */
-      struct rlimit rl = {(rlim_t)e->fsize_limit, (rlim_t)e->fsize_limit};
+      /* the soft limit only: a test may give room back (prlimit) */
+      struct rlimit rl = {(rlim_t)e->fsize_limit, RLIM_INFINITY};
+      getrlimit(RLIMIT_FSIZE, &rl);
+      rl.rlim_cur = (rlim_t)e->fsize_limit;
       setrlimit(RLIMIT_FSIZE, &rl);
     }
     execl(daemon_path, daemon_path, "--config", e->config, (char *)NULL);

@@ -2019,6 +2019,57 @@ static int test_setup(void **state) {
   return 0;
 }
 
+/* ls --json on a damaged frame prints valid JSON with the error in it: a
+ * sparse frame missing a chunk file (the chunks before it listed), and a
+ * contiguous frame cut to 50 bytes (nothing to list). */
+static void test_ls_json_damaged(void **state) {
+  (void)state;
+  char in[1024], sparse[1024], cont[1024], chunk[1100];
+  tmp_path(in, sizeof in, "in");
+  tmp_path(sparse, sizeof sparse, "sparse");
+  tmp_path(cont, sizeof cont, "cont");
+  size_t size = 5 * 4096;
+  uint8_t *data = make_input(size, 11);
+  write_file(in, data, size);
+  free(data);
+  run_result r;
+  run(&r, "pack", "--chunk-bytes=4096", in, sparse, "--sparse", NULL);
+  expect_ok(&r, "pack sparse");
+  run_free(&r);
+  run(&r, "pack", "--chunk-bytes=4096", in, cont, NULL);
+  expect_ok(&r, "pack contiguous");
+  run_free(&r);
+  snprintf(chunk, sizeof chunk, "%s/00000002.chunk", sparse);
+  assert_int_equal(unlink(chunk), 0);
+  assert_int_equal(truncate(cont, 50), 0);
+
+  run(&r, "ls", "--json", sparse, NULL);
+  assert_int_not_equal(r.status, 0);
+  json_object *o = parse_json_out(&r, "ls damaged sparse");
+  assert_non_null(o);
+  assert_int_equal(json_object_array_length(jget(o, "chunks")), 2);
+  json_object *e = jget(o, "error");
+  assert_non_null(e);
+  assert_int_equal(jint(e, "index"), 2);
+  assert_true(jint(e, "code") < 0);
+  assert_true(strlen(jstr(e, "message")) > 0);
+  json_object_put(o);
+  run_free(&r);
+
+  run(&r, "ls", "--json", cont, NULL);
+  assert_int_not_equal(r.status, 0);
+  o = parse_json_out(&r, "ls damaged contiguous");
+  assert_non_null(o);
+  assert_string_equal(jstr(o, "path"), cont);
+  e = jget(o, "error");
+  assert_non_null(e);
+  assert_true(jint(e, "code") < 0);
+  assert_true(strlen(jstr(e, "message")) > 0);
+  json_object_put(o);
+  run_free(&r);
+  assert_int_equal(failures, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_help, test_setup),
@@ -2043,6 +2094,7 @@ int main(void) {
       cmocka_unit_test_setup(test_cat_epipe, test_setup),
       cmocka_unit_test_setup(test_offset_embedded, test_setup),
       cmocka_unit_test_setup(test_offset_wrong, test_setup),
+      cmocka_unit_test_setup(test_ls_json_damaged, test_setup),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

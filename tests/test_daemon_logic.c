@@ -2,7 +2,8 @@
  * (credits and acknowledgement levels, daemon/ledger.c), the stream
  * writer's group commits (daemon/groupcommit.c), read admission and its
  * byte budget (daemon/readbudget.c), and the configuration-to-wire maps
- * (daemon/wiremap.c).  Plain data in, decisions out: every case sets up
+ * (daemon/wiremap.c), the escaping of log lines (daemon/log.c).  Plain
+ * data in, decisions out: every case sets up
  * the numbers the daemon would see and checks the exact outcome. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,9 +12,12 @@
 
 #include <cmocka.h>
 
+#include <string.h>
+
 #include "b2s_config.h"
 #include "groupcommit.h"
 #include "ledger.h"
+#include "log.h"
 #include "readbudget.h"
 #include "wire.h"
 #include "wiremap.h"
@@ -341,6 +345,40 @@ static void test_read_admit_bytes(void **state) {
   assert_int_equal(b2sd_read_admit_bytes(1000, 500, 0, 400), B2SD_ADMIT);
 }
 
+/* ---- log lines ------------------------------------------------------------ */
+
+static void expect_escaped(const char *in, size_t len, const char *want) {
+  char out[256];
+  size_t n = b2sd_log_escape(out, sizeof out, in, len);
+  assert_string_equal(out, want);
+  assert_int_equal(n, strlen(want));
+}
+
+static void test_log_escape(void **state) {
+  (void)state;
+  expect_escaped("plain text", 10, "plain text");
+  expect_escaped("a\nb\r\t", 5, "a\\x0ab\\x0d\\x09");
+  expect_escaped("\x1b[31m\x7f", 6, "\\x1b[31m\\x7f");
+  /* well-formed UTF-8 stays: 2, 3 and 4 byte sequences */
+  expect_escaped("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9,
+                 "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  /* not UTF-8: a lone byte, overlong, a surrogate, cut short, too high */
+  expect_escaped("\xff", 1, "\\xff");
+  expect_escaped("\xc0\xaf", 2, "\\xc0\\xaf");
+  expect_escaped("\xed\xa0\x80", 3, "\\xed\\xa0\\x80");
+  expect_escaped("\xe2\x82", 2, "\\xe2\\x82");
+  expect_escaped("\xf4\x90\x80\x80", 4, "\\xf4\\x90\\x80\\x80");
+  expect_escaped("a\0b", 3, "a\\x00b");
+  /* a full buffer cuts between escapes, never inside one */
+  char out[7];
+  assert_int_equal(b2sd_log_escape(out, sizeof out, "\n\n", 2), 4);
+  assert_string_equal(out, "\\x0a");
+  assert_int_equal(b2sd_log_escape(out, sizeof out, "abc\xe2\x82\xac", 6), 6);
+  assert_string_equal(out, "abc\xe2\x82\xac");
+  assert_int_equal(b2sd_log_escape(out, 6, "abc\xe2\x82\xac", 6), 3);
+  assert_string_equal(out, "abc");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ledger_spend),
@@ -361,6 +399,7 @@ int main(void) {
       cmocka_unit_test(test_group_wait),
       cmocka_unit_test(test_read_counts),
       cmocka_unit_test(test_read_admit_bytes),
+      cmocka_unit_test(test_log_escape),
   };
   return cmocka_run_group_tests_name("daemon logic", tests, NULL, NULL);
 }

@@ -214,6 +214,8 @@ typedef struct cli_src_line {
   bool json;
   int64_t chunk;                   /* -1 when not given */
   int64_t offset;                  /* -1 when not given */
+  const char *path;                /* PATH, once parsed */
+  int open_rc;                     /* why PATH did not open, else 0 */
 } cli_src_line;
 
 /* Parse the command line and open PATH.  Returns CLI_EXIT_OK with src

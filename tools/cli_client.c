@@ -44,6 +44,9 @@ int cli_client_connect(const char *endpoint, unsigned roles,
   int rc = b2sc_connect_opts(endpoint, &o, out);
   if (rc == -ENOENT)
     cli_err("%s: no daemon listening (socket missing)", endpoint);
+  else if (rc == -EACCES)
+    cli_err("%s: permission denied: this user may not open the daemon's "
+            "socket (see the daemon's group: setting)", endpoint);
   else if (rc == B2S_E_TIMEOUT)
     cli_err("%s: no answer from the daemon", endpoint);
   else if (rc == B2S_E_ARG && o.curve_server_key)

@@ -151,8 +151,9 @@ int cli_src_open_args(int argc, char **argv, unsigned accept, cli_src *src,
   }
   if (path == NULL)
     return cli_usage(&a, "missing PATH");
-  return cli_src_open_at(path, line->offset, src) < 0 ? CLI_EXIT_FAIL
-                                                       : CLI_EXIT_OK;
+  line->path = path;
+  line->open_rc = cli_src_open_at(path, line->offset, src);
+  return line->open_rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 int cli_src_open(const char *path, cli_src *src) {

@@ -57,6 +57,18 @@ static void chunk_text(const cli_chunk *d) {
          d->stored ? cli_codec_name(d->info.codec) : "-", filters);
 }
 
+/* With --json an error still ends in one valid JSON object: what could
+ * be listed, then "error" with its code, message and (for a chunk) index.
+ * The error line on stderr says the same for people. */
+static void error_json(cli_json *j, int rc, int64_t index) {
+  cj_obj_open(j, "error");
+  cj_int(j, "code", rc);
+  cj_str(j, "message", b2s_strerror(rc));
+  if (index >= 0)
+    cj_int(j, "index", index);
+  cj_obj_close(j);
+}
+
 static int list(cli_src *src, bool json) {
   int64_t n = cli_src_nchunks(src);
   cli_json j;
@@ -73,8 +85,16 @@ static int list(cli_src *src, bool json) {
   }
   for (int64_t i = 0; i < n; i++) {
     cli_chunk d;
-    if (cli_src_chunk(src, i, &d) < 0)
-      return CLI_EXIT_FAIL;   /* partial output: the error line says why */
+    int rc = cli_src_chunk(src, i, &d);
+    if (rc < 0) {             /* partial output: the error line says why */
+      if (json) {
+        cj_arr_close(&j);
+        error_json(&j, rc, i);
+        cj_obj_close(&j);
+        cj_end(&j);
+      }
+      return CLI_EXIT_FAIL;
+    }
     if (json)
       chunk_json(&j, &d);
     else
@@ -88,10 +108,25 @@ static int list(cli_src *src, bool json) {
   return CLI_EXIT_OK;
 }
 
+/* A frame that does not open, as JSON. */
+static void open_error_json(const char *path, int rc) {
+  cli_json j;
+  cj_init(&j, stdout);
+  cj_obj_open(&j, NULL);
+  cj_str(&j, "path", path);
+  error_json(&j, rc, -1);
+  cj_obj_close(&j);
+  cj_end(&j);
+}
+
 static int run(int argc, char **argv) {
   cli_src src;
   cli_src_line line;
   int opened = cli_src_open_args(argc, argv, CLI_LINE_JSON, &src, &line);
+  if (opened == CLI_EXIT_FAIL && line.open_rc < 0 && line.json) {
+    open_error_json(line.path, line.open_rc);
+    cli_flush_stdout();
+  }
   if (opened != CLI_EXIT_OK)
     return opened;
   int status = list(&src, line.json);
