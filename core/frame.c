@@ -8,6 +8,7 @@
  * or right after the header) and in where a chunk is read from (an offset
  * in the data section or a file named after the chunk id). */
 #include "frame.h"
+#include "frame_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,23 +67,6 @@ static int32_t load_le32(const uint8_t *p) {
 
 /* ---- byte access ---------------------------------------------------------- */
 
-/* Read exactly n bytes at file position pos; a short file is truncation. */
-static int pread_full(int fd, int64_t pos, void *dst, size_t n) {
-  uint8_t *d = dst;
-  while (n > 0) {
-    ssize_t got = pread(fd, d, n, (off_t)pos);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      return -errno;
-    if (got == 0)
-      return B2S_E_TRUNCATED;
-    d += got;
-    pos += got;
-    n -= (size_t)got;
-  }
-  return 0;
-}
 
 static int scratch_reserve(b2s_frame *f, size_t n) {
   if (n <= f->scratch_cap)
@@ -108,7 +92,7 @@ static int frame_view(b2s_frame *f, int64_t pos, size_t n, const uint8_t **p) {
   }
   int rc = scratch_reserve(f, n ? n : 1);
   if (rc == 0)
-    rc = pread_full(f->fd, f->base + pos, f->scratch, n);
+    rc = fw_pread(f->fd, f->scratch, n, f->base + pos);
   if (rc < 0)
     return ferr(f, rc, pos, -1, "cannot read the frame");
   *p = f->scratch;
@@ -530,7 +514,7 @@ static int read_chunk_file(b2s_frame *f, int64_t i, int fd, int64_t size,
   if (size < B2S_HEADER_LEN)
     return sparse_fail(f, i, B2S_E_TRUNCATED, size,
                        "chunk file shorter than a chunk header");
-  int rc = pread_full(fd, 0, head, sizeof head);
+  int rc = fw_pread(fd, head, sizeof head, 0);
   if (rc < 0)
     return sparse_fail(f, i, rc, 0, "cannot read the chunk file");
   c->cbytes = load_le32(head + 12);
@@ -544,7 +528,7 @@ static int read_chunk_file(b2s_frame *f, int64_t i, int fd, int64_t size,
     return 0;
   rc = scratch_reserve(f, (size_t)c->cbytes);
   if (rc == 0)
-    rc = pread_full(fd, 0, f->scratch, (size_t)c->cbytes);
+    rc = fw_pread(fd, f->scratch, (size_t)c->cbytes, 0);
   if (rc < 0)
     return sparse_fail(f, i, rc, 0, "cannot read the chunk file");
   c->p = f->scratch;

@@ -1,7 +1,7 @@
-/* The frame writer's raw file I/O (frame_io.c), under everything else the
- * writer does: frame_commit.c, frame_dio.c, frame_wopen.c, frame_writer.c
- * and frame_recover.c call it; it calls nothing of theirs.  Internal to
- * core.
+/* Raw frame file I/O (frame_io.c), under everything else the writer does:
+ * frame_commit.c, frame_dio.c, frame_wopen.c, frame_writer.c and
+ * frame_recover.c call it, and the reader (frame.c) its fw_pread; it calls
+ * nothing of theirs.  Internal to core.
  *
  * Ownership: buffers stay the caller's; the descriptors are the writer's
  * (or the caller's, for the throwaway writers that recovery and the

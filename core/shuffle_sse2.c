@@ -24,32 +24,10 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* Output vector 2m+h holds half h of inputs m and m + count/2, interleaved. */
-ALWAYS_INLINE void interleave_round(__m128i *v, size_t count)
-{
-    __m128i t[16];
-    size_t h = count / 2;
-    #pragma GCC unroll 16
-    for (size_t m = 0; m < h; m++) {
-        t[2 * m] = _mm_unpacklo_epi8(v[m], v[m + h]);
-        t[2 * m + 1] = _mm_unpackhi_epi8(v[m], v[m + h]);
-    }
-    #pragma GCC unroll 16
-    for (size_t i = 0; i < count; i++)
-        v[i] = t[i];
-}
-
-ALWAYS_INLINE void interleave_rounds(__m128i *v, size_t count, unsigned rounds)
-{
-    #pragma GCC unroll 4
-    for (unsigned r = 0; r < rounds; r++)
-        interleave_round(v, count);
-}
-
-static unsigned log2_pow2(size_t ts)
-{
-    return ts == 2 ? 1 : ts == 4 ? 2 : ts == 8 ? 3 : 4;
-}
+#define SHUF_VEC __m128i
+#define SHUF_UNPACKLO _mm_unpacklo_epi8
+#define SHUF_UNPACKHI _mm_unpackhi_epi8
+#include "shuffle_interleave.h"
 
 /* ------------------------------------------------------------------------ */
 /* Byte shuffle                                                              */
