@@ -24,7 +24,8 @@ typedef struct wire_field {
   uint16_t off;                      /* offset of the member in b2s_wire_msg */
 } wire_field;
 
-enum payload_kind { P_NONE, P_BUFFER, P_CHUNK };
+/* P_META: msgpack series metadata, 1..B2S_WIRE_META_MAX bytes. */
+enum payload_kind { P_NONE, P_BUFFER, P_CHUNK, P_META };
 
 #define MAX_FIELDS 6
 typedef struct wire_type {
@@ -33,6 +34,8 @@ typedef struct wire_type {
   uint16_t flags;                    /* defined flag bits */
   const char *name;
   wire_field f[MAX_FIELDS];          /* wire order; unused entries are zero */
+  uint8_t since;                     /* first version with the type; 0 = 1 */
+  uint16_t flags_v2;                 /* flag bits added by version 2 */
 } wire_type;
 
 #define M(member) ((uint16_t)offsetof(b2s_wire_msg, member))
@@ -48,72 +51,78 @@ typedef struct wire_type {
 static const wire_type types[] = {
   {B2S_WIRE_HELLO, P_NONE,
    B2S_WIRE_HELLO_PRODUCER | B2S_WIRE_HELLO_CONSUMER, "HELLO",
-   {U32(hello.pid, 0), U32(hello.ping_ms, 0), STR(hello.name, 0, NAME)}},
+   {U32(hello.pid, 0), U32(hello.ping_ms, 0), STR(hello.name, 0, NAME)}, 1, 0},
   {B2S_WIRE_OPEN, P_NONE, 0, "OPEN",
-   {STR(open.stream, 1, NAME), STR(open.tmpl, 0, NAME)}},
+   {STR(open.stream, 1, NAME), STR(open.tmpl, 0, NAME)}, 1,
+   B2S_WIRE_OPEN_META},
   {B2S_WIRE_DATA, P_BUFFER, 0, "DATA",
-   {U64(data.buffer_id), U32(data.handle, 1)}},
-  {B2S_WIRE_FLUSH, P_NONE, 0, "FLUSH", {U32(flush.handle, 1)}},
-  {B2S_WIRE_CLOSE, P_NONE, 0, "CLOSE", {U32(close.handle, 1)}},
+   {U64(data.buffer_id), U32(data.handle, 1)}, 1, B2S_WIRE_DATA_RECORD},
+  {B2S_WIRE_FLUSH, P_NONE, 0, "FLUSH", {U32(flush.handle, 1)}, 1, 0},
+  {B2S_WIRE_CLOSE, P_NONE, 0, "CLOSE", {U32(close.handle, 1)}, 1, 0},
   {B2S_WIRE_SHM_ATTACH, P_NONE, 0, "SHM_ATTACH",
    {U32(shm_attach.handle, 1), U32(shm_attach.slot_count, 1),
-    U32(shm_attach.slot_size, 1)}},
+    U32(shm_attach.slot_size, 1)}, 1, 0},
   {B2S_WIRE_SHM_SUBMIT, P_NONE, 0, "SHM_SUBMIT",
    {U64(shm_submit.buffer_id), U32(shm_submit.handle, 1),
     U32(shm_submit.segment, 1), U32(shm_submit.slot, 0),
-    U32(shm_submit.length, 1)}},
+    U32(shm_submit.length, 1)}, 1, B2S_WIRE_SHM_SUBMIT_RECORD},
   {B2S_WIRE_FOLLOW, P_NONE,
    B2S_WIRE_FOLLOW_BY_PATH | B2S_WIRE_FOLLOW_FROM_END |
        B2S_WIRE_FOLLOW_PUSH_COMPRESSED | B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED,
    "FOLLOW",
-   {U64(follow.start), STR(follow.target, 1, B2S_WIRE_PATH_MAX)}},
+   {U64(follow.start), STR(follow.target, 1, B2S_WIRE_PATH_MAX)}, 1,
+   B2S_WIRE_FOLLOW_RECORDS},
   {B2S_WIRE_READ, P_NONE, B2S_WIRE_READ_DECOMPRESS, "READ",
-   {U64(read.chunk), U32(read.follow_id, 0), STR(read.stream, 0, NAME)}},
-  {B2S_WIRE_UNFOLLOW, P_NONE, 0, "UNFOLLOW", {U32(unfollow.follow_id, 1)}},
-  {B2S_WIRE_STATS, P_NONE, 0, "STATS", {STR(stats.stream, 0, NAME)}},
-  {B2S_WIRE_PING, P_NONE, 0, "PING", {U64(ping.nonce)}},
-  {B2S_WIRE_BYE, P_NONE, 0, "BYE", {{0}}},
+   {U64(read.chunk), U32(read.follow_id, 0), STR(read.stream, 0, NAME)}, 1,
+   B2S_WIRE_READ_RECORD},
+  {B2S_WIRE_UNFOLLOW, P_NONE, 0, "UNFOLLOW", {U32(unfollow.follow_id, 1)}, 1, 0},
+  {B2S_WIRE_STATS, P_NONE, 0, "STATS", {STR(stats.stream, 0, NAME)}, 1, 0},
+  {B2S_WIRE_PING, P_NONE, 0, "PING", {U64(ping.nonce)}, 1, 0},
+  {B2S_WIRE_BYE, P_NONE, 0, "BYE", {{0}}, 1, 0},
+  {B2S_WIRE_META, P_META, 0, "META", {U32(meta.handle, 1)}, 2, 0},
   {B2S_WIRE_WELCOME, P_NONE, B2S_WIRE_WELCOME_SHM, "WELCOME",
    {U32(welcome.max_buffer, 1), U32(welcome.timeout_ms, 0),
     U32(welcome.session_id, 0), U8(welcome.version_min, 1, 0),
-    U8(welcome.version_max, 1, 0), STR(welcome.server, 0, NAME)}},
+    U8(welcome.version_max, 1, 0), STR(welcome.server, 0, NAME)}, 1, 0},
   {B2S_WIRE_OPENED, P_NONE, 0, "OPENED",
    {U32(opened.handle, 1), U32(opened.credits, 0), U32(opened.max_buffer, 1),
     U8(opened.ack_level, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_LEVEL_DURABLE),
-    U8(opened.policy, B2S_WIRE_POLICY_BLOCK, B2S_WIRE_POLICY_DROP_OLDEST)}},
+    U8(opened.policy, B2S_WIRE_POLICY_BLOCK, B2S_WIRE_POLICY_DROP_OLDEST)}, 1, 0},
   {B2S_WIRE_ACK, P_NONE, 0, "ACK",
    {U64(ack.upto), U64(ack.dropped), U32(ack.handle, 1), U32(ack.credits, 0),
-    U8(ack.level, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_LEVEL_DURABLE)}},
+    U8(ack.level, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_LEVEL_DURABLE)}, 1, 0},
   {B2S_WIRE_DROPPED, P_NONE, 0, "DROPPED",
    {U64(dropped.buffer_id), U32(dropped.handle, 1),
     U8(dropped.reason, B2S_WIRE_POLICY_DROP_NEWEST,
-       B2S_WIRE_POLICY_DROP_OLDEST)}},
+       B2S_WIRE_POLICY_DROP_OLDEST)}, 1, 0},
   {B2S_WIRE_FLUSHED, P_NONE, 0, "FLUSHED",
-   {U64(flushed.upto), U32(flushed.handle, 1)}},
+   {U64(flushed.upto), U32(flushed.handle, 1)}, 1, 0},
   {B2S_WIRE_CLOSED, P_NONE, 0, "CLOSED",
-   {U64(closed.upto), U64(closed.dropped), U32(closed.handle, 1)}},
+   {U64(closed.upto), U64(closed.dropped), U32(closed.handle, 1)}, 1, 0},
   {B2S_WIRE_SHM_ATTACHED, P_NONE, 0, "SHM_ATTACHED",
    {U32(shm_attached.handle, 1), U32(shm_attached.segment, 1),
     U32(shm_attached.slot_count, 1), U32(shm_attached.slot_size, 1),
-    STR(shm_attached.shm_name, 1, NAME)}},
+    STR(shm_attached.shm_name, 1, NAME)}, 1, 0},
   {B2S_WIRE_FOLLOWING, P_NONE, 0, "FOLLOWING",
    {U64(following.start), U64(following.committed),
-    U32(following.follow_id, 1)}},
+    U32(following.follow_id, 1)}, 1, 0},
   {B2S_WIRE_NOTIFY, P_NONE, 0, "NOTIFY",
    {U64(notify.first), U64(notify.committed), U32(notify.follow_id, 1),
-    U32(notify.count, 1)}},
+    U32(notify.count, 1)}, 1, B2S_WIRE_NOTIFY_RECORDS},
   {B2S_WIRE_CHUNK, P_CHUNK,
    B2S_WIRE_CHUNK_DECOMPRESSED | B2S_WIRE_CHUNK_PUSHED, "CHUNK",
    {U64(chunk.index), U32(chunk.follow_id, 0), U32(chunk.nbytes, 0),
-    U32(chunk.cbytes, 0)}},
+    U32(chunk.cbytes, 0)}, 1, B2S_WIRE_CHUNK_RECORD},
   {B2S_WIRE_UNFOLLOWED, P_NONE, 0, "UNFOLLOWED",
-   {U64(unfollowed.next), U32(unfollowed.follow_id, 1)}},
-  {B2S_WIRE_STATS_REPLY, P_BUFFER, 0, "STATS_REPLY", {{0}}},
-  {B2S_WIRE_PONG, P_NONE, 0, "PONG", {U64(pong.nonce), U64(pong.time_ns)}},
+   {U64(unfollowed.next), U32(unfollowed.follow_id, 1)}, 1, 0},
+  {B2S_WIRE_STATS_REPLY, P_BUFFER, 0, "STATS_REPLY", {{0}}, 1, 0},
+  {B2S_WIRE_PONG, P_NONE, 0, "PONG", {U64(pong.nonce), U64(pong.time_ns)}, 1, 0},
   {B2S_WIRE_ERROR, P_NONE,
    B2S_WIRE_ERROR_CLOSED_REF | B2S_WIRE_ERROR_CLOSED_SESSION, "ERROR",
    {U64(error.ref_index), I32(error.code), U32(error.ref_id, 0),
-    U8(error.ref_type, 0, 0), STR(error.message, 0, B2S_WIRE_TEXT_MAX)}},
+    U8(error.ref_type, 0, 0), STR(error.message, 0, B2S_WIRE_TEXT_MAX)}, 1, 0},
+  {B2S_WIRE_META_OK, P_NONE, 0, "META_OK",
+   {U64(meta_ok.upto), U32(meta_ok.handle, 1)}, 2, 0},
 };
 
 static const wire_type *lookup(int type) {
@@ -233,17 +242,24 @@ static bool field_ok(const b2s_wire_msg *m, const wire_field *f) {
   return v >= f->lo && (f->hi == 0 || v <= f->hi);
 }
 
-static bool is_request_type(int type) {
+static int type_since(const wire_type *t) {
+  return t->since ? t->since : 1;
+}
+
+/* A client -> daemon type that exists in this version. */
+static bool is_request_type(int type, int version) {
   const wire_type *t = lookup(type);
-  return t != NULL && !(type & B2S_WIRE_FROM_DAEMON);
+  return t != NULL && !(type & B2S_WIRE_FROM_DAEMON) &&
+         type_since(t) <= version;
 }
 
 /* Rules that involve more than one field. */
 static bool check_rules(const b2s_wire_msg *m) {
   switch (m->type) {
   case B2S_WIRE_WELCOME:
-    return m->welcome.version_min <= B2S_WIRE_VERSION &&
-           m->welcome.version_max >= B2S_WIRE_VERSION;
+    /* the range holds the version this WELCOME is in (1 in version 1) */
+    return m->welcome.version_min <= m->version &&
+           m->welcome.version_max >= m->version;
   case B2S_WIRE_FOLLOW: {
     uint16_t push = B2S_WIRE_FOLLOW_PUSH_COMPRESSED |
                     B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED;
@@ -259,20 +275,26 @@ static bool check_rules(const b2s_wire_msg *m) {
   case B2S_WIRE_FOLLOWING:
     return m->following.start <= m->following.committed;
   case B2S_WIRE_NOTIFY:
+    if ((m->flags & B2S_WIRE_NOTIFY_RECORDS) &&
+        m->notify.count > B2S_WIRE_NOTIFY_RECS_MAX)
+      return false;
     return m->notify.first <= m->notify.committed &&
            m->notify.count <= m->notify.committed - m->notify.first;
   case B2S_WIRE_CHUNK:
     return !(m->flags & B2S_WIRE_CHUNK_PUSHED) || m->chunk.follow_id != 0;
   case B2S_WIRE_ERROR:
     return m->error.code < 0 &&
-           (m->error.ref_type == 0 || is_request_type(m->error.ref_type));
+           (m->error.ref_type == 0 ||
+            is_request_type(m->error.ref_type, m->version));
   default:
     return true;
   }
 }
 
+/* m->version is already 1..B2S_WIRE_VERSION_MAX. */
 static bool msg_ok(const wire_type *t, const b2s_wire_msg *m) {
-  if (m->flags & ~t->flags)
+  uint16_t defined = t->flags | (m->version >= 2 ? t->flags_v2 : 0);
+  if (m->version < type_since(t) || (m->flags & ~defined))
     return false;
   for (int i = 0; i < MAX_FIELDS && field_used(&t->f[i]); i++)
     if (!field_ok(m, &t->f[i]))
@@ -293,15 +315,25 @@ static size_t encoded_len(const wire_type *t, const b2s_wire_msg *m) {
 }
 
 int b2s_wire_encode(const b2s_wire_msg *m, uint8_t *buf, size_t cap) {
+  return b2s_wire_encode_v(m, B2S_WIRE_VERSION, buf, cap);
+}
+
+int b2s_wire_encode_v(const b2s_wire_msg *m, int version, uint8_t *buf,
+                      size_t cap) {
   const wire_type *t = m != NULL ? lookup(m->type) : NULL;
-  if (t == NULL || !msg_ok(t, m))
+  if (t == NULL || version < 1 || version > B2S_WIRE_VERSION_MAX)
+    return B2S_E_ARG;
+  b2s_wire_msg v = *m;               /* the rules read the version */
+  v.version = (uint8_t)version;
+  m = &v;
+  if (!msg_ok(t, m))
     return B2S_E_ARG;
   size_t len = encoded_len(t, m);
   if (buf == NULL || len > cap)
     return B2S_E_DEST_SMALL;
 
   memcpy(buf, B2S_WIRE_MAGIC, 4);
-  buf[4] = B2S_WIRE_VERSION;
+  buf[4] = m->version;
   buf[5] = m->type;
   store_le(buf + 6, m->flags, 2);
   store_le(buf + 8, m->tag, 4);
@@ -353,7 +385,12 @@ static bool decode_fields(const wire_type *t, const uint8_t *buf, size_t len,
 }
 
 int b2s_wire_decode(const uint8_t *buf, size_t len, b2s_wire_msg *m) {
-  if (m == NULL)
+  return b2s_wire_decode_v(buf, len, B2S_WIRE_VERSION, m);
+}
+
+int b2s_wire_decode_v(const uint8_t *buf, size_t len, int max_version,
+                      b2s_wire_msg *m) {
+  if (m == NULL || max_version < 1 || max_version > B2S_WIRE_VERSION_MAX)
     return B2S_E_ARG;
   memset(m, 0, sizeof *m);
   if (buf == NULL || len < B2S_WIRE_PREFIX_LEN ||
@@ -365,7 +402,7 @@ int b2s_wire_decode(const uint8_t *buf, size_t len, b2s_wire_msg *m) {
   m->tag = (uint32_t)load_le(buf + 8, 4);
   /* The version comes first: a later version may change everything after
    * the prefix, and the peer must learn which version it should speak. */
-  if (m->version != B2S_WIRE_VERSION)
+  if (m->version < 1 || m->version > max_version)
     return B2S_E_PROTO_VERSION;
   const wire_type *t = lookup(m->type);
   if (t == NULL || load_le(buf + 12, 4) != 0 ||
@@ -402,16 +439,60 @@ bool b2s_wire_has_payload(int type) {
   return t != NULL && t->payload != P_NONE;
 }
 
+/* What frame 2 of m is: the type's payload, or one a version-2 flag adds
+ * (P_BUFFER stands for the NOTIFY records too: checked apart). */
+static int payload_of(const wire_type *t, const b2s_wire_msg *m) {
+  if (m->type == B2S_WIRE_OPEN && (m->flags & B2S_WIRE_OPEN_META))
+    return P_META;
+  if (m->type == B2S_WIRE_NOTIFY && (m->flags & B2S_WIRE_NOTIFY_RECORDS))
+    return P_BUFFER;
+  return t->payload;
+}
+
+bool b2s_wire_msg_has_payload(const b2s_wire_msg *m) {
+  const wire_type *t = m != NULL ? lookup(m->type) : NULL;
+  return t != NULL && payload_of(t, m) != P_NONE;
+}
+
+bool b2s_wire_msg_has_record(const b2s_wire_msg *m) {
+  if (m == NULL)
+    return false;
+  switch (m->type) {
+  case B2S_WIRE_DATA: return (m->flags & B2S_WIRE_DATA_RECORD) != 0;
+  case B2S_WIRE_SHM_SUBMIT:
+    return (m->flags & B2S_WIRE_SHM_SUBMIT_RECORD) != 0;
+  case B2S_WIRE_CHUNK: return (m->flags & B2S_WIRE_CHUNK_RECORD) != 0;
+  default: return false;
+  }
+}
+
+int b2s_wire_msg_frames(const b2s_wire_msg *m) {
+  return 1 + b2s_wire_msg_has_payload(m) + b2s_wire_msg_has_record(m);
+}
+
+/* A NOTIFY's records: count of them, each FIXED..MAX bytes. */
+static int check_notify_records(const b2s_wire_msg *m, size_t len) {
+  uint64_t n = m->notify.count;
+  return len >= n * B2S_WIRE_REC_FIXED && len <= n * B2S_WIRE_REC_MAX
+             ? 0 : B2S_E_PROTO;
+}
+
 int b2s_wire_check_payload(const b2s_wire_msg *m, size_t payload_len,
                            size_t max) {
   const wire_type *t = m != NULL ? lookup(m->type) : NULL;
   if (t == NULL)
     return B2S_E_PROTO;
-  if (t->payload == P_NONE)
+  int kind = payload_of(t, m);
+  if (kind == P_NONE)
     return payload_len == 0 ? 0 : B2S_E_PROTO;
   if (payload_len > max)
     return B2S_E_OVERSIZE;
-  if (t->payload == P_BUFFER)
+  if (kind == P_META)
+    return payload_len > 0 && payload_len <= B2S_WIRE_META_MAX
+               ? 0 : B2S_E_PROTO;
+  if (m->type == B2S_WIRE_NOTIFY)
+    return check_notify_records(m, payload_len);
+  if (kind == P_BUFFER)
     return payload_len > 0 ? 0 : B2S_E_PROTO;
   size_t want = (m->flags & B2S_WIRE_CHUNK_DECOMPRESSED) ? m->chunk.nbytes
                                                          : m->chunk.cbytes;
