@@ -8,7 +8,11 @@
  * STATS_REPLY, PONG and ERROR, plus injected errors, silence, and actions
  * scheduled for later (credit grants, commits, raw messages).  It records
  * every message it receives, so the tests check the exact headers and
- * payloads the library sends as well as its behaviour on each reply. */
+ * payloads the library sends as well as its behaviour on each reply.
+ * By default it is a daemon of protocol version 1 (it refuses a version-2
+ * HELLO as PROTOCOL.md 8 says, without recording it); with v2 set it
+ * speaks version 2 too: META, OPEN with metadata, records on DATA and
+ * SHM_SUBMIT, and records of its chunks (rec_of) on NOTIFY, CHUNK, READ. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,6 +40,7 @@
 #define LOG_MAX 512
 #define LATER_MAX 32
 #define REC_PAYLOAD 64
+#define REC_RECORD 128
 
 /* ---- the fake daemon ------------------------------------------------------- */
 
@@ -45,6 +50,8 @@ typedef struct rec {
   b2s_wire_msg m;                  /* decoded; strings point into hdr */
   size_t payload_len;
   uint8_t payload[REC_PAYLOAD];    /* first bytes (of the slot for SHM) */
+  size_t record_len;               /* version 2: the record frame, 0: none */
+  uint8_t record[REC_RECORD];      /* its first bytes */
 } rec;
 
 enum later_kind { L_RAW, L_GRANT, L_COMMIT };
@@ -67,6 +74,10 @@ typedef struct fake {
   uint32_t credits, max_buffer, timeout_ms;
   uint8_t ack_level, policy;
   bool withhold, shm;
+  bool v2;                         /* speaks protocol version 2 */
+  bool records_always;             /* NOTIFY records even when not asked */
+  int version;                     /* of the session */
+  int refused;                     /* HELLOs refused for their version */
   uint32_t drop_every;             /* drop buffer id when (id+1) % n == 0 */
   uint8_t err_type, mute_type;
   int32_t err_code;
@@ -110,15 +121,50 @@ static void chunk_pattern(uint64_t i, uint8_t *out) {
     out[j] = (uint8_t)((i * 7 + j / 512) & 0xff);
 }
 
-static void fsend(fake *f, const b2s_wire_msg *m, const void *payload,
-                  size_t plen) {
+/* Send m in the session's version with up to two more frames. */
+static void fsend_rec(fake *f, const b2s_wire_msg *m, const void *payload,
+                      size_t plen, const void *record, size_t rlen) {
   uint8_t buf[B2S_WIRE_HEADER_MAX];
-  int n = b2s_wire_encode(m, buf, sizeof buf);
+  int n = b2s_wire_encode_v(m, f->version ? f->version : 1, buf, sizeof buf);
   assert_true(n > 0);
   zmq_send(f->router, f->rid, f->rid_len, ZMQ_SNDMORE);
-  zmq_send(f->router, buf, (size_t)n, payload ? ZMQ_SNDMORE : 0);
+  zmq_send(f->router, buf, (size_t)n, payload || record ? ZMQ_SNDMORE : 0);
   if (payload)
-    zmq_send(f->router, payload, plen, 0);
+    zmq_send(f->router, payload, plen, record ? ZMQ_SNDMORE : 0);
+  if (record)
+    zmq_send(f->router, record, rlen, 0);
+}
+
+static void fsend(fake *f, const b2s_wire_msg *m, const void *payload,
+                  size_t plen) {
+  fsend_rec(f, m, payload, plen, NULL, 0);
+}
+
+/* The record the fake stores with chunk i: frame 1000 + i, ts, a made-up
+ * checksum, and a user part: map {"i": i} for even i, 3 raw bytes for odd
+ * i; chunk 5 is a gap without user part. */
+static size_t rec_of(uint64_t i, uint8_t *out) {
+  uint8_t user[8];
+  b2s_wire_rec r = {.frame = 1000 + i, .ts_ns = (int64_t)i * 10 - 5,
+                    .xxh64 = UINT64_C(0xABCD000000000000) + i, .user = user};
+  r.present = B2S_WIRE_REC_FRAME | B2S_WIRE_REC_TS | B2S_WIRE_REC_XXH64;
+  if (i == 5) {
+    r.flags = B2S_WIRE_REC_GAP | B2S_WIRE_REC_DROPPED;
+  } else if (i % 2 == 0) {
+    user[0] = 0x81, user[1] = 0xa1, user[2] = 'i', user[3] = (uint8_t)i;
+    r.user_len = 4;
+    r.present |= B2S_WIRE_REC_USER_MAP;
+  } else {
+    user[0] = 1, user[1] = 2, user[2] = (uint8_t)i;
+    r.user_len = 3;
+  }
+  int n = b2s_wire_rec_encode(&r, out, B2S_WIRE_REC_MAX);
+  assert_true(n > 0);
+  return (size_t)n;
+}
+
+static bool follow_records(const fake *f) {
+  return (f->follow_flags & B2S_WIRE_FOLLOW_RECORDS) || f->records_always;
 }
 
 static void send_error(fake *f, uint32_t tag, int type, uint32_t ref_id,
@@ -159,7 +205,15 @@ static void deliver(fake *f) {
     n.notify.count = (uint32_t)(f->committed - f->follow_next);
     n.notify.committed = f->committed;
     n.notify.follow_id = f->follow_id;
-    fsend(f, &n, NULL, 0);
+    static uint8_t recs[B2S_WIRE_NOTIFY_RECS_MAX * B2S_WIRE_REC_MAX];
+    size_t len = 0;
+    if (follow_records(f)) {
+      assert_true(n.notify.count <= B2S_WIRE_NOTIFY_RECS_MAX);
+      n.flags = B2S_WIRE_NOTIFY_RECORDS;
+      for (uint64_t i = n.notify.first; i < f->committed; i++)
+        len += rec_of(i, recs + len);
+    }
+    fsend(f, &n, len ? recs : NULL, len);
     f->follow_next = f->committed;
     return;
   }
@@ -177,8 +231,12 @@ static void deliver(fake *f) {
     c.chunk.follow_id = f->follow_id;
     c.chunk.nbytes = CHUNK_NBYTES;
     c.chunk.cbytes = (uint32_t)cb;
-    fsend(f, &c, dec ? (void *)raw : (void *)comp,
-          dec ? CHUNK_NBYTES : (size_t)cb);
+    uint8_t r[B2S_WIRE_REC_MAX];
+    size_t rlen = follow_records(f) ? rec_of(f->follow_next, r) : 0;
+    if (rlen)
+      c.flags |= B2S_WIRE_CHUNK_RECORD;
+    fsend_rec(f, &c, dec ? (void *)raw : (void *)comp,
+              dec ? CHUNK_NBYTES : (size_t)cb, rlen ? r : NULL, rlen);
   }
 }
 
@@ -262,7 +320,13 @@ static void on_read(fake *f, const rec *r) {
   c.chunk.follow_id = m->read.follow_id;
   c.chunk.nbytes = CHUNK_NBYTES;
   c.chunk.cbytes = (uint32_t)cb;
-  fsend(f, &c, dec ? (void *)raw : (void *)comp, dec ? CHUNK_NBYTES : (size_t)cb);
+  uint8_t rb[B2S_WIRE_REC_MAX];
+  size_t rlen = (m->flags & B2S_WIRE_READ_RECORD) ? rec_of(m->read.chunk, rb)
+                                                  : 0;
+  if (rlen)
+    c.flags |= B2S_WIRE_CHUNK_RECORD;
+  fsend_rec(f, &c, dec ? (void *)raw : (void *)comp,
+            dec ? CHUNK_NBYTES : (size_t)cb, rlen ? rb : NULL, rlen);
 }
 
 static void on_shm_attach(fake *f, const rec *r) {
@@ -312,7 +376,8 @@ static void on_simple(fake *f, const rec *r) {
     o.welcome.max_buffer = f->max_buffer;
     o.welcome.timeout_ms = f->timeout_ms;
     o.welcome.session_id = 77;
-    o.welcome.version_min = o.welcome.version_max = 1;
+    o.welcome.version_min = 1;
+    o.welcome.version_max = f->v2 ? 2 : 1;
     o.welcome.server = b2s_wire_cstr("fake-b2streamd 0.1.0");
     break;
   case B2S_WIRE_FLUSH:
@@ -336,6 +401,11 @@ static void on_simple(fake *f, const rec *r) {
     b2s_wire_init(&o, B2S_WIRE_PONG);
     o.pong.nonce = m->ping.nonce;
     o.pong.time_ns = 1;
+    break;
+  case B2S_WIRE_META:
+    b2s_wire_init(&o, B2S_WIRE_META_OK);
+    o.meta_ok.upto = f->ids;
+    o.meta_ok.handle = m->meta.handle;
     break;
   default:
     return;
@@ -365,6 +435,7 @@ static uint32_t ref_of(const b2s_wire_msg *m) {
   case B2S_WIRE_FLUSH: return m->flush.handle;
   case B2S_WIRE_CLOSE: return m->close.handle;
   case B2S_WIRE_SHM_SUBMIT: return m->shm_submit.handle;
+  case B2S_WIRE_META: return m->meta.handle;
   case B2S_WIRE_UNFOLLOW: return m->unfollow.follow_id;
   case B2S_WIRE_READ: return m->read.follow_id;
   default: return 0;
@@ -399,16 +470,43 @@ static void handle(fake *f, rec *r) {
   }
 }
 
+/* A version-1 daemon's answer to a HELLO of version 2 (PROTOCOL.md 8). */
+static void refuse_version(fake *f, const b2s_wire_msg *m) {
+  int v = f->version;
+  f->version = 1;
+  send_error(f, m->tag, m->type, 0, 1 + 256, B2S_E_PROTO_VERSION,
+             B2S_WIRE_ERROR_CLOSED_SESSION,
+             "protocol version 2 not supported; this daemon speaks 1 to 1");
+  f->version = v;
+  f->refused++;
+}
+
+/* Record the payload and record frames of r (parts after the header). */
+static void keep_frames(rec *r, zmq_msg_t *part, int n) {
+  int k = 2;
+  if (b2s_wire_msg_has_payload(&r->m) && k < n) {
+    r->payload_len = zmq_msg_size(&part[k]);
+    memcpy(r->payload, zmq_msg_data(&part[k]),
+           r->payload_len < REC_PAYLOAD ? r->payload_len : REC_PAYLOAD);
+    k++;
+  }
+  if (b2s_wire_msg_has_record(&r->m) && k < n) {
+    r->record_len = zmq_msg_size(&part[k]);
+    memcpy(r->record, zmq_msg_data(&part[k]),
+           r->record_len < REC_RECORD ? r->record_len : REC_RECORD);
+  }
+}
+
 static void receive(fake *f) {
-  zmq_msg_t part[3];
+  zmq_msg_t part[4];
   int n = 0, more = 1;
-  while (more && n < 3) {
+  while (more && n < 4) {
     zmq_msg_init(&part[n]);
     assert_true(zmq_msg_recv(&part[n], f->router, 0) >= 0);
     more = zmq_msg_more(&part[n]);
     n++;
   }
-  assert_false(more);   /* the library never sends more than 2 frames */
+  assert_false(more);   /* the library never sends more than 3 frames */
   f->rid_len = zmq_msg_size(&part[0]);
   memcpy(f->rid, zmq_msg_data(&part[0]), f->rid_len);
   assert_true(f->nlog < LOG_MAX);
@@ -417,16 +515,23 @@ static void receive(fake *f) {
   r->hdr_len = zmq_msg_size(&part[1]);
   assert_true(r->hdr_len <= sizeof r->hdr);
   memcpy(r->hdr, zmq_msg_data(&part[1]), r->hdr_len);
-  assert_int_equal(b2s_wire_decode(r->hdr, r->hdr_len, &r->m), 0);
-  assert_int_equal(b2s_wire_has_payload(r->m.type) ? 3 : 2, n);
-  if (n == 3) {
-    r->payload_len = zmq_msg_size(&part[2]);
-    memcpy(r->payload, zmq_msg_data(&part[2]),
-           r->payload_len < REC_PAYLOAD ? r->payload_len : REC_PAYLOAD);
+  assert_int_equal(b2s_wire_decode_v(r->hdr, r->hdr_len, 2, &r->m), 0);
+  bool refused = r->m.type == B2S_WIRE_HELLO && r->m.version == 2 && !f->v2;
+  if (refused) {
+    refuse_version(f, &r->m);
+    f->nlog--;
+  } else {
+    if (r->m.type == B2S_WIRE_HELLO)
+      f->version = r->m.version;
+    /* every message in the session's version, with its frames */
+    assert_int_equal(r->m.version, f->version);
+    assert_int_equal(b2s_wire_msg_frames(&r->m) + 1, n);
+    keep_frames(r, part, n);
   }
   for (int k = 0; k < n; k++)
     zmq_msg_close(&part[k]);
-  handle(f, r);
+  if (!refused)
+    handle(f, r);
 }
 
 static void run_later(fake *f) {
@@ -550,7 +655,7 @@ static rec fake_get(fake *f, int type, int k) {
     }
   pthread_mutex_unlock(&f->mu);
   assert_int_not_equal(out.hdr_len, 0);
-  assert_int_equal(b2s_wire_decode(out.hdr, out.hdr_len, &out.m), 0);
+  assert_int_equal(b2s_wire_decode_v(out.hdr, out.hdr_len, 2, &out.m), 0);
   return out;
 }
 
