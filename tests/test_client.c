@@ -1508,6 +1508,401 @@ static void test_seek(void **state) {
   fake_stop(f);
 }
 
+/* ---- protocol version 2: negotiation, records, metadata ------------------------ */
+
+static fake *fake_start_v2(void) {
+  fake *f = fake_start();
+  FSET(f, v2, true);
+  return f;
+}
+
+/* What rec_of(i) stores, as the library hands it out. */
+static void expect_rec_of(uint64_t i, const b2sc_record *r) {
+  assert_int_equal(r->frame, 1000 + i);
+  assert_true(r->ts_ns == (int64_t)i * 10 - 5);
+  assert_true(r->xxh64 == UINT64_C(0xABCD000000000000) + i);
+  unsigned base = B2SC_REC_FRAME | B2SC_REC_TS | B2SC_REC_XXH64;
+  if (i == 5) {
+    assert_int_equal(r->present, base);
+    assert_int_equal(r->flags, B2SC_REC_GAP | B2SC_REC_DROPPED);
+    assert_int_equal(r->user_len, 0);
+    assert_null(r->user);
+  } else if (i % 2 == 0) {
+    const uint8_t map[] = {0x81, 0xa1, 'i', (uint8_t)i};
+    assert_int_equal(r->present, base | B2SC_REC_USER_MAP);
+    assert_int_equal(r->flags, 0);
+    assert_int_equal(r->user_len, 4);
+    assert_memory_equal(r->user, map, 4);
+  } else {
+    const uint8_t raw[] = {1, 2, (uint8_t)i};
+    assert_int_equal(r->present, base);
+    assert_int_equal(r->user_len, 3);
+    assert_memory_equal(r->user, raw, 3);
+  }
+}
+
+static void test_v2_negotiated(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  assert_int_equal(b2sc_protocol_version(s), 2);
+  assert_int_equal(b2sc_protocol_version(NULL), B2S_E_ARG);
+  assert_int_equal(fake_count(f, B2S_WIRE_HELLO), 1);
+  rec h = fake_get(f, B2S_WIRE_HELLO, 0);
+  assert_int_equal(h.hdr[4], 2);
+  assert_int_equal(h.hdr_len, 27);                  /* name "t" */
+  assert_string_equal(b2sc_last_error(s), "");
+  /* every later message is version 2 too (the fake asserts it) */
+  assert_true(b2sc_ping(s, 1000) >= 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_PING, 0).hdr[4], 2);
+  b2sc_close(s);
+  assert_int_equal(fake_wait(f, B2S_WIRE_BYE, 1), 1);
+  assert_int_equal(fake_get(f, B2S_WIRE_BYE, 0).hdr[4], 2);
+  pthread_mutex_lock(&f->mu);
+  assert_int_equal(f->refused, 0);
+  pthread_mutex_unlock(&f->mu);
+  fake_stop(f);
+}
+
+/* A daemon of version 1: one refused HELLO, then exactly version 1. */
+static void test_v1_fallback(void **state) {
+  (void)state;
+  fake *f = fake_start();
+  b2sc_session *s = connect_fake(f);
+  assert_int_equal(b2sc_protocol_version(s), 1);
+  pthread_mutex_lock(&f->mu);
+  assert_int_equal(f->refused, 1);
+  pthread_mutex_unlock(&f->mu);
+  assert_int_equal(fake_count(f, B2S_WIRE_HELLO), 1);
+  static const uint8_t hello_v1_head[] = {0x42, 0x32, 0x53, 0x57, 0x01, 0x01,
+                                          0x03, 0x00};
+  rec h = fake_get(f, B2S_WIRE_HELLO, 0);
+  assert_memory_equal(h.hdr, hello_v1_head, sizeof hello_v1_head);
+  assert_string_equal(b2sc_last_error(s), "");
+  assert_int_equal(b2sc_last_error_code(s), 0);
+
+  b2sc_producer *p = open_det1(s);
+  b2sc_record r = {.present = B2SC_REC_FRAME, .frame = 1};
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &r, 1000), B2S_E_PROTO_VERSION);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "k", "v"),
+                   B2S_E_PROTO_VERSION);
+  b2sc_producer *p2;
+  static const uint8_t map[] = {0x80};
+  assert_int_equal(b2sc_producer_open_meta(s, "det1", NULL, map, 1, &p2),
+                   B2S_E_PROTO_VERSION);
+  b2sc_consumer *c;
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_RECORDS, &c),
+                   B2S_E_PROTO_VERSION);
+  /* nothing of it reached the daemon; a plain buffer is the version-1 DATA */
+  assert_int_equal(b2sc_send_rec(p, "abc", 3, NULL, 1000), 0);
+  assert_int_equal(b2sc_flush(p, 2000), 0);
+  assert_int_equal(fake_count(f, B2S_WIRE_DATA), 1);
+  assert_int_equal(fake_count(f, B2S_WIRE_OPEN), 1);
+  assert_int_equal(fake_count(f, B2S_WIRE_FOLLOW), 0);
+  static const uint8_t data_v1[] = {
+    0x42, 0x32, 0x53, 0x57, 0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00};
+  rec d = fake_get(f, B2S_WIRE_DATA, 0);
+  assert_int_equal(d.hdr_len, sizeof data_v1);
+  assert_memory_equal(d.hdr, data_v1, sizeof data_v1);
+  assert_int_equal(d.payload_len, 3);
+  assert_int_equal(d.record_len, 0);
+  assert_int_equal(b2sc_follow(s, "det1", 0, 0, &c), 0);
+  b2sc_record got;
+  b2sc_chunk_info ci;
+  assert_int_equal(b2sc_next_rec(c, 1000, &ci, &got), 0);
+  assert_int_equal(got.present, 0);                 /* none asked */
+  uint8_t buf[CHUNK_NBYTES];
+  assert_int_equal(b2sc_read_rec(c, 0, true, buf, sizeof buf, &got),
+                   B2S_E_PROTO_VERSION);
+  b2sc_unfollow(c);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_send_records(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  b2sc_producer *p = open_det1(s);
+  static const uint8_t umap[] = {0x81, 0xa3, 'e', 'x', 'p', 0x0a};
+  b2sc_record r = {.present = B2SC_REC_FRAME | B2SC_REC_TS |
+                              B2SC_REC_USER_MAP,
+                   .frame = 1007, .ts_ns = INT64_C(1700000000123456789),
+                   .user = umap, .user_len = sizeof umap};
+  assert_int_equal(b2sc_send_rec(p, "first", 5, &r, 1000), 0);
+  b2sc_record raw = {.present = B2SC_REC_FRAME, .frame = 1008,
+                     .user = "\x00\xff", .user_len = 2};
+  assert_int_equal(b2sc_send_rec(p, "second", 6, &raw, 1000), 0);
+  assert_int_equal(b2sc_send(p, "third", 5, 1000), 0);
+
+  /* rules checked before anything is sent */
+  b2sc_record bad = r;
+  bad.present |= B2SC_REC_XXH64;
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  bad = r;
+  bad.flags = B2SC_REC_GAP;
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  bad = r;
+  bad.present = B2SC_REC_TS;                        /* frame without its bit */
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  static uint8_t big[B2SC_USER_MAX + 1];
+  bad = (b2sc_record){.user = big, .user_len = sizeof big};
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  bad.user_len = B2SC_USER_MAX;                     /* the limit: fine */
+  assert_int_equal(b2sc_send_rec(p, "fourth", 6, &bad, 1000), 0);
+  bad = (b2sc_record){.present = B2SC_REC_USER_MAP, .user = "\x92\x01",
+                      .user_len = 2};               /* an array, cut short */
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  assert_int_equal(b2sc_flush(p, 2000), 0);
+  assert_int_equal(fake_count(f, B2S_WIRE_DATA), 4);
+
+  static const uint8_t hdr0[] = {
+    0x42, 0x32, 0x53, 0x57, 0x02, 0x03, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00};
+  static const uint8_t rec0[] = {           /* PROTOCOL.md 10.9 */
+    0xef, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x15, 0xcd, 0x85, 0x3d,
+    0xfe, 0x9c, 0x97, 0x17, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x0b, 0x00, 0x00, 0x00, 0x06, 0x00, 0x81, 0xa3, 0x65, 0x78, 0x70, 0x0a};
+  rec d = fake_get(f, B2S_WIRE_DATA, 0);
+  assert_memory_equal(d.hdr, hdr0, sizeof hdr0);
+  assert_int_equal(d.payload_len, 5);
+  assert_memory_equal(d.payload, "first", 5);
+  assert_int_equal(d.record_len, sizeof rec0);
+  assert_memory_equal(d.record, rec0, sizeof rec0);
+
+  d = fake_get(f, B2S_WIRE_DATA, 1);
+  assert_int_equal(d.m.flags, B2S_WIRE_DATA_RECORD);
+  b2s_wire_rec w;
+  assert_int_equal(b2s_wire_rec_decode(d.record, d.record_len, &w), 32);
+  assert_int_equal(w.present, B2S_WIRE_REC_FRAME);
+  assert_int_equal(w.frame, 1008);
+  assert_int_equal(w.user_len, 2);
+  assert_memory_equal(w.user, "\x00\xff", 2);
+
+  d = fake_get(f, B2S_WIRE_DATA, 2);                 /* no record: 2 frames */
+  assert_int_equal(d.m.flags, 0);
+  assert_int_equal(d.hdr[4], 2);
+  assert_int_equal(d.record_len, 0);
+  d = fake_get(f, B2S_WIRE_DATA, 3);
+  assert_int_equal(d.record_len, B2S_WIRE_REC_MAX);
+  assert_int_equal(d.m.data.buffer_id, 3);
+
+  b2sc_producer_stats st;
+  b2sc_producer_stats_get(p, &st);
+  assert_int_equal(st.sent, 4);
+  assert_int_equal(st.bytes, 5 + 6 + 5 + 6);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_shm_submit_record(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  FSET(f, shm, true);
+  b2sc_session *s = connect_fake(f);
+  b2sc_producer *p = open_det1(s);
+  assert_int_equal(b2sc_shm_attach(p, 2, 4096), 0);
+  uint32_t slot;
+  void *ptr;
+  assert_int_equal(b2sc_shm_acquire(p, 1000, &slot, &ptr, NULL), 0);
+  memcpy(ptr, "slot", 4);
+  b2sc_record bad = {.flags = B2SC_REC_REJECTED};
+  assert_int_equal(b2sc_shm_submit_rec(p, slot, 4, &bad), B2S_E_ARG);
+  b2sc_record r = {.present = B2SC_REC_FRAME | B2SC_REC_TS, .frame = 42,
+                   .ts_ns = -1};
+  assert_int_equal(b2sc_shm_submit_rec(p, slot, 4, &r), 0);   /* still ours */
+  assert_int_equal(b2sc_flush(p, 2000), 0);
+  rec sub = fake_get(f, B2S_WIRE_SHM_SUBMIT, 0);
+  assert_int_equal(sub.m.flags, B2S_WIRE_SHM_SUBMIT_RECORD);
+  assert_memory_equal(sub.payload, "slot", 4);
+  b2s_wire_rec w;
+  assert_int_equal(b2s_wire_rec_decode(sub.record, sub.record_len, &w), 30);
+  assert_int_equal(w.frame, 42);
+  assert_true(w.ts_ns == -1);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_series_metadata(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  static const uint8_t gain[] = {0x81, 0xa4, 'g', 'a', 'i', 'n', 0xcb,
+                                 0x3f, 0xf8, 0, 0, 0, 0, 0, 0};
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open_meta(s, "det1", "tmpl", gain,
+                                           sizeof gain, &p), 0);
+  rec o = fake_get(f, B2S_WIRE_OPEN, 0);
+  assert_int_equal(o.m.flags, B2S_WIRE_OPEN_META);
+  assert_int_equal(o.payload_len, sizeof gain);
+  assert_memory_equal(o.payload, gain, sizeof gain);
+  /* without metadata: the plain OPEN */
+  b2sc_producer *p2;
+  assert_int_equal(b2sc_producer_open_meta(s, "det1", NULL, NULL, 0, &p2), 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_OPEN, 1).m.flags, 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_OPEN, 1).payload_len, 0);
+  assert_int_equal(b2sc_producer_close(p2), 0);
+
+  assert_int_equal(b2sc_send(p, "abc", 3, 1000), 0);
+  static const uint8_t change[] = {0x82, 0xa4, 'g', 'a', 'i', 'n', 0xc0,
+                                   0xa6, 's', 'a', 'm', 'p', 'l', 'e',
+                                   0xa3, 'F', 'e', '2'};
+  assert_int_equal(b2sc_producer_set_meta(p, change, sizeof change), 0);
+  rec m = fake_get(f, B2S_WIRE_META, 0);
+  assert_int_equal(m.hdr_len, 20);
+  assert_int_equal(m.hdr[4], 2);
+  assert_int_equal(m.m.meta.handle, 1);
+  assert_int_not_equal(m.m.tag, 0);
+  assert_int_equal(m.payload_len, sizeof change);
+  assert_memory_equal(m.payload, change, sizeof change);
+
+  assert_int_equal(b2sc_producer_set_meta_str(p, "sample", "Fe"), 0);
+  static const uint8_t one[] = {0x81, 0xa6, 's', 'a', 'm', 'p', 'l', 'e',
+                                0xa2, 'F', 'e'};
+  m = fake_get(f, B2S_WIRE_META, 1);
+  assert_int_equal(m.payload_len, sizeof one);
+  assert_memory_equal(m.payload, one, sizeof one);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "sample", NULL), 0);
+  static const uint8_t del[] = {0x81, 0xa6, 's', 'a', 'm', 'p', 'l', 'e',
+                                0xc0};
+  m = fake_get(f, B2S_WIRE_META, 2);
+  assert_memory_equal(m.payload, del, sizeof del);
+  /* longer strings take str8 */
+  char key[40];
+  memset(key, 'k', sizeof key - 1);
+  key[sizeof key - 1] = '\0';
+  assert_int_equal(b2sc_producer_set_meta_str(p, key, "v"), 0);
+  m = fake_get(f, B2S_WIRE_META, 3);
+  assert_int_equal(m.payload_len, 1 + 2 + 39 + 2);
+  assert_int_equal(m.payload[1], 0xd9);
+  assert_int_equal(m.payload[2], 39);
+
+  /* refused before sending: not a map with string keys */
+  static const uint8_t intkey[] = {0x81, 0x01, 0x02};
+  assert_int_equal(b2sc_producer_set_meta(p, intkey, sizeof intkey), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta(p, gain, sizeof gain - 1), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta(p, gain, 0), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta(p, NULL, 3), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "", "v"), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "k", "\xff"), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_open_meta(s, "det1", NULL, intkey,
+                                           sizeof intkey, &p2), B2S_E_ARG);
+  assert_int_equal(fake_count(f, B2S_WIRE_META), 4);
+  assert_int_equal(fake_count(f, B2S_WIRE_OPEN), 2);
+  /* refused by the daemon: its code, the handle stays */
+  fake_set_error(f, B2S_WIRE_META, B2S_E_OVERSIZE, 0);
+  assert_int_equal(b2sc_producer_set_meta(p, change, sizeof change),
+                   B2S_E_OVERSIZE);
+  assert_string_equal(b2sc_last_error(s), "injected failure");
+  assert_int_equal(b2sc_producer_set_meta(p, change, sizeof change), 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_follow_records(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  b2sc_consumer *c;
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_RECORDS, &c), 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_FOLLOW, 0).m.flags,
+                   B2S_WIRE_FOLLOW_RECORDS);
+  fake_later(f, 30, L_COMMIT, 4, NULL);   /* chunks 3..6, one NOTIFY */
+  b2sc_chunk_info ci;
+  b2sc_record r;
+  for (uint64_t i = 0; i < 7; i++) {
+    assert_int_equal(b2sc_next_rec(c, 2000, &ci, &r), 0);
+    assert_int_equal(ci.index, i);
+    assert_null(ci.data);
+    expect_rec_of(i, &r);
+  }
+  assert_int_equal(b2sc_next_rec(c, 0, &ci, &r), B2S_E_TIMEOUT);
+  /* seek keeps the records flag */
+  assert_int_equal(b2sc_seek(c, 4), 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_FOLLOW, 1).m.flags,
+                   B2S_WIRE_FOLLOW_RECORDS);
+  assert_int_equal(b2sc_next(c, 2000, &ci), 0);     /* record skipped */
+  assert_int_equal(ci.index, 4);
+  assert_int_equal(b2sc_next_rec(c, 2000, &ci, &r), 0);
+  expect_rec_of(5, &r);
+  b2sc_unfollow(c);
+
+  /* pushed chunks carry theirs */
+  assert_int_equal(b2sc_follow(s, "det1", 0,
+                               B2SC_FOLLOW_PUSH_DECOMPRESSED |
+                                   B2SC_FOLLOW_RECORDS, &c), 0);
+  uint8_t want[CHUNK_NBYTES];
+  for (uint64_t i = 0; i < 7; i++) {
+    assert_int_equal(b2sc_next_rec(c, 2000, &ci, &r), 0);
+    assert_int_equal(ci.index, i);
+    chunk_pattern(i, want);
+    assert_memory_equal(ci.data, want, CHUNK_NBYTES);
+    expect_rec_of(i, &r);
+  }
+  b2sc_unfollow(c);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+/* Records the follow did not ask for are a protocol break, as a gap is. */
+static void test_v2_unasked_records(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  FSET(f, records_always, true);
+  b2sc_session *s = connect_fake(f);
+  b2sc_consumer *c;
+  b2sc_chunk_info ci;
+  assert_int_equal(b2sc_follow(s, "det1", 0, 0, &c), 0);
+  assert_int_equal(b2sc_next(c, 1000, &ci), B2S_E_PROTO);
+  b2sc_unfollow(c);
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_PUSH_COMPRESSED,
+                               &c), 0);
+  assert_int_equal(b2sc_next(c, 1000, &ci), B2S_E_PROTO);
+  b2sc_unfollow(c);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_read_record(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  b2sc_consumer *c;
+  assert_int_equal(b2sc_follow(s, "det1", 0, 0, &c), 0);
+  uint8_t want[CHUNK_NBYTES], buf[CHUNK_NBYTES];
+  b2sc_record r;
+  assert_int_equal(b2sc_read_rec(c, 2, true, NULL, 0, &r), CHUNK_NBYTES);
+  expect_rec_of(2, &r);
+  rec rd = fake_get(f, B2S_WIRE_READ, 0);
+  assert_int_equal(rd.m.flags, B2S_WIRE_READ_DECOMPRESS | B2S_WIRE_READ_RECORD);
+  /* the kept chunk and its record, no second READ */
+  memset(&r, 0, sizeof r);
+  assert_int_equal(b2sc_read_rec(c, 2, true, buf, sizeof buf, &r),
+                   CHUNK_NBYTES);
+  expect_rec_of(2, &r);
+  chunk_pattern(2, want);
+  assert_memory_equal(buf, want, CHUNK_NBYTES);
+  assert_int_equal(fake_count(f, B2S_WIRE_READ), 1);
+  /* a plain read asks for no record */
+  assert_int_equal(b2sc_read(c, 1, false, buf, sizeof buf) > 0, 1);
+  assert_int_equal(fake_get(f, B2S_WIRE_READ, 1).m.flags, 0);
+  assert_int_equal(b2sc_read_rec(c, 1, false, buf, sizeof buf, &r) > 0, 1);
+  expect_rec_of(1, &r);
+  assert_int_equal(fake_count(f, B2S_WIRE_READ), 3);
+  assert_int_equal(b2sc_read_rec(c, 9, true, buf, sizeof buf, &r),
+                   B2S_E_NCHUNK);
+  b2sc_unfollow(c);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_connect_hello_bye),
@@ -1537,6 +1932,14 @@ int main(void) {
       cmocka_unit_test(test_read),
       cmocka_unit_test(test_read_after_follow_closed),
       cmocka_unit_test(test_seek),
+      cmocka_unit_test(test_v2_negotiated),
+      cmocka_unit_test(test_v1_fallback),
+      cmocka_unit_test(test_v2_send_records),
+      cmocka_unit_test(test_v2_shm_submit_record),
+      cmocka_unit_test(test_v2_series_metadata),
+      cmocka_unit_test(test_v2_follow_records),
+      cmocka_unit_test(test_v2_unasked_records),
+      cmocka_unit_test(test_v2_read_record),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
