@@ -182,7 +182,7 @@ void sc_consumer_free(b2sc_consumer *c);
 /* Common checks on entry: 0, or the code why the object is unusable. */
 int sc_session_usable(const b2sc_session *s);
 
-/* ---- records and metadata (client_meta.c) ---- */
+/* ---- records and metadata payloads (client_record.c) ---- */
 
 /* The caller's record as a producer may send it: B2S_E_ARG when it breaks
  * a rule (daemon-only fields, user part above B2S_WIRE_USER_MAX, a user map
@@ -201,5 +201,9 @@ int sc_rec_give(const sc_rec_slot *slot, b2sc_record *out);
 
 /* Whether a NOTIFY's records frame holds exactly count valid records. */
 bool sc_recs_valid(const void *frame, size_t len, uint32_t count);
+
+/* A copy of series metadata (one msgpack map of string keys, at most
+ * B2S_WIRE_META_MAX bytes) in a new message: 0, B2S_E_ARG, B2S_E_NOMEM. */
+int sc_meta_msg(const void *meta, size_t meta_len, zmq_msg_t *msg);
 
 #endif

@@ -99,13 +99,7 @@ static int meta_payload(const b2sc_session *s, const void *meta,
     return rc;
   if (s->version < 2)
     return B2S_E_PROTO_VERSION;
-  if (meta_len == 0 || meta_len > B2S_WIRE_META_MAX ||
-      b2s_wire_mp_map_check(meta, meta_len, true) < 0)
-    return B2S_E_ARG;
-  if (zmq_msg_init_size(payload, meta_len) < 0)
-    return B2S_E_NOMEM;
-  memcpy(zmq_msg_data(payload), meta, meta_len);
-  return 0;
+  return sc_meta_msg(meta, meta_len, payload);
 }
 
 int b2sc_producer_open(b2sc_session *s, const char *stream, const char *tmpl,
