@@ -39,7 +39,13 @@
  * for the daemon's answer up to the session's request timeout
  * (b2sc_set_timeout, default B2SC_DEFAULT_TIMEOUT_MS).  While the library
  * waits it sends PING when the daemon asked for liveness (WELCOME
- * timeout_ms); a program idle outside the library calls b2sc_ping(). */
+ * timeout_ms); a program idle outside the library calls b2sc_ping().
+ *
+ * Protocol versions.  b2sc_connect asks for protocol version 2 and falls
+ * back to version 1 with a daemon that speaks only that; every call of
+ * version 1 behaves the same in both.  Records (b2sc_send_rec, ...,
+ * b2sc_next_rec) and series metadata (b2sc_producer_set_meta, ...) need
+ * version 2 (b2sc_protocol_version). */
 #ifndef B2STREAM_CLIENT_H
 #define B2STREAM_CLIENT_H
 
