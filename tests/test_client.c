@@ -76,6 +76,7 @@ typedef struct fake {
   bool withhold, shm;
   bool v2;                         /* speaks protocol version 2 */
   bool records_always;             /* NOTIFY records even when not asked */
+  bool bad_record;                 /* records with an undefined present bit */
   int version;                     /* of the session */
   int refused;                     /* HELLOs refused for their version */
   uint32_t drop_every;             /* drop buffer id when (id+1) % n == 0 */
@@ -163,6 +164,14 @@ static size_t rec_of(uint64_t i, uint8_t *out) {
   return (size_t)n;
 }
 
+/* rec_of, spoilt when the fake is told to send bad records. */
+static size_t rec_of_fake(const fake *f, uint64_t i, uint8_t *out) {
+  size_t n = rec_of(i, out);
+  if (f->bad_record)
+    out[25] = 0x80;                  /* present bit 0x8000: undefined */
+  return n;
+}
+
 static bool follow_records(const fake *f) {
   return (f->follow_flags & B2S_WIRE_FOLLOW_RECORDS) || f->records_always;
 }
@@ -211,7 +220,7 @@ static void deliver(fake *f) {
       assert_true(n.notify.count <= B2S_WIRE_NOTIFY_RECS_MAX);
       n.flags = B2S_WIRE_NOTIFY_RECORDS;
       for (uint64_t i = n.notify.first; i < f->committed; i++)
-        len += rec_of(i, recs + len);
+        len += rec_of_fake(f, i, recs + len);
     }
     fsend(f, &n, len ? recs : NULL, len);
     f->follow_next = f->committed;
@@ -232,7 +241,7 @@ static void deliver(fake *f) {
     c.chunk.nbytes = CHUNK_NBYTES;
     c.chunk.cbytes = (uint32_t)cb;
     uint8_t r[B2S_WIRE_REC_MAX];
-    size_t rlen = follow_records(f) ? rec_of(f->follow_next, r) : 0;
+    size_t rlen = follow_records(f) ? rec_of_fake(f, f->follow_next, r) : 0;
     if (rlen)
       c.flags |= B2S_WIRE_CHUNK_RECORD;
     fsend_rec(f, &c, dec ? (void *)raw : (void *)comp,
@@ -1870,6 +1879,43 @@ static void test_v2_unasked_records(void **state) {
   fake_stop(f);
 }
 
+/* Malformed records end the follow; a message of another version than the
+ * session's is ignored. */
+static void test_v2_hostile_daemon(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  FSET(f, bad_record, true);
+  b2sc_session *s = connect_fake(f);
+  b2sc_consumer *c;
+  b2sc_chunk_info ci;
+  b2sc_record r;
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_RECORDS, &c), 0);
+  assert_int_equal(b2sc_next_rec(c, 1000, &ci, &r), B2S_E_PROTO);
+  b2sc_unfollow(c);
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_RECORDS |
+                               B2SC_FOLLOW_PUSH_COMPRESSED, &c), 0);
+  assert_int_equal(b2sc_next_rec(c, 1000, &ci, &r), B2S_E_PROTO);
+  b2sc_unfollow(c);
+
+  /* a valid version-1 ACK in a version-2 session */
+  b2s_wire_msg a;
+  b2s_wire_init(&a, B2S_WIRE_ACK);
+  a.ack.handle = 1;
+  a.ack.credits = 1000;
+  a.ack.level = B2S_WIRE_LEVEL_RECEIVED;
+  b2sc_producer *p = open_det1(s);
+  fake_later(f, 0, L_RAW, 0, &a);
+  sleep_ms(30);
+  assert_true(b2sc_ping(s, 1000) >= 0);   /* ignored, session goes on */
+  assert_int_equal(b2sc_last_error_code(s), B2S_E_PROTO);
+  b2sc_producer_stats st;
+  b2sc_producer_stats_get(p, &st);
+  assert_int_equal(st.credits, 8);         /* its credits were not taken */
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
 static void test_v2_read_record(void **state) {
   (void)state;
   fake *f = fake_start_v2();
@@ -1939,6 +1985,7 @@ int main(void) {
       cmocka_unit_test(test_v2_series_metadata),
       cmocka_unit_test(test_v2_follow_records),
       cmocka_unit_test(test_v2_unasked_records),
+      cmocka_unit_test(test_v2_hostile_daemon),
       cmocka_unit_test(test_v2_read_record),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
