@@ -34,8 +34,6 @@ typedef struct wire_type {
   uint16_t flags;                    /* defined flag bits */
   const char *name;
   wire_field f[MAX_FIELDS];          /* wire order; unused entries are zero */
-  uint8_t since;                     /* first version with the type; 0 = 1 */
-  uint16_t flags_v2;                 /* flag bits added by version 2 */
 } wire_type;
 
 #define M(member) ((uint16_t)offsetof(b2s_wire_msg, member))
@@ -51,79 +49,101 @@ typedef struct wire_type {
 static const wire_type types[] = {
   {B2S_WIRE_HELLO, P_NONE,
    B2S_WIRE_HELLO_PRODUCER | B2S_WIRE_HELLO_CONSUMER, "HELLO",
-   {U32(hello.pid, 0), U32(hello.ping_ms, 0), STR(hello.name, 0, NAME)}, 1, 0},
+   {U32(hello.pid, 0), U32(hello.ping_ms, 0), STR(hello.name, 0, NAME)}},
   {B2S_WIRE_OPEN, P_NONE, 0, "OPEN",
-   {STR(open.stream, 1, NAME), STR(open.tmpl, 0, NAME)}, 1,
-   B2S_WIRE_OPEN_META},
+   {STR(open.stream, 1, NAME), STR(open.tmpl, 0, NAME)}},
   {B2S_WIRE_DATA, P_BUFFER, 0, "DATA",
-   {U64(data.buffer_id), U32(data.handle, 1)}, 1, B2S_WIRE_DATA_RECORD},
-  {B2S_WIRE_FLUSH, P_NONE, 0, "FLUSH", {U32(flush.handle, 1)}, 1, 0},
-  {B2S_WIRE_CLOSE, P_NONE, 0, "CLOSE", {U32(close.handle, 1)}, 1, 0},
+   {U64(data.buffer_id), U32(data.handle, 1)}},
+  {B2S_WIRE_FLUSH, P_NONE, 0, "FLUSH", {U32(flush.handle, 1)}},
+  {B2S_WIRE_CLOSE, P_NONE, 0, "CLOSE", {U32(close.handle, 1)}},
   {B2S_WIRE_SHM_ATTACH, P_NONE, 0, "SHM_ATTACH",
    {U32(shm_attach.handle, 1), U32(shm_attach.slot_count, 1),
-    U32(shm_attach.slot_size, 1)}, 1, 0},
+    U32(shm_attach.slot_size, 1)}},
   {B2S_WIRE_SHM_SUBMIT, P_NONE, 0, "SHM_SUBMIT",
    {U64(shm_submit.buffer_id), U32(shm_submit.handle, 1),
     U32(shm_submit.segment, 1), U32(shm_submit.slot, 0),
-    U32(shm_submit.length, 1)}, 1, B2S_WIRE_SHM_SUBMIT_RECORD},
+    U32(shm_submit.length, 1)}},
   {B2S_WIRE_FOLLOW, P_NONE,
    B2S_WIRE_FOLLOW_BY_PATH | B2S_WIRE_FOLLOW_FROM_END |
        B2S_WIRE_FOLLOW_PUSH_COMPRESSED | B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED,
    "FOLLOW",
-   {U64(follow.start), STR(follow.target, 1, B2S_WIRE_PATH_MAX)}, 1,
-   B2S_WIRE_FOLLOW_RECORDS},
+   {U64(follow.start), STR(follow.target, 1, B2S_WIRE_PATH_MAX)}},
   {B2S_WIRE_READ, P_NONE, B2S_WIRE_READ_DECOMPRESS, "READ",
-   {U64(read.chunk), U32(read.follow_id, 0), STR(read.stream, 0, NAME)}, 1,
-   B2S_WIRE_READ_RECORD},
-  {B2S_WIRE_UNFOLLOW, P_NONE, 0, "UNFOLLOW", {U32(unfollow.follow_id, 1)}, 1, 0},
-  {B2S_WIRE_STATS, P_NONE, 0, "STATS", {STR(stats.stream, 0, NAME)}, 1, 0},
-  {B2S_WIRE_PING, P_NONE, 0, "PING", {U64(ping.nonce)}, 1, 0},
-  {B2S_WIRE_BYE, P_NONE, 0, "BYE", {{0}}, 1, 0},
-  {B2S_WIRE_META, P_META, 0, "META", {U32(meta.handle, 1)}, 2, 0},
+   {U64(read.chunk), U32(read.follow_id, 0), STR(read.stream, 0, NAME)}},
+  {B2S_WIRE_UNFOLLOW, P_NONE, 0, "UNFOLLOW", {U32(unfollow.follow_id, 1)}},
+  {B2S_WIRE_STATS, P_NONE, 0, "STATS", {STR(stats.stream, 0, NAME)}},
+  {B2S_WIRE_PING, P_NONE, 0, "PING", {U64(ping.nonce)}},
+  {B2S_WIRE_BYE, P_NONE, 0, "BYE", {{0}}},
+  {B2S_WIRE_META, P_META, 0, "META", {U32(meta.handle, 1)}},
   {B2S_WIRE_WELCOME, P_NONE, B2S_WIRE_WELCOME_SHM, "WELCOME",
    {U32(welcome.max_buffer, 1), U32(welcome.timeout_ms, 0),
     U32(welcome.session_id, 0), U8(welcome.version_min, 1, 0),
-    U8(welcome.version_max, 1, 0), STR(welcome.server, 0, NAME)}, 1, 0},
+    U8(welcome.version_max, 1, 0), STR(welcome.server, 0, NAME)}},
   {B2S_WIRE_OPENED, P_NONE, 0, "OPENED",
    {U32(opened.handle, 1), U32(opened.credits, 0), U32(opened.max_buffer, 1),
     U8(opened.ack_level, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_LEVEL_DURABLE),
-    U8(opened.policy, B2S_WIRE_POLICY_BLOCK, B2S_WIRE_POLICY_DROP_OLDEST)}, 1, 0},
+    U8(opened.policy, B2S_WIRE_POLICY_BLOCK, B2S_WIRE_POLICY_DROP_OLDEST)}},
   {B2S_WIRE_ACK, P_NONE, 0, "ACK",
    {U64(ack.upto), U64(ack.dropped), U32(ack.handle, 1), U32(ack.credits, 0),
-    U8(ack.level, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_LEVEL_DURABLE)}, 1, 0},
+    U8(ack.level, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_LEVEL_DURABLE)}},
   {B2S_WIRE_DROPPED, P_NONE, 0, "DROPPED",
    {U64(dropped.buffer_id), U32(dropped.handle, 1),
     U8(dropped.reason, B2S_WIRE_POLICY_DROP_NEWEST,
-       B2S_WIRE_POLICY_DROP_OLDEST)}, 1, 0},
+       B2S_WIRE_POLICY_DROP_OLDEST)}},
   {B2S_WIRE_FLUSHED, P_NONE, 0, "FLUSHED",
-   {U64(flushed.upto), U32(flushed.handle, 1)}, 1, 0},
+   {U64(flushed.upto), U32(flushed.handle, 1)}},
   {B2S_WIRE_CLOSED, P_NONE, 0, "CLOSED",
-   {U64(closed.upto), U64(closed.dropped), U32(closed.handle, 1)}, 1, 0},
+   {U64(closed.upto), U64(closed.dropped), U32(closed.handle, 1)}},
   {B2S_WIRE_SHM_ATTACHED, P_NONE, 0, "SHM_ATTACHED",
    {U32(shm_attached.handle, 1), U32(shm_attached.segment, 1),
     U32(shm_attached.slot_count, 1), U32(shm_attached.slot_size, 1),
-    STR(shm_attached.shm_name, 1, NAME)}, 1, 0},
+    STR(shm_attached.shm_name, 1, NAME)}},
   {B2S_WIRE_FOLLOWING, P_NONE, 0, "FOLLOWING",
    {U64(following.start), U64(following.committed),
-    U32(following.follow_id, 1)}, 1, 0},
+    U32(following.follow_id, 1)}},
   {B2S_WIRE_NOTIFY, P_NONE, 0, "NOTIFY",
    {U64(notify.first), U64(notify.committed), U32(notify.follow_id, 1),
-    U32(notify.count, 1)}, 1, B2S_WIRE_NOTIFY_RECORDS},
+    U32(notify.count, 1)}},
   {B2S_WIRE_CHUNK, P_CHUNK,
    B2S_WIRE_CHUNK_DECOMPRESSED | B2S_WIRE_CHUNK_PUSHED, "CHUNK",
    {U64(chunk.index), U32(chunk.follow_id, 0), U32(chunk.nbytes, 0),
-    U32(chunk.cbytes, 0)}, 1, B2S_WIRE_CHUNK_RECORD},
+    U32(chunk.cbytes, 0)}},
   {B2S_WIRE_UNFOLLOWED, P_NONE, 0, "UNFOLLOWED",
-   {U64(unfollowed.next), U32(unfollowed.follow_id, 1)}, 1, 0},
-  {B2S_WIRE_STATS_REPLY, P_BUFFER, 0, "STATS_REPLY", {{0}}, 1, 0},
-  {B2S_WIRE_PONG, P_NONE, 0, "PONG", {U64(pong.nonce), U64(pong.time_ns)}, 1, 0},
+   {U64(unfollowed.next), U32(unfollowed.follow_id, 1)}},
+  {B2S_WIRE_STATS_REPLY, P_BUFFER, 0, "STATS_REPLY", {{0}}},
+  {B2S_WIRE_PONG, P_NONE, 0, "PONG", {U64(pong.nonce), U64(pong.time_ns)}},
   {B2S_WIRE_ERROR, P_NONE,
    B2S_WIRE_ERROR_CLOSED_REF | B2S_WIRE_ERROR_CLOSED_SESSION, "ERROR",
    {U64(error.ref_index), I32(error.code), U32(error.ref_id, 0),
-    U8(error.ref_type, 0, 0), STR(error.message, 0, B2S_WIRE_TEXT_MAX)}, 1, 0},
+    U8(error.ref_type, 0, 0), STR(error.message, 0, B2S_WIRE_TEXT_MAX)}},
   {B2S_WIRE_META_OK, P_NONE, 0, "META_OK",
-   {U64(meta_ok.upto), U32(meta_ok.handle, 1)}, 2, 0},
+   {U64(meta_ok.upto), U32(meta_ok.handle, 1)}},
 };
+
+/* What version 2 adds: its types, and flag bits of version-1 types.  A
+ * type not listed exists since version 1 and has no new flags. */
+static const struct wire_v2 {
+  uint8_t type;
+  uint8_t since;                     /* first version with the type */
+  uint16_t flags;                    /* flag bits defined from version 2 */
+} v2_additions[] = {
+  {B2S_WIRE_OPEN, 1, B2S_WIRE_OPEN_META},
+  {B2S_WIRE_DATA, 1, B2S_WIRE_DATA_RECORD},
+  {B2S_WIRE_SHM_SUBMIT, 1, B2S_WIRE_SHM_SUBMIT_RECORD},
+  {B2S_WIRE_FOLLOW, 1, B2S_WIRE_FOLLOW_RECORDS},
+  {B2S_WIRE_READ, 1, B2S_WIRE_READ_RECORD},
+  {B2S_WIRE_NOTIFY, 1, B2S_WIRE_NOTIFY_RECORDS},
+  {B2S_WIRE_CHUNK, 1, B2S_WIRE_CHUNK_RECORD},
+  {B2S_WIRE_META, 2, 0},
+  {B2S_WIRE_META_OK, 2, 0},
+};
+
+static const struct wire_v2 *v2_of(int type) {
+  for (size_t i = 0; i < sizeof v2_additions / sizeof v2_additions[0]; i++)
+    if (v2_additions[i].type == type)
+      return &v2_additions[i];
+  return NULL;
+}
 
 static const wire_type *lookup(int type) {
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
@@ -243,7 +263,14 @@ static bool field_ok(const b2s_wire_msg *m, const wire_field *f) {
 }
 
 static int type_since(const wire_type *t) {
-  return t->since ? t->since : 1;
+  const struct wire_v2 *v = v2_of(t->type);
+  return v != NULL ? v->since : 1;
+}
+
+/* Flag bits defined for t in this version. */
+static uint16_t type_flags(const wire_type *t, int version) {
+  const struct wire_v2 *v = v2_of(t->type);
+  return (uint16_t)(t->flags | (v != NULL && version >= 2 ? v->flags : 0));
 }
 
 /* A client -> daemon type that exists in this version. */
@@ -293,8 +320,7 @@ static bool check_rules(const b2s_wire_msg *m) {
 
 /* m->version is already 1..B2S_WIRE_VERSION_MAX. */
 static bool msg_ok(const wire_type *t, const b2s_wire_msg *m) {
-  uint16_t defined = t->flags | (m->version >= 2 ? t->flags_v2 : 0);
-  if (m->version < type_since(t) || (m->flags & ~defined))
+  if (m->version < type_since(t) || (m->flags & ~type_flags(t, m->version)))
     return false;
   for (int i = 0; i < MAX_FIELDS && field_used(&t->f[i]); i++)
     if (!field_ok(m, &t->f[i]))

@@ -189,7 +189,7 @@ int b2s_wire_mp_map_check(const uint8_t *buf, size_t len, bool str_keys) {
   return c.pos == len ? 0 : B2S_E_PROTO;
 }
 
-/* ---- record frame ---------------------------------------------------------- */
+/* ---- record frame ------------------------------------------------------- */
 
 static void store_le(uint8_t *p, uint64_t v, size_t n) {
   for (size_t i = 0; i < n; i++, v >>= 8)

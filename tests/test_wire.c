@@ -1144,7 +1144,8 @@ static void test_v2_golden_meta_notify(void **state) {
   r.xxh64 = UINT64_C(0x0123456789abcdef);
   r.present |= B2S_WIRE_REC_XXH64;
   uint8_t buf[B2S_WIRE_REC_MAX];
-  assert_int_equal(b2s_wire_rec_encode(&r, buf, sizeof buf), (int)sizeof stored);
+  assert_int_equal(b2s_wire_rec_encode(&r, buf, sizeof buf),
+                   (int)sizeof stored);
   assert_memory_equal(buf, stored, sizeof stored);
   assert_int_equal(b2s_wire_rec_decode(stored, sizeof stored, &q),
                    (int)sizeof stored);
