@@ -281,6 +281,13 @@ typedef struct b2sc_record {
 int b2sc_send_rec(b2sc_producer *p, const void *buf, size_t len,
                   const b2sc_record *rec, int timeout_ms);
 
+/* b2sc_send_zc with a record (NULL: exactly b2sc_send_zc): the buffer goes
+ * out without a copy, the record (small) is copied.  rec as for
+ * b2sc_send_rec; on any failure buf stays the caller's. */
+int b2sc_send_zc_rec(b2sc_producer *p, void *buf, size_t len,
+                     const b2sc_record *rec, b2sc_free_fn *free_fn,
+                     void *hint);
+
 /* b2sc_producer_open with initial series metadata: meta is one msgpack map of
  * string keys (meta_len bytes, at most 256 KiB), merged into the stream's
  * metadata after it is opened (over its template's defaults); a nil value

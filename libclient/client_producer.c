@@ -266,8 +266,18 @@ static void zc_free(void *data, void *hint) {
 
 int b2sc_send_zc(b2sc_producer *p, void *buf, size_t len,
                  b2sc_free_fn *free_fn, void *hint) {
+  return b2sc_send_zc_rec(p, buf, len, NULL, free_fn, hint);
+}
+
+int b2sc_send_zc_rec(b2sc_producer *p, void *buf, size_t len,
+                     const b2sc_record *rec, b2sc_free_fn *free_fn,
+                     void *hint) {
   int rc = usable(p);
   if (rc < 0 || (rc = check_len(p, buf, len)) < 0)
+    return rc;
+  b2s_wire_rec wrec;
+  const b2s_wire_rec *r;
+  if ((rc = sc_producer_rec(p, rec, &wrec, &r)) < 0)
     return rc;
   if ((rc = sc_producer_wait_credit(p, 0)) < 0)
     return rc == B2S_E_TIMEOUT ? B2S_E_BUSY : rc;
@@ -282,7 +292,7 @@ int b2sc_send_zc(b2sc_producer *p, void *buf, size_t len,
     free(o);
     return B2S_E_NOMEM;
   }
-  if ((rc = send_data(p, &msg, len, NULL)) < 0) {
+  if ((rc = send_data(p, &msg, len, r)) < 0) {
     if (o)
       o->give_back = true;
     zmq_msg_close(&msg);

@@ -1709,6 +1709,35 @@ static void test_v2_send_records(void **state) {
   fake_stop(f);
 }
 
+static void test_v2_send_zc_record(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  b2sc_producer *p = open_det1(s);
+  static char frame[16] = "zero-copy frame";
+  b2sc_record r = {.present = B2SC_REC_FRAME, .frame = 77};
+  b2sc_record bad = {.present = B2SC_REC_XXH64, .xxh64 = 1};
+  assert_int_equal(b2sc_send_zc_rec(p, frame, 15, &bad, NULL, NULL),
+                   B2S_E_ARG);
+  assert_int_equal(b2sc_send_zc_rec(p, frame, 15, &r, NULL, NULL), 0);
+  assert_int_equal(b2sc_send_zc_rec(p, frame, 4, NULL, NULL, NULL), 0);
+  assert_int_equal(b2sc_flush(p, 2000), 0);
+  assert_int_equal(fake_count(f, B2S_WIRE_DATA), 2);
+  rec d = fake_get(f, B2S_WIRE_DATA, 0);
+  assert_int_equal(d.m.flags, B2S_WIRE_DATA_RECORD);
+  assert_int_equal(d.payload_len, 15);
+  assert_memory_equal(d.payload, frame, 15);
+  b2s_wire_rec w;
+  assert_int_equal(b2s_wire_rec_decode(d.record, d.record_len, &w), 30);
+  assert_int_equal(w.frame, 77);
+  d = fake_get(f, B2S_WIRE_DATA, 1);
+  assert_int_equal(d.m.flags, 0);
+  assert_int_equal(d.record_len, 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
 static void test_v2_shm_submit_record(void **state) {
   (void)state;
   fake *f = fake_start_v2();
@@ -1981,6 +2010,7 @@ int main(void) {
       cmocka_unit_test(test_v2_negotiated),
       cmocka_unit_test(test_v1_fallback),
       cmocka_unit_test(test_v2_send_records),
+      cmocka_unit_test(test_v2_send_zc_record),
       cmocka_unit_test(test_v2_shm_submit_record),
       cmocka_unit_test(test_v2_series_metadata),
       cmocka_unit_test(test_v2_follow_records),
