@@ -312,8 +312,9 @@ int b2s_wire_rec_decode(const uint8_t *buf, size_t len, b2s_wire_rec *r);
 int b2s_wire_rec_check_producer(const b2s_wire_rec *r);
 
 /* Whether buf[0..len) is exactly one well-formed msgpack map (at most 32
- * containers nested inside it, strings valid UTF-8); with str_keys every key of the
- * outer map must be a string (META and OPEN metadata).  0 or B2S_E_PROTO. */
+ * containers nested inside it, strings valid UTF-8); with str_keys every
+ * key of the outer map must be a string (META and OPEN metadata).  0 or
+ * B2S_E_PROTO. */
 int b2s_wire_mp_map_check(const uint8_t *buf, size_t len, bool str_keys);
 
 #endif
