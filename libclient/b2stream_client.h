@@ -39,7 +39,13 @@
  * for the daemon's answer up to the session's request timeout
  * (b2sc_set_timeout, default B2SC_DEFAULT_TIMEOUT_MS).  While the library
  * waits it sends PING when the daemon asked for liveness (WELCOME
- * timeout_ms); a program idle outside the library calls b2sc_ping(). */
+ * timeout_ms); a program idle outside the library calls b2sc_ping().
+ *
+ * Protocol versions.  b2sc_connect asks for protocol version 2 and falls
+ * back to version 1 with a daemon that speaks only that; every call of
+ * version 1 behaves the same in both.  Records (b2sc_send_rec, ...,
+ * b2sc_next_rec) and series metadata (b2sc_producer_set_meta, ...) need
+ * version 2 (b2sc_protocol_version). */
 #ifndef B2STREAM_CLIENT_H
 #define B2STREAM_CLIENT_H
 
@@ -151,6 +157,12 @@ typedef struct b2sc_session_info {
 
 int b2sc_session_info_get(const b2sc_session *s, b2sc_session_info *info);
 
+/* The protocol version of the session: 2, or 1 with a daemon that speaks
+ * only version 1 (b2sc_connect tries 2 and falls back).  Records and series
+ * metadata need 2: without it their functions return B2S_E_PROTO_VERSION.
+ * B2S_E_ARG for NULL. */
+int b2sc_protocol_version(const b2sc_session *s);
+
 /* PING and wait for PONG.  Returns the round trip in microseconds (capped
  * at INT32_MAX), B2S_E_TIMEOUT, or B2S_E_CLOSED. */
 int b2sc_ping(b2sc_session *s, int timeout_ms);
@@ -229,6 +241,77 @@ int b2sc_producer_stats_get(const b2sc_producer *p, b2sc_producer_stats *st);
  * the last flush.  Always frees p.  Accepts NULL. */
 int b2sc_producer_close(b2sc_producer *p);
 
+/* ---- records and series metadata (protocol version 2) ------------------- */
+
+/* A record: what a producer says about one buffer (frame number,
+ * timestamp, a user part of at most B2SC_USER_MAX bytes) and what the
+ * daemon adds to the stored chunk (checksum, flags).  A field counts only
+ * when its bit is in present; fields not present must be 0 when sent.
+ * The user part is opaque bytes, or with B2SC_REC_USER_MAP one msgpack map
+ * (stored as that map, read back as a dict by python).  docs/PROTOCOL.md
+ * section 11 has the wire format. */
+#define B2SC_USER_MAX 4096
+enum {                                   /* present */
+  B2SC_REC_FRAME = 0x1,                  /* frame given */
+  B2SC_REC_TS = 0x2,                     /* ts_ns given */
+  B2SC_REC_XXH64 = 0x4,                  /* xxh64 given (daemon only) */
+  B2SC_REC_USER_MAP = 0x8,               /* user is one msgpack map */
+};
+enum {                                   /* flags (daemon only) */
+  B2SC_REC_GAP = 0x1,                    /* placeholder chunk, no data */
+  B2SC_REC_DROPPED = 0x2,                /* the buffer was dropped */
+  B2SC_REC_REJECTED = 0x4,               /* the buffer was rejected */
+};
+
+typedef struct b2sc_record {
+  unsigned present;                      /* B2SC_REC_FRAME | ... */
+  unsigned flags;                        /* B2SC_REC_GAP | ...; 0 to send */
+  uint64_t frame;                        /* producer's frame number */
+  int64_t ts_ns;                         /* ns since 1970 */
+  uint64_t xxh64;                        /* XXH64 of the chunk as stored */
+  const void *user;                      /* user_len bytes, or NULL */
+  size_t user_len;                       /* 0 = no user part */
+} b2sc_record;
+
+/* b2sc_send with a record (NULL: exactly b2sc_send).  B2S_E_ARG when rec
+ * breaks a rule above (daemon fields set, user part too long, a user map
+ * that is not one well-formed msgpack map); B2S_E_PROTO_VERSION on a
+ * version-1 session.  The daemon may refuse the buffer later for its frame
+ * number (streams ordered by frame number): B2S_E_FRAME_LATE,
+ * B2S_E_FRAME_DUP, reported like any rejection (b2sc_flush). */
+int b2sc_send_rec(b2sc_producer *p, const void *buf, size_t len,
+                  const b2sc_record *rec, int timeout_ms);
+
+/* b2sc_send_zc with a record (NULL: exactly b2sc_send_zc): the buffer goes
+ * out without a copy, the record (small) is copied.  rec as for
+ * b2sc_send_rec; on any failure buf stays the caller's. */
+int b2sc_send_zc_rec(b2sc_producer *p, void *buf, size_t len,
+                     const b2sc_record *rec, b2sc_free_fn *free_fn,
+                     void *hint);
+
+/* b2sc_producer_open with initial series metadata: meta is one msgpack map of
+ * string keys (meta_len bytes, at most 256 KiB), merged into the stream's
+ * metadata after it is opened (over its template's defaults); a nil value
+ * deletes a key.  NULL meta: exactly b2sc_producer_open.  B2S_E_ARG for a
+ * map that is not well formed; the daemon's limit codes for one it
+ * refuses (no handle is made then). */
+int b2sc_producer_open_meta(b2sc_session *s, const char *stream,
+                            const char *tmpl, const void *meta,
+                            size_t meta_len, b2sc_producer **out);
+
+/* Merge a msgpack map of string keys into the stream's series metadata
+ * (a nil value deletes the key) and wait (request timeout) until the
+ * daemon applied it; it is in the frame from the next commit on (b2sc_flush
+ * to make it durable).  Errors as b2sc_producer_open_meta; nothing
+ * changes on error. */
+int b2sc_producer_set_meta(b2sc_producer *p, const void *meta,
+                           size_t meta_len);
+
+/* Set one key to a string value, or delete it when value is NULL: a map
+ * of one entry for b2sc_producer_set_meta. */
+int b2sc_producer_set_meta_str(b2sc_producer *p, const char *key,
+                               const char *value);
+
 /* ---- shared-memory producer ------------------------------------------------ */
 
 /* Ask the daemon for a segment of nslots slots of slot_size bytes and map
@@ -248,6 +331,11 @@ int b2sc_shm_acquire(b2sc_producer *p, int timeout_ms, uint32_t *slot,
  * stays reserved), B2S_E_SHM_STATE when the slot was not acquired. */
 int b2sc_shm_submit(b2sc_producer *p, uint32_t slot, size_t len);
 
+/* b2sc_shm_submit with a record (NULL: exactly b2sc_shm_submit); rec as for
+ * b2sc_send_rec (B2S_E_ARG leaves the slot reserved). */
+int b2sc_shm_submit_rec(b2sc_producer *p, uint32_t slot, size_t len,
+                        const b2sc_record *rec);
+
 /* Give back an acquired slot and its credit without sending it. */
 int b2sc_shm_cancel(b2sc_producer *p, uint32_t slot);
 
@@ -261,6 +349,9 @@ enum {
   B2SC_FOLLOW_PUSH_DECOMPRESSED = 0x8, /* each chunk decompressed */
   B2SC_FOLLOW_FROM_END = 0x2,      /* or'ed in: start after the last
                                       committed chunk (from_index 0) */
+  B2SC_FOLLOW_RECORDS = 0x10,      /* or'ed in: deliver each chunk's record
+                                      (b2sc_next_rec); protocol version 2,
+                                      else B2S_E_PROTO_VERSION */
 };
 
 /* Follow stream from chunk from_index (0 = the beginning).  Every chunk
@@ -290,6 +381,14 @@ typedef struct b2sc_chunk_info {
  * B2S_E_PROTO when the daemon skipped or repeated an index. */
 int b2sc_next(b2sc_consumer *c, int timeout_ms, b2sc_chunk_info *info);
 
+/* b2sc_next that also gives the chunk's record in *rec (may be NULL) for a
+ * follow with B2SC_FOLLOW_RECORDS; rec->user stays valid until the next
+ * call on the consumer.  Without that flag *rec gets present 0.  A record
+ * the daemon sends malformed, or a missing one, ends the follow with
+ * B2S_E_PROTO. */
+int b2sc_next_rec(b2sc_consumer *c, int timeout_ms, b2sc_chunk_info *info,
+                  b2sc_record *rec);
+
 /* Read chunk index of the followed stream through the daemon, as stored or
  * decompressed, into buf.  Returns the chunk's length; when that is more
  * than cap nothing is copied and the chunk is kept, so calling again with a
@@ -298,6 +397,12 @@ int b2sc_next(b2sc_consumer *c, int timeout_ms, b2sc_chunk_info *info);
  * chunk is not committed yet. */
 int b2sc_read(b2sc_consumer *c, uint64_t index, bool decompressed, void *buf,
               size_t cap);
+
+/* b2sc_read that also gives the chunk's record in *rec (rec NULL: exactly
+ * b2sc_read).  Protocol version 2, else B2S_E_PROTO_VERSION.  rec->user
+ * stays valid until the next call on the consumer. */
+int b2sc_read_rec(b2sc_consumer *c, uint64_t index, bool decompressed,
+                  void *buf, size_t cap, b2sc_record *rec);
 
 /* Deliver from chunk index on (earlier or later than now): re-follows with
  * the same flags; chunks announced but not yet returned are forgotten. */

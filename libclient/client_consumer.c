@@ -5,7 +5,10 @@
  * anything else ends the follow with B2S_E_PROTO rather than hand out a
  * gap or a duplicate.  Announced indexes are a range [pos, announced), so
  * announcements cost no memory; pushed chunks wait in a list (the daemon
- * paces pushes by how fast this socket is read, so the list stays short). */
+ * paces pushes by how fast this socket is read, so the list stays short).
+ * A follow with records (version 2) keeps each NOTIFY's records frame
+ * until its chunks are taken, and each pushed chunk's record with it; a
+ * record missing or malformed ends the follow like a gap would. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,11 +31,45 @@ static void protocol_break(b2sc_consumer *c, const char *what) {
   c->closed = B2S_E_PROTO;
 }
 
-static void on_notify(b2sc_consumer *c, const b2s_wire_msg *m) {
+static bool wants_records(const b2sc_consumer *c) {
+  return (c->flags & B2SC_FOLLOW_RECORDS) != 0;
+}
+
+/* Keep a NOTIFY's records: false when they do not match the follow. */
+static bool keep_records(b2sc_consumer *c, sc_msg *x) {
+  const b2s_wire_msg *m = &x->m;
+  bool has = (m->flags & B2S_WIRE_NOTIFY_RECORDS) != 0;
+  if (has != wants_records(c))
+    return false;
+  if (!has)
+    return true;
+  if (!sc_recs_valid(zmq_msg_data(&x->payload), zmq_msg_size(&x->payload),
+                     m->notify.count))
+    return false;
+  sc_recs *r = malloc(sizeof *r);
+  if (r == NULL) {
+    c->closed = B2S_E_NOMEM;
+    return true;
+  }
+  *r = (sc_recs){.first = m->notify.first, .count = m->notify.count};
+  zmq_msg_init(&r->msg);
+  zmq_msg_move(&r->msg, &x->payload);
+  if (c->recs_tail)
+    c->recs_tail->next = r;
+  else
+    c->recs_head = r;
+  c->recs_tail = r;
+  return true;
+}
+
+static void on_notify(b2sc_consumer *c, sc_msg *x) {
+  const b2s_wire_msg *m = &x->m;
   if (c->flags & PUSH_FLAGS) {
     protocol_break(c, "NOTIFY on a follow with pushed chunks");
   } else if (m->notify.first != c->announced) {
     protocol_break(c, "NOTIFY does not continue the previous one");
+  } else if (!keep_records(c, x)) {
+    protocol_break(c, "NOTIFY records missing, unasked or malformed");
   } else {
     c->announced = m->notify.first + m->notify.count;
     c->committed = m->notify.committed;
@@ -51,6 +88,13 @@ static void on_pushed(b2sc_consumer *c, sc_msg *x) {
     protocol_break(c, "pushed CHUNK out of order");
     return;
   }
+  sc_rec_slot check;
+  if (x->has_record != wants_records(c) ||
+      (x->has_record && sc_rec_keep(&check, zmq_msg_data(&x->record),
+                                    zmq_msg_size(&x->record)) < 0)) {
+    protocol_break(c, "pushed CHUNK record missing, unasked or malformed");
+    return;
+  }
   sc_pushed *e = malloc(sizeof *e);
   if (e == NULL) {
     c->closed = B2S_E_NOMEM;
@@ -60,6 +104,9 @@ static void on_pushed(b2sc_consumer *c, sc_msg *x) {
                    .cbytes = m->chunk.cbytes};
   zmq_msg_init(&e->payload);
   zmq_msg_move(&e->payload, &x->payload);
+  zmq_msg_init(&e->record);
+  if ((e->has_record = x->has_record))
+    zmq_msg_move(&e->record, &x->record);
   c->push_next++;
   if (c->committed < c->push_next)
     c->committed = c->push_next;
@@ -77,7 +124,7 @@ void sc_consumer_dispatch(b2sc_session *s, sc_msg *x) {
   switch (m->type) {
   case B2S_WIRE_NOTIFY:
     if ((c = find(s, m->notify.follow_id)) != NULL && !c->closed)
-      on_notify(c, m);
+      on_notify(c, x);
     break;
   case B2S_WIRE_CHUNK:
     if ((m->flags & B2S_WIRE_CHUNK_PUSHED) &&
@@ -111,9 +158,18 @@ static void purge(b2sc_consumer *c) {
     sc_pushed *e = c->head;
     c->head = e->next;
     zmq_msg_close(&e->payload);
+    zmq_msg_close(&e->record);
     free(e);
   }
   c->tail = NULL;
+  while (c->recs_head) {
+    sc_recs *r = c->recs_head;
+    c->recs_head = r->next;
+    zmq_msg_close(&r->msg);
+    free(r);
+  }
+  c->recs_tail = NULL;
+  c->cur_rec.len = c->cached_rec.len = 0;
   if (c->has_current)
     zmq_msg_close(&c->current);
   c->has_current = false;
@@ -148,18 +204,21 @@ int b2sc_follow(b2sc_session *s, const char *stream, uint64_t from_index,
       strlen(stream) > B2S_WIRE_NAME_MAX)
     return B2S_E_ARG;
   *out = NULL;
-  if ((flags & ~(PUSH_FLAGS | B2SC_FOLLOW_FROM_END)) != 0 ||
+  if ((flags & ~(PUSH_FLAGS | B2SC_FOLLOW_FROM_END | B2SC_FOLLOW_RECORDS)) ||
       (flags & PUSH_FLAGS) == PUSH_FLAGS ||
       ((flags & B2SC_FOLLOW_FROM_END) && from_index != 0))
     return B2S_E_ARG;
   int rc = sc_session_usable(s);
   if (rc < 0)
     return rc;
+  if ((flags & B2SC_FOLLOW_RECORDS) && s->version < 2)
+    return B2S_E_PROTO_VERSION;
   b2sc_consumer *c = calloc(1, sizeof *c);
   if (c == NULL)
     return B2S_E_NOMEM;
   c->s = s;
-  c->flags = flags & PUSH_FLAGS;   /* from_end only applies to the start */
+  /* from_end only applies to the start */
+  c->flags = flags & (PUSH_FLAGS | B2SC_FOLLOW_RECORDS);
   strcpy(c->stream, stream);
   if ((rc = do_follow(c, from_index, flags)) < 0) {
     free(c);
@@ -171,11 +230,35 @@ int b2sc_follow(b2sc_session *s, const char *stream, uint64_t from_index,
   return 0;
 }
 
+/* The record of announced chunk c->pos into cur_rec (checked on
+ * arrival, so it is there: each NOTIFY's records cover its chunks). */
+static void take_notified_record(b2sc_consumer *c) {
+  sc_recs *r = c->recs_head;
+  if (r == NULL || r->first + r->taken != c->pos) {
+    protocol_break(c, "no record for a notified chunk");
+    return;
+  }
+  const uint8_t *p = zmq_msg_data(&r->msg);
+  size_t len = zmq_msg_size(&r->msg);
+  b2s_wire_rec w;
+  int n = b2s_wire_rec_decode(p + r->off, len - r->off, &w);
+  sc_rec_keep(&c->cur_rec, p + r->off, (size_t)n);
+  r->off += (size_t)n;
+  if (++r->taken == r->count) {
+    if ((c->recs_head = r->next) == NULL)
+      c->recs_tail = NULL;
+    zmq_msg_close(&r->msg);
+    free(r);
+  }
+}
+
 /* The next chunk already received, if any. */
 static bool take(b2sc_consumer *c, b2sc_chunk_info *info) {
   if (!(c->flags & PUSH_FLAGS)) {
     if (c->pos >= c->announced)
       return false;
+    if (wants_records(c))
+      take_notified_record(c);
     *info = (b2sc_chunk_info){.index = c->pos, .committed = c->committed};
     c->pos++;
     return true;
@@ -188,6 +271,10 @@ static bool take(b2sc_consumer *c, b2sc_chunk_info *info) {
   zmq_msg_init(&c->current);
   zmq_msg_move(&c->current, &e->payload);
   c->has_current = true;
+  if (e->has_record)
+    sc_rec_keep(&c->cur_rec, zmq_msg_data(&e->record),
+                zmq_msg_size(&e->record));
+  zmq_msg_close(&e->record);
   *info = (b2sc_chunk_info){.index = e->index, .committed = e->committed,
                             .nbytes = e->nbytes, .cbytes = e->cbytes,
                             .data = zmq_msg_data(&c->current),
@@ -203,6 +290,7 @@ int b2sc_next(b2sc_consumer *c, int timeout_ms, b2sc_chunk_info *info) {
   if (c->has_current)
     zmq_msg_close(&c->current);
   c->has_current = false;
+  c->cur_rec.len = 0;
   int64_t deadline = sc_deadline(timeout_ms);
   for (;;) {
     if (take(c, info))
@@ -215,6 +303,17 @@ int b2sc_next(b2sc_consumer *c, int timeout_ms, b2sc_chunk_info *info) {
     if (rc == 0)
       return B2S_E_TIMEOUT;
   }
+}
+
+int b2sc_next_rec(b2sc_consumer *c, int timeout_ms, b2sc_chunk_info *info,
+                  b2sc_record *rec) {
+  int rc = b2sc_next(c, timeout_ms, info);
+  if (rc < 0 || rec == NULL)
+    return rc;
+  if (wants_records(c) && c->cur_rec.len == 0)
+    return c->closed ? c->closed : B2S_E_PROTO;   /* taken, then broken */
+  sc_rec_give(&c->cur_rec, rec);   /* none asked: present 0 */
+  return 0;
 }
 
 static int serve_cached(b2sc_consumer *c, void *buf, size_t cap) {
@@ -230,15 +329,32 @@ static int serve_cached(b2sc_consumer *c, void *buf, size_t cap) {
 
 int b2sc_read(b2sc_consumer *c, uint64_t index, bool decompressed, void *buf,
               size_t cap) {
+  return b2sc_read_rec(c, index, decompressed, buf, cap, NULL);
+}
+
+/* The cached chunk, with its record for rec. */
+static int serve_cached_rec(b2sc_consumer *c, void *buf, size_t cap,
+                            b2sc_record *rec) {
+  if (rec != NULL)
+    sc_rec_give(&c->cached_rec, rec);
+  return serve_cached(c, buf, cap);
+}
+
+int b2sc_read_rec(b2sc_consumer *c, uint64_t index, bool decompressed,
+                  void *buf, size_t cap, b2sc_record *rec) {
   if (c == NULL || (buf == NULL && cap > 0))
     return B2S_E_ARG;
+  if (rec != NULL && c->s->version < 2)
+    return B2S_E_PROTO_VERSION;
   if (c->has_cached && c->cached_index == index &&
-      c->cached_dec == decompressed)
-    return serve_cached(c, buf, cap);
+      c->cached_dec == decompressed && (rec == NULL || c->cached_rec.len))
+    return serve_cached_rec(c, buf, cap, rec);
   b2sc_session *s = c->s;
   b2s_wire_msg m;
   b2s_wire_init(&m, B2S_WIRE_READ);
   m.flags = decompressed ? B2S_WIRE_READ_DECOMPRESS : 0;
+  if (rec != NULL)
+    m.flags |= B2S_WIRE_READ_RECORD;
   m.read.chunk = index;
   /* A live follow names the stream; after it ended the name does. */
   if (!c->closed)
@@ -250,11 +366,16 @@ int b2sc_read(b2sc_consumer *c, uint64_t index, bool decompressed, void *buf,
     return rc;
   const b2s_wire_msg *r = &s->reply.m;
   bool dec = (r->flags & B2S_WIRE_CHUNK_DECOMPRESSED) != 0;
+  bool has_rec = s->reply.has_record;
   if (r->chunk.index != index || dec != decompressed ||
-      (r->flags & B2S_WIRE_CHUNK_PUSHED)) {
+      (r->flags & B2S_WIRE_CHUNK_PUSHED) || has_rec != (rec != NULL) ||
+      (has_rec && sc_rec_keep(&c->cached_rec, zmq_msg_data(&s->reply.record),
+                              zmq_msg_size(&s->reply.record)) < 0)) {
     sc_msg_close(&s->reply);
     return B2S_E_PROTO;
   }
+  if (!has_rec)
+    c->cached_rec.len = 0;
   if (c->has_cached)
     zmq_msg_close(&c->cached);
   zmq_msg_init(&c->cached);
@@ -263,7 +384,7 @@ int b2sc_read(b2sc_consumer *c, uint64_t index, bool decompressed, void *buf,
   c->has_cached = true;
   c->cached_index = index;
   c->cached_dec = decompressed;
-  return serve_cached(c, buf, cap);
+  return serve_cached_rec(c, buf, cap, rec);
 }
 
 static int do_unfollow(b2sc_consumer *c) {

@@ -20,10 +20,11 @@
 #include "wire.h"
 
 /* A ZeroMQ message received and decoded: the header frame, the decoded
- * header (its strings borrow from hdr) and the payload when there is one. */
+ * header (its strings borrow from hdr), the payload and the record frame
+ * (version 2) when there are. */
 typedef struct sc_msg {
-  zmq_msg_t hdr, payload;
-  bool has_payload;
+  zmq_msg_t hdr, payload, record;
+  bool has_payload, has_record;
   b2s_wire_msg m;
 } sc_msg;
 
@@ -35,7 +36,26 @@ typedef struct sc_pushed {
   uint64_t index, committed;
   uint32_t nbytes, cbytes;
   zmq_msg_t payload;
+  zmq_msg_t record;                  /* when the follow asked for records */
+  bool has_record;
 } sc_pushed;
+
+/* The records frame of a NOTIFY (follow with records): count records of
+ * chunks first.., checked on arrival; taken walks them. */
+typedef struct sc_recs {
+  struct sc_recs *next;
+  uint64_t first;
+  uint32_t count, taken;
+  size_t off;                        /* byte offset of record `taken` */
+  zmq_msg_t msg;
+} sc_recs;
+
+/* A record handed to the caller: its bytes, so that b2sc_record.user can
+ * point into them until the next call on the consumer. */
+typedef struct sc_rec_slot {
+  uint8_t bytes[B2S_WIRE_REC_MAX];
+  size_t len;                        /* 0: none */
+} sc_rec_slot;
 
 struct b2sc_producer {
   b2sc_session *s;
@@ -66,6 +86,8 @@ struct b2sc_consumer {
   uint64_t announced;                /* NOTIFY: indexes < this announced */
   uint64_t committed;                /* latest committed count heard */
   sc_pushed *head, *tail;            /* pushed chunks, in index order */
+  sc_recs *recs_head, *recs_tail;    /* NOTIFY records not yet taken */
+  sc_rec_slot cur_rec;               /* record of the chunk b2sc_next gave */
   uint64_t push_next;                /* index the next pushed CHUNK has */
   zmq_msg_t current;                 /* payload b2sc_next handed out */
   bool has_current;
@@ -73,6 +95,7 @@ struct b2sc_consumer {
   zmq_msg_t cached;
   bool has_cached, cached_dec;
   uint64_t cached_index;
+  sc_rec_slot cached_rec;            /* its record, when the READ asked */
 };
 
 struct b2sc_session {
@@ -80,6 +103,8 @@ struct b2sc_session {
   void *mon;                         /* CURVE: handshake events until WELCOME */
   int timeout_ms;                    /* request timeout */
   int dead;                          /* 0, or why the session ended */
+  int version;                       /* protocol version: 2 until WELCOME
+                                        says otherwise */
   uint32_t next_tag;
   int64_t last_send_ms;              /* for PING */
   /* WELCOME */
@@ -89,6 +114,7 @@ struct b2sc_session {
   /* last ERROR */
   char last_error[B2S_WIRE_TEXT_MAX + 1];
   int last_code;
+  uint64_t last_ref_index;
   /* the request being waited for */
   uint32_t wait_tag;
   bool have_reply;
@@ -107,6 +133,11 @@ int64_t sc_deadline(int timeout_ms);
  * payload is consumed on success).  0, B2S_E_CLOSED, B2S_E_TIMEOUT. */
 int sc_send(b2sc_session *s, const b2s_wire_msg *m, zmq_msg_t *payload);
 
+/* sc_send with a record frame after the payload (version 2), consumed on
+ * success too; record may be NULL. */
+int sc_send_rec(b2sc_session *s, const b2s_wire_msg *m, zmq_msg_t *payload,
+                zmq_msg_t *record);
+
 /* Read and dispatch messages until one arrived (1), the deadline passed
  * (0; deadline -1 = wait forever, 0 = only what is queued) or the session
  * failed (negative).  Sends PING when idle too long. */
@@ -118,6 +149,10 @@ int sc_pump(b2sc_session *s, int64_t deadline);
  * B2S_E_CLOSED, or B2S_E_PROTO when the reply has an unexpected type. */
 int sc_request(b2sc_session *s, b2s_wire_msg *m, int want_type,
                int64_t deadline);
+
+/* sc_request with a payload frame (consumed when sent). */
+int sc_request_payload(b2sc_session *s, b2s_wire_msg *m, zmq_msg_t *payload,
+                       int want_type, int64_t deadline);
 
 /* Copy wire string w into a NUL-terminated buffer of cap bytes. */
 void sc_strcpy(char *dst, size_t cap, b2s_wire_str w);
@@ -139,11 +174,41 @@ void sc_consumer_error(b2sc_session *s, const b2s_wire_msg *m);
  * B2S_E_TIMEOUT, B2S_E_CLOSED (client_producer.c). */
 int sc_producer_wait_credit(b2sc_producer *p, int64_t deadline);
 
+/* The caller's record for sending on p: 0 and *out NULL without one, *out
+ * = wrec with one; B2S_E_PROTO_VERSION on a version-1 session, B2S_E_ARG
+ * for a record that breaks a rule (client_producer.c). */
+int sc_producer_rec(const b2sc_producer *p, const b2sc_record *rec,
+                    b2s_wire_rec *wrec, const b2s_wire_rec **out);
+
 /* Unlink and free without talking to the daemon (b2sc_close). */
 void sc_producer_free(b2sc_producer *p);
 void sc_consumer_free(b2sc_consumer *c);
 
 /* Common checks on entry: 0, or the code why the object is unusable. */
 int sc_session_usable(const b2sc_session *s);
+
+/* ---- records and metadata payloads (client_record.c) ---- */
+
+/* The caller's record as a producer may send it: B2S_E_ARG when it breaks
+ * a rule (daemon-only fields, user part above B2S_WIRE_USER_MAX, a user map
+ * that is not one msgpack map). */
+int sc_rec_producer(const b2sc_record *in, b2s_wire_rec *out);
+
+/* Encode rec into a new ZeroMQ message. */
+int sc_rec_msg(const b2s_wire_rec *rec, zmq_msg_t *msg);
+
+/* Check a record frame received (exactly one record) and keep a copy in
+ * slot: 0 or B2S_E_PROTO. */
+int sc_rec_keep(sc_rec_slot *slot, const void *frame, size_t len);
+
+/* The record in slot for the caller (B2S_E_NOTFOUND when there is none). */
+int sc_rec_give(const sc_rec_slot *slot, b2sc_record *out);
+
+/* Whether a NOTIFY's records frame holds exactly count valid records. */
+bool sc_recs_valid(const void *frame, size_t len, uint32_t count);
+
+/* A copy of series metadata (one msgpack map of string keys, at most
+ * B2S_WIRE_META_MAX bytes) in a new message: 0, B2S_E_ARG, B2S_E_NOMEM. */
+int sc_meta_msg(const void *meta, size_t meta_len, zmq_msg_t *msg);
 
 #endif

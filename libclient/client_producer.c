@@ -99,8 +99,26 @@ void sc_producer_error(b2sc_session *s, const b2s_wire_msg *m) {
     p->closed = m->error.code;
 }
 
+/* Initial metadata as OPEN's payload (version 2), checked here so that
+ * the caller learns of a malformed map as B2S_E_ARG. */
+static int meta_payload(const b2sc_session *s, const void *meta,
+                        size_t meta_len, zmq_msg_t *payload) {
+  int rc = sc_session_usable(s);
+  if (rc < 0)
+    return rc;
+  if (s->version < 2)
+    return B2S_E_PROTO_VERSION;
+  return sc_meta_msg(meta, meta_len, payload);
+}
+
 int b2sc_producer_open(b2sc_session *s, const char *stream, const char *tmpl,
                        b2sc_producer **out) {
+  return b2sc_producer_open_meta(s, stream, tmpl, NULL, 0, out);
+}
+
+int b2sc_producer_open_meta(b2sc_session *s, const char *stream,
+                            const char *tmpl, const void *meta,
+                            size_t meta_len, b2sc_producer **out) {
   if (out == NULL || stream == NULL || !stream[0])
     return B2S_E_ARG;
   *out = NULL;
@@ -110,8 +128,17 @@ int b2sc_producer_open(b2sc_session *s, const char *stream, const char *tmpl,
   m.open.tmpl = b2s_wire_cstr(tmpl);
   if (m.open.stream.len > B2S_WIRE_NAME_MAX || m.open.tmpl.len > B2S_WIRE_NAME_MAX)
     return B2S_E_ARG;
-  int rc = sc_request(s, &m, B2S_WIRE_OPENED,
-                      sc_deadline(s ? s->timeout_ms : 0));
+  zmq_msg_t payload;
+  int rc;
+  if (meta != NULL) {
+    if ((rc = meta_payload(s, meta, meta_len, &payload)) < 0)
+      return rc;
+    m.flags = B2S_WIRE_OPEN_META;
+  }
+  rc = sc_request_payload(s, &m, meta ? &payload : NULL, B2S_WIRE_OPENED,
+                          sc_deadline(s ? s->timeout_ms : 0));
+  if (meta != NULL)
+    zmq_msg_close(&payload);   /* empty once sent */
   if (rc < 0)
     return rc;
   b2sc_producer *p = calloc(1, sizeof *p);
@@ -160,12 +187,23 @@ int sc_producer_wait_credit(b2sc_producer *p, int64_t deadline) {
   return usable(p);
 }
 
-static int send_data(b2sc_producer *p, zmq_msg_t *payload, size_t len) {
+/* DATA with the buffer, and the record frame when rec is not NULL. */
+static int send_data(b2sc_producer *p, zmq_msg_t *payload, size_t len,
+                     const b2s_wire_rec *rec) {
   b2s_wire_msg m;
   b2s_wire_init(&m, B2S_WIRE_DATA);
   m.data.buffer_id = p->next_id;
   m.data.handle = p->handle;
-  int rc = sc_send(p->s, &m, payload);
+  zmq_msg_t recmsg;
+  int rc;
+  if (rec != NULL) {
+    if ((rc = sc_rec_msg(rec, &recmsg)) < 0)
+      return rc;
+    m.flags = B2S_WIRE_DATA_RECORD;
+  }
+  rc = sc_send_rec(p->s, &m, payload, rec ? &recmsg : NULL);
+  if (rec != NULL)
+    zmq_msg_close(&recmsg);   /* empty once sent */
   if (rc < 0)
     return rc;
   p->next_id++;
@@ -181,8 +219,32 @@ static int check_len(const b2sc_producer *p, const void *buf, size_t len) {
 }
 
 int b2sc_send(b2sc_producer *p, const void *buf, size_t len, int timeout_ms) {
+  return b2sc_send_rec(p, buf, len, NULL, timeout_ms);
+}
+
+/* The wire record of the caller's rec, when there is one: 0 with *out
+ * NULL for none. */
+int sc_producer_rec(const b2sc_producer *p, const b2sc_record *rec,
+                    b2s_wire_rec *wrec, const b2s_wire_rec **out) {
+  *out = NULL;
+  if (rec == NULL)
+    return 0;
+  if (p->s->version < 2)
+    return B2S_E_PROTO_VERSION;
+  int rc = sc_rec_producer(rec, wrec);
+  if (rc == 0)
+    *out = wrec;
+  return rc;
+}
+
+int b2sc_send_rec(b2sc_producer *p, const void *buf, size_t len,
+                  const b2sc_record *rec, int timeout_ms) {
   int rc = usable(p);
   if (rc < 0 || (rc = check_len(p, buf, len)) < 0)
+    return rc;
+  b2s_wire_rec wrec;
+  const b2s_wire_rec *r;
+  if ((rc = sc_producer_rec(p, rec, &wrec, &r)) < 0)
     return rc;
   if ((rc = sc_producer_wait_credit(p, sc_deadline(timeout_ms))) < 0)
     return rc;
@@ -190,7 +252,7 @@ int b2sc_send(b2sc_producer *p, const void *buf, size_t len, int timeout_ms) {
   if (zmq_msg_init_size(&msg, len) < 0)
     return B2S_E_NOMEM;
   memcpy(zmq_msg_data(&msg), buf, len);
-  if ((rc = send_data(p, &msg, len)) < 0)
+  if ((rc = send_data(p, &msg, len, r)) < 0)
     zmq_msg_close(&msg);
   return rc;
 }
@@ -213,8 +275,18 @@ static void zc_free(void *data, void *hint) {
 
 int b2sc_send_zc(b2sc_producer *p, void *buf, size_t len,
                  b2sc_free_fn *free_fn, void *hint) {
+  return b2sc_send_zc_rec(p, buf, len, NULL, free_fn, hint);
+}
+
+int b2sc_send_zc_rec(b2sc_producer *p, void *buf, size_t len,
+                     const b2sc_record *rec, b2sc_free_fn *free_fn,
+                     void *hint) {
   int rc = usable(p);
   if (rc < 0 || (rc = check_len(p, buf, len)) < 0)
+    return rc;
+  b2s_wire_rec wrec;
+  const b2s_wire_rec *r;
+  if ((rc = sc_producer_rec(p, rec, &wrec, &r)) < 0)
     return rc;
   if ((rc = sc_producer_wait_credit(p, 0)) < 0)
     return rc == B2S_E_TIMEOUT ? B2S_E_BUSY : rc;
@@ -229,7 +301,7 @@ int b2sc_send_zc(b2sc_producer *p, void *buf, size_t len,
     free(o);
     return B2S_E_NOMEM;
   }
-  if ((rc = send_data(p, &msg, len)) < 0) {
+  if ((rc = send_data(p, &msg, len, r)) < 0) {
     if (o)
       o->give_back = true;
     zmq_msg_close(&msg);

@@ -44,7 +44,9 @@ void sc_msg_close(sc_msg *x) {
   zmq_msg_close(&x->hdr);
   if (x->has_payload)
     zmq_msg_close(&x->payload);
-  x->has_payload = false;
+  if (x->has_record)
+    zmq_msg_close(&x->record);
+  x->has_payload = x->has_record = false;
 }
 
 const char *b2sc_strerror(int code) { return b2s_strerror(code); }
@@ -80,17 +82,25 @@ static int zmq_fail(b2sc_session *s) {
 }
 
 int sc_send(b2sc_session *s, const b2s_wire_msg *m, zmq_msg_t *payload) {
+  return sc_send_rec(s, m, payload, NULL);
+}
+
+int sc_send_rec(b2sc_session *s, const b2s_wire_msg *m, zmq_msg_t *payload,
+                zmq_msg_t *record) {
   uint8_t buf[B2S_WIRE_HEADER_MAX];
-  int n = b2s_wire_encode(m, buf, sizeof buf);
+  int n = b2s_wire_encode_v(m, s->version, buf, sizeof buf);
   if (n < 0)
     return n;
   int timeo = s->timeout_ms;
   zmq_setsockopt(s->sock, ZMQ_SNDTIMEO, &timeo, sizeof timeo);
-  if (zmq_send(s->sock, buf, (size_t)n, payload ? ZMQ_SNDMORE : 0) < 0)
+  bool more = payload != NULL || record != NULL;
+  if (zmq_send(s->sock, buf, (size_t)n, more ? ZMQ_SNDMORE : 0) < 0)
     return zmq_fail(s);
-  if (payload != NULL && zmq_msg_send(payload, s->sock, 0) < 0) {
-    /* Half a message went out: the daemon would misread whatever follows,
-     * so this session is over. */
+  if ((payload != NULL &&
+       zmq_msg_send(payload, s->sock, record ? ZMQ_SNDMORE : 0) < 0) ||
+      (record != NULL && zmq_msg_send(record, s->sock, 0) < 0)) {
+    /* Part of a message went out: the daemon would misread whatever
+     * follows, so this session is over. */
     s->dead = B2S_E_CLOSED;
     return B2S_E_CLOSED;
   }
@@ -113,6 +123,7 @@ static void on_error(b2sc_session *s, const b2s_wire_msg *m) {
   char text[B2S_WIRE_TEXT_MAX + 1];
   sc_strcpy(text, sizeof text, m->error.message);
   set_error(s, m->error.code, text);
+  s->last_ref_index = m->error.ref_index;
   if (m->flags & B2S_WIRE_ERROR_CLOSED_SESSION)
     s->dead = B2S_E_CLOSED;
   sc_producer_error(s, m);
@@ -157,39 +168,83 @@ static void drain_frames(void *sock) {
   }
 }
 
+/* Frames after the header: up to two (payload, record).  Returns their
+ * count, 3 for "more than two" (drained), or a negative error. */
+static int recv_rest(b2sc_session *s, zmq_msg_t *hdr, zmq_msg_t rest[2]) {
+  int n = 0;
+  for (zmq_msg_t *prev = hdr; zmq_msg_more(prev); prev = &rest[n++]) {
+    if (n == 2) {
+      drain_frames(s->sock);
+      return 3;
+    }
+    zmq_msg_init(&rest[n]);
+    if (zmq_msg_recv(&rest[n], s->sock, 0) < 0) {
+      zmq_msg_close(&rest[n]);
+      return -1;
+    }
+  }
+  return n;
+}
+
+/* Whether the decoded header may come now: the session's version, except
+ * for the answers to HELLO (WELCOME names the version; an ERROR may come
+ * from a daemon of version 1), and exactly the frames it announces. */
+static int check_frames(const b2sc_session *s, const sc_msg *x, int extra) {
+  if (!(x->m.type & B2S_WIRE_FROM_DAEMON))
+    return B2S_E_PROTO;
+  if (x->m.version != s->version && x->m.type != B2S_WIRE_ERROR &&
+      x->m.type != B2S_WIRE_WELCOME)
+    return B2S_E_PROTO;
+  if (b2s_wire_msg_frames(&x->m) != 1 + extra)
+    return B2S_E_PROTO;   /* payload and record exactly when due */
+  size_t plen = x->has_payload ? zmq_msg_size(&x->payload) : 0;
+  return b2s_wire_check_payload(&x->m, plen, SIZE_MAX);
+}
+
 /* Receive one whole message that zmq_poll said is there, check and
  * dispatch it.  A message that breaks the protocol is dropped and
  * recorded as B2S_E_PROTO in last_error. */
 static int recv_one(b2sc_session *s) {
   sc_msg x = {.has_payload = false};
+  zmq_msg_t rest[2];
   zmq_msg_init(&x.hdr);
   if (zmq_msg_recv(&x.hdr, s->sock, ZMQ_DONTWAIT) < 0) {
     zmq_msg_close(&x.hdr);
     int rc = zmq_fail(s);
     return rc == B2S_E_TIMEOUT ? 0 : rc;
   }
-  if (zmq_msg_more(&x.hdr)) {
-    zmq_msg_init(&x.payload);
-    x.has_payload = true;
-    if (zmq_msg_recv(&x.payload, s->sock, 0) < 0) {
-      sc_msg_close(&x);
-      return zmq_fail(s);
-    }
-    if (zmq_msg_more(&x.payload)) {
-      drain_frames(s->sock);
-      sc_msg_close(&x);
-      set_error(s, B2S_E_PROTO, "message from the daemon with 3 or more frames");
-      return 1;
-    }
+  int extra = recv_rest(s, &x.hdr, rest);
+  if (extra < 0) {
+    zmq_msg_close(&x.hdr);
+    return zmq_fail(s);
   }
-  size_t plen = x.has_payload ? zmq_msg_size(&x.payload) : 0;
-  int rc = b2s_wire_decode(zmq_msg_data(&x.hdr), zmq_msg_size(&x.hdr), &x.m);
-  if (rc == 0 && !(x.m.type & B2S_WIRE_FROM_DAEMON))
-    rc = B2S_E_PROTO;
-  if (rc == 0 && b2s_wire_has_payload(x.m.type) != x.has_payload)
-    rc = B2S_E_PROTO;   /* the payload frame is there exactly when due */
+  if (extra == 3) {
+    for (int k = 0; k < 2; k++)
+      zmq_msg_close(&rest[k]);
+    zmq_msg_close(&x.hdr);
+    set_error(s, B2S_E_PROTO, "message from the daemon with 4 or more frames");
+    return 1;
+  }
+  int rc = b2s_wire_decode_v(zmq_msg_data(&x.hdr), zmq_msg_size(&x.hdr),
+                             s->version, &x.m);
+  /* frame 2 is the payload when the header has one, else the record */
+  bool payload_first = rc == 0 && b2s_wire_msg_has_payload(&x.m);
+  for (int k = 0; k < extra; k++) {
+    bool is_payload = k == 0 && payload_first;
+    zmq_msg_t *dst = is_payload ? &x.payload : &x.record;
+    bool *has = is_payload ? &x.has_payload : &x.has_record;
+    if (*has) {                        /* a second record: closed below */
+      zmq_msg_close(&rest[k]);
+      rc = B2S_E_PROTO;
+      continue;
+    }
+    zmq_msg_init(dst);
+    zmq_msg_move(dst, &rest[k]);
+    zmq_msg_close(&rest[k]);
+    *has = true;
+  }
   if (rc == 0)
-    rc = b2s_wire_check_payload(&x.m, plen, SIZE_MAX);
+    rc = check_frames(s, &x, extra);
   if (rc < 0) {
     sc_msg_close(&x);
     set_error(s, B2S_E_PROTO, "malformed message from the daemon ignored");
@@ -261,13 +316,18 @@ int sc_pump(b2sc_session *s, int64_t deadline) {
 
 int sc_request(b2sc_session *s, b2s_wire_msg *m, int want_type,
                int64_t deadline) {
+  return sc_request_payload(s, m, NULL, want_type, deadline);
+}
+
+int sc_request_payload(b2sc_session *s, b2s_wire_msg *m, zmq_msg_t *payload,
+                       int want_type, int64_t deadline) {
   int rc = sc_session_usable(s);
   if (rc < 0)
     return rc;
   if (++s->next_tag == 0)
     s->next_tag = 1;
   m->tag = s->next_tag;
-  if ((rc = sc_send(s, m, NULL)) < 0)
+  if ((rc = sc_send(s, m, payload)) < 0)
     return rc;
   s->wait_tag = m->tag;
   s->have_reply = false;
@@ -331,6 +391,15 @@ static int check_endpoint(const char *ep) {
   return strncmp(ep, "tcp://", 6) == 0 ? 0 : B2S_E_ARG;
 }
 
+/* The version to retry HELLO with after ERROR B2S_E_PROTO_VERSION, from
+ * the daemon's range in ref_index (PROTOCOL.md 8); 0 when none fits. */
+static int fallback_version(const b2sc_session *s) {
+  int vmin = (int)(s->last_ref_index & 0xFF);
+  int vmax = (int)(s->last_ref_index >> 8 & 0xFF);
+  int v = vmax < s->version ? vmax : s->version - 1;
+  return v >= 1 && v >= vmin ? v : 0;
+}
+
 static int hello(b2sc_session *s, const b2sc_options *o) {
   b2s_wire_msg m;
   b2s_wire_init(&m, B2S_WIRE_HELLO);
@@ -339,10 +408,26 @@ static int hello(b2sc_session *s, const b2sc_options *o) {
   m.hello.pid = (uint32_t)getpid();
   m.hello.ping_ms = 0;   /* no promise: pings only while inside the library */
   m.hello.name = b2s_wire_cstr(o->client_name);
-  int rc = sc_request(s, &m, B2S_WIRE_WELCOME, sc_deadline(s->timeout_ms));
+  int64_t deadline = sc_deadline(s->timeout_ms);
+  s->version = B2S_WIRE_VERSION_MAX;
+  int rc = sc_request(s, &m, B2S_WIRE_WELCOME, deadline);
+  int v;
+  if (rc == B2S_E_PROTO_VERSION && (v = fallback_version(s)) > 0) {
+    /* a daemon of an older version: its ERROR ended no session of ours */
+    s->version = v;
+    s->dead = 0;
+    rc = sc_request(s, &m, B2S_WIRE_WELCOME, deadline);
+    if (rc == 0)
+      set_error(s, 0, "");
+  }
   if (rc < 0)
     return rc;
   const b2s_wire_msg *w = &s->reply.m;
+  if (w->version > s->version) {   /* a WELCOME above what we asked */
+    sc_msg_close(&s->reply);
+    return B2S_E_PROTO;
+  }
+  s->version = w->version;
   sc_strcpy(s->server, sizeof s->server, w->welcome.server);
   s->session_id = w->welcome.session_id;
   s->max_buffer = w->welcome.max_buffer;
@@ -493,6 +578,10 @@ int b2sc_set_timeout(b2sc_session *s, int timeout_ms) {
     return B2S_E_ARG;
   s->timeout_ms = timeout_ms;
   return 0;
+}
+
+int b2sc_protocol_version(const b2sc_session *s) {
+  return s != NULL ? s->version : B2S_E_ARG;
 }
 
 int b2sc_session_info_get(const b2sc_session *s, b2sc_session_info *info) {

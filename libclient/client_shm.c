@@ -95,6 +95,11 @@ int b2sc_shm_acquire(b2sc_producer *p, int timeout_ms, uint32_t *slot,
 }
 
 int b2sc_shm_submit(b2sc_producer *p, uint32_t slot, size_t len) {
+  return b2sc_shm_submit_rec(p, slot, len, NULL);
+}
+
+int b2sc_shm_submit_rec(b2sc_producer *p, uint32_t slot, size_t len,
+                        const b2sc_record *rec) {
   if (p == NULL || p->seg == NULL || len == 0)
     return B2S_E_ARG;
   int rc = sc_session_usable(p->s);
@@ -102,16 +107,29 @@ int b2sc_shm_submit(b2sc_producer *p, uint32_t slot, size_t len) {
     return rc;
   if (p->closed)
     return B2S_E_CLOSED;
-  if ((rc = b2s_shm_submit(p->seg, slot, len, p->next_id)) < 0)
+  b2s_wire_rec wrec;
+  const b2s_wire_rec *r;
+  zmq_msg_t recmsg;
+  if ((rc = sc_producer_rec(p, rec, &wrec, &r)) < 0 ||
+      (r != NULL && (rc = sc_rec_msg(r, &recmsg)) < 0))
     return rc;
+  if ((rc = b2s_shm_submit(p->seg, slot, len, p->next_id)) < 0) {
+    if (r != NULL)
+      zmq_msg_close(&recmsg);
+    return rc;
+  }
   b2s_wire_msg m;
   b2s_wire_init(&m, B2S_WIRE_SHM_SUBMIT);
+  m.flags = r != NULL ? B2S_WIRE_SHM_SUBMIT_RECORD : 0;
   m.shm_submit.buffer_id = p->next_id;
   m.shm_submit.handle = p->handle;
   m.shm_submit.segment = p->segment;
   m.shm_submit.slot = slot;
   m.shm_submit.length = (uint32_t)len;
-  if ((rc = sc_send(p->s, &m, NULL)) < 0)
+  rc = sc_send_rec(p->s, &m, NULL, r != NULL ? &recmsg : NULL);
+  if (r != NULL)
+    zmq_msg_close(&recmsg);   /* empty once sent */
+  if (rc < 0)
     return rc;   /* the slot comes back when the daemon reclaims the segment */
   p->next_id++;
   p->bytes += len;

@@ -24,7 +24,8 @@ typedef struct wire_field {
   uint16_t off;                      /* offset of the member in b2s_wire_msg */
 } wire_field;
 
-enum payload_kind { P_NONE, P_BUFFER, P_CHUNK };
+/* P_META: msgpack series metadata, 1..B2S_WIRE_META_MAX bytes. */
+enum payload_kind { P_NONE, P_BUFFER, P_CHUNK, P_META };
 
 #define MAX_FIELDS 6
 typedef struct wire_type {
@@ -73,6 +74,7 @@ static const wire_type types[] = {
   {B2S_WIRE_STATS, P_NONE, 0, "STATS", {STR(stats.stream, 0, NAME)}},
   {B2S_WIRE_PING, P_NONE, 0, "PING", {U64(ping.nonce)}},
   {B2S_WIRE_BYE, P_NONE, 0, "BYE", {{0}}},
+  {B2S_WIRE_META, P_META, 0, "META", {U32(meta.handle, 1)}},
   {B2S_WIRE_WELCOME, P_NONE, B2S_WIRE_WELCOME_SHM, "WELCOME",
    {U32(welcome.max_buffer, 1), U32(welcome.timeout_ms, 0),
     U32(welcome.session_id, 0), U8(welcome.version_min, 1, 0),
@@ -114,7 +116,34 @@ static const wire_type types[] = {
    B2S_WIRE_ERROR_CLOSED_REF | B2S_WIRE_ERROR_CLOSED_SESSION, "ERROR",
    {U64(error.ref_index), I32(error.code), U32(error.ref_id, 0),
     U8(error.ref_type, 0, 0), STR(error.message, 0, B2S_WIRE_TEXT_MAX)}},
+  {B2S_WIRE_META_OK, P_NONE, 0, "META_OK",
+   {U64(meta_ok.upto), U32(meta_ok.handle, 1)}},
 };
+
+/* What version 2 adds: its types, and flag bits of version-1 types.  A
+ * type not listed exists since version 1 and has no new flags. */
+static const struct wire_v2 {
+  uint8_t type;
+  uint8_t since;                     /* first version with the type */
+  uint16_t flags;                    /* flag bits defined from version 2 */
+} v2_additions[] = {
+  {B2S_WIRE_OPEN, 1, B2S_WIRE_OPEN_META},
+  {B2S_WIRE_DATA, 1, B2S_WIRE_DATA_RECORD},
+  {B2S_WIRE_SHM_SUBMIT, 1, B2S_WIRE_SHM_SUBMIT_RECORD},
+  {B2S_WIRE_FOLLOW, 1, B2S_WIRE_FOLLOW_RECORDS},
+  {B2S_WIRE_READ, 1, B2S_WIRE_READ_RECORD},
+  {B2S_WIRE_NOTIFY, 1, B2S_WIRE_NOTIFY_RECORDS},
+  {B2S_WIRE_CHUNK, 1, B2S_WIRE_CHUNK_RECORD},
+  {B2S_WIRE_META, 2, 0},
+  {B2S_WIRE_META_OK, 2, 0},
+};
+
+static const struct wire_v2 *v2_of(int type) {
+  for (size_t i = 0; i < sizeof v2_additions / sizeof v2_additions[0]; i++)
+    if (v2_additions[i].type == type)
+      return &v2_additions[i];
+  return NULL;
+}
 
 static const wire_type *lookup(int type) {
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
@@ -233,17 +262,31 @@ static bool field_ok(const b2s_wire_msg *m, const wire_field *f) {
   return v >= f->lo && (f->hi == 0 || v <= f->hi);
 }
 
-static bool is_request_type(int type) {
+static int type_since(const wire_type *t) {
+  const struct wire_v2 *v = v2_of(t->type);
+  return v != NULL ? v->since : 1;
+}
+
+/* Flag bits defined for t in this version. */
+static uint16_t type_flags(const wire_type *t, int version) {
+  const struct wire_v2 *v = v2_of(t->type);
+  return (uint16_t)(t->flags | (v != NULL && version >= 2 ? v->flags : 0));
+}
+
+/* A client -> daemon type that exists in this version. */
+static bool is_request_type(int type, int version) {
   const wire_type *t = lookup(type);
-  return t != NULL && !(type & B2S_WIRE_FROM_DAEMON);
+  return t != NULL && !(type & B2S_WIRE_FROM_DAEMON) &&
+         type_since(t) <= version;
 }
 
 /* Rules that involve more than one field. */
 static bool check_rules(const b2s_wire_msg *m) {
   switch (m->type) {
   case B2S_WIRE_WELCOME:
-    return m->welcome.version_min <= B2S_WIRE_VERSION &&
-           m->welcome.version_max >= B2S_WIRE_VERSION;
+    /* the range holds the version this WELCOME is in (1 in version 1) */
+    return m->welcome.version_min <= m->version &&
+           m->welcome.version_max >= m->version;
   case B2S_WIRE_FOLLOW: {
     uint16_t push = B2S_WIRE_FOLLOW_PUSH_COMPRESSED |
                     B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED;
@@ -259,20 +302,25 @@ static bool check_rules(const b2s_wire_msg *m) {
   case B2S_WIRE_FOLLOWING:
     return m->following.start <= m->following.committed;
   case B2S_WIRE_NOTIFY:
+    if ((m->flags & B2S_WIRE_NOTIFY_RECORDS) &&
+        m->notify.count > B2S_WIRE_NOTIFY_RECS_MAX)
+      return false;
     return m->notify.first <= m->notify.committed &&
            m->notify.count <= m->notify.committed - m->notify.first;
   case B2S_WIRE_CHUNK:
     return !(m->flags & B2S_WIRE_CHUNK_PUSHED) || m->chunk.follow_id != 0;
   case B2S_WIRE_ERROR:
     return m->error.code < 0 &&
-           (m->error.ref_type == 0 || is_request_type(m->error.ref_type));
+           (m->error.ref_type == 0 ||
+            is_request_type(m->error.ref_type, m->version));
   default:
     return true;
   }
 }
 
+/* m->version is already 1..B2S_WIRE_VERSION_MAX. */
 static bool msg_ok(const wire_type *t, const b2s_wire_msg *m) {
-  if (m->flags & ~t->flags)
+  if (m->version < type_since(t) || (m->flags & ~type_flags(t, m->version)))
     return false;
   for (int i = 0; i < MAX_FIELDS && field_used(&t->f[i]); i++)
     if (!field_ok(m, &t->f[i]))
@@ -293,15 +341,25 @@ static size_t encoded_len(const wire_type *t, const b2s_wire_msg *m) {
 }
 
 int b2s_wire_encode(const b2s_wire_msg *m, uint8_t *buf, size_t cap) {
+  return b2s_wire_encode_v(m, B2S_WIRE_VERSION, buf, cap);
+}
+
+int b2s_wire_encode_v(const b2s_wire_msg *m, int version, uint8_t *buf,
+                      size_t cap) {
   const wire_type *t = m != NULL ? lookup(m->type) : NULL;
-  if (t == NULL || !msg_ok(t, m))
+  if (t == NULL || version < 1 || version > B2S_WIRE_VERSION_MAX)
+    return B2S_E_ARG;
+  b2s_wire_msg v = *m;               /* the rules read the version */
+  v.version = (uint8_t)version;
+  m = &v;
+  if (!msg_ok(t, m))
     return B2S_E_ARG;
   size_t len = encoded_len(t, m);
   if (buf == NULL || len > cap)
     return B2S_E_DEST_SMALL;
 
   memcpy(buf, B2S_WIRE_MAGIC, 4);
-  buf[4] = B2S_WIRE_VERSION;
+  buf[4] = m->version;
   buf[5] = m->type;
   store_le(buf + 6, m->flags, 2);
   store_le(buf + 8, m->tag, 4);
@@ -353,7 +411,12 @@ static bool decode_fields(const wire_type *t, const uint8_t *buf, size_t len,
 }
 
 int b2s_wire_decode(const uint8_t *buf, size_t len, b2s_wire_msg *m) {
-  if (m == NULL)
+  return b2s_wire_decode_v(buf, len, B2S_WIRE_VERSION, m);
+}
+
+int b2s_wire_decode_v(const uint8_t *buf, size_t len, int max_version,
+                      b2s_wire_msg *m) {
+  if (m == NULL || max_version < 1 || max_version > B2S_WIRE_VERSION_MAX)
     return B2S_E_ARG;
   memset(m, 0, sizeof *m);
   if (buf == NULL || len < B2S_WIRE_PREFIX_LEN ||
@@ -365,7 +428,7 @@ int b2s_wire_decode(const uint8_t *buf, size_t len, b2s_wire_msg *m) {
   m->tag = (uint32_t)load_le(buf + 8, 4);
   /* The version comes first: a later version may change everything after
    * the prefix, and the peer must learn which version it should speak. */
-  if (m->version != B2S_WIRE_VERSION)
+  if (m->version < 1 || m->version > max_version)
     return B2S_E_PROTO_VERSION;
   const wire_type *t = lookup(m->type);
   if (t == NULL || load_le(buf + 12, 4) != 0 ||
@@ -402,16 +465,60 @@ bool b2s_wire_has_payload(int type) {
   return t != NULL && t->payload != P_NONE;
 }
 
+/* What frame 2 of m is: the type's payload, or one a version-2 flag adds
+ * (P_BUFFER stands for the NOTIFY records too: checked apart). */
+static int payload_of(const wire_type *t, const b2s_wire_msg *m) {
+  if (m->type == B2S_WIRE_OPEN && (m->flags & B2S_WIRE_OPEN_META))
+    return P_META;
+  if (m->type == B2S_WIRE_NOTIFY && (m->flags & B2S_WIRE_NOTIFY_RECORDS))
+    return P_BUFFER;
+  return t->payload;
+}
+
+bool b2s_wire_msg_has_payload(const b2s_wire_msg *m) {
+  const wire_type *t = m != NULL ? lookup(m->type) : NULL;
+  return t != NULL && payload_of(t, m) != P_NONE;
+}
+
+bool b2s_wire_msg_has_record(const b2s_wire_msg *m) {
+  if (m == NULL)
+    return false;
+  switch (m->type) {
+  case B2S_WIRE_DATA: return (m->flags & B2S_WIRE_DATA_RECORD) != 0;
+  case B2S_WIRE_SHM_SUBMIT:
+    return (m->flags & B2S_WIRE_SHM_SUBMIT_RECORD) != 0;
+  case B2S_WIRE_CHUNK: return (m->flags & B2S_WIRE_CHUNK_RECORD) != 0;
+  default: return false;
+  }
+}
+
+int b2s_wire_msg_frames(const b2s_wire_msg *m) {
+  return 1 + b2s_wire_msg_has_payload(m) + b2s_wire_msg_has_record(m);
+}
+
+/* A NOTIFY's records: count of them, each FIXED..MAX bytes. */
+static int check_notify_records(const b2s_wire_msg *m, size_t len) {
+  uint64_t n = m->notify.count;
+  return len >= n * B2S_WIRE_REC_FIXED && len <= n * B2S_WIRE_REC_MAX
+             ? 0 : B2S_E_PROTO;
+}
+
 int b2s_wire_check_payload(const b2s_wire_msg *m, size_t payload_len,
                            size_t max) {
   const wire_type *t = m != NULL ? lookup(m->type) : NULL;
   if (t == NULL)
     return B2S_E_PROTO;
-  if (t->payload == P_NONE)
+  int kind = payload_of(t, m);
+  if (kind == P_NONE)
     return payload_len == 0 ? 0 : B2S_E_PROTO;
   if (payload_len > max)
     return B2S_E_OVERSIZE;
-  if (t->payload == P_BUFFER)
+  if (kind == P_META)
+    return payload_len > 0 && payload_len <= B2S_WIRE_META_MAX
+               ? 0 : B2S_E_PROTO;
+  if (m->type == B2S_WIRE_NOTIFY)
+    return check_notify_records(m, payload_len);
+  if (kind == P_BUFFER)
     return payload_len > 0 ? 0 : B2S_E_PROTO;
   size_t want = (m->flags & B2S_WIRE_CHUNK_DECOMPRESSED) ? m->chunk.nbytes
                                                          : m->chunk.cbytes;

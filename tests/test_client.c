@@ -8,7 +8,11 @@
  * STATS_REPLY, PONG and ERROR, plus injected errors, silence, and actions
  * scheduled for later (credit grants, commits, raw messages).  It records
  * every message it receives, so the tests check the exact headers and
- * payloads the library sends as well as its behaviour on each reply. */
+ * payloads the library sends as well as its behaviour on each reply.
+ * By default it is a daemon of protocol version 1 (it refuses a version-2
+ * HELLO as PROTOCOL.md 8 says, without recording it); with v2 set it
+ * speaks version 2 too: META, OPEN with metadata, records on DATA and
+ * SHM_SUBMIT, and records of its chunks (rec_of) on NOTIFY, CHUNK, READ. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,6 +40,7 @@
 #define LOG_MAX 512
 #define LATER_MAX 32
 #define REC_PAYLOAD 64
+#define REC_RECORD 128
 
 /* ---- the fake daemon ------------------------------------------------------- */
 
@@ -45,6 +50,8 @@ typedef struct rec {
   b2s_wire_msg m;                  /* decoded; strings point into hdr */
   size_t payload_len;
   uint8_t payload[REC_PAYLOAD];    /* first bytes (of the slot for SHM) */
+  size_t record_len;               /* version 2: the record frame, 0: none */
+  uint8_t record[REC_RECORD];      /* its first bytes */
 } rec;
 
 enum later_kind { L_RAW, L_GRANT, L_COMMIT };
@@ -67,6 +74,11 @@ typedef struct fake {
   uint32_t credits, max_buffer, timeout_ms;
   uint8_t ack_level, policy;
   bool withhold, shm;
+  bool v2;                         /* speaks protocol version 2 */
+  bool records_always;             /* NOTIFY records even when not asked */
+  bool bad_record;                 /* records with an undefined present bit */
+  int version;                     /* of the session */
+  int refused;                     /* HELLOs refused for their version */
   uint32_t drop_every;             /* drop buffer id when (id+1) % n == 0 */
   uint8_t err_type, mute_type;
   int32_t err_code;
@@ -110,15 +122,58 @@ static void chunk_pattern(uint64_t i, uint8_t *out) {
     out[j] = (uint8_t)((i * 7 + j / 512) & 0xff);
 }
 
-static void fsend(fake *f, const b2s_wire_msg *m, const void *payload,
-                  size_t plen) {
+/* Send m in the session's version with up to two more frames. */
+static void fsend_rec(fake *f, const b2s_wire_msg *m, const void *payload,
+                      size_t plen, const void *record, size_t rlen) {
   uint8_t buf[B2S_WIRE_HEADER_MAX];
-  int n = b2s_wire_encode(m, buf, sizeof buf);
+  int n = b2s_wire_encode_v(m, f->version ? f->version : 1, buf, sizeof buf);
   assert_true(n > 0);
   zmq_send(f->router, f->rid, f->rid_len, ZMQ_SNDMORE);
-  zmq_send(f->router, buf, (size_t)n, payload ? ZMQ_SNDMORE : 0);
+  zmq_send(f->router, buf, (size_t)n, payload || record ? ZMQ_SNDMORE : 0);
   if (payload)
-    zmq_send(f->router, payload, plen, 0);
+    zmq_send(f->router, payload, plen, record ? ZMQ_SNDMORE : 0);
+  if (record)
+    zmq_send(f->router, record, rlen, 0);
+}
+
+static void fsend(fake *f, const b2s_wire_msg *m, const void *payload,
+                  size_t plen) {
+  fsend_rec(f, m, payload, plen, NULL, 0);
+}
+
+/* The record the fake stores with chunk i: frame 1000 + i, ts, a made-up
+ * checksum, and a user part: map {"i": i} for even i, 3 raw bytes for odd
+ * i; chunk 5 is a gap without user part. */
+static size_t rec_of(uint64_t i, uint8_t *out) {
+  uint8_t user[8];
+  b2s_wire_rec r = {.frame = 1000 + i, .ts_ns = (int64_t)i * 10 - 5,
+                    .xxh64 = UINT64_C(0xABCD000000000000) + i, .user = user};
+  r.present = B2S_WIRE_REC_FRAME | B2S_WIRE_REC_TS | B2S_WIRE_REC_XXH64;
+  if (i == 5) {
+    r.flags = B2S_WIRE_REC_GAP | B2S_WIRE_REC_DROPPED;
+  } else if (i % 2 == 0) {
+    user[0] = 0x81, user[1] = 0xa1, user[2] = 'i', user[3] = (uint8_t)i;
+    r.user_len = 4;
+    r.present |= B2S_WIRE_REC_USER_MAP;
+  } else {
+    user[0] = 1, user[1] = 2, user[2] = (uint8_t)i;
+    r.user_len = 3;
+  }
+  int n = b2s_wire_rec_encode(&r, out, B2S_WIRE_REC_MAX);
+  assert_true(n > 0);
+  return (size_t)n;
+}
+
+/* rec_of, spoilt when the fake is told to send bad records. */
+static size_t rec_of_fake(const fake *f, uint64_t i, uint8_t *out) {
+  size_t n = rec_of(i, out);
+  if (f->bad_record)
+    out[25] = 0x80;                  /* present bit 0x8000: undefined */
+  return n;
+}
+
+static bool follow_records(const fake *f) {
+  return (f->follow_flags & B2S_WIRE_FOLLOW_RECORDS) || f->records_always;
 }
 
 static void send_error(fake *f, uint32_t tag, int type, uint32_t ref_id,
@@ -159,7 +214,15 @@ static void deliver(fake *f) {
     n.notify.count = (uint32_t)(f->committed - f->follow_next);
     n.notify.committed = f->committed;
     n.notify.follow_id = f->follow_id;
-    fsend(f, &n, NULL, 0);
+    static uint8_t recs[B2S_WIRE_NOTIFY_RECS_MAX * B2S_WIRE_REC_MAX];
+    size_t len = 0;
+    if (follow_records(f)) {
+      assert_true(n.notify.count <= B2S_WIRE_NOTIFY_RECS_MAX);
+      n.flags = B2S_WIRE_NOTIFY_RECORDS;
+      for (uint64_t i = n.notify.first; i < f->committed; i++)
+        len += rec_of_fake(f, i, recs + len);
+    }
+    fsend(f, &n, len ? recs : NULL, len);
     f->follow_next = f->committed;
     return;
   }
@@ -177,8 +240,12 @@ static void deliver(fake *f) {
     c.chunk.follow_id = f->follow_id;
     c.chunk.nbytes = CHUNK_NBYTES;
     c.chunk.cbytes = (uint32_t)cb;
-    fsend(f, &c, dec ? (void *)raw : (void *)comp,
-          dec ? CHUNK_NBYTES : (size_t)cb);
+    uint8_t r[B2S_WIRE_REC_MAX];
+    size_t rlen = follow_records(f) ? rec_of_fake(f, f->follow_next, r) : 0;
+    if (rlen)
+      c.flags |= B2S_WIRE_CHUNK_RECORD;
+    fsend_rec(f, &c, dec ? (void *)raw : (void *)comp,
+              dec ? CHUNK_NBYTES : (size_t)cb, rlen ? r : NULL, rlen);
   }
 }
 
@@ -262,7 +329,13 @@ static void on_read(fake *f, const rec *r) {
   c.chunk.follow_id = m->read.follow_id;
   c.chunk.nbytes = CHUNK_NBYTES;
   c.chunk.cbytes = (uint32_t)cb;
-  fsend(f, &c, dec ? (void *)raw : (void *)comp, dec ? CHUNK_NBYTES : (size_t)cb);
+  uint8_t rb[B2S_WIRE_REC_MAX];
+  size_t rlen = (m->flags & B2S_WIRE_READ_RECORD) ? rec_of(m->read.chunk, rb)
+                                                  : 0;
+  if (rlen)
+    c.flags |= B2S_WIRE_CHUNK_RECORD;
+  fsend_rec(f, &c, dec ? (void *)raw : (void *)comp,
+            dec ? CHUNK_NBYTES : (size_t)cb, rlen ? rb : NULL, rlen);
 }
 
 static void on_shm_attach(fake *f, const rec *r) {
@@ -312,7 +385,8 @@ static void on_simple(fake *f, const rec *r) {
     o.welcome.max_buffer = f->max_buffer;
     o.welcome.timeout_ms = f->timeout_ms;
     o.welcome.session_id = 77;
-    o.welcome.version_min = o.welcome.version_max = 1;
+    o.welcome.version_min = 1;
+    o.welcome.version_max = f->v2 ? 2 : 1;
     o.welcome.server = b2s_wire_cstr("fake-b2streamd 0.1.0");
     break;
   case B2S_WIRE_FLUSH:
@@ -336,6 +410,11 @@ static void on_simple(fake *f, const rec *r) {
     b2s_wire_init(&o, B2S_WIRE_PONG);
     o.pong.nonce = m->ping.nonce;
     o.pong.time_ns = 1;
+    break;
+  case B2S_WIRE_META:
+    b2s_wire_init(&o, B2S_WIRE_META_OK);
+    o.meta_ok.upto = f->ids;
+    o.meta_ok.handle = m->meta.handle;
     break;
   default:
     return;
@@ -365,6 +444,7 @@ static uint32_t ref_of(const b2s_wire_msg *m) {
   case B2S_WIRE_FLUSH: return m->flush.handle;
   case B2S_WIRE_CLOSE: return m->close.handle;
   case B2S_WIRE_SHM_SUBMIT: return m->shm_submit.handle;
+  case B2S_WIRE_META: return m->meta.handle;
   case B2S_WIRE_UNFOLLOW: return m->unfollow.follow_id;
   case B2S_WIRE_READ: return m->read.follow_id;
   default: return 0;
@@ -399,16 +479,43 @@ static void handle(fake *f, rec *r) {
   }
 }
 
+/* A version-1 daemon's answer to a HELLO of version 2 (PROTOCOL.md 8). */
+static void refuse_version(fake *f, const b2s_wire_msg *m) {
+  int v = f->version;
+  f->version = 1;
+  send_error(f, m->tag, m->type, 0, 1 + 256, B2S_E_PROTO_VERSION,
+             B2S_WIRE_ERROR_CLOSED_SESSION,
+             "protocol version 2 not supported; this daemon speaks 1 to 1");
+  f->version = v;
+  f->refused++;
+}
+
+/* Record the payload and record frames of r (parts after the header). */
+static void keep_frames(rec *r, zmq_msg_t *part, int n) {
+  int k = 2;
+  if (b2s_wire_msg_has_payload(&r->m) && k < n) {
+    r->payload_len = zmq_msg_size(&part[k]);
+    memcpy(r->payload, zmq_msg_data(&part[k]),
+           r->payload_len < REC_PAYLOAD ? r->payload_len : REC_PAYLOAD);
+    k++;
+  }
+  if (b2s_wire_msg_has_record(&r->m) && k < n) {
+    r->record_len = zmq_msg_size(&part[k]);
+    memcpy(r->record, zmq_msg_data(&part[k]),
+           r->record_len < REC_RECORD ? r->record_len : REC_RECORD);
+  }
+}
+
 static void receive(fake *f) {
-  zmq_msg_t part[3];
+  zmq_msg_t part[4];
   int n = 0, more = 1;
-  while (more && n < 3) {
+  while (more && n < 4) {
     zmq_msg_init(&part[n]);
     assert_true(zmq_msg_recv(&part[n], f->router, 0) >= 0);
     more = zmq_msg_more(&part[n]);
     n++;
   }
-  assert_false(more);   /* the library never sends more than 2 frames */
+  assert_false(more);   /* the library never sends more than 3 frames */
   f->rid_len = zmq_msg_size(&part[0]);
   memcpy(f->rid, zmq_msg_data(&part[0]), f->rid_len);
   assert_true(f->nlog < LOG_MAX);
@@ -417,16 +524,23 @@ static void receive(fake *f) {
   r->hdr_len = zmq_msg_size(&part[1]);
   assert_true(r->hdr_len <= sizeof r->hdr);
   memcpy(r->hdr, zmq_msg_data(&part[1]), r->hdr_len);
-  assert_int_equal(b2s_wire_decode(r->hdr, r->hdr_len, &r->m), 0);
-  assert_int_equal(b2s_wire_has_payload(r->m.type) ? 3 : 2, n);
-  if (n == 3) {
-    r->payload_len = zmq_msg_size(&part[2]);
-    memcpy(r->payload, zmq_msg_data(&part[2]),
-           r->payload_len < REC_PAYLOAD ? r->payload_len : REC_PAYLOAD);
+  assert_int_equal(b2s_wire_decode_v(r->hdr, r->hdr_len, 2, &r->m), 0);
+  bool refused = r->m.type == B2S_WIRE_HELLO && r->m.version == 2 && !f->v2;
+  if (refused) {
+    refuse_version(f, &r->m);
+    f->nlog--;
+  } else {
+    if (r->m.type == B2S_WIRE_HELLO)
+      f->version = r->m.version;
+    /* every message in the session's version, with its frames */
+    assert_int_equal(r->m.version, f->version);
+    assert_int_equal(b2s_wire_msg_frames(&r->m) + 1, n);
+    keep_frames(r, part, n);
   }
   for (int k = 0; k < n; k++)
     zmq_msg_close(&part[k]);
-  handle(f, r);
+  if (!refused)
+    handle(f, r);
 }
 
 static void run_later(fake *f) {
@@ -550,7 +664,7 @@ static rec fake_get(fake *f, int type, int k) {
     }
   pthread_mutex_unlock(&f->mu);
   assert_int_not_equal(out.hdr_len, 0);
-  assert_int_equal(b2s_wire_decode(out.hdr, out.hdr_len, &out.m), 0);
+  assert_int_equal(b2s_wire_decode_v(out.hdr, out.hdr_len, 2, &out.m), 0);
   return out;
 }
 
@@ -1403,6 +1517,467 @@ static void test_seek(void **state) {
   fake_stop(f);
 }
 
+/* ---- protocol version 2: negotiation, records, metadata ------------------------ */
+
+static fake *fake_start_v2(void) {
+  fake *f = fake_start();
+  FSET(f, v2, true);
+  return f;
+}
+
+/* What rec_of(i) stores, as the library hands it out. */
+static void expect_rec_of(uint64_t i, const b2sc_record *r) {
+  assert_int_equal(r->frame, 1000 + i);
+  assert_true(r->ts_ns == (int64_t)i * 10 - 5);
+  assert_true(r->xxh64 == UINT64_C(0xABCD000000000000) + i);
+  unsigned base = B2SC_REC_FRAME | B2SC_REC_TS | B2SC_REC_XXH64;
+  if (i == 5) {
+    assert_int_equal(r->present, base);
+    assert_int_equal(r->flags, B2SC_REC_GAP | B2SC_REC_DROPPED);
+    assert_int_equal(r->user_len, 0);
+    assert_null(r->user);
+  } else if (i % 2 == 0) {
+    const uint8_t map[] = {0x81, 0xa1, 'i', (uint8_t)i};
+    assert_int_equal(r->present, base | B2SC_REC_USER_MAP);
+    assert_int_equal(r->flags, 0);
+    assert_int_equal(r->user_len, 4);
+    assert_memory_equal(r->user, map, 4);
+  } else {
+    const uint8_t raw[] = {1, 2, (uint8_t)i};
+    assert_int_equal(r->present, base);
+    assert_int_equal(r->user_len, 3);
+    assert_memory_equal(r->user, raw, 3);
+  }
+}
+
+static void test_v2_negotiated(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  assert_int_equal(b2sc_protocol_version(s), 2);
+  assert_int_equal(b2sc_protocol_version(NULL), B2S_E_ARG);
+  assert_int_equal(fake_count(f, B2S_WIRE_HELLO), 1);
+  rec h = fake_get(f, B2S_WIRE_HELLO, 0);
+  assert_int_equal(h.hdr[4], 2);
+  assert_int_equal(h.hdr_len, 27);                  /* name "t" */
+  assert_string_equal(b2sc_last_error(s), "");
+  /* every later message is version 2 too (the fake asserts it) */
+  assert_true(b2sc_ping(s, 1000) >= 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_PING, 0).hdr[4], 2);
+  b2sc_close(s);
+  assert_int_equal(fake_wait(f, B2S_WIRE_BYE, 1), 1);
+  assert_int_equal(fake_get(f, B2S_WIRE_BYE, 0).hdr[4], 2);
+  pthread_mutex_lock(&f->mu);
+  assert_int_equal(f->refused, 0);
+  pthread_mutex_unlock(&f->mu);
+  fake_stop(f);
+}
+
+/* A daemon of version 1: one refused HELLO, then exactly version 1. */
+static void test_v1_fallback(void **state) {
+  (void)state;
+  fake *f = fake_start();
+  b2sc_session *s = connect_fake(f);
+  assert_int_equal(b2sc_protocol_version(s), 1);
+  pthread_mutex_lock(&f->mu);
+  assert_int_equal(f->refused, 1);
+  pthread_mutex_unlock(&f->mu);
+  assert_int_equal(fake_count(f, B2S_WIRE_HELLO), 1);
+  static const uint8_t hello_v1_head[] = {0x42, 0x32, 0x53, 0x57, 0x01, 0x01,
+                                          0x03, 0x00};
+  rec h = fake_get(f, B2S_WIRE_HELLO, 0);
+  assert_memory_equal(h.hdr, hello_v1_head, sizeof hello_v1_head);
+  assert_string_equal(b2sc_last_error(s), "");
+  assert_int_equal(b2sc_last_error_code(s), 0);
+
+  b2sc_producer *p = open_det1(s);
+  b2sc_record r = {.present = B2SC_REC_FRAME, .frame = 1};
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &r, 1000), B2S_E_PROTO_VERSION);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "k", "v"),
+                   B2S_E_PROTO_VERSION);
+  b2sc_producer *p2;
+  static const uint8_t map[] = {0x80};
+  assert_int_equal(b2sc_producer_open_meta(s, "det1", NULL, map, 1, &p2),
+                   B2S_E_PROTO_VERSION);
+  b2sc_consumer *c;
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_RECORDS, &c),
+                   B2S_E_PROTO_VERSION);
+  /* nothing of it reached the daemon; a plain buffer is the version-1 DATA */
+  assert_int_equal(b2sc_send_rec(p, "abc", 3, NULL, 1000), 0);
+  assert_int_equal(b2sc_flush(p, 2000), 0);
+  assert_int_equal(fake_count(f, B2S_WIRE_DATA), 1);
+  assert_int_equal(fake_count(f, B2S_WIRE_OPEN), 1);
+  assert_int_equal(fake_count(f, B2S_WIRE_FOLLOW), 0);
+  static const uint8_t data_v1[] = {
+    0x42, 0x32, 0x53, 0x57, 0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00};
+  rec d = fake_get(f, B2S_WIRE_DATA, 0);
+  assert_int_equal(d.hdr_len, sizeof data_v1);
+  assert_memory_equal(d.hdr, data_v1, sizeof data_v1);
+  assert_int_equal(d.payload_len, 3);
+  assert_int_equal(d.record_len, 0);
+  assert_int_equal(b2sc_follow(s, "det1", 0, 0, &c), 0);
+  b2sc_record got;
+  b2sc_chunk_info ci;
+  assert_int_equal(b2sc_next_rec(c, 1000, &ci, &got), 0);
+  assert_int_equal(got.present, 0);                 /* none asked */
+  uint8_t buf[CHUNK_NBYTES];
+  assert_int_equal(b2sc_read_rec(c, 0, true, buf, sizeof buf, &got),
+                   B2S_E_PROTO_VERSION);
+  b2sc_unfollow(c);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_send_records(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  b2sc_producer *p = open_det1(s);
+  static const uint8_t umap[] = {0x81, 0xa3, 'e', 'x', 'p', 0x0a};
+  b2sc_record r = {.present = B2SC_REC_FRAME | B2SC_REC_TS |
+                              B2SC_REC_USER_MAP,
+                   .frame = 1007, .ts_ns = INT64_C(1700000000123456789),
+                   .user = umap, .user_len = sizeof umap};
+  assert_int_equal(b2sc_send_rec(p, "first", 5, &r, 1000), 0);
+  b2sc_record raw = {.present = B2SC_REC_FRAME, .frame = 1008,
+                     .user = "\x00\xff", .user_len = 2};
+  assert_int_equal(b2sc_send_rec(p, "second", 6, &raw, 1000), 0);
+  assert_int_equal(b2sc_send(p, "third", 5, 1000), 0);
+
+  /* rules checked before anything is sent */
+  b2sc_record bad = r;
+  bad.present |= B2SC_REC_XXH64;
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  bad = r;
+  bad.flags = B2SC_REC_GAP;
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  bad = r;
+  bad.present = B2SC_REC_TS;                        /* frame without its bit */
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  static uint8_t big[B2SC_USER_MAX + 1];
+  bad = (b2sc_record){.user = big, .user_len = sizeof big};
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  bad.user_len = B2SC_USER_MAX;                     /* the limit: fine */
+  assert_int_equal(b2sc_send_rec(p, "fourth", 6, &bad, 1000), 0);
+  bad = (b2sc_record){.present = B2SC_REC_USER_MAP, .user = "\x92\x01",
+                      .user_len = 2};               /* an array, cut short */
+  assert_int_equal(b2sc_send_rec(p, "x", 1, &bad, 1000), B2S_E_ARG);
+  assert_int_equal(b2sc_flush(p, 2000), 0);
+  assert_int_equal(fake_count(f, B2S_WIRE_DATA), 4);
+
+  static const uint8_t hdr0[] = {
+    0x42, 0x32, 0x53, 0x57, 0x02, 0x03, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00};
+  static const uint8_t rec0[] = {           /* PROTOCOL.md 11.9 */
+    0xef, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x15, 0xcd, 0x85, 0x3d,
+    0xfe, 0x9c, 0x97, 0x17, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x0b, 0x00, 0x00, 0x00, 0x06, 0x00, 0x81, 0xa3, 0x65, 0x78, 0x70, 0x0a};
+  rec d = fake_get(f, B2S_WIRE_DATA, 0);
+  assert_memory_equal(d.hdr, hdr0, sizeof hdr0);
+  assert_int_equal(d.payload_len, 5);
+  assert_memory_equal(d.payload, "first", 5);
+  assert_int_equal(d.record_len, sizeof rec0);
+  assert_memory_equal(d.record, rec0, sizeof rec0);
+
+  d = fake_get(f, B2S_WIRE_DATA, 1);
+  assert_int_equal(d.m.flags, B2S_WIRE_DATA_RECORD);
+  b2s_wire_rec w;
+  assert_int_equal(b2s_wire_rec_decode(d.record, d.record_len, &w), 32);
+  assert_int_equal(w.present, B2S_WIRE_REC_FRAME);
+  assert_int_equal(w.frame, 1008);
+  assert_int_equal(w.user_len, 2);
+  assert_memory_equal(w.user, "\x00\xff", 2);
+
+  d = fake_get(f, B2S_WIRE_DATA, 2);                 /* no record: 2 frames */
+  assert_int_equal(d.m.flags, 0);
+  assert_int_equal(d.hdr[4], 2);
+  assert_int_equal(d.record_len, 0);
+  d = fake_get(f, B2S_WIRE_DATA, 3);
+  assert_int_equal(d.record_len, B2S_WIRE_REC_MAX);
+  assert_int_equal(d.m.data.buffer_id, 3);
+
+  b2sc_producer_stats st;
+  b2sc_producer_stats_get(p, &st);
+  assert_int_equal(st.sent, 4);
+  assert_int_equal(st.bytes, 5 + 6 + 5 + 6);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_send_zc_record(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  b2sc_producer *p = open_det1(s);
+  static char frame[16] = "zero-copy frame";
+  b2sc_record r = {.present = B2SC_REC_FRAME, .frame = 77};
+  b2sc_record bad = {.present = B2SC_REC_XXH64, .xxh64 = 1};
+  assert_int_equal(b2sc_send_zc_rec(p, frame, 15, &bad, NULL, NULL),
+                   B2S_E_ARG);
+  assert_int_equal(b2sc_send_zc_rec(p, frame, 15, &r, NULL, NULL), 0);
+  assert_int_equal(b2sc_send_zc_rec(p, frame, 4, NULL, NULL, NULL), 0);
+  assert_int_equal(b2sc_flush(p, 2000), 0);
+  assert_int_equal(fake_count(f, B2S_WIRE_DATA), 2);
+  rec d = fake_get(f, B2S_WIRE_DATA, 0);
+  assert_int_equal(d.m.flags, B2S_WIRE_DATA_RECORD);
+  assert_int_equal(d.payload_len, 15);
+  assert_memory_equal(d.payload, frame, 15);
+  b2s_wire_rec w;
+  assert_int_equal(b2s_wire_rec_decode(d.record, d.record_len, &w), 30);
+  assert_int_equal(w.frame, 77);
+  d = fake_get(f, B2S_WIRE_DATA, 1);
+  assert_int_equal(d.m.flags, 0);
+  assert_int_equal(d.record_len, 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_shm_submit_record(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  FSET(f, shm, true);
+  b2sc_session *s = connect_fake(f);
+  b2sc_producer *p = open_det1(s);
+  assert_int_equal(b2sc_shm_attach(p, 2, 4096), 0);
+  uint32_t slot;
+  void *ptr;
+  assert_int_equal(b2sc_shm_acquire(p, 1000, &slot, &ptr, NULL), 0);
+  memcpy(ptr, "slot", 4);
+  b2sc_record bad = {.flags = B2SC_REC_REJECTED};
+  assert_int_equal(b2sc_shm_submit_rec(p, slot, 4, &bad), B2S_E_ARG);
+  b2sc_record r = {.present = B2SC_REC_FRAME | B2SC_REC_TS, .frame = 42,
+                   .ts_ns = -1};
+  assert_int_equal(b2sc_shm_submit_rec(p, slot, 4, &r), 0);   /* still ours */
+  assert_int_equal(b2sc_flush(p, 2000), 0);
+  rec sub = fake_get(f, B2S_WIRE_SHM_SUBMIT, 0);
+  assert_int_equal(sub.m.flags, B2S_WIRE_SHM_SUBMIT_RECORD);
+  assert_memory_equal(sub.payload, "slot", 4);
+  b2s_wire_rec w;
+  assert_int_equal(b2s_wire_rec_decode(sub.record, sub.record_len, &w), 30);
+  assert_int_equal(w.frame, 42);
+  assert_true(w.ts_ns == -1);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_series_metadata(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  static const uint8_t gain[] = {0x81, 0xa4, 'g', 'a', 'i', 'n', 0xcb,
+                                 0x3f, 0xf8, 0, 0, 0, 0, 0, 0};
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open_meta(s, "det1", "tmpl", gain,
+                                           sizeof gain, &p), 0);
+  rec o = fake_get(f, B2S_WIRE_OPEN, 0);
+  assert_int_equal(o.m.flags, B2S_WIRE_OPEN_META);
+  assert_int_equal(o.payload_len, sizeof gain);
+  assert_memory_equal(o.payload, gain, sizeof gain);
+  /* without metadata: the plain OPEN */
+  b2sc_producer *p2;
+  assert_int_equal(b2sc_producer_open_meta(s, "det1", NULL, NULL, 0, &p2), 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_OPEN, 1).m.flags, 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_OPEN, 1).payload_len, 0);
+  assert_int_equal(b2sc_producer_close(p2), 0);
+
+  assert_int_equal(b2sc_send(p, "abc", 3, 1000), 0);
+  static const uint8_t change[] = {0x82, 0xa4, 'g', 'a', 'i', 'n', 0xc0,
+                                   0xa6, 's', 'a', 'm', 'p', 'l', 'e',
+                                   0xa3, 'F', 'e', '2'};
+  assert_int_equal(b2sc_producer_set_meta(p, change, sizeof change), 0);
+  rec m = fake_get(f, B2S_WIRE_META, 0);
+  assert_int_equal(m.hdr_len, 20);
+  assert_int_equal(m.hdr[4], 2);
+  assert_int_equal(m.m.meta.handle, 1);
+  assert_int_not_equal(m.m.tag, 0);
+  assert_int_equal(m.payload_len, sizeof change);
+  assert_memory_equal(m.payload, change, sizeof change);
+
+  assert_int_equal(b2sc_producer_set_meta_str(p, "sample", "Fe"), 0);
+  static const uint8_t one[] = {0x81, 0xa6, 's', 'a', 'm', 'p', 'l', 'e',
+                                0xa2, 'F', 'e'};
+  m = fake_get(f, B2S_WIRE_META, 1);
+  assert_int_equal(m.payload_len, sizeof one);
+  assert_memory_equal(m.payload, one, sizeof one);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "sample", NULL), 0);
+  static const uint8_t del[] = {0x81, 0xa6, 's', 'a', 'm', 'p', 'l', 'e',
+                                0xc0};
+  m = fake_get(f, B2S_WIRE_META, 2);
+  assert_memory_equal(m.payload, del, sizeof del);
+  /* longer strings take str8 */
+  char key[40];
+  memset(key, 'k', sizeof key - 1);
+  key[sizeof key - 1] = '\0';
+  assert_int_equal(b2sc_producer_set_meta_str(p, key, "v"), 0);
+  m = fake_get(f, B2S_WIRE_META, 3);
+  assert_int_equal(m.payload_len, 1 + 2 + 39 + 2);
+  assert_int_equal(m.payload[1], 0xd9);
+  assert_int_equal(m.payload[2], 39);
+
+  /* refused before sending: not a map with string keys */
+  static const uint8_t intkey[] = {0x81, 0x01, 0x02};
+  assert_int_equal(b2sc_producer_set_meta(p, intkey, sizeof intkey), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta(p, gain, sizeof gain - 1), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta(p, gain, 0), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta(p, NULL, 3), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "", "v"), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "k", "\xff"), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_open_meta(s, "det1", NULL, intkey,
+                                           sizeof intkey, &p2), B2S_E_ARG);
+  assert_int_equal(fake_count(f, B2S_WIRE_META), 4);
+  assert_int_equal(fake_count(f, B2S_WIRE_OPEN), 2);
+  /* refused by the daemon: its code, the handle stays */
+  fake_set_error(f, B2S_WIRE_META, B2S_E_OVERSIZE, 0);
+  assert_int_equal(b2sc_producer_set_meta(p, change, sizeof change),
+                   B2S_E_OVERSIZE);
+  assert_string_equal(b2sc_last_error(s), "injected failure");
+  assert_int_equal(b2sc_producer_set_meta(p, change, sizeof change), 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_follow_records(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  b2sc_consumer *c;
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_RECORDS, &c), 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_FOLLOW, 0).m.flags,
+                   B2S_WIRE_FOLLOW_RECORDS);
+  fake_later(f, 30, L_COMMIT, 4, NULL);   /* chunks 3..6, one NOTIFY */
+  b2sc_chunk_info ci;
+  b2sc_record r;
+  for (uint64_t i = 0; i < 7; i++) {
+    assert_int_equal(b2sc_next_rec(c, 2000, &ci, &r), 0);
+    assert_int_equal(ci.index, i);
+    assert_null(ci.data);
+    expect_rec_of(i, &r);
+  }
+  assert_int_equal(b2sc_next_rec(c, 0, &ci, &r), B2S_E_TIMEOUT);
+  /* seek keeps the records flag */
+  assert_int_equal(b2sc_seek(c, 4), 0);
+  assert_int_equal(fake_get(f, B2S_WIRE_FOLLOW, 1).m.flags,
+                   B2S_WIRE_FOLLOW_RECORDS);
+  assert_int_equal(b2sc_next(c, 2000, &ci), 0);     /* record skipped */
+  assert_int_equal(ci.index, 4);
+  assert_int_equal(b2sc_next_rec(c, 2000, &ci, &r), 0);
+  expect_rec_of(5, &r);
+  b2sc_unfollow(c);
+
+  /* pushed chunks carry theirs */
+  assert_int_equal(b2sc_follow(s, "det1", 0,
+                               B2SC_FOLLOW_PUSH_DECOMPRESSED |
+                                   B2SC_FOLLOW_RECORDS, &c), 0);
+  uint8_t want[CHUNK_NBYTES];
+  for (uint64_t i = 0; i < 7; i++) {
+    assert_int_equal(b2sc_next_rec(c, 2000, &ci, &r), 0);
+    assert_int_equal(ci.index, i);
+    chunk_pattern(i, want);
+    assert_memory_equal(ci.data, want, CHUNK_NBYTES);
+    expect_rec_of(i, &r);
+  }
+  b2sc_unfollow(c);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+/* Records the follow did not ask for are a protocol break, as a gap is. */
+static void test_v2_unasked_records(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  FSET(f, records_always, true);
+  b2sc_session *s = connect_fake(f);
+  b2sc_consumer *c;
+  b2sc_chunk_info ci;
+  assert_int_equal(b2sc_follow(s, "det1", 0, 0, &c), 0);
+  assert_int_equal(b2sc_next(c, 1000, &ci), B2S_E_PROTO);
+  b2sc_unfollow(c);
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_PUSH_COMPRESSED,
+                               &c), 0);
+  assert_int_equal(b2sc_next(c, 1000, &ci), B2S_E_PROTO);
+  b2sc_unfollow(c);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+/* Malformed records end the follow; a message of another version than the
+ * session's is ignored. */
+static void test_v2_hostile_daemon(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  FSET(f, bad_record, true);
+  b2sc_session *s = connect_fake(f);
+  b2sc_consumer *c;
+  b2sc_chunk_info ci;
+  b2sc_record r;
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_RECORDS, &c), 0);
+  assert_int_equal(b2sc_next_rec(c, 1000, &ci, &r), B2S_E_PROTO);
+  b2sc_unfollow(c);
+  assert_int_equal(b2sc_follow(s, "det1", 0, B2SC_FOLLOW_RECORDS |
+                               B2SC_FOLLOW_PUSH_COMPRESSED, &c), 0);
+  assert_int_equal(b2sc_next_rec(c, 1000, &ci, &r), B2S_E_PROTO);
+  b2sc_unfollow(c);
+
+  /* a valid version-1 ACK in a version-2 session */
+  b2s_wire_msg a;
+  b2s_wire_init(&a, B2S_WIRE_ACK);
+  a.ack.handle = 1;
+  a.ack.credits = 1000;
+  a.ack.level = B2S_WIRE_LEVEL_RECEIVED;
+  b2sc_producer *p = open_det1(s);
+  fake_later(f, 0, L_RAW, 0, &a);
+  sleep_ms(30);
+  assert_true(b2sc_ping(s, 1000) >= 0);   /* ignored, session goes on */
+  assert_int_equal(b2sc_last_error_code(s), B2S_E_PROTO);
+  b2sc_producer_stats st;
+  b2sc_producer_stats_get(p, &st);
+  assert_int_equal(st.credits, 8);         /* its credits were not taken */
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
+static void test_v2_read_record(void **state) {
+  (void)state;
+  fake *f = fake_start_v2();
+  b2sc_session *s = connect_fake(f);
+  b2sc_consumer *c;
+  assert_int_equal(b2sc_follow(s, "det1", 0, 0, &c), 0);
+  uint8_t want[CHUNK_NBYTES], buf[CHUNK_NBYTES];
+  b2sc_record r;
+  assert_int_equal(b2sc_read_rec(c, 2, true, NULL, 0, &r), CHUNK_NBYTES);
+  expect_rec_of(2, &r);
+  rec rd = fake_get(f, B2S_WIRE_READ, 0);
+  assert_int_equal(rd.m.flags, B2S_WIRE_READ_DECOMPRESS | B2S_WIRE_READ_RECORD);
+  /* the kept chunk and its record, no second READ */
+  memset(&r, 0, sizeof r);
+  assert_int_equal(b2sc_read_rec(c, 2, true, buf, sizeof buf, &r),
+                   CHUNK_NBYTES);
+  expect_rec_of(2, &r);
+  chunk_pattern(2, want);
+  assert_memory_equal(buf, want, CHUNK_NBYTES);
+  assert_int_equal(fake_count(f, B2S_WIRE_READ), 1);
+  /* a plain read asks for no record */
+  assert_int_equal(b2sc_read(c, 1, false, buf, sizeof buf) > 0, 1);
+  assert_int_equal(fake_get(f, B2S_WIRE_READ, 1).m.flags, 0);
+  assert_int_equal(b2sc_read_rec(c, 1, false, buf, sizeof buf, &r) > 0, 1);
+  expect_rec_of(1, &r);
+  assert_int_equal(fake_count(f, B2S_WIRE_READ), 3);
+  assert_int_equal(b2sc_read_rec(c, 9, true, buf, sizeof buf, &r),
+                   B2S_E_NCHUNK);
+  b2sc_unfollow(c);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_connect_hello_bye),
@@ -1432,6 +2007,16 @@ int main(void) {
       cmocka_unit_test(test_read),
       cmocka_unit_test(test_read_after_follow_closed),
       cmocka_unit_test(test_seek),
+      cmocka_unit_test(test_v2_negotiated),
+      cmocka_unit_test(test_v1_fallback),
+      cmocka_unit_test(test_v2_send_records),
+      cmocka_unit_test(test_v2_send_zc_record),
+      cmocka_unit_test(test_v2_shm_submit_record),
+      cmocka_unit_test(test_v2_series_metadata),
+      cmocka_unit_test(test_v2_follow_records),
+      cmocka_unit_test(test_v2_unasked_records),
+      cmocka_unit_test(test_v2_hostile_daemon),
+      cmocka_unit_test(test_v2_read_record),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -555,9 +555,16 @@ static void test_reject_unknown_type(void **state) {
     }
   }
   assert_int_equal(known, 2);                   /* BYE, STATS_REPLY */
-  static const int unknown[] = {0x00, 0x0E, 0x7F, 0x80, 0x8F, 0xFF};
+  /* 0x0E and 0x8F are META and META_OK since version 2 (section 11): in
+   * version 1 they stay unknown types */
+  static const int unknown[] = {0x00, 0x0F, 0x7F, 0x80, 0x90, 0xFF};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
     assert_string_equal(b2s_wire_type_name(unknown[i]), "UNKNOWN");
+  for (int t = 0x0E; t <= 0x8F; t += 0x81) {
+    buf[5] = (uint8_t)t;
+    assert_int_equal(b2s_wire_decode(buf, n, &d), B2S_E_PROTO);
+    assert_int_equal(d.type, t);
+  }
 }
 
 static void test_reject_reserved_prefix(void **state) {
@@ -949,6 +956,546 @@ static void test_utf8_cut(void **state) {
   assert_int_equal(w.len, 3);
 }
 
+/* ---- version 2 (PROTOCOL.md section 11) --------------------------------- */
+
+static int encode_v2(const b2s_wire_msg *m, uint8_t *buf) {
+  return b2s_wire_encode_v(m, 2, buf, B2S_WIRE_HEADER_MAX);
+}
+
+static void expect_bytes_v2(const b2s_wire_msg *m, const uint8_t *want,
+                            size_t len) {
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg d;
+  assert_int_equal(encode_v2(m, buf), (int)len);
+  assert_memory_equal(buf, want, len);
+  assert_int_equal(b2s_wire_decode_v(want, len, 2, &d), 0);
+  assert_int_equal(d.version, 2);
+  assert_int_equal(d.type, m->type);
+  assert_int_equal(d.flags, m->flags);
+  /* a version-1 peer never takes it for one of its own */
+  assert_int_equal(b2s_wire_decode(want, len, &d), B2S_E_PROTO_VERSION);
+}
+
+/* The version-2 record of PROTOCOL.md 11.9: frame 1007, ts, {"exp": 10}. */
+static const uint8_t user_exp[] = {0x81, 0xa3, 0x65, 0x78, 0x70, 0x0a};
+
+static b2s_wire_rec sample_rec(void) {
+  b2s_wire_rec r = {0};
+  r.frame = 1007;
+  r.ts_ns = INT64_C(1700000000123456789);
+  r.present = B2S_WIRE_REC_FRAME | B2S_WIRE_REC_TS | B2S_WIRE_REC_USER_MAP;
+  r.user = user_exp;
+  r.user_len = sizeof user_exp;
+  return r;
+}
+
+static void test_v2_golden_session(void **state) {
+  (void)state;
+  static const uint8_t hello[] = {
+    0x42, 0x32, 0x53, 0x57, 0x02, 0x01, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x92, 0x10, 0x00, 0x00, 0xe8, 0x03, 0x00, 0x00,
+    0x04, 0x00, 0x63, 0x61, 0x6d, 0x30};
+  static const uint8_t welcome[] = {
+    0x42, 0x32, 0x53, 0x57, 0x02, 0x81, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x05, 0x00, 0x00, 0x00, 0x01, 0x02, 0x0f, 0x00, 0x62, 0x32, 0x73, 0x74,
+    0x72, 0x65, 0x61, 0x6d, 0x64, 0x20, 0x30, 0x2e, 0x32, 0x2e, 0x30};
+  static const uint8_t open[] = {
+    0x42, 0x32, 0x53, 0x57, 0x02, 0x02, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x64, 0x65, 0x74, 0x31, 0x04, 0x00,
+    0x74, 0x6d, 0x70, 0x6c};
+  static const uint8_t gain[] = {0x81, 0xa4, 0x67, 0x61, 0x69, 0x6e, 0xcb,
+                                 0x3f, 0xf8, 0, 0, 0, 0, 0, 0};
+  b2s_wire_msg m, d;
+  b2s_wire_init(&m, B2S_WIRE_HELLO);
+  m.flags = B2S_WIRE_HELLO_PRODUCER;
+  m.tag = 1;
+  m.hello.pid = 4242;
+  m.hello.ping_ms = 1000;
+  m.hello.name = b2s_wire_cstr("cam0");
+  expect_bytes_v2(&m, hello, sizeof hello);
+  /* the same HELLO in version 1 differs in the version byte only */
+  uint8_t v1[sizeof hello];
+  assert_int_equal(encode(&m, v1), (int)sizeof hello);
+  assert_int_equal(v1[4], 1);
+  assert_memory_equal(v1 + 5, hello + 5, sizeof hello - 5);
+
+  b2s_wire_init(&m, B2S_WIRE_WELCOME);
+  m.tag = 1;
+  m.welcome.max_buffer = 1u << 20;
+  m.welcome.session_id = 5;
+  m.welcome.version_min = 1;
+  m.welcome.version_max = 2;
+  m.welcome.server = b2s_wire_cstr("b2streamd 0.2.0");
+  expect_bytes_v2(&m, welcome, sizeof welcome);
+  /* a version-2 WELCOME names a range holding 2; version 1 one holding 1 */
+  m.welcome.version_max = 1;
+  assert_int_equal(encode_v2(&m, v1), B2S_E_ARG);
+  m.welcome.version_min = m.welcome.version_max = 2;
+  assert_int_equal(encode(&m, v1), B2S_E_ARG);
+
+  b2s_wire_init(&m, B2S_WIRE_OPEN);
+  m.flags = B2S_WIRE_OPEN_META;
+  m.tag = 2;
+  m.open.stream = b2s_wire_cstr("det1");
+  m.open.tmpl = b2s_wire_cstr("tmpl");
+  expect_bytes_v2(&m, open, sizeof open);
+  assert_int_equal(b2s_wire_decode_v(open, sizeof open, 2, &d), 0);
+  assert_true(b2s_wire_msg_has_payload(&d));
+  assert_int_equal(b2s_wire_msg_frames(&d), 2);
+  assert_int_equal(b2s_wire_check_payload(&d, sizeof gain, SIZE_MAX), 0);
+  assert_int_equal(b2s_wire_mp_map_check(gain, sizeof gain, true), 0);
+  /* the flag does not exist in version 1 */
+  assert_int_equal(encode(&m, v1), B2S_E_ARG);
+}
+
+static void test_v2_golden_data_record(void **state) {
+  (void)state;
+  static const uint8_t data[] = {
+    0x42, 0x32, 0x53, 0x57, 0x02, 0x03, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00};
+  static const uint8_t rec[] = {
+    0xef, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x15, 0xcd, 0x85, 0x3d,
+    0xfe, 0x9c, 0x97, 0x17, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x0b, 0x00, 0x00, 0x00, 0x06, 0x00, 0x81, 0xa3, 0x65, 0x78, 0x70, 0x0a};
+  b2s_wire_msg m, d;
+  b2s_wire_init(&m, B2S_WIRE_DATA);
+  m.flags = B2S_WIRE_DATA_RECORD;
+  m.data.buffer_id = 7;
+  m.data.handle = 1;
+  expect_bytes_v2(&m, data, sizeof data);
+  assert_int_equal(b2s_wire_decode_v(data, sizeof data, 2, &d), 0);
+  assert_true(b2s_wire_msg_has_payload(&d));
+  assert_true(b2s_wire_msg_has_record(&d));
+  assert_int_equal(b2s_wire_msg_frames(&d), 3);
+
+  b2s_wire_rec r = sample_rec(), q;
+  uint8_t buf[B2S_WIRE_REC_MAX];
+  assert_int_equal(b2s_wire_rec_len(&r), sizeof rec);
+  assert_int_equal(b2s_wire_rec_encode(&r, buf, sizeof buf), (int)sizeof rec);
+  assert_memory_equal(buf, rec, sizeof rec);
+  assert_int_equal(b2s_wire_rec_decode(rec, sizeof rec, &q), (int)sizeof rec);
+  assert_int_equal(q.frame, 1007);
+  assert_true(q.ts_ns == INT64_C(1700000000123456789));
+  assert_int_equal(q.xxh64, 0);
+  assert_int_equal(q.present, r.present);
+  assert_int_equal(q.flags, 0);
+  assert_int_equal(q.user_len, sizeof user_exp);
+  assert_ptr_equal(q.user, rec + B2S_WIRE_REC_FIXED);   /* borrowed */
+  assert_int_equal(b2s_wire_rec_check_producer(&q), 0);
+  /* one byte short of room */
+  assert_int_equal(b2s_wire_rec_encode(&r, buf, sizeof rec - 1),
+                   B2S_E_DEST_SMALL);
+}
+
+static void test_v2_golden_meta_notify(void **state) {
+  (void)state;
+  static const uint8_t meta[] = {
+    0x42, 0x32, 0x53, 0x57, 0x02, 0x0e, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00};
+  static const uint8_t change[] = {0x82, 0xa4, 0x67, 0x61, 0x69, 0x6e,
+                                   0xc0, 0xa6, 0x73, 0x61, 0x6d, 0x70,
+                                   0x6c, 0x65, 0xa3, 0x46, 0x65, 0x32};
+  static const uint8_t meta_ok[] = {
+    0x42, 0x32, 0x53, 0x57, 0x02, 0x8f, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00};
+  static const uint8_t notify[] = {
+    0x42, 0x32, 0x53, 0x57, 0x02, 0x89, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00};
+  static const uint8_t stored[] = {
+    0xef, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x15, 0xcd, 0x85, 0x3d,
+    0xfe, 0x9c, 0x97, 0x17, 0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01,
+    0x0f, 0x00, 0x00, 0x00, 0x06, 0x00, 0x81, 0xa3, 0x65, 0x78, 0x70, 0x0a};
+  b2s_wire_msg m, d;
+  b2s_wire_init(&m, B2S_WIRE_META);
+  m.tag = 3;
+  m.meta.handle = 1;
+  expect_bytes_v2(&m, meta, sizeof meta);
+  assert_int_equal(b2s_wire_decode_v(meta, sizeof meta, 2, &d), 0);
+  assert_int_equal(b2s_wire_msg_frames(&d), 2);
+  assert_int_equal(b2s_wire_check_payload(&d, sizeof change, SIZE_MAX), 0);
+  assert_int_equal(b2s_wire_mp_map_check(change, sizeof change, true), 0);
+  assert_string_equal(b2s_wire_type_name(B2S_WIRE_META), "META");
+  assert_true(b2s_wire_has_payload(B2S_WIRE_META));
+
+  b2s_wire_init(&m, B2S_WIRE_META_OK);
+  m.tag = 3;
+  m.meta_ok.upto = 8;
+  m.meta_ok.handle = 1;
+  expect_bytes_v2(&m, meta_ok, sizeof meta_ok);
+  assert_string_equal(b2s_wire_type_name(B2S_WIRE_META_OK), "META_OK");
+
+  b2s_wire_init(&m, B2S_WIRE_NOTIFY);
+  m.flags = B2S_WIRE_NOTIFY_RECORDS;
+  m.notify.first = 7;
+  m.notify.committed = 8;
+  m.notify.follow_id = 2;
+  m.notify.count = 1;
+  expect_bytes_v2(&m, notify, sizeof notify);
+  assert_int_equal(b2s_wire_decode_v(notify, sizeof notify, 2, &d), 0);
+  assert_int_equal(b2s_wire_msg_frames(&d), 2);
+  assert_int_equal(b2s_wire_check_payload(&d, sizeof stored, SIZE_MAX), 0);
+
+  b2s_wire_rec r = sample_rec(), q;
+  r.xxh64 = UINT64_C(0x0123456789abcdef);
+  r.present |= B2S_WIRE_REC_XXH64;
+  uint8_t buf[B2S_WIRE_REC_MAX];
+  assert_int_equal(b2s_wire_rec_encode(&r, buf, sizeof buf),
+                   (int)sizeof stored);
+  assert_memory_equal(buf, stored, sizeof stored);
+  assert_int_equal(b2s_wire_rec_decode(stored, sizeof stored, &q),
+                   (int)sizeof stored);
+  assert_true(q.xxh64 == UINT64_C(0x0123456789abcdef));
+  /* the daemon's fields: not for a producer to send */
+  assert_int_equal(b2s_wire_rec_check_producer(&q), B2S_E_PROTO);
+  q.present &= (uint16_t)~B2S_WIRE_REC_XXH64;
+  q.flags = B2S_WIRE_REC_GAP;
+  assert_int_equal(b2s_wire_rec_check_producer(&q), B2S_E_PROTO);
+}
+
+/* Every version-1 message is the same in both codec entry points, and a
+ * version-2 session's messages differ from it only in the version byte. */
+static void test_v2_keeps_v1(void **state) {
+  (void)state;
+  for (size_t i = 0; i < NTYPES; i++) {
+    b2s_wire_msg m, d;
+    uint8_t a[B2S_WIRE_HEADER_MAX], b[B2S_WIRE_HEADER_MAX];
+    sample(all_types[i], &m);
+    int n = encode(&m, a);
+    assert_int_equal(b2s_wire_encode_v(&m, 1, b, sizeof b), n);
+    assert_memory_equal(a, b, (size_t)n);
+    assert_int_equal(b2s_wire_decode_v(a, (size_t)n, 2, &d), 0);
+    assert_int_equal(d.version, 1);
+    assert_int_equal(encode_v2(&m, b), n);
+    assert_int_equal(b[4], 2);
+    assert_memory_equal(a + 5, b + 5, (size_t)n - 5);
+    /* frames, as in version 1 */
+    assert_int_equal(b2s_wire_msg_frames(&d),
+                     b2s_wire_has_payload(d.type) ? 2 : 1);
+    assert_false(b2s_wire_msg_has_record(&d));
+  }
+  /* versions out of range */
+  b2s_wire_msg m, d;
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  sample(B2S_WIRE_PING, &m);
+  assert_int_equal(b2s_wire_encode_v(&m, 0, buf, sizeof buf), B2S_E_ARG);
+  assert_int_equal(b2s_wire_encode_v(&m, 3, buf, sizeof buf), B2S_E_ARG);
+  int n = encode_v2(&m, buf);
+  assert_int_equal(b2s_wire_decode_v(buf, (size_t)n, 0, &d), B2S_E_ARG);
+  assert_int_equal(b2s_wire_decode_v(buf, (size_t)n, 3, &d), B2S_E_ARG);
+  assert_int_equal(b2s_wire_decode_v(buf, (size_t)n, 1, &d),
+                   B2S_E_PROTO_VERSION);
+  for (int v = 0; v < 256; v++) {
+    buf[4] = (uint8_t)v;
+    int rc = b2s_wire_decode_v(buf, (size_t)n, 2, &d);
+    assert_int_equal(rc, v == 1 || v == 2 ? 0 : B2S_E_PROTO_VERSION);
+    assert_int_equal(d.version, v);
+  }
+}
+
+/* Version-2 types and flag bits are undefined in version 1, both ways; in
+ * version 2 the flags still undefined are rejected. */
+static void test_v2_flags_per_version(void **state) {
+  (void)state;
+  static const struct { int type; uint16_t v1, v2; } fl[] = {
+    {B2S_WIRE_OPEN, 0, 0x0001},       {B2S_WIRE_DATA, 0, 0x0001},
+    {B2S_WIRE_SHM_SUBMIT, 0, 0x0001}, {B2S_WIRE_FOLLOW, 0x000F, 0x001F},
+    {B2S_WIRE_READ, 0x0001, 0x0003},  {B2S_WIRE_NOTIFY, 0, 0x0001},
+    {B2S_WIRE_CHUNK, 0x0003, 0x0007},
+  };
+  for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++)
+    for (int bit = 0; bit < 16; bit++) {
+      uint16_t f = (uint16_t)(1u << bit);
+      b2s_wire_msg m, d;
+      uint8_t buf[B2S_WIRE_HEADER_MAX];
+      sample(fl[i].type, &m);
+      m.flags = 0;
+      if (m.type == B2S_WIRE_FOLLOW)
+        m.follow.start = 0;            /* from_end needs start 0 */
+      int n = encode_v2(&m, buf);
+      assert_true(n > 0);
+      put_le(buf + 6, f, 2);
+      bool v2 = (fl[i].v2 & f) != 0;
+      assert_int_equal(b2s_wire_decode_v(buf, (size_t)n, 2, &d),
+                       v2 ? 0 : B2S_E_PROTO);
+      buf[4] = 1;
+      assert_int_equal(b2s_wire_decode_v(buf, (size_t)n, 2, &d),
+                       (fl[i].v1 & f) ? 0 : B2S_E_PROTO);
+      m.flags = f;
+      assert_int_equal(encode(&m, buf) > 0, (fl[i].v1 & f) != 0);
+    }
+  /* META, META_OK: no flags; no such types in version 1 */
+  static const int types2[] = {B2S_WIRE_META, B2S_WIRE_META_OK};
+  for (size_t i = 0; i < 2; i++) {
+    b2s_wire_msg m, d;
+    uint8_t buf[B2S_WIRE_HEADER_MAX];
+    b2s_wire_init(&m, types2[i]);
+    m.meta.handle = 4;                 /* both have the handle ... */
+    m.meta_ok.handle = 4;              /* ... at their own offset */
+    assert_int_equal(encode(&m, buf), B2S_E_ARG);
+    int n = encode_v2(&m, buf);
+    assert_true(n > 0);
+    buf[4] = 1;
+    assert_int_equal(b2s_wire_decode_v(buf, (size_t)n, 2, &d), B2S_E_PROTO);
+    assert_int_equal(b2s_wire_decode(buf, (size_t)n, &d), B2S_E_PROTO);
+    buf[4] = 2;
+    put_le(buf + 6, 1, 2);
+    assert_int_equal(b2s_wire_decode_v(buf, (size_t)n, 2, &d), B2S_E_PROTO);
+    put_le(buf + 6, 0, 2);
+    /* handle 0, a byte short, a byte more */
+    put_le(buf + (types2[i] == B2S_WIRE_META ? 16 : 24), 0, 4);
+    assert_int_equal(b2s_wire_decode_v(buf, (size_t)n, 2, &d), B2S_E_PROTO);
+    put_le(buf + (types2[i] == B2S_WIRE_META ? 16 : 24), 4, 4);
+    assert_int_equal(b2s_wire_decode_v(buf, (size_t)n - 1, 2, &d),
+                     B2S_E_PROTO);
+    assert_int_equal(b2s_wire_decode_v(buf, (size_t)n + 1, 2, &d),
+                     B2S_E_PROTO);
+    assert_int_equal(b2s_wire_decode_v(buf, (size_t)n, 2, &d), 0);
+  }
+  /* an ERROR about a META exists in version 2 only */
+  b2s_wire_msg m;
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  sample(B2S_WIRE_ERROR, &m);
+  m.error.ref_type = B2S_WIRE_META;
+  assert_int_equal(encode(&m, buf), B2S_E_ARG);
+  assert_true(encode_v2(&m, buf) > 0);
+  m.error.ref_type = B2S_WIRE_META_OK;
+  assert_int_equal(encode_v2(&m, buf), B2S_E_ARG);
+}
+
+static void test_v2_frames_and_payloads(void **state) {
+  (void)state;
+  b2s_wire_msg m;
+  sample(B2S_WIRE_SHM_SUBMIT, &m);
+  m.flags = B2S_WIRE_SHM_SUBMIT_RECORD;
+  assert_false(b2s_wire_msg_has_payload(&m));
+  assert_true(b2s_wire_msg_has_record(&m));
+  assert_int_equal(b2s_wire_msg_frames(&m), 2);
+  assert_int_equal(b2s_wire_check_payload(&m, 0, 100), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, 1, 100), B2S_E_PROTO);
+
+  sample(B2S_WIRE_CHUNK, &m);
+  m.flags |= B2S_WIRE_CHUNK_RECORD;
+  assert_int_equal(b2s_wire_msg_frames(&m), 3);
+  assert_int_equal(b2s_wire_check_payload(&m, 1234, SIZE_MAX), 0);
+
+  sample(B2S_WIRE_FOLLOW, &m);
+  m.flags |= B2S_WIRE_FOLLOW_RECORDS;       /* asks; carries nothing */
+  assert_int_equal(b2s_wire_msg_frames(&m), 1);
+  sample(B2S_WIRE_READ, &m);
+  m.flags |= B2S_WIRE_READ_RECORD;
+  assert_int_equal(b2s_wire_msg_frames(&m), 1);
+
+  /* metadata payloads: 1..B2S_WIRE_META_MAX bytes, and the receiver's max */
+  b2s_wire_init(&m, B2S_WIRE_META);
+  m.meta.handle = 1;
+  assert_int_equal(b2s_wire_check_payload(&m, 0, SIZE_MAX), B2S_E_PROTO);
+  assert_int_equal(b2s_wire_check_payload(&m, 1, SIZE_MAX), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, B2S_WIRE_META_MAX, SIZE_MAX), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, B2S_WIRE_META_MAX + 1, SIZE_MAX),
+                   B2S_E_PROTO);
+  assert_int_equal(b2s_wire_check_payload(&m, 10, 9), B2S_E_OVERSIZE);
+  sample(B2S_WIRE_OPEN, &m);
+  assert_int_equal(b2s_wire_check_payload(&m, 1, SIZE_MAX), B2S_E_PROTO);
+  m.flags = B2S_WIRE_OPEN_META;
+  assert_int_equal(b2s_wire_check_payload(&m, 1, SIZE_MAX), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, 0, SIZE_MAX), B2S_E_PROTO);
+
+  /* NOTIFY records: count of them, 30..4126 bytes each */
+  sample(B2S_WIRE_NOTIFY, &m);
+  m.flags = B2S_WIRE_NOTIFY_RECORDS;
+  m.notify.count = 3;
+  m.notify.committed = m.notify.first + 3;
+  assert_int_equal(b2s_wire_check_payload(&m, 90, SIZE_MAX), 0);
+  assert_int_equal(b2s_wire_check_payload(&m, 89, SIZE_MAX), B2S_E_PROTO);
+  assert_int_equal(b2s_wire_check_payload(&m, 3 * B2S_WIRE_REC_MAX, SIZE_MAX),
+                   0);
+  assert_int_equal(b2s_wire_check_payload(&m, 3 * B2S_WIRE_REC_MAX + 1,
+                                          SIZE_MAX), B2S_E_PROTO);
+  m.flags = 0;
+  assert_int_equal(b2s_wire_check_payload(&m, 90, SIZE_MAX), B2S_E_PROTO);
+  /* at most 256 chunks per NOTIFY with records */
+  uint8_t buf[B2S_WIRE_HEADER_MAX];
+  m.flags = B2S_WIRE_NOTIFY_RECORDS;
+  m.notify.count = B2S_WIRE_NOTIFY_RECS_MAX;
+  m.notify.committed = m.notify.first + m.notify.count;
+  assert_true(encode_v2(&m, buf) > 0);
+  m.notify.count++;
+  m.notify.committed++;
+  assert_int_equal(encode_v2(&m, buf), B2S_E_ARG);
+  m.flags = 0;
+  assert_true(encode_v2(&m, buf) > 0);
+  assert_int_equal(b2s_wire_msg_frames(NULL), 1);
+}
+
+static void test_v2_record_rules(void **state) {
+  (void)state;
+  uint8_t buf[B2S_WIRE_REC_MAX + 8];
+  b2s_wire_rec r = sample_rec(), q;
+  int n = b2s_wire_rec_encode(&r, buf, sizeof buf);
+  assert_int_equal(n, 36);
+  /* every truncation fails; extra bytes are left for the caller (a NOTIFY
+   * payload holds several records) */
+  for (int k = 0; k < n; k++)
+    assert_int_equal(b2s_wire_rec_decode(buf, (size_t)k, &q), B2S_E_PROTO);
+  assert_int_equal(b2s_wire_rec_decode(buf, (size_t)n + 5, &q), n);
+  assert_int_equal(b2s_wire_rec_decode(NULL, 40, &q), B2S_E_PROTO);
+  assert_int_equal(b2s_wire_rec_decode(buf, 40, NULL), B2S_E_ARG);
+  /* undefined present and flag bits */
+  for (int bit = 0; bit < 16; bit++) {
+    uint8_t x[64];
+    memcpy(x, buf, (size_t)n);
+    put_le(x + 24, r.present | (1u << bit), 2);
+    int want = (1u << bit) & 0x0F ? 0 : B2S_E_PROTO;
+    if ((1u << bit) == B2S_WIRE_REC_XXH64)
+      want = n;                      /* xxh64 0 given: valid */
+    else if (want == 0)
+      want = n;                      /* already set */
+    assert_int_equal(b2s_wire_rec_decode(x, (size_t)n, &q), want);
+    memcpy(x, buf, (size_t)n);
+    put_le(x + 26, 1u << bit, 2);
+    assert_int_equal(b2s_wire_rec_decode(x, (size_t)n, &q),
+                     (1u << bit) & 0x07 ? n : B2S_E_PROTO);
+  }
+  /* a value without its present bit */
+  static const size_t field_off[] = {0, 8, 16};
+  static const uint16_t field_bit[] = {B2S_WIRE_REC_FRAME, B2S_WIRE_REC_TS,
+                                       B2S_WIRE_REC_XXH64};
+  for (int i = 0; i < 3; i++) {
+    uint8_t x[64];
+    memcpy(x, buf, (size_t)n);
+    put_le(x + 24, (r.present | B2S_WIRE_REC_XXH64) & ~field_bit[i], 2);
+    put_le(x + field_off[i], 1, 8);
+    assert_int_equal(b2s_wire_rec_decode(x, (size_t)n, &q), B2S_E_PROTO);
+    b2s_wire_rec e = r;
+    e.present = (uint16_t)(e.present & ~field_bit[i]);
+    if (i == 2) e.xxh64 = 5;
+    assert_int_equal(b2s_wire_rec_encode(&e, x, sizeof x), B2S_E_ARG);
+  }
+  /* user_len beyond the frame, beyond 4096 */
+  put_le(buf + 28, 7, 2);
+  assert_int_equal(b2s_wire_rec_decode(buf, (size_t)n, &q), B2S_E_PROTO);
+  static uint8_t big[B2S_WIRE_REC_MAX + 1];
+  b2s_wire_rec u = {0};
+  u.user = big + B2S_WIRE_REC_FIXED;
+  u.user_len = B2S_WIRE_USER_MAX;              /* raw bytes, the limit */
+  assert_int_equal(b2s_wire_rec_encode(&u, big, sizeof big), B2S_WIRE_REC_MAX);
+  assert_int_equal(b2s_wire_rec_decode(big, sizeof big, &q), B2S_WIRE_REC_MAX);
+  put_le(big + 28, B2S_WIRE_USER_MAX + 1, 2);
+  assert_int_equal(b2s_wire_rec_decode(big, sizeof big, &q), B2S_E_PROTO);
+  u.user_len = B2S_WIRE_USER_MAX + 1;
+  assert_int_equal(b2s_wire_rec_encode(&u, big, sizeof big), B2S_E_ARG);
+  /* user_map needs one well-formed map; raw bytes need nothing */
+  static const uint8_t not_map[] = {0x92, 0x01, 0x02};
+  u.user = not_map;
+  u.user_len = sizeof not_map;
+  assert_int_equal(b2s_wire_rec_encode(&u, big, sizeof big), 33);
+  u.present = B2S_WIRE_REC_USER_MAP;
+  assert_int_equal(b2s_wire_rec_encode(&u, big, sizeof big), B2S_E_ARG);
+  u.user_len = 0;
+  assert_int_equal(b2s_wire_rec_encode(&u, big, sizeof big), B2S_E_ARG);
+  u.present = 0;
+  u.user = NULL;
+  u.user_len = 1;
+  assert_int_equal(b2s_wire_rec_encode(&u, big, sizeof big), B2S_E_ARG);
+  /* an empty record: 30 zero bytes */
+  memset(&u, 0, sizeof u);
+  assert_int_equal(b2s_wire_rec_encode(&u, big, sizeof big), 30);
+  for (int k = 0; k < 30; k++)
+    assert_int_equal(big[k], 0);
+  /* a negative timestamp survives */
+  u.present = B2S_WIRE_REC_TS;
+  u.ts_ns = -5;
+  assert_int_equal(b2s_wire_rec_encode(&u, big, sizeof big), 30);
+  assert_int_equal(b2s_wire_rec_decode(big, 30, &q), 30);
+  assert_true(q.ts_ns == -5);
+  assert_int_equal(b2s_wire_rec_check_producer(NULL), B2S_E_PROTO);
+}
+
+static void test_v2_msgpack_maps(void **state) {
+  (void)state;
+  static const struct { const char *hex; int want, want_str_keys; } cases[] = {
+    {"80", 0, 0},                                 /* {} */
+    {"81a16101", 0, 0},                           /* {"a": 1} */
+    {"810102", 0, B2S_E_PROTO},                   /* {1: 2}: key not str */
+    {"de0001a161c0", 0, 0},                       /* map16, nil */
+    {"df00000001d9016100", 0, 0},                 /* map32, str8 key */
+    {"81a161c2", 0, 0}, {"81a161c3", 0, 0},       /* bools */
+    {"81a161cc01", 0, 0}, {"81a161cd0001", 0, 0},
+    {"81a161ce00000001", 0, 0}, {"81a161cf0000000000000001", 0, 0},
+    {"81a161d0ff", 0, 0}, {"81a161d1ffff", 0, 0},
+    {"81a161d2ffffffff", 0, 0}, {"81a161d3ffffffffffffffff", 0, 0},
+    {"81a161ca3f800000", 0, 0}, {"81a161cb3ff0000000000000", 0, 0},
+    {"81a161e0", 0, 0},                           /* negative fixint */
+    {"81a161c40201ff", 0, 0},                     /* bin8 */
+    {"81a161c5000100", 0, 0}, {"81a161c60000000100", 0, 0},
+    {"81a161d40100", 0, 0}, {"81a161d5010000", 0, 0},
+    {"81a161d60100000000", 0, 0}, {"81a161d7010000000000000000", 0, 0},
+    {"81a161d80100000000000000000000000000000000", 0, 0},
+    {"81a161c7010100", 0, 0},                     /* ext8 */
+    {"81a161c800010100", 0, 0}, {"81a161c9000000010100", 0, 0},
+    {"81a161da0002c3a9", 0, 0},                   /* str16 "é" */
+    {"81a161db00000000", 0, 0},                   /* str32 "" */
+    {"81a16192a1629100", 0, 0},                   /* nested arrays */
+    {"81a161dc000101", 0, 0}, {"81a161dd0000000101", 0, 0},
+    {"81a16181a162a163", 0, 0},                   /* nested map */
+    {"81a16100", 0, 0},                           /* str holds NUL: fine */
+    /* not exactly one map */
+    {"", B2S_E_PROTO, B2S_E_PROTO}, {"90", B2S_E_PROTO, B2S_E_PROTO},
+    {"a161", B2S_E_PROTO, B2S_E_PROTO}, {"c0", B2S_E_PROTO, B2S_E_PROTO},
+    {"8080", B2S_E_PROTO, B2S_E_PROTO},           /* trailing bytes */
+    {"81a161", B2S_E_PROTO, B2S_E_PROTO},         /* value missing */
+    {"82a16101", B2S_E_PROTO, B2S_E_PROTO},       /* entry missing */
+    {"81a161c1", B2S_E_PROTO, B2S_E_PROTO},       /* 0xc1 never used */
+    {"81a161a2ff", B2S_E_PROTO, B2S_E_PROTO},     /* truncated str */
+    {"81a161a1ff", B2S_E_PROTO, B2S_E_PROTO},     /* invalid UTF-8 */
+    {"81a2c0af01", B2S_E_PROTO, B2S_E_PROTO},     /* overlong key */
+    {"81a161eda080", B2S_E_PROTO, B2S_E_PROTO},   /* not a fixstr 3 */
+    {"81a163eda080", B2S_E_PROTO, B2S_E_PROTO},   /* surrogate */
+    {"81a161cdff", B2S_E_PROTO, B2S_E_PROTO},     /* truncated uint16 */
+    {"81a161c4ff00", B2S_E_PROTO, B2S_E_PROTO},   /* bin8 too long */
+    {"81a161c6ffffffff", B2S_E_PROTO, B2S_E_PROTO},
+    {"81a161dbffffffff", B2S_E_PROTO, B2S_E_PROTO},
+    {"81a161ddffffffff", B2S_E_PROTO, B2S_E_PROTO},   /* huge counts */
+    {"dfffffffff", B2S_E_PROTO, B2S_E_PROTO},
+    {"81a161c9ffffffff01", B2S_E_PROTO, B2S_E_PROTO},
+    {"81a161d801", B2S_E_PROTO, B2S_E_PROTO},     /* short fixext16 */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint8_t b[64];
+    size_t n = strlen(cases[i].hex) / 2;
+    for (size_t k = 0; k < n; k++) {
+      unsigned v;
+      sscanf(cases[i].hex + 2 * k, "%2x", &v);
+      b[k] = (uint8_t)v;
+    }
+    if (b2s_wire_mp_map_check(b, n, false) != cases[i].want)
+      fail_msg("case %zu (%s): %d", i, cases[i].hex,
+               b2s_wire_mp_map_check(b, n, false));
+    int ws = cases[i].want ? cases[i].want : cases[i].want_str_keys;
+    if (b2s_wire_mp_map_check(b, n, true) != ws)
+      fail_msg("case %zu (%s) with str keys", i, cases[i].hex);
+  }
+  assert_int_equal(b2s_wire_mp_map_check(NULL, 0, false), B2S_E_PROTO);
+  /* nesting: 32 levels of arrays inside the map pass, 33 do not */
+  static uint8_t deep[64];
+  for (int depth = 31; depth <= 33; depth++) {
+    size_t n = 0;
+    deep[n++] = 0x81;
+    deep[n++] = 0xa1;
+    deep[n++] = 'a';
+    for (int k = 1; k < depth; k++)
+      deep[n++] = 0x91;
+    deep[n++] = 0x90;
+    assert_int_equal(b2s_wire_mp_map_check(deep, n, true),
+                     depth <= 32 ? 0 : B2S_E_PROTO);
+  }
+}
+
 /* ---- the error table of PROTOCOL.md 6.3 --------------------------------- */
 
 static const struct { const char *name; int value; } codes[] = {
@@ -1034,6 +1581,14 @@ int main(void) {
     cmocka_unit_test(test_type_names_and_payload),
     cmocka_unit_test(test_check_payload),
     cmocka_unit_test(test_utf8_cut),
+    cmocka_unit_test(test_v2_golden_session),
+    cmocka_unit_test(test_v2_golden_data_record),
+    cmocka_unit_test(test_v2_golden_meta_notify),
+    cmocka_unit_test(test_v2_keeps_v1),
+    cmocka_unit_test(test_v2_flags_per_version),
+    cmocka_unit_test(test_v2_frames_and_payloads),
+    cmocka_unit_test(test_v2_record_rules),
+    cmocka_unit_test(test_v2_msgpack_maps),
     cmocka_unit_test(test_error_table_matches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

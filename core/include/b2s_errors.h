@@ -70,7 +70,9 @@
   X(B2S_E_SHM_SLOT,     "shared-memory slot index out of range")          \
   X(B2S_E_SHM_STATE,    "shared-memory slot not in the state this needs") \
   X(B2S_E_SHM_ACCOUNT,  "shared-memory slot accounting does not add up") \
-  X(B2S_E_LOCKED,       "held by another writer (locked)")
+  X(B2S_E_LOCKED,       "held by another writer (locked)") \
+  X(B2S_E_FRAME_LATE,   "frame number late: behind the reorder window")  \
+  X(B2S_E_FRAME_DUP,    "duplicate frame number")
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,

@@ -1,9 +1,11 @@
-/* libFuzzer target for the wire protocol header codec.
+/* libFuzzer target for the wire protocol codec.
  *
- * The input is one header frame.  Whatever decodes must encode back to
- * exactly the same bytes (every header has a single valid encoding), and
- * the decoded strings must lie inside the input.  The payload check and the
- * name lookup run on every decoded message too. */
+ * The input is one header frame, of either version.  Whatever decodes must
+ * encode back to exactly the same bytes (every header has a single valid
+ * encoding), and the decoded strings must lie inside the input.  The
+ * payload check and the name lookup run on every decoded message too.
+ * The same bytes also go through the version-2 frame checks: as a record
+ * frame (which must round-trip too) and as a msgpack metadata map. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,9 +44,29 @@ static void check_strings(const b2s_wire_msg *m, const uint8_t *data,
   }
 }
 
+/* The input as a record frame, and as msgpack metadata. */
+static void fuzz_v2_frames(const uint8_t *data, size_t size) {
+  b2s_wire_rec r;
+  int n = b2s_wire_rec_decode(data, size, &r);
+  if (n >= 0) {
+    uint8_t out[B2S_WIRE_REC_MAX];
+    if ((size_t)n > size || n > B2S_WIRE_REC_MAX ||
+        (r.user_len > 0 && (r.user < data || r.user + r.user_len > data + n)) ||
+        b2s_wire_rec_encode(&r, out, sizeof out) != n ||
+        memcmp(out, data, (size_t)n) != 0)
+      abort();
+  } else if (n != B2S_E_PROTO) {
+    abort();
+  }
+  int rc = b2s_wire_mp_map_check(data, size, size % 2 == 0);
+  if (rc != 0 && rc != B2S_E_PROTO)
+    abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  fuzz_v2_frames(data, size);
   b2s_wire_msg m;
-  int rc = b2s_wire_decode(data, size, &m);
+  int rc = b2s_wire_decode_v(data, size, B2S_WIRE_VERSION_MAX, &m);
   if (rc != 0) {
     if (rc != B2S_E_PROTO && rc != B2S_E_PROTO_VERSION)
       abort();
@@ -56,11 +78,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_strings(&m, data, size);
 
   uint8_t out[B2S_WIRE_HEADER_MAX];
-  int n = b2s_wire_encode(&m, out, sizeof out);
+  int n = b2s_wire_encode_v(&m, m.version, out, sizeof out);
   if (n < 0 || (size_t)n != size || memcmp(out, data, size) != 0)
     abort();
   /* one byte short of room must fail cleanly */
-  if (b2s_wire_encode(&m, out, size - 1) != B2S_E_DEST_SMALL)
+  if (b2s_wire_encode_v(&m, m.version, out, size - 1) != B2S_E_DEST_SMALL)
+    abort();
+  /* a version-1 peer sees version 1 only */
+  b2s_wire_msg v1;
+  if ((b2s_wire_decode(data, size, &v1) == 0) != (data[4] == 1))
+    abort();
+  int frames = b2s_wire_msg_frames(&m);
+  if (frames < 1 || frames > 3)
     abort();
 
   rc = b2s_wire_check_payload(&m, size, SIZE_MAX);
