@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "chunkpool.h"
 #include "clock.h"
+#include "drain.h"
 #include "notify.h"
 #include "outbox.h"
 #include "progress.h"
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #define RECV_BATCH 256
+#define STOP_LINGER_MS 500
 
 /* An ERROR to a peer that has no session (sent on the raw routing id). */
 static void error_raw(b2sd_server *srv, int sock, const void *rid,
@@ -502,7 +504,8 @@ int b2sd_server_run(b2sd_server *srv) {
   items[n] = (zmq_pollitem_t){.fd = srv->sigfd, .events = ZMQ_POLLIN};
   items[n + 1] = (zmq_pollitem_t){.fd = srv->wakefd, .events = ZMQ_POLLIN};
   bool retry = false;
-  uint64_t drain_start = 0, last_sweep = 0, last_dog = 0, dog_usec = 0;
+  b2sd_drain drain = {0};
+  uint64_t last_sweep = 0, last_dog = 0, dog_usec = 0;
   if (b2s_notify_watchdog_usec(&dog_usec) < 0)
     dog_usec = 0;
   for (;;) {
@@ -537,11 +540,15 @@ int b2sd_server_run(b2sd_server *srv) {
       last_sweep = now;
     }
     if (srv->draining) {
-      if (!drain_start)
-        drain_start = now;
-      if (done && !retry)
+      b2sd_drain_step step = b2sd_drain_next(&drain, now, done, retry);
+      if (step == B2SD_DRAIN_DONE)
         break;
-      if (now - drain_start > 60000000000u) {
+      if (step == B2SD_DRAIN_ABANDON) {
+        LOG_W("drain: everything is on disk; replies to peers that do not "
+              "read are abandoned");
+        break;
+      }
+      if (step == B2SD_DRAIN_STUCK) {
         LOG_E("drain: still busy after 60 s, stopping anyway");
         break;
       }
@@ -573,8 +580,13 @@ void b2sd_server_fini(b2sd_server *srv) {
                     0, 0, "daemon stopping");
     session_end(srv, s);
   }
-  for (int i = 0; i < srv->nsockets; i++)
+  /* queued replies get a short linger: a peer that does not read must
+   * not hold the stop (zmq_ctx_term waits for them) */
+  int linger = STOP_LINGER_MS;
+  for (int i = 0; i < srv->nsockets; i++) {
+    zmq_setsockopt(srv->sockets[i], ZMQ_LINGER, &linger, sizeof linger);
     zmq_close(srv->sockets[i]);
+  }
   b2sd_auth_free(srv->auth);     /* its sockets too, before the term */
   srv->auth = NULL;
   if (srv->zctx)

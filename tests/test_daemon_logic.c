@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "b2s_config.h"
+#include "drain.h"
 #include "groupcommit.h"
 #include "ledger.h"
 #include "readbudget.h"
@@ -341,6 +342,36 @@ static void test_read_admit_bytes(void **state) {
   assert_int_equal(b2sd_read_admit_bytes(1000, 500, 0, 400), B2SD_ADMIT);
 }
 
+/* ---- the stop after SIGTERM (drain.c) ------------------------------------- */
+
+static void test_drain_waits_for_disk_not_peers(void **state) {
+  (void)state;
+  const uint64_t s = 1000000000u;
+  b2sd_drain d = {0};
+  /* not durable: wait, up to the disk bound */
+  assert_int_equal(b2sd_drain_next(&d, 5 * s, false, false), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&d, 5 * s + B2SD_DRAIN_DISK_NS, false,
+                                   true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&d, 6 * s + B2SD_DRAIN_DISK_NS, false,
+                                   false), B2SD_DRAIN_STUCK);
+  /* durable, nothing held: done at once */
+  b2sd_drain e = {0};
+  assert_int_equal(b2sd_drain_next(&e, s, true, false), B2SD_DRAIN_DONE);
+  /* durable with replies held: a grace counted from durability, then
+   * the replies are abandoned */
+  b2sd_drain f = {0};
+  assert_int_equal(b2sd_drain_next(&f, s, false, true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&f, 3 * s, true, true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&f, 3 * s + B2SD_DRAIN_REPLY_NS - 1, true,
+                                   true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&f, 3 * s + B2SD_DRAIN_REPLY_NS, true,
+                                   true), B2SD_DRAIN_ABANDON);
+  /* a peer that catches up within the grace ends it cleanly */
+  b2sd_drain g = {0};
+  assert_int_equal(b2sd_drain_next(&g, s, true, true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&g, s + 10, true, false), B2SD_DRAIN_DONE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ledger_spend),
@@ -361,6 +392,7 @@ int main(void) {
       cmocka_unit_test(test_group_wait),
       cmocka_unit_test(test_read_counts),
       cmocka_unit_test(test_read_admit_bytes),
+      cmocka_unit_test(test_drain_waits_for_disk_not_peers),
   };
   return cmocka_run_group_tests_name("daemon logic", tests, NULL, NULL);
 }
