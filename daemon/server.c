@@ -13,6 +13,7 @@
 #include "drain.h"
 #include "notify.h"
 #include "outbox.h"
+#include "peers.h"
 #include "progress.h"
 #include "segment.h"
 
@@ -76,6 +77,7 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
                      const b2s_wire_msg *m) {
   if (s)
     session_end(srv, s);
+  b2sd_peers_turn(srv);          /* no older event may name this session */
   s = calloc(1, sizeof *s);
   if (!s) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
@@ -84,6 +86,7 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
     return;
   }
   s->sock = in->sock;
+  s->fd = b2sd_peer_fd(&in->hdr);
   s->rid_len = zmq_msg_size(&in->rid);
   memcpy(s->rid, zmq_msg_data(&in->rid), s->rid_len);
   s->id = ++srv->next_session_id;
@@ -181,8 +184,12 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
               B2S_WIRE_ERROR_CLOSED_SESSION, rtype, 0, "no session: HELLO first");
     return;
   }
-  if (s)
+  if (s) {
     s->last_ns = b2sd_now_ns();
+    int fd = b2sd_peer_fd(&in->hdr);
+    if (fd >= 0)
+      s->fd = fd;              /* a reconnection handed over (same id) */
+  }
   size_t plen = in->has_payload ? zmq_msg_size(&in->payload) : 0;
   if (in->nframes > 3 || (m.type != B2S_WIRE_DATA &&
                           b2s_wire_check_payload(&m, plen, SIZE_MAX) < 0)) {
@@ -302,26 +309,47 @@ static bool session_producer_dead(const b2sd_session *s) {
   return false;
 }
 
+static bool session_has_segment(const b2sd_session *s) {
+  for (const b2sd_handle *h = s->handles; h; h = h->next_s)
+    if (h->seg)
+      return true;
+  return false;
+}
+
 static void sweep_sessions(b2sd_server *srv) {
   uint64_t now = b2sd_now_ns();
   for (b2sd_session *s = srv->sessions, *nx; s; s = nx) {
     nx = s->next;
-    if (s->dead) {
-      LOG_I("session %u: peer gone", s->id);
-      session_end(srv, s);
-    } else if (session_producer_dead(s)) {
+    if (session_producer_dead(s)) {
       LOG_W("session %u: producer pid %u died; its slots are reclaimed",
             s->id, s->pid);
-      session_end(srv, s);
+    } else if (s->dead && session_has_segment(s)) {
+      LOG_W("session %u: producer pid %u died or dropped its connection; "
+            "its slots are reclaimed", s->id, s->pid);
+    } else if (s->dead) {
+      LOG_I("session %u: peer gone", s->id);
     } else if (s->timeout_ms &&
                now - s->last_ns > (uint64_t)s->timeout_ms * 1000000u) {
       LOG_I("session %u: silent for %u ms, ended", s->id, s->timeout_ms);
-      session_end(srv, s);
+    } else {
+      continue;
     }
+    srv->sessions_reclaimed++;
+    session_end(srv, s);
   }
 }
 
 /* ---- reload --------------------------------------------------------------- */
+
+/* Refuse a message larger than any buffer in the transport, before its
+ * bytes are received: the peer is disconnected.  Applies to connections
+ * made from now on; connections made before keep the larger bound a
+ * reload may only raise (the per-buffer check of max_buffer still
+ * applies to them). */
+static void socket_max_message(void *z, int64_t max_buffer) {
+  int64_t most = max_buffer + B2S_WIRE_HEADER_MAX;
+  zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &most, sizeof most);
+}
 
 static void reload(b2sd_server *srv) {
   char err[512];
@@ -339,6 +367,11 @@ static void reload(b2sd_server *srv) {
     LOG_W("reload: listen, data_dir and workers apply after a restart");
   b2sd_auth_reload(srv->auth, &srv->dcfg, d);
   srv->dcfg.memory_limit = d->memory_limit;
+  if (d->max_buffer > srv->max_message) {
+    srv->max_message = d->max_buffer;
+    for (int i = 0; i < srv->nsockets; i++)
+      socket_max_message(srv->sockets[i], d->max_buffer);
+  }
   srv->dcfg.max_buffer = d->max_buffer;
   srv->dcfg.log_level = d->log_level;
   b2sd_log_set_level(d->log_level);
@@ -400,6 +433,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   if (srv->sigfd < 0 || srv->wakefd < 0)
     return -errno;
   srv->nworkers = b2s_daemon_cfg_workers(&srv->dcfg);
+  srv->max_message = srv->dcfg.max_buffer;
   b2sd_shm_cleanup();
   int rc = b2sd_access_init(srv);
   /* idle chunk buffers: the workers' steady need plus a chunk being
@@ -434,17 +468,27 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     return rc;
   for (int i = 0; i < srv->dcfg.nlisten; i++) {
     void *z = zmq_socket(srv->zctx, ZMQ_ROUTER);
+    if (!z) {
+      rc = -errno;
+      LOG_E("cannot make a socket: %s", zmq_strerror(errno));
+      return rc;
+    }
     int one = 1, hwm = 100000, linger = 2000;
+    socket_max_message(z, srv->dcfg.max_buffer);
     zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(z, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(z, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
     srv->sockets[srv->nsockets++] = z;
     const char *ep = srv->dcfg.listen[i];
+    bool curve = srv->auth && strncmp(ep, "tcp://", 6) == 0;
+    if ((rc = b2sd_peers_watch(srv, i, curve)) < 0) {
+      LOG_E("cannot monitor %s: %s", ep, zmq_strerror(-rc));
+      return rc;
+    }
     if (strncmp(ep, "ipc://", 6) == 0)
       unlink(ep + 6);          /* a socket left by a daemon that died */
-    if (srv->auth && strncmp(ep, "tcp://", 6) == 0 &&
-        (rc = b2sd_auth_server_socket(srv->auth, z, ep)) < 0) {
+    if (curve && (rc = b2sd_auth_server_socket(srv->auth, z, ep)) < 0) {
       LOG_E("cannot make %s a CURVE server: %s", ep, zmq_strerror(-rc));
       return rc;
     }
@@ -497,12 +541,15 @@ static int on_signal(b2sd_server *srv) {
 }
 
 int b2sd_server_run(b2sd_server *srv) {
-  zmq_pollitem_t items[B2S_CONFIG_MAX_LISTEN + 2];
+  zmq_pollitem_t items[2 * B2S_CONFIG_MAX_LISTEN + 2];
   int n = srv->nsockets;
   for (int i = 0; i < n; i++)
     items[i] = (zmq_pollitem_t){.socket = srv->sockets[i], .events = ZMQ_POLLIN};
   items[n] = (zmq_pollitem_t){.fd = srv->sigfd, .events = ZMQ_POLLIN};
   items[n + 1] = (zmq_pollitem_t){.fd = srv->wakefd, .events = ZMQ_POLLIN};
+  for (int i = 0; i < n; i++)
+    items[n + 2 + i] = (zmq_pollitem_t){.socket = srv->monitors[i],
+                                        .events = ZMQ_POLLIN};
   bool retry = false;
   b2sd_drain drain = {0};
   uint64_t last_sweep = 0, last_dog = 0, dog_usec = 0;
@@ -510,7 +557,7 @@ int b2sd_server_run(b2sd_server *srv) {
     dog_usec = 0;
   for (;;) {
     long timeout = retry ? 10 : srv->draining ? 20 : 500;
-    int rc = zmq_poll(items, n + 2, timeout);
+    int rc = zmq_poll(items, 2 * n + 2, timeout);
     if (rc < 0 && errno != EINTR) {
       LOG_E("zmq_poll: %s", zmq_strerror(errno));
       return -errno;
@@ -525,6 +572,7 @@ int b2sd_server_run(b2sd_server *srv) {
     /* acq_rel: pairs with the exchange in b2sd_wake; cleared before the
      * scan so progress published after it wakes us again */
     atomic_exchange_explicit(&srv->wake_pending, 0, memory_order_acq_rel);
+    b2sd_peers_turn(srv);
     for (int i = 0; i < n; i++)
       recv_batch(srv, i);
     /* observed before the scan, so the scan sends every last ACK */
@@ -580,6 +628,7 @@ void b2sd_server_fini(b2sd_server *srv) {
                     0, 0, "daemon stopping");
     session_end(srv, s);
   }
+  b2sd_peers_fini(srv);
   /* queued replies get a short linger: a peer that does not read must
    * not hold the stop (zmq_ctx_term waits for them) */
   int linger = STOP_LINGER_MS;

@@ -69,7 +69,8 @@
   X(B2S_E_SHM_HEADER,   "shared-memory header invalid or not matching its size") \
   X(B2S_E_SHM_SLOT,     "shared-memory slot index out of range")          \
   X(B2S_E_SHM_STATE,    "shared-memory slot not in the state this needs") \
-  X(B2S_E_SHM_ACCOUNT,  "shared-memory slot accounting does not add up")
+  X(B2S_E_SHM_ACCOUNT,  "shared-memory slot accounting does not add up") \
+  X(B2S_E_LIMIT,        "a daemon limit on sessions, streams or descriptors was reached")
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,
