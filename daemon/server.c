@@ -11,6 +11,7 @@
 #include "chunkpool.h"
 #include "clock.h"
 #include "drain.h"
+#include "fdroom.h"
 #include "notify.h"
 #include "outbox.h"
 #include "peers.h"
@@ -60,6 +61,7 @@ static void session_end(b2sd_server *srv, b2sd_session *s) {
       *pp = s->next;
       break;
     }
+  srv->nsessions--;
   LOG_D("session %u ended", s->id);
   free(s);
 }
@@ -78,6 +80,13 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
   if (s)
     session_end(srv, s);
   b2sd_peers_turn(srv);          /* no older event may name this session */
+  char why[128];
+  if (b2sd_room_session(srv, why, sizeof why) < 0) {
+    error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
+              m->tag, B2S_E_LIMIT, B2S_WIRE_ERROR_CLOSED_SESSION, m->type, 0,
+              why);
+    return;
+  }
   s = calloc(1, sizeof *s);
   if (!s) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
@@ -100,6 +109,7 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
   s->next_handle = s->next_follow = 1;
   s->next = srv->sessions;
   srv->sessions = s;
+  srv->nsessions++;
   b2s_wire_msg w;
   b2s_wire_init(&w, B2S_WIRE_WELCOME);
   w.tag = m->tag;
@@ -339,7 +349,24 @@ static void sweep_sessions(b2sd_server *srv) {
   }
 }
 
-/* ---- reload --------------------------------------------------------------- */
+/* ---- socket options -------------------------------------------------------- */
+
+/* A connection that does not finish its handshake (CurveZMQ included) is
+ * dropped after HANDSHAKE_MS; a tcp:// peer that stops answering ZMTP
+ * heartbeats (libzmq answers them itself) after HEARTBEAT_TIMEOUT_MS, and
+ * its session ends with it (peers.h). */
+#define HANDSHAKE_MS 10000
+#define HEARTBEAT_MS 10000
+#define HEARTBEAT_TIMEOUT_MS 30000
+
+static void socket_peer_timeouts(void *z, const char *endpoint) {
+  int hs = HANDSHAKE_MS, ivl = HEARTBEAT_MS, tmo = HEARTBEAT_TIMEOUT_MS;
+  zmq_setsockopt(z, ZMQ_HANDSHAKE_IVL, &hs, sizeof hs);
+  if (strncmp(endpoint, "tcp://", 6) == 0) {
+    zmq_setsockopt(z, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(z, ZMQ_HEARTBEAT_TIMEOUT, &tmo, sizeof tmo);
+  }
+}
 
 /* Refuse a message larger than any buffer in the transport, before its
  * bytes are received: the peer is disconnected.  Applies to connections
@@ -367,6 +394,8 @@ static void reload(b2sd_server *srv) {
     LOG_W("reload: listen, data_dir and workers apply after a restart");
   b2sd_auth_reload(srv->auth, &srv->dcfg, d);
   srv->dcfg.memory_limit = d->memory_limit;
+  srv->dcfg.max_sessions = d->max_sessions;
+  srv->dcfg.max_streams = d->max_streams;
   if (d->max_buffer > srv->max_message) {
     srv->max_message = d->max_buffer;
     for (int i = 0; i < srv->nsockets; i++)
@@ -475,6 +504,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     }
     int one = 1, hwm = 100000, linger = 2000;
     socket_max_message(z, srv->dcfg.max_buffer);
+    socket_peer_timeouts(z, srv->dcfg.listen[i]);
     zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(z, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(z, ZMQ_SNDHWM, &hwm, sizeof hwm);

@@ -5,6 +5,7 @@
  * values that may be a few buffers apart. */
 #define _GNU_SOURCE
 #include "session.h"
+#include "fdroom.h"
 #include "progress.h"
 
 #include <stdarg.h>
@@ -97,6 +98,7 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
   jp(&b, "{\"daemon\":{\"version\":\"%s\",\"workers\":%d,\"streams\":%zu,"
          "\"sessions\":%zu,\"sessions_reclaimed\":%llu,"
          "\"connections\":%llu,\"accept_failed\":%llu,"
+         "\"limit_refused\":%llu,\"fd_open\":%ld,\"fd_limit\":%ld,"
          "\"queued\":%zu,\"inflight_bytes\":%lld,"
          "\"shm_bytes\":%lld,\"stage_bytes\":%lld,"
          "\"memory_limit\":%lld,\"draining\":%s},\"streams\":{",
@@ -104,6 +106,7 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
      (unsigned long long)srv->sessions_reclaimed,
      (unsigned long long)srv->connections,
      (unsigned long long)srv->accept_failed,
+     (unsigned long long)srv->limit_refused, b2sd_fd_open(), b2sd_fd_limit(),
      b2sd_pool_queued(srv->pool),
      (long long)LD(srv->inflight_bytes), (long long)LD(srv->shm_bytes),
      (long long)LD(srv->stage_bytes), (long long)srv->dcfg.memory_limit,

@@ -13,6 +13,7 @@
 
 #include "b2s_config.h"
 #include "drain.h"
+#include "fdroom.h"
 #include "groupcommit.h"
 #include "ledger.h"
 #include "readbudget.h"
@@ -372,6 +373,24 @@ static void test_drain_waits_for_disk_not_peers(void **state) {
   assert_int_equal(b2sd_drain_next(&g, s + 10, true, false), B2SD_DRAIN_DONE);
 }
 
+static void test_fd_room_keeps_the_reserve(void **state) {
+  (void)state;
+  long lim = 1024, r = B2SD_FD_RESERVE;
+  assert_true(b2sd_fd_room(lim, 100, B2SD_FD_PER_STREAM, r));
+  /* exactly the reserve left after it: still fits */
+  assert_true(b2sd_fd_room(lim, lim - r - 4, 4, r));
+  assert_false(b2sd_fd_room(lim, lim - r - 3, 4, r));
+  assert_false(b2sd_fd_room(lim, lim, 1, 0));
+  /* the reserves shrink from streams to sessions to connections, so a
+   * connection is still taken where a stream no longer is */
+  long open = lim - B2SD_FD_RESERVE_SESSION;
+  assert_false(b2sd_fd_room(lim, open, B2SD_FD_PER_STREAM, r));
+  assert_true(b2sd_fd_room(lim, open, 0, B2SD_FD_RESERVE_SESSION));
+  assert_true(b2sd_fd_room(lim, open, 0, B2SD_FD_RESERVE_ACCEPT));
+  /* an unknown count (no descriptor left to count them): no room */
+  assert_false(b2sd_fd_room(lim, -1, 0, 0));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ledger_spend),
@@ -393,6 +412,7 @@ int main(void) {
       cmocka_unit_test(test_read_counts),
       cmocka_unit_test(test_read_admit_bytes),
       cmocka_unit_test(test_drain_waits_for_disk_not_peers),
+      cmocka_unit_test(test_fd_room_keeps_the_reserve),
   };
   return cmocka_run_group_tests_name("daemon logic", tests, NULL, NULL);
 }
