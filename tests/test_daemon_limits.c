@@ -11,11 +11,15 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -426,6 +430,87 @@ static void test_few_descriptors(void **state) {
   env_fini(&e);
 }
 
+/* ---- tcp:// connections that never finish their handshake ------------------- */
+
+/* A port nothing listens on now (the kernel's pick for port 0). */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  socklen_t len = sizeof a;
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+/* 200 tcp:// connections that never say a byte, to a daemon with 128
+ * descriptors: it stays up, closes those beyond its reserve at once and
+ * the others when their handshake times out; a producer on ipc:// goes on
+ * meanwhile. */
+static void test_tcp_silent_connections(void **state) {
+  (void)state;
+  enum { NRAW = 200 };
+  int port = free_port();
+  char yaml[sizeof config + 64];
+  snprintf(yaml, sizeof yaml,
+           "listen: [ipc://d.sock, \"tcp://127.0.0.1:%d\"]\n%s", port,
+           config + strlen("listen: [ipc://d.sock]\n"));
+  env e;
+  env_init_config(&e, yaml);
+  e.nofile_limit = 128;
+  env_start(&e);
+  void *ps = cli_producer(&e);
+  b2s_wire_msg o;
+  assert_int_equal(cli_open(ps, "w", "", &o), 0);
+  prod p = prod_opened(ps, &o, 100, 3000, 3);
+  prod_send(&p, 0, 20);
+  static int raw[NRAW];
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < NRAW; i++) {
+    raw[i] = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(raw[i] >= 0);
+    assert_int_equal(connect(raw[i], (struct sockaddr *)&a, sizeof a), 0);
+  }
+  uint64_t t0 = now_ms();
+  prod_finish(&p, 20, B2S_WIRE_LEVEL_WRITTEN);  /* the producer goes on */
+  assert_true(daemon_alive(&e));
+  /* every silent connection ends: at once beyond the reserve, the others
+   * at the handshake timeout */
+  int closed = 0;
+  uint64_t last = 0;
+  for (int i = 0; i < NRAW; i++) {
+    char b[256];
+    ssize_t n;
+    do {                           /* the daemon's greeting, then the end */
+      struct pollfd pf = {.fd = raw[i], .events = POLLIN};
+      int left = (int)(t0 + 15000 - now_ms());
+      assert_int_equal(poll(&pf, 1, left > 0 ? left : 0), 1);
+      n = read(raw[i], b, sizeof b);
+    } while (n > 0);
+    closed++;
+    last = now_ms() - t0;
+    close(raw[i]);
+  }
+  double refused = daemon_stat(ps, "accept_failed");
+  printf("%d silent tcp:// connections: %g closed at once (descriptor "
+         "reserve), all closed within %llu ms\n", closed, refused,
+         (unsigned long long)last);
+  assert_true(refused > 0);
+  assert_true(last >= 8000);       /* the accepted ones had their 10 s */
+  cli_close(&p);
+  void *again = cli_producer(&e);  /* room again */
+  zmq_close(again);
+  zmq_close(ps);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  char path[400];
+  frame_path(&e, "w", path, sizeof path);
+  check_frame(path, &p, p.n);
+  env_fini(&e);
+}
+
 int main(void) {
   if (harness_init())
     return 1;
@@ -434,6 +519,7 @@ int main(void) {
     cmocka_unit_test(test_huge_message),
     cmocka_unit_test(test_killed_producers_reclaimed),
     cmocka_unit_test(test_few_descriptors),
+    cmocka_unit_test(test_tcp_silent_connections),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   harness_fini();
