@@ -369,14 +369,17 @@ static void socket_peer_timeouts(void *z, const char *endpoint) {
 }
 
 /* Refuse a message larger than any buffer in the transport, before its
- * bytes are received: the peer is disconnected.  Applies to connections
- * made from now on; connections made before keep the larger bound a
- * reload may only raise (the per-buffer check of max_buffer still
- * applies to them). */
+ * bytes are received: the peer is disconnected.  libzmq applies it to
+ * connections made from now on, so a reload only ever raises it (a
+ * lowered max_buffer is enforced per buffer, B2S_E_OVERSIZE); a
+ * connection older than a reload that raised max_buffer keeps the old
+ * bound until it reconnects. */
 static void socket_max_message(void *z, int64_t max_buffer) {
   int64_t most = max_buffer + B2S_WIRE_HEADER_MAX;
   zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &most, sizeof most);
 }
+
+/* ---- reload --------------------------------------------------------------- */
 
 static void reload(b2sd_server *srv) {
   char err[512];
