@@ -132,6 +132,8 @@ typedef struct b2s_daemon_cfg {
   int64_t max_buffer;                  /* largest single buffer, bytes */
   int32_t log_level;                   /* enum b2s_log_level */
   int32_t slow_disk_ms;
+  int32_t max_sessions;                /* sessions at a time */
+  int32_t max_streams;                 /* streams made from templates */
   struct {
     int32_t slots;
     int64_t slot_size;

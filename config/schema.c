@@ -77,6 +77,14 @@ const cfg_desc cfg_schema[] = {
   {"slow_disk_ms", DAEMON, .type = CT_INT, D(slow_disk_ms), .min = 1,
    .max = 600000, .def = "200", .unit = "ms",
    .help = "log disk calls slower than this"},
+  {"max_sessions", DAEMON, .type = CT_INT, D(max_sessions), .min = 1,
+   .max = 1000000, .def = "1024",
+   .help = "client sessions at a time; a HELLO beyond is refused "
+           "(B2S_E_LIMIT), as is one when file descriptors run short"},
+  {"max_streams", DAEMON, .type = CT_INT, D(max_streams), .min = 0,
+   .max = 100000, .def = "256",
+   .help = "streams created at run time from templates; an OPEN beyond is "
+           "refused (B2S_E_LIMIT), as is one when file descriptors run short"},
   {"shm", DAEMON, .type = CT_GROUP,
    .help = "defaults for shared-memory producers"},
   {"shm.slots", DAEMON, .type = CT_INT, D(shm.slots), .min = 1, .max = 4096,

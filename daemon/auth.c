@@ -11,9 +11,9 @@
  * only sends them for sockets with a ZAP domain, which ipc sockets do not
  * set; the answer is there for completeness).
  *
- * Threads: one thread, "b2sd-zap", owns the ZAP REP socket and the monitor
- * sockets of the CURVE ROUTERs (it logs failed handshakes, e.g. a client
- * using a wrong server key).  The I/O thread creates the sockets before
+ * Threads: one thread, "b2sd-zap", owns the ZAP REP socket.  (Failed
+ * handshakes, e.g. a client using a wrong server key, are logged by the
+ * I/O thread's socket monitors, peers.c.)  The I/O thread creates the sockets before
  * the thread starts and closes them after it has joined; the key set is
  * swapped on reload under `lock`, the only state both threads touch. */
 #define _GNU_SOURCE
@@ -37,9 +37,6 @@ struct b2sd_auth {
   uint8_t secret[KEY_LEN];
   void *zap;                        /* REP, bound on ZAP_ENDPOINT */
   void *ctl_main, *ctl_thread;      /* PAIR: a message stops the thread */
-  void *mon[B2S_CONFIG_MAX_LISTEN]; /* PAIR readers of socket monitors */
-  char mon_ep[B2S_CONFIG_MAX_LISTEN][B2S_CONFIG_ENDPOINT_MAX];
-  int nmon;
   pthread_t thread;
   bool started;
   pthread_mutex_t lock;             /* guards keys, nkeys */
@@ -217,39 +214,13 @@ static void zap_handle(b2sd_auth *a) {
     zmq_msg_close(&f[i]);
 }
 
-/* A monitor event: a CURVE handshake that failed on endpoint i. */
-static void monitor_event(b2sd_auth *a, int i) {
-  zmq_msg_t ev, ep;
-  zmq_msg_init(&ev);
-  zmq_msg_init(&ep);
-  if (zmq_msg_recv(&ev, a->mon[i], 0) >= 0 && zmq_msg_more(&ev))
-    zmq_msg_recv(&ep, a->mon[i], 0);
-  if (zmq_msg_size(&ev) >= 6) {
-    const uint8_t *d = zmq_msg_data(&ev);
-    uint16_t event;
-    uint32_t value;
-    memcpy(&event, d, sizeof event);
-    memcpy(&value, d + 2, sizeof value);
-    if (event != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)  /* the ZAP line says it */
-      LOG_W("curve: %s: a client's handshake failed (%s 0x%x): wrong server "
-            "key, or not a CURVE client", a->mon_ep[i],
-            event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? "protocol error"
-                                                        : "error",
-            value);
-  }
-  zmq_msg_close(&ev);
-  zmq_msg_close(&ep);
-}
-
 static void *zap_main(void *arg) {
   b2sd_auth *a = arg;
-  zmq_pollitem_t it[2 + B2S_CONFIG_MAX_LISTEN];
+  zmq_pollitem_t it[2];
   it[0] = (zmq_pollitem_t){.socket = a->ctl_thread, .events = ZMQ_POLLIN};
   it[1] = (zmq_pollitem_t){.socket = a->zap, .events = ZMQ_POLLIN};
-  for (int i = 0; i < a->nmon; i++)
-    it[2 + i] = (zmq_pollitem_t){.socket = a->mon[i], .events = ZMQ_POLLIN};
   for (;;) {
-    if (zmq_poll(it, 2 + a->nmon, -1) < 0) {
+    if (zmq_poll(it, 2, -1) < 0) {
       if (errno == EINTR)
         continue;
       LOG_E("curve: ZAP handler stops: %s", zmq_strerror(errno));
@@ -259,9 +230,6 @@ static void *zap_main(void *arg) {
       break;
     if (it[1].revents & ZMQ_POLLIN)
       zap_handle(a);
-    for (int i = 0; i < a->nmon; i++)
-      if (it[2 + i].revents & ZMQ_POLLIN)
-        monitor_event(a, i);
   }
   return NULL;
 }
@@ -315,23 +283,7 @@ int b2sd_auth_server_socket(b2sd_auth *a, void *z, const char *endpoint) {
       zmq_setsockopt(z, ZMQ_CURVE_SECRETKEY, a->secret, KEY_LEN) < 0 ||
       zmq_setsockopt(z, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN, strlen(ZAP_DOMAIN)) < 0)
     return -zmq_errno();
-  if (a->nmon == B2S_CONFIG_MAX_LISTEN || a->started)
-    return 0;
-  char ep[64];
-  snprintf(ep, sizeof ep, "inproc://b2sd-mon-%p-%d", (void *)a, a->nmon);
-  void *m = zmq_socket(a->zctx, ZMQ_PAIR);
-  if (!m)
-    return -zmq_errno();
-  if (zmq_socket_monitor(z, ep, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                    ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                    ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) < 0 ||
-      zmq_connect(m, ep) < 0) {
-    int rc = -zmq_errno();
-    zmq_close(m);
-    return rc;
-  }
-  snprintf(a->mon_ep[a->nmon], sizeof a->mon_ep[0], "%s", endpoint);
-  a->mon[a->nmon++] = m;
+  (void)endpoint;
   return 0;
 }
 
@@ -358,8 +310,6 @@ void b2sd_auth_free(b2sd_auth *a) {
       zmq_setsockopt(socks[i], ZMQ_LINGER, &zero, sizeof zero);
       zmq_close(socks[i]);
     }
-  for (int i = 0; i < a->nmon; i++)
-    zmq_close(a->mon[i]);
   explicit_bzero(a->secret, sizeof a->secret);
   pthread_mutex_destroy(&a->lock);
   free(a->keys);

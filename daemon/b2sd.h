@@ -300,6 +300,15 @@ struct b2sd_server {
   void *zctx;
   void *sockets[B2S_CONFIG_MAX_LISTEN];
   int nsockets;
+  int64_t max_message;           /* largest max_buffer since the start: the
+                                    sockets refuse messages beyond it */
+  void *monitors[B2S_CONFIG_MAX_LISTEN]; /* their socket monitors (peers.h) */
+  bool monitor_curve[B2S_CONFIG_MAX_LISTEN];
+  uint64_t connections;          /* open peer connections (peers.c) */
+  uint64_t accept_failed;        /* connections the system refused */
+  uint64_t sessions_reclaimed;   /* sessions ended without BYE: peer gone,
+                                    producer dead, silent past its timeout */
+  uint64_t limit_refused;        /* HELLOs and OPENs refused (fdroom.h) */
   b2sd_auth *auth;               /* CURVE; NULL when not configured */
   int sigfd;                     /* signalfd of SIGTERM, SIGINT, SIGHUP */
   int wakefd;                    /* eventfd */
@@ -317,6 +326,8 @@ struct b2sd_server {
   bool share;                    /* group access configured */
   gid_t share_gid;
   struct b2sd_session *sessions;
+  size_t nsessions;
+  size_t streams_made;           /* from templates, at run time */
   uint32_t next_session_id;
   bool draining;
   bool reload;

@@ -4,6 +4,7 @@
  * acknowledgements the handle's ledger (ledger.c) says are due.  I/O
  * thread only. */
 #define _GNU_SOURCE
+#include "fdroom.h"
 #include "outbox.h"
 #include "progress.h"
 #include "wiremap.h"
@@ -100,6 +101,9 @@ static int stream_create_from_template(b2sd_server *srv, const char *name,
   for (b2sd_stream *st = srv->streams; st; st = st->next)
     if (strcmp(st->path, sc.full_path) == 0)
       return B2S_E_CONFIG;
+  char why[128];
+  if ((rc = b2sd_room_stream(srv, why, sizeof why)) < 0)
+    return rc;
   b2sd_stream *st;
   rc = b2sd_stream_open(srv, &sc, &st);
   if (rc < 0)
@@ -112,6 +116,7 @@ static int stream_create_from_template(b2sd_server *srv, const char *name,
   st->next = srv->streams;
   srv->streams = st;
   srv->nstreams++;
+  srv->streams_made++;
   LOG_I("stream %s: created from template %s", name, tmpl);
   *out = st;
   return 0;

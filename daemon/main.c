@@ -9,6 +9,7 @@
 #include "b2sd.h"
 #include "dirlock.h"
 #include "endpoint.h"
+#include "fdroom.h"
 #include "notify.h"
 
 #include <errno.h>
@@ -143,6 +144,10 @@ int main(int argc, char **argv) {
   /* a file-size limit (LimitFSIZE=, a quota) must fail the write with
    * EFBIG, which the stream reports, not kill the daemon */
   signal(SIGXFSZ, SIG_IGN);
+  /* every connection, frame and segment is a descriptor: take all the
+   * service manager allows (the soft limit is often far below) */
+  b2sd_fd_raise_limit();
+  b2sd_accept_guard_init();
 
   b2sd_server srv = {0};
   rc = b2sd_server_init(&srv, config, cfg);

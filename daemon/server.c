@@ -11,8 +11,11 @@
 #include "chunkpool.h"
 #include "clock.h"
 #include "endpoint.h"
+#include "drain.h"
+#include "fdroom.h"
 #include "notify.h"
 #include "outbox.h"
+#include "peers.h"
 #include "progress.h"
 #include "segment.h"
 
@@ -27,6 +30,7 @@
 #include <unistd.h>
 
 #define RECV_BATCH 256
+#define STOP_LINGER_MS 500
 
 /* An ERROR to a peer that has no session (sent on the raw routing id). */
 static void error_raw(b2sd_server *srv, int sock, const void *rid,
@@ -58,6 +62,7 @@ static void session_end(b2sd_server *srv, b2sd_session *s) {
       *pp = s->next;
       break;
     }
+  srv->nsessions--;
   LOG_D("session %u ended", s->id);
   free(s);
 }
@@ -75,6 +80,14 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
                      const b2s_wire_msg *m) {
   if (s)
     session_end(srv, s);
+  b2sd_peers_turn(srv);          /* no older event may name this session */
+  char why[128];
+  if (b2sd_room_session(srv, why, sizeof why) < 0) {
+    error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
+              m->tag, B2S_E_LIMIT, B2S_WIRE_ERROR_CLOSED_SESSION, m->type, 0,
+              why);
+    return;
+  }
   s = calloc(1, sizeof *s);
   if (!s) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
@@ -83,6 +96,7 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
     return;
   }
   s->sock = in->sock;
+  s->fd = b2sd_peer_fd(&in->hdr);
   s->rid_len = zmq_msg_size(&in->rid);
   memcpy(s->rid, zmq_msg_data(&in->rid), s->rid_len);
   s->id = ++srv->next_session_id;
@@ -96,6 +110,7 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
   s->next_handle = s->next_follow = 1;
   s->next = srv->sessions;
   srv->sessions = s;
+  srv->nsessions++;
   b2s_wire_msg w;
   b2s_wire_init(&w, B2S_WIRE_WELCOME);
   w.tag = m->tag;
@@ -180,8 +195,12 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
               B2S_WIRE_ERROR_CLOSED_SESSION, rtype, 0, "no session: HELLO first");
     return;
   }
-  if (s)
+  if (s) {
     s->last_ns = b2sd_now_ns();
+    int fd = b2sd_peer_fd(&in->hdr);
+    if (fd >= 0)
+      s->fd = fd;              /* a reconnection handed over (same id) */
+  }
   /* a payload frame where none belongs is refused even when empty; DATA
    * checks its own (per buffer) */
   if (in->nframes > 3 || (m.type != B2S_WIRE_DATA &&
@@ -302,23 +321,64 @@ static bool session_producer_dead(const b2sd_session *s) {
   return false;
 }
 
+static bool session_has_segment(const b2sd_session *s) {
+  for (const b2sd_handle *h = s->handles; h; h = h->next_s)
+    if (h->seg)
+      return true;
+  return false;
+}
+
 static void sweep_sessions(b2sd_server *srv) {
   uint64_t now = b2sd_now_ns();
   for (b2sd_session *s = srv->sessions, *nx; s; s = nx) {
     nx = s->next;
-    if (s->dead) {
-      LOG_I("session %u: peer gone", s->id);
-      session_end(srv, s);
-    } else if (session_producer_dead(s)) {
+    if (session_producer_dead(s)) {
       LOG_W("session %u: producer pid %u died; its slots are reclaimed",
             s->id, s->pid);
-      session_end(srv, s);
+    } else if (s->dead && session_has_segment(s)) {
+      LOG_W("session %u: producer pid %u died or dropped its connection; "
+            "its slots are reclaimed", s->id, s->pid);
+    } else if (s->dead) {
+      LOG_I("session %u: peer gone", s->id);
     } else if (s->timeout_ms &&
                now - s->last_ns > (uint64_t)s->timeout_ms * 1000000u) {
       LOG_I("session %u: silent for %u ms, ended", s->id, s->timeout_ms);
-      session_end(srv, s);
+    } else {
+      continue;
     }
+    srv->sessions_reclaimed++;
+    session_end(srv, s);
   }
+}
+
+/* ---- socket options -------------------------------------------------------- */
+
+/* A connection that does not finish its handshake (CurveZMQ included) is
+ * dropped after HANDSHAKE_MS; a tcp:// peer that stops answering ZMTP
+ * heartbeats (libzmq answers them itself) after HEARTBEAT_TIMEOUT_MS, and
+ * its session ends with it (peers.h). */
+#define HANDSHAKE_MS 10000
+#define HEARTBEAT_MS 10000
+#define HEARTBEAT_TIMEOUT_MS 30000
+
+static void socket_peer_timeouts(void *z, const char *endpoint) {
+  int hs = HANDSHAKE_MS, ivl = HEARTBEAT_MS, tmo = HEARTBEAT_TIMEOUT_MS;
+  zmq_setsockopt(z, ZMQ_HANDSHAKE_IVL, &hs, sizeof hs);
+  if (strncmp(endpoint, "tcp://", 6) == 0) {
+    zmq_setsockopt(z, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(z, ZMQ_HEARTBEAT_TIMEOUT, &tmo, sizeof tmo);
+  }
+}
+
+/* Refuse a message larger than any buffer in the transport, before its
+ * bytes are received: the peer is disconnected.  libzmq applies it to
+ * connections made from now on, so a reload only ever raises it (a
+ * lowered max_buffer is enforced per buffer, B2S_E_OVERSIZE); a
+ * connection older than a reload that raised max_buffer keeps the old
+ * bound until it reconnects. */
+static void socket_max_message(void *z, int64_t max_buffer) {
+  int64_t most = max_buffer + B2S_WIRE_HEADER_MAX;
+  zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &most, sizeof most);
 }
 
 /* ---- reload --------------------------------------------------------------- */
@@ -339,6 +399,13 @@ static void reload(b2sd_server *srv) {
     LOG_W("reload: listen, data_dir and workers apply after a restart");
   b2sd_auth_reload(srv->auth, &srv->dcfg, d);
   srv->dcfg.memory_limit = d->memory_limit;
+  srv->dcfg.max_sessions = d->max_sessions;
+  srv->dcfg.max_streams = d->max_streams;
+  if (d->max_buffer > srv->max_message) {
+    srv->max_message = d->max_buffer;
+    for (int i = 0; i < srv->nsockets; i++)
+      socket_max_message(srv->sockets[i], d->max_buffer);
+  }
   srv->dcfg.max_buffer = d->max_buffer;
   srv->dcfg.log_level = d->log_level;
   b2sd_log_set_level(d->log_level);
@@ -400,6 +467,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   if (srv->sigfd < 0 || srv->wakefd < 0)
     return -errno;
   srv->nworkers = b2s_daemon_cfg_workers(&srv->dcfg);
+  srv->max_message = srv->dcfg.max_buffer;
   b2sd_shm_cleanup();
   int rc = b2sd_access_init(srv);
   /* idle chunk buffers: the workers' steady need plus a chunk being
@@ -434,7 +502,14 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     return rc;
   for (int i = 0; i < srv->dcfg.nlisten; i++) {
     void *z = zmq_socket(srv->zctx, ZMQ_ROUTER);
+    if (!z) {
+      rc = -errno;
+      LOG_E("cannot make a socket: %s", zmq_strerror(errno));
+      return rc;
+    }
     int one = 1, hwm = 100000, linger = 2000;
+    socket_max_message(z, srv->dcfg.max_buffer);
+    socket_peer_timeouts(z, srv->dcfg.listen[i]);
     zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(z, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(z, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -443,8 +518,12 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     const char *ep = srv->dcfg.listen[i];
     if ((rc = b2sd_endpoint_claim(ep)) < 0)
       return rc;
-    if (srv->auth && strncmp(ep, "tcp://", 6) == 0 &&
-        (rc = b2sd_auth_server_socket(srv->auth, z, ep)) < 0) {
+    bool curve = srv->auth && strncmp(ep, "tcp://", 6) == 0;
+    if ((rc = b2sd_peers_watch(srv, i, curve)) < 0) {
+      LOG_E("cannot monitor %s: %s", ep, zmq_strerror(-rc));
+      return rc;
+    }
+    if (curve && (rc = b2sd_auth_server_socket(srv->auth, z, ep)) < 0) {
       LOG_E("cannot make %s a CURVE server: %s", ep, zmq_strerror(-rc));
       return rc;
     }
@@ -501,19 +580,23 @@ static int on_signal(b2sd_server *srv) {
 }
 
 int b2sd_server_run(b2sd_server *srv) {
-  zmq_pollitem_t items[B2S_CONFIG_MAX_LISTEN + 2];
+  zmq_pollitem_t items[2 * B2S_CONFIG_MAX_LISTEN + 2];
   int n = srv->nsockets;
   for (int i = 0; i < n; i++)
     items[i] = (zmq_pollitem_t){.socket = srv->sockets[i], .events = ZMQ_POLLIN};
   items[n] = (zmq_pollitem_t){.fd = srv->sigfd, .events = ZMQ_POLLIN};
   items[n + 1] = (zmq_pollitem_t){.fd = srv->wakefd, .events = ZMQ_POLLIN};
+  for (int i = 0; i < n; i++)
+    items[n + 2 + i] = (zmq_pollitem_t){.socket = srv->monitors[i],
+                                        .events = ZMQ_POLLIN};
   bool retry = false;
-  uint64_t drain_start = 0, last_sweep = 0, last_dog = 0, dog_usec = 0;
+  b2sd_drain drain = {0};
+  uint64_t last_sweep = 0, last_dog = 0, dog_usec = 0;
   if (b2s_notify_watchdog_usec(&dog_usec) < 0)
     dog_usec = 0;
   for (;;) {
     long timeout = retry ? 10 : srv->draining ? 20 : 500;
-    int rc = zmq_poll(items, n + 2, timeout);
+    int rc = zmq_poll(items, 2 * n + 2, timeout);
     if (rc < 0 && errno != EINTR) {
       LOG_E("zmq_poll: %s", zmq_strerror(errno));
       return -errno;
@@ -528,6 +611,7 @@ int b2sd_server_run(b2sd_server *srv) {
     /* acq_rel: pairs with the exchange in b2sd_wake; cleared before the
      * scan so progress published after it wakes us again */
     atomic_exchange_explicit(&srv->wake_pending, 0, memory_order_acq_rel);
+    b2sd_peers_turn(srv);
     for (int i = 0; i < n; i++)
       recv_batch(srv, i);
     /* observed before the scan, so the scan sends every last ACK */
@@ -543,14 +627,21 @@ int b2sd_server_run(b2sd_server *srv) {
       last_sweep = now;
     }
     if (srv->draining) {
-      if (!drain_start)
-        drain_start = now;
-      /* only after a poll that saw nothing for its whole timeout: every
-       * message that reached a socket before the drain ended was read and
-       * answered (a DATA while draining gets its ERROR at once) */
-      if (done && !retry && rc == 0)
+      /* done only after a poll that saw nothing for its whole timeout:
+       * every message that reached a socket before the drain ended was
+       * read and answered (a DATA while draining gets its ERROR at once);
+       * traffic that never stops counts as held replies, which the drain
+       * abandons after its grace */
+      b2sd_drain_step step =
+          b2sd_drain_next(&drain, now, done, retry || rc != 0);
+      if (step == B2SD_DRAIN_DONE)
         break;
-      if (now - drain_start > 60000000000u) {
+      if (step == B2SD_DRAIN_ABANDON) {
+        LOG_W("drain: everything is on disk; replies to peers that do not "
+              "read are abandoned");
+        break;
+      }
+      if (step == B2SD_DRAIN_STUCK) {
         LOG_E("drain: still busy after 60 s, stopping anyway");
         break;
       }
@@ -582,8 +673,14 @@ void b2sd_server_fini(b2sd_server *srv) {
                     0, 0, "daemon stopping");
     session_end(srv, s);
   }
-  for (int i = 0; i < srv->nsockets; i++)
+  b2sd_peers_fini(srv);
+  /* queued replies get a short linger: a peer that does not read must
+   * not hold the stop (zmq_ctx_term waits for them) */
+  int linger = STOP_LINGER_MS;
+  for (int i = 0; i < srv->nsockets; i++) {
+    zmq_setsockopt(srv->sockets[i], ZMQ_LINGER, &linger, sizeof linger);
     zmq_close(srv->sockets[i]);
+  }
   b2sd_auth_free(srv->auth);     /* its sockets too, before the term */
   srv->auth = NULL;
   if (srv->zctx)

@@ -67,6 +67,7 @@ typedef struct b2sd_follow {
 typedef struct b2sd_session {
   struct b2sd_session *next;
   int sock;                    /* index into srv->sockets */
+  int fd;                      /* descriptor of its connection (peers.h) */
   uint8_t rid[256];
   size_t rid_len;
   uint32_t id;

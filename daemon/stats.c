@@ -5,6 +5,7 @@
  * values that may be a few buffers apart. */
 #define _GNU_SOURCE
 #include "session.h"
+#include "fdroom.h"
 #include "progress.h"
 
 #include <stdarg.h>
@@ -103,10 +104,17 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
   for (b2sd_session *s = srv->sessions; s; s = s->next)
     nsess++;
   jp(&b, "{\"daemon\":{\"version\":\"%s\",\"workers\":%d,\"streams\":%zu,"
-         "\"sessions\":%zu,\"queued\":%zu,\"inflight_bytes\":%lld,"
+         "\"sessions\":%zu,\"sessions_reclaimed\":%llu,"
+         "\"connections\":%llu,\"accept_failed\":%llu,"
+         "\"limit_refused\":%llu,\"fd_open\":%ld,\"fd_limit\":%ld,"
+         "\"queued\":%zu,\"inflight_bytes\":%lld,"
          "\"shm_bytes\":%lld,\"stage_bytes\":%lld,"
          "\"memory_limit\":%lld,\"draining\":%s},\"streams\":{",
      B2SD_VERSION, srv->nworkers, srv->nstreams, nsess,
+     (unsigned long long)srv->sessions_reclaimed,
+     (unsigned long long)srv->connections,
+     (unsigned long long)srv->accept_failed,
+     (unsigned long long)srv->limit_refused, b2sd_fd_open(), b2sd_fd_limit(),
      b2sd_pool_queued(srv->pool),
      (long long)LD(srv->inflight_bytes), (long long)LD(srv->shm_bytes),
      (long long)LD(srv->stage_bytes), (long long)srv->dcfg.memory_limit,

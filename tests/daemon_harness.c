@@ -86,6 +86,7 @@ void env_init_config(env *e, const char *yaml) {
   fclose(f);
   e->pid = 0;
   e->fsize_limit = 0;
+  e->nofile_limit = 0;
 }
 
 /* Daemons started, so that those a failed test left running are killed at
@@ -119,6 +120,10 @@ void env_start_as_is(env *e) {
       getrlimit(RLIMIT_FSIZE, &rl);
       rl.rlim_cur = (rlim_t)e->fsize_limit;
       setrlimit(RLIMIT_FSIZE, &rl);
+    }
+    if (e->nofile_limit > 0) {   /* few descriptors, as a tight unit has */
+      struct rlimit rl = {(rlim_t)e->nofile_limit, (rlim_t)e->nofile_limit};
+      setrlimit(RLIMIT_NOFILE, &rl);
     }
     execl(daemon_path, daemon_path, "--config", e->config, (char *)NULL);
     _exit(127);
@@ -350,7 +355,10 @@ void prod_handle(prod *p, rx *r) {
     p->drop_reason = r->m.dropped.reason;
     break;
   case B2S_WIRE_ERROR:
-    fail_msg("ERROR %d (%s)", r->m.error.code, b2s_strerror(r->m.error.code));
+    fail_msg("ERROR %d (%s) about type %u id %u index %llu, flags 0x%x",
+             r->m.error.code, b2s_strerror(r->m.error.code),
+             r->m.error.ref_type, r->m.error.ref_id,
+             (unsigned long long)r->m.error.ref_index, r->m.flags);
     break;
   default:
     break;

@@ -27,6 +27,8 @@ typedef struct env {
   char log[300];
   pid_t pid;
   long fsize_limit;           /* RLIMIT_FSIZE of the daemon, bytes; 0 none */
+  long nofile_limit;          /* RLIMIT_NOFILE of the daemon (soft and hard); 0
+                                 none */
 } env;
 
 typedef struct rx {

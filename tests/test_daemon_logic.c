@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "b2s_config.h"
+#include "drain.h"
+#include "fdroom.h"
 #include "groupcommit.h"
 #include "ledger.h"
 #include "log.h"
@@ -379,6 +381,54 @@ static void test_log_escape(void **state) {
   assert_string_equal(out, "abc");
 }
 
+/* ---- the stop after SIGTERM (drain.c) ------------------------------------- */
+
+static void test_drain_waits_for_disk_not_peers(void **state) {
+  (void)state;
+  const uint64_t s = 1000000000u;
+  b2sd_drain d = {0};
+  /* not durable: wait, up to the disk bound */
+  assert_int_equal(b2sd_drain_next(&d, 5 * s, false, false), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&d, 5 * s + B2SD_DRAIN_DISK_NS, false,
+                                   true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&d, 6 * s + B2SD_DRAIN_DISK_NS, false,
+                                   false), B2SD_DRAIN_STUCK);
+  /* durable, nothing held: done at once */
+  b2sd_drain e = {0};
+  assert_int_equal(b2sd_drain_next(&e, s, true, false), B2SD_DRAIN_DONE);
+  /* durable with replies held: a grace counted from durability, then
+   * the replies are abandoned */
+  b2sd_drain f = {0};
+  assert_int_equal(b2sd_drain_next(&f, s, false, true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&f, 3 * s, true, true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&f, 3 * s + B2SD_DRAIN_REPLY_NS - 1, true,
+                                   true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&f, 3 * s + B2SD_DRAIN_REPLY_NS, true,
+                                   true), B2SD_DRAIN_ABANDON);
+  /* a peer that catches up within the grace ends it cleanly */
+  b2sd_drain g = {0};
+  assert_int_equal(b2sd_drain_next(&g, s, true, true), B2SD_DRAIN_WAIT);
+  assert_int_equal(b2sd_drain_next(&g, s + 10, true, false), B2SD_DRAIN_DONE);
+}
+
+static void test_fd_room_keeps_the_reserve(void **state) {
+  (void)state;
+  long lim = 1024, r = B2SD_FD_RESERVE;
+  assert_true(b2sd_fd_room(lim, 100, B2SD_FD_PER_STREAM, r));
+  /* exactly the reserve left after it: still fits */
+  assert_true(b2sd_fd_room(lim, lim - r - 4, 4, r));
+  assert_false(b2sd_fd_room(lim, lim - r - 3, 4, r));
+  assert_false(b2sd_fd_room(lim, lim, 1, 0));
+  /* the reserves shrink from streams to sessions to connections, so a
+   * connection is still taken where a stream no longer is */
+  long open = lim - B2SD_FD_RESERVE_SESSION;
+  assert_false(b2sd_fd_room(lim, open, B2SD_FD_PER_STREAM, r));
+  assert_true(b2sd_fd_room(lim, open, 0, B2SD_FD_RESERVE_SESSION));
+  assert_true(b2sd_fd_room(lim, open, 0, B2SD_FD_RESERVE_ACCEPT));
+  /* an unknown count (no descriptor left to count them): no room */
+  assert_false(b2sd_fd_room(lim, -1, 0, 0));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ledger_spend),
@@ -400,6 +450,8 @@ int main(void) {
       cmocka_unit_test(test_read_counts),
       cmocka_unit_test(test_read_admit_bytes),
       cmocka_unit_test(test_log_escape),
+      cmocka_unit_test(test_drain_waits_for_disk_not_peers),
+      cmocka_unit_test(test_fd_room_keeps_the_reserve),
   };
   return cmocka_run_group_tests_name("daemon logic", tests, NULL, NULL);
 }

@@ -72,7 +72,8 @@
   X(B2S_E_SHM_ACCOUNT,  "shared-memory slot accounting does not add up") \
   X(B2S_E_LOCKED,       "held by another writer (locked)") \
   X(B2S_E_FRAME_LATE,   "frame number late: behind the reorder window")  \
-  X(B2S_E_FRAME_DUP,    "duplicate frame number")
+  X(B2S_E_FRAME_DUP,    "duplicate frame number") \
+  X(B2S_E_LIMIT,        "a daemon limit on sessions, streams or descriptors was reached")
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,
