@@ -122,8 +122,7 @@ static int take_payload(b2s_mpreader *r, size_t h, uint64_t n, b2s_mpval *v) {
   return 0;
 }
 
-static int read_prefixed(b2s_mpreader *r, uint8_t m, size_t lw, int type,
-                         b2s_mpval *v) {
+static int read_prefixed(b2s_mpreader *r, size_t lw, int type, b2s_mpval *v) {
   const uint8_t *p = r->buf + r->pos + 1;
   size_t ext = type == B2S_MPT_EXT ? 1 : 0;
   if (b2s_mpreader_left(r) < 1 + lw + ext)
@@ -137,7 +136,6 @@ static int read_prefixed(b2s_mpreader *r, uint8_t m, size_t lw, int type,
   }
   if (ext)
     v->ext_type = (int8_t)p[lw];
-  (void)m;
   return take_payload(r, 1 + lw + ext, n, v);
 }
 
@@ -174,7 +172,7 @@ int b2s_mp_read_any(b2s_mpreader *r, b2s_mpval *v) {
   size_t lw = length_width(m, &type);
   if (lw == 0)
     return B2S_E_MSGPACK;          /* 0xc1: never used */
-  return read_prefixed(r, m, lw, type, v);
+  return read_prefixed(r, lw, type, v);
 }
 
 int b2s_mp_skip(b2s_mpreader *r, int max_depth) {
@@ -278,7 +276,7 @@ int b2s_mp_put_str(b2s_mpbuf *b, const void *s, size_t n) {
 }
 
 int b2s_mp_put_bin(b2s_mpbuf *b, const void *s, size_t n) {
-  /* bin has no fix form; 0xc4 with fix_max 0 is never used as one */
+  /* bin has no fix form (fix_max 0) */
   int rc = put_len(b, n, 0, 0, 0xc4, 0xc5, 0xc6);
   return rc < 0 || n == 0 ? rc : put(b, s, n);
 }

@@ -21,12 +21,18 @@ struct b2s_pair {
 
 /* Records: small msgpack maps, lz4 at level 1 (stored as they are when
  * that does not shrink them). */
+static b2s_cparams records_cparams(void) {
+  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+  cp.codec = B2S_CODEC_LZ4;
+  cp.clevel = 1;
+  cp.typesize = 1;
+  memset(cp.filters, 0, sizeof cp.filters);
+  return cp;
+}
+
 static b2s_fwriter_opts records_opts(const b2s_fwriter_opts *data) {
   b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
-  o.cparams.codec = B2S_CODEC_LZ4;
-  o.cparams.clevel = 1;
-  o.cparams.typesize = 1;
-  memset(o.cparams.filters, 0, sizeof o.cparams.filters);
+  o.cparams = records_cparams();
   o.sync = data->sync;
   o.compact_on_close = data->compact_on_close;
   o.reserve_min = 64 << 10;
@@ -139,11 +145,7 @@ static int put_record(b2s_pair *p, const b2s_record *in, uint64_t hash,
     p->rchunk = c;
     p->rcap = need;
   }
-  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
-  cp.codec = B2S_CODEC_LZ4;
-  cp.clevel = 1;
-  cp.typesize = 1;
-  memset(cp.filters, 0, sizeof cp.filters);
+  b2s_cparams cp = records_cparams();
   rc = b2s_compress(p->ctx, &cp, p->mp.data, (int32_t)p->mp.len, p->rchunk,
                     (int32_t)need);
   if (rc < 0)
