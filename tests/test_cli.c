@@ -32,6 +32,7 @@
 
 #include "b2s_chunk.h"
 #include "b2s_errors.h"
+#include "b2s_meta.h"
 #include "frame.h"
 #include "frame_writer.h"
 #include "manifest.h"
@@ -2004,6 +2005,213 @@ static int group_setup(void **state) {
   return 0;
 }
 
+/* ---- acquisition metadata: series metadata and records ------------------- */
+
+/* A paired frame: chunk k holds 1000 uint32 (k + 1) * i, frame number
+ * 50 + k, timestamp 1e18 + k; chunk `gap` is a gap; chunks are stored
+ * memcpy'ed (clevel 0), so a flipped byte still decodes.  Series metadata
+ * {"detector": "eiger", "exposure": 0.5, "shape": [2, 3]}. */
+static void write_meta_pair(const char *path, int n, int gap) {
+  b2s_pair *p;
+  assert_int_equal(b2s_pair_create(path, false, NULL, NULL, &p), 0);
+  const uint8_t series[] = {
+      0x83, 0xa8, 'd', 'e', 't', 'e', 'c', 't', 'o', 'r', 0xa5, 'e', 'i',
+      'g', 'e', 'r', 0xa8, 'e', 'x', 'p', 'o', 's', 'u', 'r', 'e', 0xcb,
+      0x3f, 0xe0, 0, 0, 0, 0, 0, 0, 0xa5, 's', 'h', 'a', 'p', 'e', 0x92,
+      0x02, 0x03};
+  assert_int_equal(b2s_fwriter_series_set(b2s_pair_data(p), series,
+                                          sizeof series), 0);
+  b2s_ctx *ctx = b2s_ctx_new();
+  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+  cp.typesize = 4;
+  cp.clevel = 0;
+  for (int k = 0; k < n; k++) {
+    b2s_record r = {.has_frame = true, .frame = 50 + (uint64_t)k,
+                    .has_ts = true, .ts = 1000000000000000000 + k};
+    if (k == gap) {
+      assert_int_equal(b2s_pair_append_gap(p, 4000, 0, &r), k + 1);
+      continue;
+    }
+    uint32_t data[1000];
+    for (int i = 0; i < 1000; i++)
+      data[i] = (uint32_t)((k + 1) * i);
+    uint8_t chunk[4100];
+    int cb = b2s_compress(ctx, &cp, data, sizeof data, chunk, sizeof chunk);
+    assert_true(cb > 0);
+    assert_int_equal(b2s_pair_append(p, chunk, (size_t)cb, &r), k + 1);
+  }
+  b2s_ctx_free(ctx);
+  assert_int_equal(b2s_pair_close(p), 0);
+}
+
+static void test_meta_ls(void **state) {
+  (void)state;
+  char path[1024];
+  tmp_path(path, sizeof path, "meta.b2frame");
+  write_meta_pair(path, 4, 2);
+  run_result r;
+  run(&r, "ls", path, NULL);
+  expect_ok(&r, "ls");
+  char *text = strndup((const char *)r.out, r.out_len);
+  CHECK(strstr(text, "frame") && strstr(text, "xxh64") && strstr(text, "gap"),
+        "ls header: %s", text);
+  b2s_records *rs;
+  assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
+  for (int k = 0; k < 4; k++) {
+    b2s_record rec;
+    assert_int_equal(b2s_records_get(rs, k, &rec), 0);
+    char want[128];
+    snprintf(want, sizeof want, " %10d %20lld %016llx %s\n", 50 + k,
+             1000000000000000000LL + k, (unsigned long long)rec.xxh64,
+             k == 2 ? "gap" : "-");
+    CHECK(strstr(text, want) != NULL, "ls: no line ending [%s] in %s", want,
+          text);
+  }
+  free(text);
+  run_free(&r);
+  run(&r, "ls", "--json", path, NULL);
+  expect_ok(&r, "ls --json");
+  json_object *o = parse_json_out(&r, "ls --json");
+  CHECK(jbool(o, "records"), "ls --json: records not true");
+  json_object *chunks = jget(o, "chunks");
+  assert_int_equal(json_object_array_length(chunks), 4);
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  for (int k = 0; k < 4; k++) {
+    json_object *rec = jget(json_object_array_get_idx(chunks, (size_t)k), "record");
+    uint8_t chunk[4200];
+    int cb = b2s_frame_chunk_read(f, k, chunk, sizeof chunk);
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx",
+             (unsigned long long)b2s_chunk_xxh64(chunk, (size_t)cb));
+    CHECK(jint(rec, "frame") == 50 + k, "chunk %d: frame", k);
+    CHECK(jint(rec, "ts") == 1000000000000000000LL + k, "chunk %d: ts", k);
+    CHECK(!strcmp(jstr(rec, "xxh64"), hex), "chunk %d: xxh64 %s, want %s", k,
+          jstr(rec, "xxh64"), hex);
+    CHECK(jbool(rec, "gap") == (k == 2), "chunk %d: gap", k);
+    CHECK(jint(rec, "flags") == (k == 2 ? 1 : 0), "chunk %d: flags", k);
+  }
+  b2s_frame_free(f);
+  b2s_records_free(rs);
+  json_object_put(o);
+  run_free(&r);
+  assert_int_equal(failures, 0);
+}
+
+static void test_meta_info(void **state) {
+  (void)state;
+  char path[1024];
+  tmp_path(path, sizeof path, "info.b2frame");
+  write_meta_pair(path, 2, -1);
+  run_result r;
+  run(&r, "info", path, NULL);
+  expect_ok(&r, "info");
+  char *text = strndup((const char *)r.out, r.out_len);
+  CHECK(strstr(text, "series:       3 keys\n") != NULL, "info: %s", text);
+  CHECK(strstr(text, "  detector                        \"eiger\"\n") != NULL,
+        "info: %s", text);
+  CHECK(strstr(text, "  exposure                        0.5\n") != NULL,
+        "info: %s", text);
+  CHECK(strstr(text, "  shape                           [2, 3]\n") != NULL,
+        "info: %s", text);
+  free(text);
+  run_free(&r);
+  run(&r, "info", "--json", path, NULL);
+  expect_ok(&r, "info --json");
+  json_object *o = parse_json_out(&r, "info --json");
+  json_object *series = jget(o, "series");
+  CHECK(!strcmp(jstr(series, "detector"), "eiger"), "series.detector");
+  CHECK(json_object_get_double(jget(series, "exposure")) == 0.5,
+        "series.exposure");
+  json_object *shape = jget(series, "shape");
+  CHECK(shape && json_object_array_length(shape) == 2 &&
+            json_object_get_int(json_object_array_get_idx(shape, 1)) == 3,
+        "series.shape");
+  json_object_put(o);
+  run_free(&r);
+  assert_int_equal(failures, 0);
+}
+
+/* Offset of chunk i's first data byte (after its 32-byte header). */
+static int64_t chunk_data_offset(const char *path, int64_t i) {
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  int64_t off = b2s_frame_header_get(f)->header_len + b2s_frame_index(f)[i] + 32;
+  b2s_frame_free(f);
+  return off;
+}
+
+static void test_meta_verify(void **state) {
+  (void)state;
+  char path[1024], alone[1024];
+  tmp_path(path, sizeof path, "verify.b2frame");
+  write_meta_pair(path, 4, 3);
+  run_result r;
+  run(&r, "verify", path, NULL);
+  expect_ok(&r, "verify");
+  CHECK(r.out_len > 0 && strstr((const char *)r.out, "ok: 4 chunks, 16000 bytes, 4 checksums\n"),
+        "verify: %.*s", (int)r.out_len, (const char *)r.out);
+  run_free(&r);
+  /* flip one byte inside chunk 1's data */
+  size_t len;
+  uint8_t *bytes = read_file(path, &len);
+  int64_t off = chunk_data_offset(path, 1) + 100;
+  assert_true((size_t)off < len);
+  bytes[off] ^= 0x10;
+  write_file(path, bytes, len);
+  /* the codec still decodes it: without records verify sees nothing */
+  tmp_path(alone, sizeof alone, "alone.b2frame");
+  write_file(alone, bytes, len);
+  free(bytes);
+  run(&r, "verify", alone, NULL);
+  expect_ok(&r, "verify without records");
+  run_free(&r);
+  run(&r, "verify", path, NULL);
+  expect_error_line(&r, "verify flipped");
+  CHECK(strstr(r.err, "chunk 1: chunk checksum differs from its record") != NULL,
+        "verify flipped: %s", r.err);
+  run_free(&r);
+  assert_int_equal(failures, 0);
+}
+
+static void test_meta_recover(void **state) {
+  (void)state;
+  char path[1024], rpath[1100];
+  tmp_path(path, sizeof path, "rec.b2frame");
+  write_meta_pair(path, 3, -1);
+  /* two more chunks whose records are committed, the data not (a crash
+   * between the two commits) */
+  b2s_pair *p;
+  assert_int_equal(b2s_pair_open(path, NULL, &p, NULL), 0);
+  uint8_t z[64];
+  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+  int zb = b2s_chunk_zeros(&cp, 4000, z, sizeof z);
+  assert_int_equal(b2s_pair_append(p, z, (size_t)zb, NULL), 4);
+  assert_int_equal(b2s_pair_append(p, z, (size_t)zb, NULL), 5);
+  assert_int_equal(b2s_fwriter_commit(b2s_pair_records(p)), 0);
+  b2s_pair_free(p);
+  b2s_records_path(path, rpath, sizeof rpath);
+  run_result r;
+  run(&r, "verify", path, NULL);
+  expect_error_line(&r, "verify records ahead");
+  CHECK(strstr(r.err, "5 records for 3 chunks") != NULL, "verify: %s", r.err);
+  run_free(&r);
+  run(&r, "recover", path, NULL);
+  expect_ok(&r, "recover");
+  char *text = strndup((const char *)r.out, r.out_len);
+  CHECK(strstr(text, "records_cut:    2\n") && strstr(text, "data_cut:       0\n") &&
+            strstr(text, "nchunks_final:  3\n"),
+        "recover: %s", text);
+  free(text);
+  run_free(&r);
+  run(&r, "verify", path, NULL);
+  expect_ok(&r, "verify after recover");
+  CHECK(strstr((const char *)r.out, ", 3 checksums\n") != NULL, "verify: %.*s",
+        (int)r.out_len, (const char *)r.out);
+  run_free(&r);
+  assert_int_equal(failures, 0);
+}
+
 static int group_teardown(void **state) {
   (void)state;
   json_object_put(manifest_json);
@@ -2095,6 +2303,10 @@ int main(void) {
       cmocka_unit_test_setup(test_offset_embedded, test_setup),
       cmocka_unit_test_setup(test_offset_wrong, test_setup),
       cmocka_unit_test_setup(test_ls_json_damaged, test_setup),
+      cmocka_unit_test_setup(test_meta_ls, test_setup),
+      cmocka_unit_test_setup(test_meta_info, test_setup),
+      cmocka_unit_test_setup(test_meta_verify, test_setup),
+      cmocka_unit_test_setup(test_meta_recover, test_setup),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -19,6 +19,8 @@
 #include "b2s_chunk.h"
 #include "b2s_names.h"
 #include "frame.h"
+#include "b2s_meta.h"
+#include "msgpack.h"
 
 enum {
   CLI_EXIT_OK = 0,
@@ -166,6 +168,9 @@ void cj_bool(cli_json *j, const char *key, bool v);
 void cj_null(cli_json *j, const char *key);
 /* nbytes / cbytes with 3 decimals, or null when cbytes is 0. */
 void cj_ratio(cli_json *j, const char *key, int64_t nbytes, int64_t cbytes);
+/* Start a value under key[0..n) (NULL in arrays) that the caller then
+ * writes to j->out itself, as one line of JSON. */
+void cj_raw_keyn(cli_json *j, const char *key, size_t n);
 /* Ends the document with a newline. */
 void cj_end(cli_json *j);
 
@@ -255,5 +260,20 @@ void cli_src_frame_err(const cli_src *src, int code);
  * the error. */
 int cli_src_space(cli_src *src, int64_t *file_size, int64_t *stored,
                   int64_t *holes);
+
+/* ---- acquisition metadata (cli_meta.c) ---------------------------------- */
+
+/* One msgpack value from r as compact one-line JSON (bin: a string of hex
+ * digits; ext, NaN and infinities: null; non-string keys: their JSON text
+ * as a string).  Returns 0, or a negative error for malformed input. */
+int cli_mp_json(FILE *out, b2s_mpreader *r, int depth);
+
+/* The records of a frame source: *out NULL (returns 0) when it has none
+ * (a chunk file, a frame inside a larger file, or no companion frame).
+ * Prints the error and returns it when the companion does not open. */
+int cli_records_open(const cli_src *src, b2s_records **out);
+
+/* Print the error of record i of src's records. */
+void cli_record_err(const cli_src *src, int64_t i, int code);
 
 #endif

@@ -76,8 +76,8 @@ static void indent(cli_json *j) {
     fputs("  ", j->out);
 }
 
-/* Separator, indentation and key before a value. */
-static void value_start(cli_json *j, const char *key) {
+/* Separator, indentation and key (n bytes) before a value. */
+static void value_startn(cli_json *j, const char *key, size_t n) {
   bool inl = j->depth > 0 && j->inline_[j->depth];
   if (!j->first[j->depth])
     fputc(',', j->out);
@@ -87,9 +87,17 @@ static void value_start(cli_json *j, const char *key) {
     indent(j);
   j->first[j->depth] = false;
   if (key != NULL) {
-    cli_json_string(j->out, key, strlen(key));
+    cli_json_string(j->out, key, n);
     fputs(": ", j->out);
   }
+}
+
+static void value_start(cli_json *j, const char *key) {
+  value_startn(j, key, key ? strlen(key) : 0);
+}
+
+void cj_raw_keyn(cli_json *j, const char *key, size_t n) {
+  value_startn(j, key, n);
 }
 
 static void open_level(cli_json *j, const char *key, char c, bool inl) {

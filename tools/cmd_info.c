@@ -1,6 +1,7 @@
 /* b2stream info: what a frame or a chunk file holds, as text or JSON.
  * The JSON keys are documented in tools/README.md; keep the two in step
  * (keys may be added, never renamed or removed). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -25,6 +26,8 @@ typedef struct frame_facts {
   int32_t index_cbytes;
   bool has_b2nd;
   b2s_b2nd nd;
+  uint8_t *series;                 /* the series map (empty: 0x80) */
+  size_t series_len;
   char filters[96];
 } frame_facts;
 
@@ -38,6 +41,41 @@ static int64_t vlmeta_size(const b2s_frame_meta *m) {
   if (b2s_chunk_info_get(m->content, (size_t)m->len, &info) < 0)
     return -1;
   return info.nbytes;
+}
+
+/* The series map's entries: each key, then its value via `value`. */
+static void series_each(const frame_facts *ff, void *arg,
+                        void (*entry)(void *arg, const b2s_mpval *key,
+                                      b2s_mpreader *r)) {
+  b2s_mpreader r;
+  b2s_mpval v, key;
+  b2s_mpreader_init(&r, ff->series, ff->series_len);
+  if (b2s_mp_read_any(&r, &v) < 0)
+    return;                        /* checked when read */
+  for (uint32_t k = 0; k < v.n && b2s_mp_read_any(&r, &key) == 0; k++)
+    entry(arg, &key, &r);
+}
+
+static uint32_t series_count(const frame_facts *ff) {
+  b2s_mpreader r;
+  b2s_mpval v;
+  b2s_mpreader_init(&r, ff->series, ff->series_len);
+  return b2s_mp_read_any(&r, &v) == 0 ? v.n : 0;
+}
+
+static void series_entry_json(void *arg, const b2s_mpval *key,
+                              b2s_mpreader *r) {
+  cli_json *j = arg;
+  cj_raw_keyn(j, (const char *)key->p, key->n);
+  cli_mp_json(j->out, r, B2S_MP_MAX_DEPTH);
+}
+
+static void series_entry_text(void *arg, const b2s_mpval *key,
+                              b2s_mpreader *r) {
+  (void)arg;
+  printf("  %-31.*s ", (int)key->n, (const char *)key->p);
+  cli_mp_json(stdout, r, B2S_MP_MAX_DEPTH);
+  printf("\n");
 }
 
 /* ---- chunk file ---------------------------------------------------------- */
@@ -205,6 +243,9 @@ static void frame_json(const cli_src *src, const frame_facts *ff) {
   metas_json(&j, src->frame);
   b2nd_json(&j, ff);
   vlmetas_json(&j, src->frame);
+  cj_obj_open(&j, "series");
+  series_each(ff, &j, series_entry_json);
+  cj_obj_close(&j);
   cj_obj_close(&j);
   cj_end(&j);
 }
@@ -269,6 +310,15 @@ static void frame_text(const cli_src *src, const frame_facts *ff) {
          (long long)h->cbytes, (long long)ff->holes,
          (long long)ff->file_size);
   frame_text_metas(src->frame, ff);
+  printf("series:       %u keys\n", series_count(ff));
+  series_each(ff, NULL, series_entry_text);
+}
+
+static const uint8_t empty_series[1] = {B2S_MP_FIXMAP};
+
+static void frame_facts_fini(frame_facts *ff) {
+  if (ff->series != empty_series)
+    free(ff->series);
 }
 
 /* Gather the facts; a malformed b2nd metalayer is reported (returns 1)
@@ -284,7 +334,15 @@ static int frame_gather(cli_src *src, frame_facts *ff) {
                   sizeof ff->filters);
   if (cli_src_space(src, &ff->file_size, &ff->stored, &ff->holes) < 0)
     return -1;
-  int rc = b2s_frame_b2nd_get(f, &ff->nd);
+  int rc = b2s_frame_series_get(f, &ff->series, &ff->series_len);
+  if (rc < 0) {
+    /* shown as an empty map; the error line says why */
+    cli_err("%s: series metadata: %s", src->path, b2s_strerror(rc));
+    ff->series = (uint8_t *)empty_series;
+    ff->series_len = 1;
+    return 1;
+  }
+  rc = b2s_frame_b2nd_get(f, &ff->nd);
   ff->has_b2nd = rc == 0;
   if (rc < 0 && rc != B2S_E_NOTFOUND) {
     cli_src_frame_err(src, rc);
@@ -310,6 +368,7 @@ static int run(int argc, char **argv) {
     int rc = frame_gather(&src, &ff);
     if (rc >= 0)
       (json ? frame_json : frame_text)(&src, &ff);
+    frame_facts_fini(&ff);
     status = rc == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
   }
   cli_src_close(&src);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "b2s_meta.h"
 #include "frame_writer.h"
 
 static const char help[] =
@@ -15,6 +16,9 @@ static const char help[] =
     "Chunk files missing from a sparse frame are reported and their\n"
     "entries removed; every other chunk stays, in order.  Refused while a\n"
     "writer (b2streamd) holds the frame.\n"
+    "A records frame beside it (NAME.records.b2frame) is restored too, and\n"
+    "the two are aligned: records past the data frame's last chunk are cut\n"
+    "(records_cut), and data chunks without a record are cut (data_cut).\n"
     "Prints a report; exits 1 when the frame cannot be restored.\n"
     "\n"
     "  --deep   decode every chunk, not only the recent ones\n";
@@ -32,6 +36,22 @@ static void report(const char *path, const b2s_recover_report *r) {
          (long long)r->commit, (long long)r->nchunks,
          (long long)r->dropped_chunks, (long long)r->chunks_checked,
          (long long)r->orphan_files, (long long)r->missing_files);
+}
+
+static void report_records(const char *path, const b2s_pair_report *r) {
+  char rpath[4096];
+  b2s_records_path(path, rpath, sizeof rpath);
+  printf("records:        %s\n"
+         "records_state:  %s\n"
+         "records_commit: %lld\n"
+         "records_dropped_chunks: %lld\n"
+         "records_cut:    %lld\n"
+         "data_cut:       %lld\n"
+         "nchunks_final:  %lld\n",
+         rpath, r->records.was_clean ? "clean (nothing to do)" : "restored",
+         (long long)r->records.commit,
+         (long long)r->records.dropped_chunks, (long long)r->records_cut,
+         (long long)r->data_cut, (long long)(r->data.nchunks - r->data_cut));
 }
 
 static int run(int argc, char **argv) {
@@ -53,11 +73,11 @@ static int run(int argc, char **argv) {
   }
   if (path == NULL)
     return cli_usage(&a, "missing PATH");
-  b2s_recover_report rep;
+  b2s_pair_report rep;
   b2s_frame_error err;
   memset(&rep, 0, sizeof rep);
   b2s_frame_error_clear(&err);
-  int rc = b2s_frame_recover(path, deep, &rep, &err);
+  int rc = b2s_pair_recover(path, deep, &rep, &err);
   if (rc == B2S_E_LOCKED) {
     cli_err_locked(path);
     return CLI_EXIT_FAIL;
@@ -66,7 +86,9 @@ static int run(int argc, char **argv) {
     cli_err_frame(path, &err, rc, -1);
     return CLI_EXIT_FAIL;
   }
-  report(path, &rep);
+  report(path, &rep.data);
+  if (rep.has_records)
+    report_records(path, &rep);
   return cli_flush_stdout() ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 

@@ -73,7 +73,15 @@
   X(B2S_E_LOCKED,       "held by another writer (locked)") \
   X(B2S_E_FRAME_LATE,   "frame number late: behind the reorder window")  \
   X(B2S_E_FRAME_DUP,    "duplicate frame number") \
-  X(B2S_E_LIMIT,        "a daemon limit on sessions, streams or descriptors was reached")
+  X(B2S_E_LIMIT,        "a daemon limit on sessions, streams or descriptors was reached") \
+  X(B2S_E_SERIES_FORMAT, "series metadata is not a msgpack map of string keys") \
+  X(B2S_E_SERIES_KEY,   "series metadata key empty, over 64 bytes, not UTF-8 or repeated") \
+  X(B2S_E_SERIES_VALUE, "series metadata value over 64 KiB encoded")        \
+  X(B2S_E_SERIES_SIZE,  "series metadata over 256 KiB encoded")             \
+  X(B2S_E_RECORD,       "malformed chunk record")                           \
+  X(B2S_E_RECORD_USER,  "chunk record user part over 4 KiB or not a map or bytes") \
+  X(B2S_E_PAIR,         "records frame does not match its data frame")      \
+  X(B2S_E_CHECKSUM,     "chunk checksum differs from its record")
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,

@@ -118,4 +118,55 @@ int b2s_mp_write_array16(b2s_mpbuf *b, uint16_t n);
 int b2s_mp_write_fixext16(b2s_mpbuf *b, int8_t type, const uint8_t data[16]);
 int b2s_mp_write_bool(b2s_mpbuf *b, bool v);
 
+/* ---- any value, shortest form (series metadata, chunk records) ---------
+ *
+ * Series metadata and chunk records are read by python-blosc2 with
+ * msgpack.unpackb and may be written by it with packb(use_bin_type=True),
+ * so here every encoding is accepted on read, and the writers pick the
+ * shortest form, as packb does. */
+
+enum b2s_mptype {
+  B2S_MPT_NIL, B2S_MPT_BOOL, B2S_MPT_UINT, B2S_MPT_INT, B2S_MPT_FLOAT,
+  B2S_MPT_STR, B2S_MPT_BIN, B2S_MPT_ARRAY, B2S_MPT_MAP, B2S_MPT_EXT,
+};
+
+/* One value's header.  UINT: every unsigned encoding and the signed ones
+ * holding a value >= 0 (u); INT: negative values (i).  STR, BIN, EXT: p
+ * points at the n payload bytes (EXT: ext_type).  ARRAY, MAP: n elements
+ * (pairs) follow; b2s_mp_read_any consumed only the header. */
+typedef struct b2s_mpval {
+  int type;                        /* enum b2s_mptype */
+  bool b;
+  uint64_t u;
+  int64_t i;
+  double f;
+  const uint8_t *p;
+  uint32_t n;
+  int8_t ext_type;
+} b2s_mpval;
+
+/* Deepest nesting b2s_mp_skip accepts (hostile input cannot recurse deeper). */
+#define B2S_MP_MAX_DEPTH 32
+
+/* Read one value's header (and a string's, bin's or ext's payload).
+ * B2S_E_MSGPACK for the never-used marker 0xc1, B2S_E_TRUNCATED when the
+ * value runs past the end; the cursor does not move on error. */
+int b2s_mp_read_any(b2s_mpreader *r, b2s_mpval *v);
+/* Skip one whole value (containers included), at most max_depth levels
+ * deep (B2S_E_MSGPACK beyond); every element count is checked against the
+ * bytes left, so hostile counts cost no more than the input's length. */
+int b2s_mp_skip(b2s_mpreader *r, int max_depth);
+
+int b2s_mp_put_nil(b2s_mpbuf *b);
+int b2s_mp_put_uint(b2s_mpbuf *b, uint64_t v);
+int b2s_mp_put_int(b2s_mpbuf *b, int64_t v);  /* >= 0 is written as uint */
+int b2s_mp_put_float64(b2s_mpbuf *b, double v);
+int b2s_mp_put_str(b2s_mpbuf *b, const void *s, size_t n);
+int b2s_mp_put_bin(b2s_mpbuf *b, const void *s, size_t n);
+int b2s_mp_put_array(b2s_mpbuf *b, uint32_t n);
+int b2s_mp_put_map(b2s_mpbuf *b, uint32_t n);
+
+/* Whether s[0..n) is valid UTF-8 (no overlong forms, no surrogates). */
+bool b2s_utf8_valid(const uint8_t *s, size_t n);
+
 #endif
