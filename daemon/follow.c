@@ -10,11 +10,18 @@
  * (readers.c).  A push follow issues reads for the committed chunks from
  * `req` on, a few at a time; results may come back in any order, wait in
  * the follow's `ready` list sorted by index, and are sent strictly from
- * `next` on, so pushed chunks stay in order, exactly once. */
+ * `next` on, so pushed chunks stay in order, exactly once.
+ *
+ * Records (protocol version 2, FOLLOW records): a push follow asks the
+ * readers for each chunk's record along with it.  A NOTIFY follow with
+ * records asks the readers for the records of its next run of committed
+ * chunks (at most B2S_WIRE_NOTIFY_RECS_MAX, one run at a time) and sends
+ * the NOTIFY once they came back, so its NOTIFYs stay in order too. */
 #define _GNU_SOURCE
 #include "clock.h"
 #include "outbox.h"
 #include "progress.h"
+#include "recdeliver.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -68,6 +75,8 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
   else if ((fl & B2S_WIRE_FOLLOW_PUSH_COMPRESSED) &&
            (fl & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED))
     rc = B2S_E_PROTO;
+  else if ((fl & B2S_WIRE_FOLLOW_RECORDS) && !b2sd_session_v2(s))
+    rc = B2S_E_PROTO;            /* a version-2 flag in a version-1 session */
   else if (s->nfollows >= B2SD_MAX_FOLLOWS) {
     rc = B2S_E_BUSY;
     why = "this session has " B2SD_STR(B2SD_MAX_FOLLOWS) " follows, the limit";
@@ -92,6 +101,7 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
   f->next = f->req = start;
   f->push = fl & (B2S_WIRE_FOLLOW_PUSH_COMPRESSED |
                   B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED);
+  f->records = fl & B2S_WIRE_FOLLOW_RECORDS;
   f->next_s = s->follows;
   s->follows = f;
   f->next_st = st->follows;
@@ -149,6 +159,8 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   } else {
     rc = stream_lookup(srv, m->read.stream, &st);
   }
+  if (rc == 0 && (m->flags & B2S_WIRE_READ_RECORD) && !b2sd_session_v2(s))
+    rc = B2S_E_PROTO;            /* a version-2 flag in a version-1 session */
   if (rc == 0 && m->read.chunk >= (uint64_t)b2sd_progress_committed(st))
     rc = B2S_E_NCHUNK;
   b2sd_read *r = rc == 0 ? read_new(st, m->read.chunk,
@@ -159,6 +171,7 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
     rc = B2S_E_NOMEM;
   if (rc == 0) {
     r->tag = m->tag;
+    r->record = m->flags & B2S_WIRE_READ_RECORD;
     rc = b2sd_reads_request(srv, s, r);
     if (rc < 0)
       free(r);
@@ -209,11 +222,52 @@ static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
     if (!r)
       return false;              /* try again on a later turn */
     r->push = true;
+    r->record = f->records;
     f->req++;
     f->nreads++;
     b2sd_reads_issue(srv, f->sess, r);
   }
   return rc == PUSH_OK;
+}
+
+/* NOTIFY follow with records: send the run whose records came back, then
+ * ask for the next one.  False when held back; *sent when a NOTIFY went. */
+static bool records_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed,
+                         bool *sent) {
+  b2sd_read *r = f->ready;     /* at most one: runs are asked one by one */
+  if (r && r->rc < 0) {
+    b2sd_send_error(srv, f->sess, 0, r->rc, B2S_WIRE_ERROR_CLOSED_REF,
+                    B2S_WIRE_FOLLOW, f->id, f->next, NULL);
+    b2sd_follow_remove(f);
+    return true;
+  }
+  if (r) {
+    b2s_wire_msg m;
+    b2sd_notify_build(&m, f->id, r->index, committed, true);
+    m.notify.count = r->nrecs;   /* the run read, not more */
+    int rc = b2sd_send(srv, f->sess, &m, r->rec, r->rec_len);
+    if (rc == -EAGAIN)
+      return false;
+    if (rc < 0)                  /* peer gone: the sweep ends the session */
+      return true;
+    f->ready = NULL;
+    f->nreads--;
+    f->next += r->nrecs;
+    b2sd_read_release(srv, f->sess, r);
+    *sent = true;
+  }
+  if (f->nreads == 0 && f->next < committed && b2sd_reads_room(srv, f->sess)) {
+    b2s_wire_msg m;              /* the run a NOTIFY may announce */
+    uint32_t n = b2sd_notify_build(&m, f->id, f->next, committed, true);
+    b2sd_read *q = read_new(f->st, f->next, false, f->sess, f->id);
+    if (!q)
+      return false;              /* try again on a later turn */
+    q->push = true;              /* filed with the follow when back */
+    q->nrecs = n;
+    f->nreads++;
+    b2sd_reads_issue(srv, f->sess, q);
+  }
+  return true;
 }
 
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st) {
@@ -232,17 +286,14 @@ bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st) {
       held |= !push_scan(srv, f, committed);
       continue;
     }
+    if (f->records) {
+      held |= !records_scan(srv, f, committed, &notified);
+      continue;
+    }
     if (f->next >= committed)
       continue;
-    uint64_t count = committed - f->next;
-    if (count > UINT32_MAX)
-      count = UINT32_MAX;
     b2s_wire_msg r;
-    b2s_wire_init(&r, B2S_WIRE_NOTIFY);
-    r.notify.first = f->next;
-    r.notify.count = (uint32_t)count;
-    r.notify.committed = committed;
-    r.notify.follow_id = f->id;
+    uint32_t count = b2sd_notify_build(&r, f->id, f->next, committed, false);
     int rc = b2sd_send(srv, f->sess, &r, NULL, 0);
     if (rc == 0) {
       f->next += count;

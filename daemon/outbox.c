@@ -27,7 +27,7 @@ int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   if (s->dead)
     return -EHOSTUNREACH;
   uint8_t hdr[B2S_WIRE_HEADER_MAX];
-  int n = b2s_wire_encode(m, hdr, sizeof hdr);
+  int n = b2s_wire_encode_v(m, s->version ? s->version : 1, hdr, sizeof hdr);
   if (n < 0) {
     LOG_E("encoding %s failed: %s", b2s_wire_type_name(m->type),
           b2s_strerror(n));
@@ -53,21 +53,31 @@ int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   return rc;
 }
 
-int b2sd_send_moved(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                    uint8_t **buf, size_t len, void (*free_fn)(void *, void *)) {
+int b2sd_send_moved_tail(b2sd_server *srv, b2sd_session *s,
+                         const b2s_wire_msg *m, uint8_t **buf, size_t len,
+                         void (*free_fn)(void *, void *), const void *tail,
+                         size_t tail_len) {
   int rc = b2sd_send_head(srv, s, m, true);
   if (rc < 0)
     return rc;
   void *sock = srv->sockets[s->sock];
+  int more = tail ? ZMQ_SNDMORE : 0;
   zmq_msg_t pm;
   if (zmq_msg_init_data(&pm, *buf, len, free_fn, NULL) == 0) {
     *buf = NULL;                 /* ZeroMQ frees it once sent */
-    if (zmq_msg_send(&pm, sock, 0) < 0)
+    if (zmq_msg_send(&pm, sock, more) < 0)
       zmq_msg_close(&pm);
   } else {
-    zmq_send(sock, *buf, len, 0);   /* copied; *buf stays the caller's */
+    zmq_send(sock, *buf, len, more);   /* copied; *buf stays the caller's */
   }
+  if (tail)
+    zmq_send(sock, tail, tail_len, 0);
   return 0;
+}
+
+int b2sd_send_moved(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                    uint8_t **buf, size_t len, void (*free_fn)(void *, void *)) {
+  return b2sd_send_moved_tail(srv, s, m, buf, len, free_fn, NULL, 0);
 }
 
 void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,

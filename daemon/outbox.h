@@ -7,7 +7,8 @@
 
 #include "session.h"
 
-/* Send one message (header + optional payload) to a session.  Returns 0,
+/* Messages go out in the session's protocol version (session.h).
+ * Send one message (header + optional payload) to a session.  Returns 0,
  * -EAGAIN when the peer's queue is full, -EHOSTUNREACH when it is gone
  * (the session is then marked dead). */
 int b2sd_send(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
@@ -23,6 +24,12 @@ int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
  * the payload, *buf stays the caller's too). */
 int b2sd_send_moved(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
                     uint8_t **buf, size_t len, void (*free_fn)(void *, void *));
+/* b2sd_send_moved, then tail[tail_len] (copied) as a last frame when tail
+ * is not NULL: a CHUNK with its record. */
+int b2sd_send_moved_tail(b2sd_server *srv, b2sd_session *s,
+                         const b2s_wire_msg *m, uint8_t **buf, size_t len,
+                         void (*free_fn)(void *, void *), const void *tail,
+                         size_t tail_len);
 /* ERROR about a message (ref_type/ref_id/ref_index, tag) with `code`. */
 void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
                      int code, uint16_t flags, uint8_t ref_type,

@@ -16,6 +16,10 @@
  * for (the I/O thread checked the index against the committed count it
  * loaded with acquire), so the reopened frame holds them.  Streams are
  * never freed while the readers run (b2sd_readers_free comes first).
+ * Records (protocol version 2) come the same way from the stream's
+ * records frame, reopened when it does not know the record asked for;
+ * a records-only read (for a NOTIFY) needs no admission: its few KiB are
+ * bounded by the read counts.
  *
  * A read goes to the readers twice.  First a reader only looks up the
  * chunk's sizes; back on the I/O thread the read is *admitted* once there
@@ -56,6 +60,7 @@
  * discarded; nothing ever points at a freed session. */
 #define _GNU_SOURCE
 #include "outbox.h"
+#include "recdeliver.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -113,6 +118,7 @@ struct b2sd_readers {
 typedef struct rframe {
   b2sd_stream *st;
   b2s_frame *fr;
+  b2sd_recsrc recs;
 } rframe;
 
 typedef struct rstate {
@@ -229,21 +235,26 @@ static int admit_bytes(rbytes *a, b2sd_session *s, b2sd_read *r,
 
 /* ---- reader threads ---------------------------------------------------------- */
 
+/* This thread's handles of st (NULL: out of memory). */
+static rframe *rframe_of(rstate *t, b2sd_stream *st) {
+  for (size_t i = 0; i < t->nframes; i++)
+    if (t->frames[i].st == st)
+      return &t->frames[i];
+  rframe *n = realloc(t->frames, (t->nframes + 1) * sizeof *n);
+  if (!n)
+    return NULL;
+  t->frames = n;
+  rframe *rf = &t->frames[t->nframes++];
+  *rf = (rframe){.st = st};
+  return rf;
+}
+
 /* This thread's handle of st, knowing at least `want` chunks. */
 static int frame_for(rstate *t, b2sd_stream *st, int64_t want,
                      b2s_frame **out) {
-  rframe *rf = NULL;
-  for (size_t i = 0; i < t->nframes && !rf; i++)
-    if (t->frames[i].st == st)
-      rf = &t->frames[i];
-  if (!rf) {
-    rframe *n = realloc(t->frames, (t->nframes + 1) * sizeof *n);
-    if (!n)
-      return B2S_E_NOMEM;
-    t->frames = n;
-    rf = &t->frames[t->nframes++];
-    *rf = (rframe){.st = st};
-  }
+  rframe *rf = rframe_of(t, st);
+  if (!rf)
+    return B2S_E_NOMEM;
   if (!rf->fr || b2s_frame_nchunks(rf->fr) < want) {
     b2s_frame_free(rf->fr);
     rf->fr = NULL;
@@ -257,9 +268,24 @@ static int frame_for(rstate *t, b2sd_stream *st, int64_t want,
   return 0;
 }
 
+/* The record frames r asks for (r->nrecs of them, or one with its chunk)
+ * into r->rec. */
+static int read_recs(rstate *t, b2sd_read *r) {
+  rframe *rf = rframe_of(t, r->st);
+  if (!rf)
+    return B2S_E_NOMEM;
+  return b2sd_recs_encode(&rf->recs, r->st->path, r->index,
+                          r->nrecs ? r->nrecs : 1, &r->rec, &r->rec_len);
+}
+
 /* Not admitted yet: r's sizes (rc 0) or why it cannot be read.  Admitted:
- * its result into r->buf, the chunk as stored or decompressed. */
+ * its result into r->buf, the chunk as stored or decompressed, and its
+ * record when asked.  A records-only read: the records alone. */
 static void read_chunk(rstate *t, b2sd_read *r) {
+  if (r->nrecs) {
+    r->rc = read_recs(t, r);
+    return;
+  }
   b2s_frame *fr = NULL;
   int64_t i = (int64_t)r->index;
   int rc = frame_for(t, r->st, i + 1, &fr);
@@ -271,6 +297,9 @@ static void read_chunk(rstate *t, b2sd_read *r) {
     size_t cap = (size_t)result_bytes(r);
     rc = r->decompress ? b2s_frame_chunk_decompress(fr, i, NULL, r->buf, cap)
                        : b2s_frame_chunk_read(fr, i, r->buf, cap);
+    int rrc = rc >= 0 && r->record ? read_recs(t, r) : 0;
+    if (rrc < 0)
+      rc = rrc;
   }
   if (rc < 0 && r->buf) {
     result_free(r->buf);
@@ -297,8 +326,10 @@ static void *reader_main(void *arg) {
     b2sd_wake(rd->srv);
   }
   pthread_mutex_unlock(&rd->lock);
-  for (size_t i = 0; i < t.nframes; i++)
+  for (size_t i = 0; i < t.nframes; i++) {
     b2s_frame_free(t.frames[i].fr);
+    b2sd_recsrc_close(&t.frames[i].recs);
+  }
   free(t.frames);
   return NULL;
 }
@@ -339,6 +370,7 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out) {
 
 static void read_free(b2sd_read *r) {
   result_free(r->buf);
+  free(r->rec);
   free(r);
 }
 
@@ -432,15 +464,14 @@ int b2sd_reads_request(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
 
 int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   b2s_wire_msg m;
-  b2s_wire_init(&m, B2S_WIRE_CHUNK);
-  m.tag = r->tag;
-  m.flags = (r->push ? B2S_WIRE_CHUNK_PUSHED : 0) |
-            (r->decompress ? B2S_WIRE_CHUNK_DECOMPRESSED : 0);
-  m.chunk.index = r->index;
-  m.chunk.follow_id = r->follow_id;
-  m.chunk.nbytes = (uint32_t)r->nbytes;
-  m.chunk.cbytes = (uint32_t)r->cbytes;
-  return b2sd_send_moved(srv, s, &m, &r->buf, (size_t)r->rc, free_payload);
+  b2sd_chunk_build(&m, &(b2sd_chunk_desc){
+      .tag = r->tag, .follow_id = r->follow_id, .index = r->index,
+      .nbytes = (uint32_t)r->nbytes, .cbytes = (uint32_t)r->cbytes,
+      .push = r->push, .decompressed = r->decompress,
+      .record = r->record});
+  return b2sd_send_moved_tail(srv, s, &m, &r->buf, (size_t)r->rc,
+                              free_payload, r->record ? r->rec : NULL,
+                              r->rec_len);
 }
 
 static b2sd_session *session_by_id(b2sd_server *srv, uint32_t id) {
@@ -629,7 +660,7 @@ bool b2sd_reads_turn(b2sd_server *srv) {
     b2sd_session *s = session_by_id(srv, r->session_id);
     if (!s)
       b2sd_read_release(srv, NULL, r);  /* its asker is gone */
-    else if (r->admitted)
+    else if (r->admitted || r->nrecs)   /* records only: never sized */
       read_finished(srv, s, r);
     else
       sized_put(rd, s, r);

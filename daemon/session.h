@@ -57,6 +57,7 @@ typedef struct b2sd_follow {
   uint32_t id;
   uint64_t next;               /* next chunk index to announce */
   uint16_t push;               /* 0 or a push flag of FOLLOW */
+  bool records;                /* FOLLOW records (v2): deliver records */
   /* push follows (readers.c): chunks below req were handed to the
    * readers; ready holds their results sorted by index until sent */
   uint64_t req;
@@ -81,6 +82,8 @@ typedef struct b2sd_session {
   b2sd_follow *follows;
   bool dead;                   /* peer unreachable: drop at the next sweep */
   bool shm;                    /* shared memory offered (ipc:// peer) */
+  uint8_t version;             /* protocol version of the session, set at
+                                * HELLO (0 until then: version 1) */
   /* READ and pushed chunks (readers.c) */
   int nreads;                  /* reads issued and not yet sent or freed */
   struct b2sd_read *rd_wait, *rd_wait_tail; /* READs not yet issued */
@@ -175,6 +178,9 @@ typedef struct b2sd_read {
   b2sd_stream *st;
   uint64_t index;
   bool decompress, push;
+  bool record;                 /* the CHUNK carries the chunk's record */
+  uint32_t nrecs;              /* > 0: no chunk bytes, the records of chunks
+                                * index .. index + nrecs - 1 for a NOTIFY */
   uint32_t tag, session_id, follow_id;
   /* set by the I/O thread before it hands the read to a reader */
   uint64_t seq;                /* issue order within the session */
@@ -184,6 +190,8 @@ typedef struct b2sd_read {
   int rc;                      /* payload length, or a negative error */
   int32_t nbytes, cbytes;
   uint8_t *buf;                /* payload (readers.c allocates and frees it) */
+  uint8_t *rec;                /* record frame(s), malloc'd by the reader */
+  size_t rec_len;
 } b2sd_read;
 
 /* Collect the reads that came back (send READ replies, file pushed chunks
@@ -203,7 +211,8 @@ void b2sd_read_release(b2sd_server *srv, b2sd_session *s, b2sd_read *r);
 /* The session ends: its waiting READs and held replies go. */
 void b2sd_reads_session_end(b2sd_server *srv, b2sd_session *s);
 /* The CHUNK answering r (a READ reply, or pushed when r->push) with r's
- * payload, which moves to ZeroMQ on success (no copy). */
+ * payload, which moves to ZeroMQ on success (no copy), and its record
+ * when r->record. */
 int b2sd_send_chunk(b2sd_server *srv, b2sd_session *s,
                     b2sd_read *r);
 
@@ -216,5 +225,9 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
  * something is held back (peer queue full, push budget used). */
 bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st);
 void b2sd_follow_remove(b2sd_follow *f);
+/* Whether the session speaks protocol version 2 (records, metadata). */
+static inline bool b2sd_session_v2(const b2sd_session *s) {
+  return s->version >= 2;
+}
 
 #endif
