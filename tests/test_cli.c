@@ -1983,6 +1983,50 @@ static void test_cat_epipe(void **state) {
   assert_int_equal(failures, 0);
 }
 
+/* ---- produce and tail: options of protocol version 2 --------------------- */
+
+/* Wrong uses of produce --meta / --frame-number / --timestamp and tail
+ * --records are usage errors (status 2) found before any daemon is asked:
+ * none listens at the endpoint given. */
+static void test_live_args(void **state) {
+  (void)state;
+  char in[1024], ep[1100];
+  tmp_path(in, sizeof in, "live-in");
+  write_file(in, "abcd", 4);
+  snprintf(ep, sizeof ep, "--endpoint=ipc://%s/none.sock", tmpdir);
+  const char *cases[][7] = {
+      {"produce", ep, "--meta", "novalue", in, NULL, "KEY=VALUE"},
+      {"produce", ep, "--meta", "=1", in, NULL, "KEY=VALUE"},
+      {"produce", ep, "--meta", "a=1", "--meta", "a=x", "given twice"},
+      {"produce", ep, "--frame-number", "x", in, NULL, "--frame-number"},
+      {"produce", ep, "--frame-number", "-1", in, NULL, "--frame-number"},
+      {"produce", ep, "--timestamp=1", in, NULL, NULL, "takes no value"},
+      {"tail", ep, "--records", "--data", "s", NULL, "--records"},
+      {"tail", ep, "--records=yes", "s", NULL, NULL, "takes no value"},
+  };
+  run_result r;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char *args[9] = {(char *)"b2stream"};
+    char what[512] = "b2stream";
+    int a = 0;
+    for (; a < 6 && cases[k][a] != NULL; a++) {
+      args[a + 1] = (char *)cases[k][a];
+      snprintf(what + strlen(what), sizeof what - strlen(what), " %s",
+               cases[k][a]);
+    }
+    if (a == 6)                  /* the duplicate --meta case: its input */
+      args[++a] = in;
+    run_argv(&r, NULL, args);
+    expect_error_line(&r, what);
+    CHECK(r.status == 2, "%s: exit status %d", what, r.status);
+    CHECK(strstr(r.err, cases[k][6]) != NULL, "%s: stderr [%s]", what, r.err);
+    CHECK(strstr(r.err, "daemon") == NULL, "%s: asked a daemon: [%s]", what,
+          r.err);
+    run_free(&r);
+  }
+  assert_int_equal(failures, 0);
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 static int group_setup(void **state) {
@@ -2282,6 +2326,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_help, test_setup),
       cmocka_unit_test_setup(test_bad_args, test_setup),
+      cmocka_unit_test_setup(test_live_args, test_setup),
       cmocka_unit_test_setup(test_vectors_cat, test_setup),
       cmocka_unit_test_setup(test_vectors_info_json, test_setup),
       cmocka_unit_test_setup(test_vectors_ls_json, test_setup),

@@ -1,9 +1,12 @@
 /* b2stream produce: a file or stdin cut into buffers and sent to a
- * b2streamd stream, then flushed (made durable). */
+ * b2streamd stream, then flushed (made durable); with protocol version 2,
+ * series metadata and a record (frame number, timestamp) per buffer. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_client.h"
@@ -11,6 +14,7 @@
 #define PRODUCE_DEFAULT_CHUNK (INT64_C(4) << 20)
 #define PRODUCE_CREDIT_MS 30000   /* longest wait for credit per buffer */
 #define PRODUCE_FLUSH_MS 60000
+#define PRODUCE_META_MAX 64       /* --meta options */
 
 static const char help[] =
     "usage: b2stream produce [OPTIONS] FILE|-\n"
@@ -26,7 +30,16 @@ static const char help[] =
     "                     does not exist\n"
     "  --chunk-bytes N    bytes per buffer (default 4M; units as for pack);\n"
     "                     at most the stream's max_buffer\n"
+    "  --meta KEY=VALUE   set the stream's series metadata KEY (repeatable);\n"
+    "                     VALUE is stored as an integer or a float when it\n"
+    "                     reads as one, else as a string\n"
+    "  --frame-number N   give buffer i the frame number N + i\n"
+    "  --timestamp        give each buffer the time it was read (ns since\n"
+    "                     1970) as its timestamp\n"
     CLI_ENDPOINT_HELP
+    "\n"
+    "--meta, --frame-number and --timestamp need a daemon speaking protocol\n"
+    "version 2.\n"
     "\n"
     "Exit status 1 when a buffer was refused or a wait for the daemon ran\n"
     "out (30 s for credit, 60 s for the flush).\n";
@@ -34,34 +47,112 @@ static const char help[] =
 typedef struct produce_opts {
   const char *endpoint, *stream, *tmpl, *input;
   int64_t chunk_bytes;
+  const char *meta[PRODUCE_META_MAX];   /* KEY=VALUE */
+  int nmeta;
+  int64_t frame;                        /* first frame number, or -1 */
+  bool timestamp;
 } produce_opts;
+
+/* Whether the option needs protocol version 2. */
+static bool wants_v2(const produce_opts *o) {
+  return o->nmeta > 0 || o->frame >= 0 || o->timestamp;
+}
+
+/* A --meta value: an integer or a float when all of it reads as one (and
+ * it starts like a number: no "inf" or "nan"), else the string. */
+static int put_value(b2s_mpbuf *b, const char *v) {
+  char *end;
+  bool numeric = *v && strchr("+-.0123456789", *v);
+  if (numeric) {
+    errno = 0;
+    long long i = strtoll(v, &end, 10);
+    if (!*end && !errno)
+      return b2s_mp_put_int(b, i);
+    errno = 0;
+    unsigned long long u = strtoull(v, &end, 10);
+    if (!*end && !errno && *v != '-')
+      return b2s_mp_put_uint(b, u);
+    double f = strtod(v, &end);
+    if (!*end && isfinite(f))
+      return b2s_mp_put_float64(b, f);
+  }
+  return b2s_mp_put_str(b, v, strlen(v));
+}
+
+/* The --meta options as one msgpack map (checked KEY=VALUE by parse). */
+static int meta_map(const produce_opts *o, b2s_mpbuf *b) {
+  int rc = b2s_mp_put_map(b, (uint32_t)o->nmeta);
+  for (int k = 0; k < o->nmeta && rc == 0; k++) {
+    const char *eq = strchr(o->meta[k], '=');
+    rc = b2s_mp_put_str(b, o->meta[k], (size_t)(eq - o->meta[k]));
+    if (rc == 0)
+      rc = put_value(b, eq + 1);
+  }
+  return rc;
+}
+
+/* A --meta KEY=VALUE: KEY not empty and not given before. */
+static int meta_option(cli_args *a, produce_opts *o, const char *v) {
+  const char *eq = strchr(v, '=');
+  if (eq == NULL || eq == v)
+    return cli_usage(a, "--meta needs KEY=VALUE, not '%s'", v);
+  if (o->nmeta == PRODUCE_META_MAX)
+    return cli_usage(a, "at most %d --meta options", PRODUCE_META_MAX);
+  size_t klen = (size_t)(eq - v);
+  for (int k = 0; k < o->nmeta; k++)
+    if (!strncmp(o->meta[k], v, klen) && o->meta[k][klen] == '=')
+      return cli_usage(a, "--meta %.*s given twice", (int)klen, v);
+  o->meta[o->nmeta++] = v;
+  return CLI_EXIT_OK;
+}
+
+/* One option of produce with its value. */
+static int option(cli_args *a, produce_opts *o) {
+  if (!strcmp(a->opt, "timestamp")) {
+    if (!cli_args_no_value(a))
+      return CLI_EXIT_USAGE;
+    o->timestamp = true;
+    return CLI_EXIT_OK;
+  }
+  bool known = !strcmp(a->opt, "endpoint") || !strcmp(a->opt, "stream") ||
+               !strcmp(a->opt, "template") ||
+               !strcmp(a->opt, "chunk-bytes") || !strcmp(a->opt, "meta") ||
+               !strcmp(a->opt, "frame-number");
+  if (!known)
+    return cli_unknown_option(a);
+  const char *v = cli_args_value(a);
+  if (v == NULL)
+    return CLI_EXIT_USAGE;
+  if (!strcmp(a->opt, "endpoint"))
+    o->endpoint = v;
+  else if (!strcmp(a->opt, "stream"))
+    o->stream = v;
+  else if (!strcmp(a->opt, "template"))
+    o->tmpl = v;
+  else if (!strcmp(a->opt, "meta"))
+    return meta_option(a, o, v);
+  else if (!strcmp(a->opt, "frame-number")) {
+    if (cli_parse_int(v, 0, INT64_MAX, &o->frame) < 0)
+      return cli_usage(a, "--frame-number needs a number >= 0, not '%s'", v);
+  } else if (cli_parse_size(v, 1, INT32_MAX, &o->chunk_bytes) < 0)
+    return cli_usage(a, "--chunk-bytes needs a size of 1..2G, not '%s'", v);
+  return CLI_EXIT_OK;
+}
 
 static int parse(int argc, char **argv, produce_opts *o) {
   cli_args a;
   cli_args_init(&a, argc, argv);
-  *o = (produce_opts){.stream = "demo", .chunk_bytes = PRODUCE_DEFAULT_CHUNK};
-  const char *operand, *v;
+  *o = (produce_opts){.stream = "demo", .chunk_bytes = PRODUCE_DEFAULT_CHUNK,
+                      .frame = -1};
+  const char *operand;
   for (int t; (t = cli_args_next(&a, &operand)) != 0;) {
-    if (t == 2 && o->input == NULL) {
+    int status;
+    if (t == 2 && o->input == NULL)
       o->input = operand;
-      continue;
-    }
-    if (t == 2)
+    else if (t == 2)
       return cli_usage(&a, "unexpected argument '%s'", operand);
-    bool known = !strcmp(a.opt, "endpoint") || !strcmp(a.opt, "stream") ||
-                 !strcmp(a.opt, "template") || !strcmp(a.opt, "chunk-bytes");
-    if (!known)
-      return cli_unknown_option(&a);
-    if ((v = cli_args_value(&a)) == NULL)
-      return CLI_EXIT_USAGE;
-    if (!strcmp(a.opt, "endpoint"))
-      o->endpoint = v;
-    else if (!strcmp(a.opt, "stream"))
-      o->stream = v;
-    else if (!strcmp(a.opt, "template"))
-      o->tmpl = v;
-    else if (cli_parse_size(v, 1, INT32_MAX, &o->chunk_bytes) < 0)
-      return cli_usage(&a, "--chunk-bytes needs a size of 1..2G, not '%s'", v);
+    else if ((status = option(&a, o)) != CLI_EXIT_OK)
+      return status;
   }
   if (o->input == NULL)
     return cli_usage(&a, "missing FILE (or '-' for stdin)");
@@ -84,10 +175,27 @@ static ssize_t read_full(int fd, uint8_t *buf, size_t len) {
   return (ssize_t)got;
 }
 
+/* Buffer i's record per the options (NULL: none asked for). */
+static const b2sc_record *record_of(const produce_opts *o, uint64_t i,
+                                    b2sc_record *rec) {
+  *rec = (b2sc_record){0};
+  if (o->frame >= 0) {
+    rec->present |= B2SC_REC_FRAME;
+    rec->frame = (uint64_t)o->frame + i;
+  }
+  if (o->timestamp) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    rec->present |= B2SC_REC_TS;
+    rec->ts_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  }
+  return rec->present ? rec : NULL;
+}
+
 /* Send the whole input; 0 or the failing code (already printed). */
 static int send_all(b2sc_session *s, b2sc_producer *p, int fd,
                     const produce_opts *o, uint8_t *buf) {
-  for (;;) {
+  for (uint64_t i = 0;; i++) {
     ssize_t n = read_full(fd, buf, (size_t)o->chunk_bytes);
     if (n < 0) {
       cli_err("%s: %s", o->input, strerror((int)-n));
@@ -95,7 +203,9 @@ static int send_all(b2sc_session *s, b2sc_producer *p, int fd,
     }
     if (n == 0)
       return 0;
-    int rc = b2sc_send(p, buf, (size_t)n, PRODUCE_CREDIT_MS);
+    b2sc_record rec;
+    int rc = b2sc_send_rec(p, buf, (size_t)n, record_of(o, i, &rec),
+                           PRODUCE_CREDIT_MS);
     if (rc < 0) {
       cli_client_err(s, o->stream, rc);
       return rc;
@@ -105,13 +215,30 @@ static int send_all(b2sc_session *s, b2sc_producer *p, int fd,
   }
 }
 
+/* Open the stream with the --meta map (if any). */
+static int open_stream(b2sc_session *s, const produce_opts *o,
+                       b2sc_producer **p) {
+  if (wants_v2(o) && b2sc_protocol_version(s) < 2) {
+    cli_err("%s: --meta, --frame-number and --timestamp need protocol "
+            "version 2; the daemon speaks version %d", o->stream,
+            b2sc_protocol_version(s));
+    return B2S_E_PROTO_VERSION;
+  }
+  b2s_mpbuf map = {0};
+  int rc = o->nmeta ? meta_map(o, &map) : 0;
+  if (rc == 0)
+    rc = b2sc_producer_open_meta(s, o->stream, o->tmpl, map.data, map.len, p);
+  b2s_mpbuf_fini(&map);
+  if (rc < 0)
+    cli_client_err(s, o->stream, rc);
+  return rc;
+}
+
 static int produce(b2sc_session *s, const produce_opts *o, int fd) {
   b2sc_producer *p;
-  int rc = b2sc_producer_open(s, o->stream, o->tmpl, &p);
-  if (rc < 0) {
-    cli_client_err(s, o->stream, rc);
+  int rc = open_stream(s, o, &p);
+  if (rc < 0)
     return CLI_EXIT_FAIL;
-  }
   b2sc_producer_stats st;
   b2sc_producer_stats_get(p, &st);
   if (o->chunk_bytes > st.max_buffer) {

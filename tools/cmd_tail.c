@@ -1,5 +1,7 @@
 /* b2stream tail: follow a b2streamd stream and print each chunk as it is
- * committed, or its decompressed bytes. */
+ * committed (with its record, protocol version 2), or its decompressed
+ * bytes. */
+#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,19 +21,23 @@ static const char help[] =
     "  --data             write the decompressed bytes of each chunk to\n"
     "                     stdout instead of the lines\n"
     "  --idle MS          stop after MS milliseconds without a new chunk\n"
+    "  --records          add each chunk's record to its line: frame=N\n"
+    "                     ts=NS xxh64=HEX flags=F (- for a field the record\n"
+    "                     does not hold; flags as gap,dropped,rejected or\n"
+    "                     0); needs a daemon speaking protocol version 2\n"
     CLI_ENDPOINT_HELP;
 
 typedef struct tail_opts {
   const char *endpoint, *stream;
   int64_t from, count, idle;
-  bool data;
+  bool data, records;
 } tail_opts;
 
 static int option(cli_args *a, tail_opts *o) {
-  if (!strcmp(a->opt, "data")) {
+  if (!strcmp(a->opt, "data") || !strcmp(a->opt, "records")) {
     if (!cli_args_no_value(a))
       return CLI_EXIT_USAGE;
-    o->data = true;
+    *(!strcmp(a->opt, "data") ? &o->data : &o->records) = true;
     return CLI_EXIT_OK;
   }
   const char *v;
@@ -67,19 +73,50 @@ static int parse(int argc, char **argv, tail_opts *o) {
   }
   if (o->stream == NULL)
     return cli_usage(&a, "missing STREAM");
+  if (o->data && o->records)
+    return cli_usage(&a, "--records prints lines; --data writes bytes");
   return CLI_EXIT_OK;
 }
 
+/* " frame=N ts=NS xxh64=HEX flags=F" of a record. */
+static void print_record(const b2sc_record *r) {
+  if (r->present & B2SC_REC_FRAME)
+    printf(" frame=%" PRIu64, r->frame);
+  else
+    fputs(" frame=-", stdout);
+  if (r->present & B2SC_REC_TS)
+    printf(" ts=%" PRId64, r->ts_ns);
+  else
+    fputs(" ts=-", stdout);
+  if (r->present & B2SC_REC_XXH64)
+    printf(" xxh64=%016" PRIx64, r->xxh64);
+  else
+    fputs(" xxh64=-", stdout);
+  static const char *const names[] = {"gap", "dropped", "rejected"};
+  const char *sep = " flags=";
+  for (unsigned b = 0; b < 3; b++)
+    if (r->flags & (1u << b)) {
+      printf("%s%s", sep, names[b]);
+      sep = ",";
+    }
+  if (r->flags == 0)
+    fputs(" flags=0", stdout);
+}
+
 /* One chunk out; false after printing the error. */
-static bool emit(const tail_opts *o, const b2sc_chunk_info *ci) {
+static bool emit(const tail_opts *o, const b2sc_chunk_info *ci,
+                 const b2sc_record *rec) {
   if (o->data) {
     int rc = cli_write_all(STDOUT_FILENO, ci->data, ci->len);
     if (rc < 0)
       cli_err("stdout: %s", strerror(-rc));
     return rc == 0;
   }
-  printf("%llu %u %u\n", (unsigned long long)ci->index, ci->nbytes,
+  printf("%llu %u %u", (unsigned long long)ci->index, ci->nbytes,
          ci->cbytes);
+  if (o->records)
+    print_record(rec);
+  putchar('\n');
   return cli_flush_stdout();   /* a line as soon as the chunk is there */
 }
 
@@ -89,6 +126,13 @@ static int follow(b2sc_session *s, const tail_opts *o) {
                            : B2SC_FOLLOW_PUSH_COMPRESSED;
   if (o->from < 0)
     flags |= B2SC_FOLLOW_FROM_END;
+  if (o->records && b2sc_protocol_version(s) < 2) {
+    cli_err("%s: --records needs protocol version 2; the daemon speaks "
+            "version %d", o->stream, b2sc_protocol_version(s));
+    return CLI_EXIT_FAIL;
+  }
+  if (o->records)
+    flags |= B2SC_FOLLOW_RECORDS;
   b2sc_consumer *c;
   int rc = b2sc_follow(s, o->stream, o->from < 0 ? 0 : (uint64_t)o->from,
                        flags, &c);
@@ -98,8 +142,10 @@ static int follow(b2sc_session *s, const tail_opts *o) {
   }
   int status = CLI_EXIT_OK;
   b2sc_chunk_info ci;
+  b2sc_record rec = {0};
   for (int64_t n = 0; o->count < 0 || n < o->count; n++) {
-    rc = b2sc_next(c, o->idle < 0 ? -1 : (int)o->idle, &ci);
+    int ms = o->idle < 0 ? -1 : (int)o->idle;
+    rc = o->records ? b2sc_next_rec(c, ms, &ci, &rec) : b2sc_next(c, ms, &ci);
     if (rc == B2S_E_TIMEOUT)
       break;   /* --idle ran out: a normal end */
     if (rc < 0) {
@@ -107,7 +153,7 @@ static int follow(b2sc_session *s, const tail_opts *o) {
       status = CLI_EXIT_FAIL;
       break;
     }
-    if (!emit(o, &ci)) {
+    if (!emit(o, &ci, &rec)) {
       status = CLI_EXIT_FAIL;
       break;
     }
