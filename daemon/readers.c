@@ -419,7 +419,9 @@ static void todo_push(b2sd_readers *rd, b2sd_read *r) {
 
 void b2sd_reads_issue(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   s->nreads++;
-  r->seq = s->rd_seq++;
+  if (!r->nrecs)               /* records-only reads skip admission, so
+                                * they take no place in its order */
+    r->seq = s->rd_seq++;
   todo_push(srv->readers, r);
 }
 
