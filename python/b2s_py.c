@@ -31,7 +31,8 @@ B2SPY_API const char *b2spy_strerror(int code) { return b2s_strerror(code); }
 /* ---- frames -------------------------------------------------------------- */
 
 /* Describe a failed open in msg (cap bytes). */
-static void open_msg(int rc, const b2s_frame_error *err, char *msg, size_t cap) {
+static void open_msg(int rc, const b2s_frame_error *err, char *msg,
+                     size_t cap) {
   if (!msg || !cap)
     return;
   if (err->reason)
@@ -126,7 +127,7 @@ B2SPY_API int64_t b2spy_frame_series(void *f, void *dst, size_t cap) {
   return (int64_t)len;
 }
 
-/* ---- records (the companion frame of a data frame) ------------------------- */
+/* ---- records (the companion frame of a data frame) ---------------------- */
 
 /* Open the records frame of the data frame at data_path: NULL with *code
  * -ENOENT when it has none, or another code and msg when it does not open. */

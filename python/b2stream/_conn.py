@@ -444,7 +444,9 @@ class Connection:
             f = self.follows.get(ref_id)
             if f is not None:
                 f._on_error(exc)
-        if closed == "session":
+        if closed == "session" and ref_type == w.HELLO:
+            self._dead = exc          # a refused handshake: nothing else to end
+        elif closed == "session":
             self._end_session(exc)
         if tag and tag in self._waiting:
             self._replies[tag] = exc

@@ -23,10 +23,9 @@ class _Layout:
     array of the b2nd chunkshape and dtype, an array of an explicit dtype
     (and shape), or bytes.
 
-    Extension point: per-stream series metadata (once the daemon publishes
-    it over the wire) plugs in at :meth:`make`, ahead of the local frame's
-    b2nd metalayer, and per-frame records would be attached in
-    :meth:`convert`."""
+    Extension point: per-stream series metadata could plug in at
+    :meth:`make`, ahead of the local frame's b2nd metalayer (records travel
+    beside the data, see :class:`Follow`)."""
 
     def __init__(self, b2nd: B2ndInfo | None = None, dtype: Any = None,
                  shape: Any = None) -> None:
@@ -154,7 +153,7 @@ class Follow:
                 self._on_notify(hdr, frames)
             else:
                 self._on_chunk(hdr, frames)
-        except _rec.RecordError as exc:
+        except _rec.RecordFrameError as exc:
             self.closed = ProtocolError(-958, f"record from the daemon: {exc}")
 
     def _on_notify(self, hdr: bytes, frames: list) -> None:

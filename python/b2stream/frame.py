@@ -160,7 +160,8 @@ class Frame:
             raise error_for(-933, f"{self.path}: no record for chunk {j}", ref_index=j)
         frame, xxh, flags, ulen = (ctypes.c_uint64(), ctypes.c_uint64(),
                                    ctypes.c_uint32(), ctypes.c_uint32())
-        ts, present, kind, user = ctypes.c_int64(), ctypes.c_int(), ctypes.c_int(), ctypes.c_void_p()
+        ts, present, kind = ctypes.c_int64(), ctypes.c_int(), ctypes.c_int()
+        user = ctypes.c_void_p()
         rc = lib.b2spy_records_get(r, j, ctypes.byref(frame), ctypes.byref(ts),
                                    ctypes.byref(xxh), ctypes.byref(present),
                                    ctypes.byref(flags), ctypes.byref(kind),

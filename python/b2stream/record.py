@@ -20,7 +20,7 @@ _PRESENT_ALL = PRESENT_FRAME | PRESENT_TS | PRESENT_XXH64 | PRESENT_USER_MAP
 _FLAGS_ALL = FLAG_GAP | FLAG_DROPPED | FLAG_REJECTED
 
 
-class RecordError(ValueError):
+class RecordFrameError(ValueError):
     """A record frame that breaks a rule of PROTOCOL.md 11.2."""
 
 
@@ -84,28 +84,28 @@ def encode(frame: int | None = None, ts: int | None = None, user: Any = None) ->
 
 
 def decode_one(buf: bytes | memoryview, pos: int = 0) -> tuple[Record, int]:
-    """The record at pos of buf and the offset after it; RecordError for
+    """The record at pos of buf and the offset after it; RecordFrameError for
     one that breaks the rules of 11.2."""
     if len(buf) - pos < RECORD.size:
-        raise RecordError(f"record of {len(buf) - pos} bytes, under {RECORD.size}")
+        raise RecordFrameError(f"record of {len(buf) - pos} bytes, under {RECORD.size}")
     frame, ts, xxh, present, flags, n = RECORD.unpack_from(buf, pos)
     end = pos + RECORD.size + n
     if present & ~_PRESENT_ALL or flags & ~_FLAGS_ALL:
-        raise RecordError(f"record with unknown bits: present {present:#x}, flags {flags:#x}")
+        raise RecordFrameError(f"record with unknown bits: present {present:#x}, flags {flags:#x}")
     if n > USER_MAX or end > len(buf):
-        raise RecordError(f"record user part of {n} bytes does not fit")
+        raise RecordFrameError(f"record user part of {n} bytes does not fit")
     for bit, value in ((PRESENT_FRAME, frame), (PRESENT_TS, ts), (PRESENT_XXH64, xxh)):
         if not present & bit and value:
-            raise RecordError("record field nonzero without its present bit")
+            raise RecordFrameError("record field nonzero without its present bit")
     raw = bytes(buf[pos + RECORD.size:end])
     user: dict | bytes | None = raw or None
     if present & PRESENT_USER_MAP:
         try:
             user = _msgpack.unpackb(raw) if raw else None
         except _msgpack.MsgpackError as exc:
-            raise RecordError(f"record user map: {exc}") from None
+            raise RecordFrameError(f"record user map: {exc}") from None
         if not isinstance(user, dict):
-            raise RecordError("record user_map set but the user part is no map")
+            raise RecordFrameError("record user_map set but the user part is no map")
     return Record(frame if present & PRESENT_FRAME else None,
                   ts if present & PRESENT_TS else None,
                   xxh if present & PRESENT_XXH64 else None, flags, user), end
@@ -115,7 +115,7 @@ def decode(buf: bytes | memoryview) -> Record:
     """Exactly one record filling buf."""
     rec, end = decode_one(buf)
     if end != len(buf):
-        raise RecordError(f"{len(buf) - end} bytes after the record")
+        raise RecordFrameError(f"{len(buf) - end} bytes after the record")
     return rec
 
 
@@ -126,16 +126,16 @@ def decode_many(buf: bytes | memoryview, count: int) -> list[Record]:
         rec, pos = decode_one(buf, pos)
         out.append(rec)
     if pos != len(buf):
-        raise RecordError(f"{len(buf) - pos} bytes after {count} records")
+        raise RecordFrameError(f"{len(buf) - pos} bytes after {count} records")
     return out
 
 
 def from_map(value: Any) -> Record:
     """A stored record (the msgpack map of a records frame's chunk)."""
     if not isinstance(value, dict):
-        raise RecordError("stored record is no msgpack map")
+        raise RecordFrameError("stored record is no msgpack map")
     user = value.get("user")
     if user is not None and not isinstance(user, (dict, bytes)):
-        raise RecordError("stored record user part is neither a map nor bin")
+        raise RecordFrameError("stored record user part is neither a map nor bin")
     return Record(value.get("frame"), value.get("ts"), value.get("xxh64"),
                   int(value.get("flags", 0)), user)

@@ -94,5 +94,5 @@ class Session(Connection):
             return data
         try:
             return data, _rec.decode(frames[1].bytes)
-        except _rec.RecordError as exc:
+        except _rec.RecordFrameError as exc:
             raise ProtocolError(-958, f"CHUNK record: {exc}") from None

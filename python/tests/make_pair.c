@@ -7,7 +7,8 @@
  * SERIES_FILE holds the series map (msgpack).  Four chunks of 1000 uint32
  * i * (k + 1); chunk k has frame number 100 + k and timestamp
  * 1700000000000000000 + k; chunk 1 a user map {"e": 1.0}, chunk 3 raw user
- * bytes "raw"; chunk 2 is a gap of a dropped buffer. */
+ * bytes "raw"; chunk 2 is a gap of a dropped buffer.  Prints chunk 0 as
+ * compressed (hex), whose checksum the records must hold. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,17 +30,21 @@ static int make_chunk(int k, uint8_t *dst, int32_t cap) {
 }
 
 static int append(b2s_pair *p, int k) {
-  static const uint8_t map[] = {0x81, 0xa1, 'e', 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0};
+  static const uint8_t map[] = {0x81, 0xa1, 'e',  0xcb, 0x3f, 0xf0,
+                                0,    0,    0,    0,    0,    0};
   b2s_record r = {.has_frame = true, .frame = 100 + (uint64_t)k,
                   .has_ts = true, .ts = 1700000000000000000 + k};
   if (k == 1)
     r.user_kind = B2S_RECORD_USER_MAP, r.user = map, r.user_len = sizeof map;
   if (k == 3)
-    r.user_kind = B2S_RECORD_USER_BIN, r.user = (const uint8_t *)"raw", r.user_len = 3;
+    r.user_kind = B2S_RECORD_USER_BIN, r.user = (const uint8_t *)"raw",
+    r.user_len = 3;
   if (k == 2)
     return (int)b2s_pair_append_gap(p, 4000, B2S_RECORD_DROPPED, &r);
   uint8_t chunk[4200];
   int cb = make_chunk(k, chunk, sizeof chunk);
+  for (int i = 0; k == 0 && i < cb; i++)
+    printf("%02x%s", chunk[i], i + 1 == cb ? "\n" : "");
   return cb < 0 ? cb : (int)b2s_pair_append(p, chunk, (size_t)cb, &r);
 }
 

@@ -16,10 +16,12 @@ from b2stream import errors
 from b2stream import record as rec
 
 H = bytes.fromhex
-REC_1007 = H("ef030000000000001 5cd853dfe9c9717 0000000000000000 0b000000 0600 81a36578700a"
-             .replace(" ", ""))
-REC_1007_STORED = H("ef03000000000000 15cd853dfe9c9717 efcdab8967452301 0f000000 0600 81a36578700a"
-                    .replace(" ", ""))
+# PROTOCOL.md 11.9: the DATA's record (frame 1007, ts_ns, user {"exp": 10})
+# and the same record as stored (xxh64 0x0123456789abcdef added)
+REC_1007 = H("ef03000000000000" "15cd853dfe9c9717" "0000000000000000"
+             "0b000000" "0600" "81a36578700a")
+REC_1007_STORED = H("ef03000000000000" "15cd853dfe9c9717" "efcdab8967452301"
+                    "0f000000" "0600" "81a36578700a")
 
 
 class FakeDaemon:
@@ -151,7 +153,7 @@ def test_follow_notify_with_records(fake):
     with d.session() as s:
         with s.follow("det1", start=7, mode="notify", records=True, timeout=2) as f:
             index, data, r = next(f)
-            assert d.got[1][0][:8] == H("4232535702080000")[:6] + struct.pack("<H", 0x10)
+            assert d.got[1][0][:8] == H("423253570208") + struct.pack("<H", w.FOLLOW_RECORDS)
         assert (index, data) == (7, None)
         assert r == rec.Record(1007, 1700000000123456789, 0x0123456789ABCDEF, 0, {"exp": 10})
         assert not (r.gap or r.dropped or r.rejected)
@@ -244,14 +246,15 @@ def test_record_encode_decode():
     (bytes(31), "after the record"),
 ])
 def test_record_rules(raw, why):
-    with pytest.raises(rec.RecordError, match=why):
+    with pytest.raises(rec.RecordFrameError, match=why):
         rec.decode(raw)
 
 
 def test_new_error_codes_by_family():
     c = errors.CODES
     assert (c["LOCKED"], c["FRAME_LATE"], c["FRAME_DUP"], c["LIMIT"]) == (-943, -942, -941, -940)
-    assert (c["SERIES_FORMAT"], c["SERIES_SIZE"], c["RECORD"], c["CHECKSUM"]) == (-939, -936, -935, -932)
+    assert (c["SERIES_FORMAT"], c["SERIES_SIZE"]) == (-939, -936)
+    assert (c["RECORD"], c["CHECKSUM"]) == (-935, -932)
     expect = {"LOCKED": errors.LockedError, "LIMIT": errors.LimitError,
               "FRAME_LATE": errors.FrameLateError, "FRAME_DUP": errors.FrameDupError,
               "SERIES_FORMAT": errors.SeriesError, "SERIES_KEY": errors.SeriesError,
