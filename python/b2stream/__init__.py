@@ -6,7 +6,10 @@ service, on pyzmq and numpy.
   ``close``; ``attach_shm`` for shared-memory slots filled in place).
 * :meth:`Session.follow` gives a :class:`Follow`, an iterator of
   ``(index, data)`` for every committed chunk.
-* :class:`Frame` reads frames on local disk without python-blosc2.
+* :class:`Frame` reads frames on local disk without python-blosc2, with
+  their series metadata and chunk records (:class:`Record`).
+* Protocol version 2 (records, series metadata) is negotiated, falling
+  back to version 1 with an older daemon.
 * :mod:`b2stream.errors` has one exception class per protocol error family.
 
 docs/PYTHON.md is the API reference; docs/PROTOCOL.md the wire protocol."""
@@ -15,12 +18,15 @@ from __future__ import annotations
 from .consumer import Follow
 from .errors import (ArgumentError, AuthError, B2StreamError, BusyError,
                      ChunkIndexError, ClosedError, ConfigError, DroppedError,
-                     FrameError, NoStreamError, NoTemplateError, OversizeError,
-                     ProtocolError, ShmError, StreamError, StreamNameError,
+                     FrameDupError, FrameError, FrameLateError, FrameOrderError,
+                     IntegrityError, LimitError, LockedError, NoStreamError,
+                     NoTemplateError, OversizeError, ProtocolError, RecordError,
+                     SeriesError, ShmError, StreamError, StreamNameError,
                      TimeoutError)
 from .frame import B2ndInfo, Frame
 from .keys import public_key, read_key
 from .producer import FlushResult, Producer, ProducerStats
+from .record import Record
 from .shm import ShmSegment, ShmSlot
 from .session import Session, default_endpoint
 
@@ -44,6 +50,8 @@ __all__ = [
     "BusyError", "ChunkIndexError", "ClosedError", "ConfigError",
     "DroppedError", "FrameError", "NoStreamError", "NoTemplateError",
     "OversizeError", "ProtocolError", "ShmError", "StreamError",
-    "StreamNameError", "TimeoutError", "RECEIVED", "WRITTEN", "DURABLE",
+    "StreamNameError", "TimeoutError", "Record", "FrameOrderError",
+    "FrameLateError", "FrameDupError", "IntegrityError", "LimitError",
+    "LockedError", "RecordError", "SeriesError", "RECEIVED", "WRITTEN", "DURABLE",
     "BLOCK", "DROP_NEWEST", "DROP_OLDEST",
 ]

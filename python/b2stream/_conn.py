@@ -24,6 +24,8 @@ from .errors import (AuthError, B2StreamError, ClosedError, NoEntryError,
                      ProtocolError, TimeoutError, error_for)
 from .keys import is_key, public_key, read_key
 
+CODE_PROTO_VERSION = -957      # B2S_E_PROTO_VERSION
+
 #: Environment variable naming the daemon's endpoint (as in libclient).
 ENDPOINT_ENV = "B2STREAM_ENDPOINT"
 DEFAULT_TIMEOUT = 5.0
@@ -84,7 +86,10 @@ class Connection:
     give ``curve_server_key`` (the daemon's public key) and
     ``curve_secret_key`` (this client's; its public key is derived unless
     ``curve_public_key`` is given): each a Z85 key or the path of a key
-    file as ``b2stream keygen`` writes it.
+    file as ``b2stream keygen`` writes it.  ``protocol``: the highest
+    protocol version to ask for (2: records and series metadata; the
+    session falls back to 1 with a daemon that speaks only 1, see
+    :attr:`protocol_version`).
     """
 
     def __init__(self, endpoint: str | None = None, *, name: str = "",
@@ -93,10 +98,16 @@ class Connection:
                  curve_server_key: str | os.PathLike | None = None,
                  curve_secret_key: str | os.PathLike | None = None,
                  curve_public_key: str | os.PathLike | None = None,
-                 context: zmq.Context | None = None) -> None:
+                 context: zmq.Context | None = None,
+                 protocol: int = w.VERSION_MAX) -> None:
         self.endpoint = endpoint or default_endpoint()
         self.name = name
         self.timeout = float(timeout)
+        if not 1 <= protocol <= w.VERSION_MAX:
+            raise ValueError(f"protocol must be 1 .. {w.VERSION_MAX}")
+        self._protocol_max = protocol
+        #: the version the session speaks (docs/PROTOCOL.md 11.1)
+        self.protocol_version = protocol
         self._roles = set(roles)
         bad = self._roles - {"producer", "consumer"}
         if bad:
@@ -146,18 +157,50 @@ class Connection:
         self._probe_sent: float | None = None
         flags = ((w.HELLO_PRODUCER if "producer" in self._roles else 0)
                  | (w.HELLO_CONSUMER if "consumer" in self._roles else 0))
-        body = w.HELLO_F.pack(os.getpid(), 0) + w.wstr(self.name)
         try:
-            reply = self._request(w.HELLO, body, flags, w.WELCOME, deadline)
+            mflags, hdr, _ = self._hello(flags, deadline)
         except BaseException:
             self._close_socket()
             raise
         self._close_monitor()
-        mflags, hdr, _ = reply
         (self.max_buffer, self.daemon_timeout_ms, self.session_id,
          vmin, vmax) = w.WELCOME_F.unpack_from(hdr, 16)
         self.server, _ = w.rstr(hdr, 16 + w.WELCOME_F.size)
         self.shm_offered = bool(mflags & w.WELCOME_SHM)
+
+    def _hello(self, flags: int, deadline: _Deadline):
+        """HELLO in the highest version asked for; after a daemon's ERROR
+        B2S_E_PROTO_VERSION (its range in ref_index, PROTOCOL.md 8), HELLO
+        again in the highest version both speak.  Sets protocol_version
+        from the WELCOME's prefix."""
+        body = w.HELLO_F.pack(os.getpid(), 0) + w.wstr(self.name)
+        self.protocol_version = self._protocol_max
+        try:
+            reply = self._request_all(w.HELLO, body, flags, w.WELCOME, deadline)
+        except ProtocolError as exc:
+            vmin, vmax = exc.ref_index & 0xFF, exc.ref_index >> 8 & 0xFF
+            v = min(vmax, self.protocol_version - 1)
+            if exc.code != CODE_PROTO_VERSION or not (v >= 1 and v >= vmin):
+                raise
+            # the refusal ended no session of ours: ask again in v
+            self._dead = None
+            self.protocol_version = v
+            reply = self._request_all(w.HELLO, body, flags, w.WELCOME, deadline)
+        if reply[3] > self.protocol_version:
+            raise ProtocolError(-958, f"WELCOME in version {reply[3]}, above "
+                                      f"the {self.protocol_version} asked for")
+        self.protocol_version = reply[3]
+        return reply[:3]
+
+    def _hdr(self, mtype: int, body: bytes = b"", flags: int = 0, tag: int = 0) -> bytes:
+        """A header in the session's version."""
+        return w.header(mtype, body, flags, tag, self.protocol_version)
+
+    def _need_v2(self, what: str) -> None:
+        if self.protocol_version < 2:
+            raise ProtocolError(CODE_PROTO_VERSION,
+                                f"{what} needs protocol version 2; the daemon "
+                                f"speaks version {self.protocol_version}")
 
     def _close_monitor(self) -> None:
         if self._monitor is not None and self._sock is not None:
@@ -203,7 +246,7 @@ class Connection:
             return
         if self._dead is None:
             try:
-                self._sock.send(w.header(w.BYE), zmq.NOBLOCK)
+                self._sock.send(self._hdr(w.BYE), zmq.NOBLOCK)
             except zmq.ZMQError:
                 pass
         self._close_socket(linger_ms=1000)
@@ -242,14 +285,22 @@ class Connection:
         self._last_send = time.monotonic()
 
     def _request(self, mtype: int, body: bytes, flags: int, want: int,
-                 deadline: _Deadline | None = None):
-        """Send a request and wait for its direct reply: (flags, header,
-        payload frame or None).  Raises the daemon's ERROR as an exception."""
+                 deadline: _Deadline | None = None, extra: list | None = None):
+        """Send a request (header, then the extra frames) and wait for its
+        direct reply: (flags, header, payload frame or None).  Raises the
+        daemon's ERROR as an exception."""
+        rflags, hdr, frames, _ = self._request_all(mtype, body, flags, want, deadline, extra)
+        return rflags, hdr, (frames[0] if frames else None)
+
+    def _request_all(self, mtype: int, body: bytes, flags: int, want: int,
+                     deadline: _Deadline | None = None, extra: list | None = None):
+        """As _request; returns (flags, header, frames after the header,
+        the reply's version)."""
         deadline = deadline or _Deadline(self.timeout)
         tag = self._tag()
         self._waiting.add(tag)
         try:
-            self._send([w.header(mtype, body, flags, tag)])
+            self._send([self._hdr(mtype, body, flags, tag)] + (extra or []))
             while tag not in self._replies:
                 if deadline.passed():
                     raise TimeoutError(-951, f"no answer to message {mtype:#04x} "
@@ -262,10 +313,10 @@ class Connection:
         reply = self._replies.pop(tag)
         if isinstance(reply, B2StreamError):
             raise reply
-        rtype, rflags, hdr, payload = reply
+        rtype, rflags, hdr, frames, version = reply
         if rtype != want:
             raise ProtocolError(-958, f"answer of type {rtype:#04x} to {mtype:#04x}")
-        return rflags, hdr, payload
+        return rflags, hdr, frames, version
 
     def _pump(self, deadline: _Deadline | None) -> bool:
         """Wait (at most one slice) for a message and dispatch it.  True when
@@ -322,10 +373,10 @@ class Connection:
             return
         t = getattr(self, "daemon_timeout_ms", 0)
         if now - self._last_recv > self.timeout:
-            self._send([w.header(w.PING, w.PING_F.pack(0))])
+            self._send([self._hdr(w.PING, w.PING_F.pack(0))])
             self._probe_sent = now
         elif t and now - self._last_send > t / 3000.0:
-            self._send([w.header(w.PING, w.PING_F.pack(0))])
+            self._send([self._hdr(w.PING, w.PING_F.pack(0))])
 
     def _end_session(self, exc: B2StreamError) -> None:
         self._dead = exc
@@ -340,12 +391,16 @@ class Connection:
         self._last_recv = time.monotonic()
         self._probe_sent = None
         try:
-            mtype, flags, tag = w.decode_prefix(hdr)
+            mtype, flags, tag, version = w.decode_prefix(hdr)
+            # ERROR keeps its layout in every version (PROTOCOL.md 8)
+            if version != self.protocol_version and mtype not in (w.ERROR, w.WELCOME):
+                raise ValueError(f"version {version} in a version "
+                                 f"{self.protocol_version} session")
         except ValueError as exc:
             self._dead = ProtocolError(-958, f"daemon sent a bad header: {exc}",
                                        closed="session")
             return False
-        payload = frames[1] if len(frames) > 1 else None
+        rest = frames[1:]
         if mtype == w.ERROR:
             return self._on_error(flags, tag, hdr)
         if mtype == w.ACK or mtype == w.DROPPED:
@@ -360,7 +415,7 @@ class Connection:
                    else w.CHUNK_F.unpack_from(hdr, 16)[1])
             f = self.follows.get(fid)
             if f is not None:
-                f._on_message(mtype, flags, hdr, payload)
+                f._on_message(mtype, flags, hdr, rest)
             return False
         if mtype in (w.FLUSHED, w.CLOSED):
             handle = (w.FLUSHED_F.unpack_from(hdr, 16)[1] if mtype == w.FLUSHED
@@ -369,7 +424,7 @@ class Connection:
             if p is not None:
                 p._on_message(mtype, hdr)
         if tag in self._waiting:
-            self._replies[tag] = (mtype, flags, hdr, payload)
+            self._replies[tag] = (mtype, flags, hdr, rest, version)
             return True
         return False
 
@@ -381,7 +436,7 @@ class Connection:
         exc = error_for(code, text, ref_type=ref_type, ref_id=ref_id,
                         ref_index=ref_index, closed=closed)
         if ref_id and ref_type in (w.OPEN, w.DATA, w.FLUSH, w.CLOSE, w.SHM_ATTACH,
-                                   w.SHM_SUBMIT):
+                                   w.SHM_SUBMIT, w.META):
             p = self.producers.get(ref_id)
             if p is not None:
                 p._on_error(exc)
@@ -389,7 +444,9 @@ class Connection:
             f = self.follows.get(ref_id)
             if f is not None:
                 f._on_error(exc)
-        if closed == "session":
+        if closed == "session" and ref_type == w.HELLO:
+            self._dead = exc          # a refused handshake: nothing else to end
+        elif closed == "session":
             self._end_session(exc)
         if tag and tag in self._waiting:
             self._replies[tag] = exc

@@ -7,7 +7,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-from ctypes import POINTER, c_char_p, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
+from ctypes import (POINTER, c_char_p, c_int, c_int32, c_int64, c_size_t, c_uint32, c_uint64,
+                    c_void_p)
 
 _lib: ctypes.CDLL | None = None
 
@@ -32,6 +33,13 @@ def _declare(lib: ctypes.CDLL) -> None:
         "b2spy_frame_last_reason": (c_char_p, [c_void_p]),
         "b2spy_frame_b2nd": (c_int, [c_void_p, POINTER(c_int64), POINTER(c_int32),
                                      POINTER(c_int32), c_char_p, c_size_t]),
+        "b2spy_frame_series": (c_int64, [c_void_p, c_void_p, c_size_t]),
+        "b2spy_records_open": (c_void_p, [c_char_p, POINTER(c_int), c_char_p, c_size_t]),
+        "b2spy_records_close": (None, [c_void_p]),
+        "b2spy_records_count": (c_int64, [c_void_p]),
+        "b2spy_records_get": (c_int, [c_void_p, c_int64, POINTER(c_uint64), POINTER(c_int64),
+                                      POINTER(c_uint64), POINTER(c_int), POINTER(c_uint32),
+                                      POINTER(c_int), POINTER(c_void_p), POINTER(c_uint32)]),
         "b2spy_shm_attach": (c_void_p, [c_char_p, POINTER(c_int)]),
         "b2spy_shm_detach": (None, [c_void_p]),
         "b2spy_shm_nslots": (c_uint32, [c_void_p]),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 
 MAGIC = b"B2SW"
-VERSION = 1
+VERSION = 1             # the version of sessions that negotiated nothing
+VERSION_MAX = 2         # the highest this package speaks (section 11)
 PREFIX = struct.Struct("<4sBBHII")     # magic, version, type, flags, tag, 0
 HEADER_MAX = 1059
 
@@ -13,10 +14,12 @@ HEADER_MAX = 1059
 HELLO, OPEN, DATA, FLUSH, CLOSE = 0x01, 0x02, 0x03, 0x04, 0x05
 SHM_ATTACH, SHM_SUBMIT, FOLLOW, READ, UNFOLLOW = 0x06, 0x07, 0x08, 0x09, 0x0A
 STATS, PING, BYE = 0x0B, 0x0C, 0x0D
+META = 0x0E                                          # version 2
 # daemon -> client
 WELCOME, OPENED, ACK, DROPPED, FLUSHED, CLOSED = 0x81, 0x82, 0x83, 0x84, 0x85, 0x86
 SHM_ATTACHED, FOLLOWING, NOTIFY, CHUNK, UNFOLLOWED = 0x87, 0x88, 0x89, 0x8A, 0x8B
 STATS_REPLY, PONG, ERROR = 0x8C, 0x8D, 0x8E
+META_OK = 0x8F                                       # version 2
 
 HELLO_PRODUCER, HELLO_CONSUMER = 0x0001, 0x0002
 WELCOME_SHM = 0x0001
@@ -25,6 +28,10 @@ FOLLOW_PUSH_COMPRESSED, FOLLOW_PUSH_DECOMPRESSED = 0x0004, 0x0008
 READ_DECOMPRESS = 0x0001
 CHUNK_DECOMPRESSED, CHUNK_PUSHED = 0x0001, 0x0002
 ERROR_CLOSED_REF, ERROR_CLOSED_SESSION = 0x0001, 0x0002
+# version 2 flags (section 11.1)
+OPEN_META, DATA_RECORD, SHM_SUBMIT_RECORD = 0x0001, 0x0001, 0x0001
+FOLLOW_RECORDS, READ_RECORD = 0x0010, 0x0002
+NOTIFY_RECORDS, CHUNK_RECORD = 0x0001, 0x0004
 
 LEVEL_RECEIVED, LEVEL_WRITTEN, LEVEL_DURABLE = 1, 2, 3
 
@@ -50,13 +57,16 @@ UNFOLLOWED_F = struct.Struct("<QI")      # next, follow_id
 PING_F = struct.Struct("<Q")             # nonce
 PONG_F = struct.Struct("<QQ")            # nonce, time_ns
 ERROR_F = struct.Struct("<QiIB")         # ref_index, code, ref_id, ref_type (+ str)
+META_F = struct.Struct("<I")             # handle (+ payload: msgpack map)
+META_OK_F = struct.Struct("<QI")         # upto, handle
 
 _U16 = struct.Struct("<H")
 
 
-def header(mtype: int, body: bytes = b"", flags: int = 0, tag: int = 0) -> bytes:
-    """Prefix plus body."""
-    return PREFIX.pack(MAGIC, VERSION, mtype, flags, tag, 0) + body
+def header(mtype: int, body: bytes = b"", flags: int = 0, tag: int = 0,
+           version: int = VERSION) -> bytes:
+    """Prefix (in the session's version) plus body."""
+    return PREFIX.pack(MAGIC, version, mtype, flags, tag, 0) + body
 
 
 def wstr(text: str, limit: int = 255) -> bytes:
@@ -76,13 +86,14 @@ def rstr(body: bytes | memoryview, off: int) -> tuple[str, int]:
     return bytes(body[off + 2:end]).decode("utf-8"), end
 
 
-def decode_prefix(frame: bytes | memoryview) -> tuple[int, int, int]:
-    """(type, flags, tag) of a header frame; ValueError when it is not one."""
+def decode_prefix(frame: bytes | memoryview) -> tuple[int, int, int, int]:
+    """(type, flags, tag, version) of a header frame; ValueError when it is
+    not one of a version this package speaks."""
     if len(frame) < PREFIX.size or len(frame) > HEADER_MAX:
         raise ValueError(f"header frame of {len(frame)} bytes")
     magic, version, mtype, flags, tag, reserved = PREFIX.unpack_from(frame)
     if magic != MAGIC or reserved != 0:
         raise ValueError("not a b2stream header")
-    if version != VERSION:
+    if not 1 <= version <= VERSION_MAX:
         raise ValueError(f"protocol version {version}")
-    return mtype, flags, tag
+    return mtype, flags, tag, version

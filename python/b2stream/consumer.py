@@ -9,6 +9,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import _wire as w
+from . import record as _rec
 from ._conn import Connection, _Deadline
 from .errors import B2StreamError, ClosedError, ProtocolError, TimeoutError
 from .frame import B2ndInfo, Frame
@@ -22,10 +23,9 @@ class _Layout:
     array of the b2nd chunkshape and dtype, an array of an explicit dtype
     (and shape), or bytes.
 
-    Extension point: per-stream series metadata (once the daemon publishes
-    it over the wire) plugs in at :meth:`make`, ahead of the local frame's
-    b2nd metalayer, and per-frame records would be attached in
-    :meth:`convert`."""
+    Extension point: per-stream series metadata could plug in at
+    :meth:`make`, ahead of the local frame's b2nd metalayer (records travel
+    beside the data, see :class:`Follow`)."""
 
     def __init__(self, b2nd: B2ndInfo | None = None, dtype: Any = None,
                  shape: Any = None) -> None:
@@ -80,14 +80,23 @@ class Follow:
     ends the session (it stopped or restarted), reconnect and follow on
     from the next index instead of raising ClosedError.
 
+    records (protocol version 2): each step returns ``(index, data,
+    record)`` with the chunk's :class:`~b2stream.record.Record` (frame
+    number, timestamp, user part, checksum, gap flags).
+
     Used as a context manager (or on KeyboardInterrupt inside it) the
     follow ends with UNFOLLOW."""
 
     def __init__(self, session: Connection, stream: str, start: int | str = 0, *,
                  mode: str = "decompressed", timeout: float | None = None,
-                 resume: bool = False, dtype: Any = None, shape: Any = None) -> None:
+                 resume: bool = False, dtype: Any = None, shape: Any = None,
+                 records: bool = False) -> None:
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {sorted(_MODES)}")
+        if records:
+            session._need_v2("records")
+        self.records = records
+        self._recs: deque = deque()     # NOTIFY mode: records announced
         self.session = session
         self.stream = stream
         self.mode = mode
@@ -104,7 +113,8 @@ class Follow:
         self._start(0 if from_end else int(start), from_end)
 
     def _start(self, start: int, from_end: bool) -> None:
-        flags = _MODES[self.mode] | (w.FOLLOW_FROM_END if from_end else 0)
+        flags = (_MODES[self.mode] | (w.FOLLOW_FROM_END if from_end else 0)
+                 | (w.FOLLOW_RECORDS if self.records else 0))
         _, hdr, _ = self.session._request(w.FOLLOW, w.FOLLOW_F.pack(start) + w.wstr(self.stream),
                                           flags, w.FOLLOWING)
         first, committed, fid = w.FOLLOWING_F.unpack_from(hdr, 16)
@@ -115,6 +125,7 @@ class Follow:
         self.committed = committed
         self.closed = None
         self._queue.clear()
+        self._recs.clear()
         self.session.follows[fid] = self
 
     @property
@@ -123,24 +134,49 @@ class Follow:
 
     # -- messages from the pump ---------------------------------------------------
 
-    def _on_message(self, mtype: int, flags: int, hdr: bytes, payload: Any) -> None:
-        if mtype == w.NOTIFY:
-            first, committed, _, count = w.NOTIFY_F.unpack_from(hdr, 16)
-            if first != self._announced:
-                self.closed = ProtocolError(-958, f"NOTIFY from {first}, expected "
-                                                  f"{self._announced}")
-                return
-            self._announced = first + count
-            self.committed = max(self.committed, committed)
-        else:
-            index, _, nbytes, cbytes = w.CHUNK_F.unpack_from(hdr, 16)
-            if index != self._push_next:
-                self.closed = ProtocolError(-958, f"pushed chunk {index}, expected "
-                                                  f"{self._push_next}")
-                return
-            self._push_next += 1
-            self.committed = max(self.committed, index + 1)
-            self._queue.append((index, payload))
+    def _frames_ok(self, mtype: int, flags: int, frames: list) -> bool:
+        """The frames after the header as 11.1 says: with records, one more
+        (NOTIFY: the records; CHUNK: the record after the chunk)."""
+        bit = w.NOTIFY_RECORDS if mtype == w.NOTIFY else w.CHUNK_RECORD
+        want = (0 if mtype == w.NOTIFY else 1) + (1 if self.records else 0)
+        if len(frames) == want and bool(flags & bit) == self.records:
+            return True
+        self.closed = ProtocolError(-958, f"message {mtype:#04x} with {len(frames)} "
+                                          f"frames after the header, {want} expected")
+        return False
+
+    def _on_message(self, mtype: int, flags: int, hdr: bytes, frames: list) -> None:
+        if not self._frames_ok(mtype, flags, frames):
+            return
+        try:
+            if mtype == w.NOTIFY:
+                self._on_notify(hdr, frames)
+            else:
+                self._on_chunk(hdr, frames)
+        except _rec.RecordFrameError as exc:
+            self.closed = ProtocolError(-958, f"record from the daemon: {exc}")
+
+    def _on_notify(self, hdr: bytes, frames: list) -> None:
+        first, committed, _, count = w.NOTIFY_F.unpack_from(hdr, 16)
+        if first != self._announced:
+            self.closed = ProtocolError(-958, f"NOTIFY from {first}, expected "
+                                              f"{self._announced}")
+            return
+        if self.records:
+            self._recs.extend(_rec.decode_many(frames[0].bytes, count))
+        self._announced = first + count
+        self.committed = max(self.committed, committed)
+
+    def _on_chunk(self, hdr: bytes, frames: list) -> None:
+        index, _, nbytes, cbytes = w.CHUNK_F.unpack_from(hdr, 16)
+        if index != self._push_next:
+            self.closed = ProtocolError(-958, f"pushed chunk {index}, expected "
+                                              f"{self._push_next}")
+            return
+        rec = _rec.decode(frames[1].bytes) if self.records else None
+        self._push_next += 1
+        self.committed = max(self.committed, index + 1)
+        self._queue.append((index, frames[0], rec))
 
     def _on_error(self, exc: B2StreamError) -> None:
         if exc.closed is not None:
@@ -151,8 +187,9 @@ class Follow:
     def _ready(self) -> bool:
         return bool(self._queue) if self.mode != "notify" else self.position < self._announced
 
-    def next(self, timeout: Any = "default") -> tuple[int, Any]:
-        """The next committed chunk as (index, data); waits up to timeout
+    def next(self, timeout: Any = "default") -> tuple:
+        """The next committed chunk as (index, data), or (index, data,
+        record) for a follow with records; waits up to timeout
         seconds (default: the follow's timeout) and raises TimeoutError.
         After the daemon ended the follow, every chunk delivered before is
         still returned, then its error is raised (ClosedError when the
@@ -173,11 +210,12 @@ class Follow:
         index = self.position
         self.position += 1
         if self.mode == "notify":
-            return index, None
-        _, payload = self._queue.popleft()
-        if self.mode == "compressed":
-            return index, payload.bytes
-        return index, self._layout.convert(payload)
+            data, rec = None, (self._recs.popleft() if self.records else None)
+        else:
+            _, payload, rec = self._queue.popleft()
+            data = (payload.bytes if self.mode == "compressed"
+                    else self._layout.convert(payload))
+        return (index, data, rec) if self.records else (index, data)
 
     def _resume(self, deadline: _Deadline) -> None:
         """A new session and FOLLOW from the next index, retried until the
@@ -194,17 +232,19 @@ class Follow:
                 if deadline.passed():
                     raise
 
-    def __iter__(self) -> Iterator[tuple[int, Any]]:
+    def __iter__(self) -> Iterator[tuple]:
         while True:
             yield self.next()
 
-    def __next__(self) -> tuple[int, Any]:
+    def __next__(self) -> tuple:
         return self.next()
 
-    def read(self, index: int, decompressed: bool = True) -> Any:
-        """Chunk index of the followed stream read through the daemon."""
+    def read(self, index: int, decompressed: bool = True, record: bool = False) -> Any:
+        """Chunk index of the followed stream read through the daemon
+        (with record: ``(data, record)``)."""
         return self.session.read(self.stream, index, decompressed=decompressed,
-                                 layout=self._layout if decompressed else None)
+                                 layout=self._layout if decompressed else None,
+                                 record=record)
 
     def unfollow(self, timeout: float | None = None) -> int:
         """End the follow; returns the first index not delivered by the
@@ -222,6 +262,7 @@ class Follow:
             self.session.follows.pop(self.follow_id, None)
             self.closed = self.closed or ClosedError(-950, "unfollowed")
             self._queue.clear()
+            self._recs.clear()
 
     close = unfollow
 

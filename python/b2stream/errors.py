@@ -21,7 +21,9 @@ _NAMES = (
     "INDEX META VLMETA NOTFOUND NCHUNK CHUNK_ID CHUNK_BOUNDS CHUNK_SIZE B2ND "
     "READONLY RECOVER UNRECOVERABLE TOO_BIG IO_LIMIT CONFIG PROTO "
     "PROTO_VERSION STREAM_NAME NOSTREAM NOTEMPLATE OVERSIZE DROPPED TIMEOUT "
-    "CLOSED BUSY AUTH SHM_HEADER SHM_SLOT SHM_STATE SHM_ACCOUNT"
+    "CLOSED BUSY AUTH SHM_HEADER SHM_SLOT SHM_STATE SHM_ACCOUNT "
+    "LOCKED FRAME_LATE FRAME_DUP LIMIT SERIES_FORMAT SERIES_KEY SERIES_VALUE "
+    "SERIES_SIZE RECORD RECORD_USER PAIR CHECKSUM"
 ).split()
 #: Code value by name, e.g. ``CODES["NOSTREAM"] == -955``.
 CODES: dict[str, int] = {name: -999 + i for i, name in enumerate(_NAMES)}
@@ -128,6 +130,42 @@ class ShmError(B2StreamError):
     """Shared-memory codes B2S_E_SHM_HEADER ... B2S_E_SHM_ACCOUNT."""
 
 
+class LockedError(BusyError):
+    """B2S_E_LOCKED: the stream's frame is held by another writer."""
+
+
+class LimitError(BusyError):
+    """B2S_E_LIMIT: a daemon limit on sessions, streams or descriptors."""
+
+
+class FrameOrderError(B2StreamError):
+    """B2S_E_FRAME_LATE, B2S_E_FRAME_DUP: a buffer refused by a stream
+    stored in frame-number order (``ref_index`` is its buffer id)."""
+
+
+class FrameLateError(FrameOrderError):
+    """B2S_E_FRAME_LATE: frame number behind the reorder window."""
+
+
+class FrameDupError(FrameOrderError):
+    """B2S_E_FRAME_DUP: frame number already stored or waiting."""
+
+
+class SeriesError(B2StreamError, ValueError):
+    """B2S_E_SERIES_*: series metadata that is no map of string keys or
+    breaks a limit (key <= 64 bytes, value <= 64 KiB, map <= 256 KiB)."""
+
+
+class RecordError(B2StreamError, ValueError):
+    """B2S_E_RECORD, B2S_E_RECORD_USER: a malformed record, or a user
+    part over 4 KiB or neither a map nor bytes."""
+
+
+class IntegrityError(FrameError):
+    """B2S_E_PAIR, B2S_E_CHECKSUM: a records frame that does not match
+    its data frame, or a chunk whose checksum differs from its record."""
+
+
 class SystemError_(B2StreamError, OSError):
     """A negated errno passed through from the system (e.g. -28 ENOSPC)."""
 
@@ -148,7 +186,13 @@ _FAMILY: dict[int, type[B2StreamError]] = {CODES[name]: cls for name, cls in (
     ("STREAM_NAME", StreamNameError), ("NOSTREAM", NoStreamError),
     ("NOTEMPLATE", NoTemplateError), ("OVERSIZE", OversizeError),
     ("DROPPED", DroppedError), ("TIMEOUT", TimeoutError),
-    ("CLOSED", ClosedError), ("BUSY", BusyError), ("AUTH", AuthError))}
+    ("CLOSED", ClosedError), ("BUSY", BusyError), ("AUTH", AuthError),
+    ("LOCKED", LockedError), ("LIMIT", LimitError),
+    ("FRAME_LATE", FrameLateError), ("FRAME_DUP", FrameDupError),
+    ("SERIES_FORMAT", SeriesError), ("SERIES_KEY", SeriesError),
+    ("SERIES_VALUE", SeriesError), ("SERIES_SIZE", SeriesError),
+    ("RECORD", RecordError), ("RECORD_USER", RecordError),
+    ("PAIR", IntegrityError), ("CHECKSUM", IntegrityError))}
 
 
 def error_for(code: int, message: str = "", **kw) -> B2StreamError:

@@ -3,7 +3,11 @@ without python-blosc2, through the project's own C frame reader.
 
 A frame the daemon is writing can be read at any time: every committed
 chunk is complete on disk, and :meth:`Frame.refresh` re-opens the frame to
-see the chunks committed since."""
+see the chunks committed since.
+
+Acquisition metadata (docs/METADATA.md): :attr:`Frame.series` is the
+stream's series metadata, :meth:`Frame.record` the record of a chunk, read
+from the companion records frame beside the data frame."""
 from __future__ import annotations
 
 import ctypes
@@ -14,8 +18,9 @@ from typing import Iterator
 
 import numpy as np
 
-from . import _native
-from .errors import ChunkIndexError, error_for
+from . import _msgpack, _native
+from .errors import ChunkIndexError, FrameError, error_for
+from .record import Record
 
 _MAX_DIM = 16
 
@@ -78,6 +83,8 @@ class Frame:
     def __init__(self, path: str | os.PathLike, retries: int = 3) -> None:
         self.path = os.fspath(path)
         self._h: int | None = None
+        self._rec_h: int | None = None
+        self._rec_tried = False
         self._open(retries)
 
     def _open(self, retries: int) -> None:
@@ -100,6 +107,71 @@ class Frame:
         if not self._h:
             raise ValueError("frame is closed")
         return self._h
+
+    # -- acquisition metadata ------------------------------------------------
+
+    @property
+    def series(self) -> dict:
+        """The series metadata (the vlmetalayer ``series``) as a dict;
+        empty when the frame has none."""
+        lib = _native.lib()
+        buf = ctypes.create_string_buffer(4096)
+        n = lib.b2spy_frame_series(self._handle(), buf, len(buf))
+        if n > len(buf):
+            buf = ctypes.create_string_buffer(int(n))
+            n = lib.b2spy_frame_series(self._handle(), buf, len(buf))
+        if n < 0:
+            raise error_for(int(n), f"{self.path}: series metadata")
+        value = _msgpack.unpackb(buf.raw[:n])
+        if not isinstance(value, dict):
+            raise FrameError(-971, f"{self.path}: series metadata is no map")
+        return value
+
+    def _records(self) -> int | None:
+        """The records frame's handle, opened on first use; None when the
+        data frame has none."""
+        if not self._rec_tried:
+            code = ctypes.c_int(0)
+            msg = ctypes.create_string_buffer(512)
+            self._rec_h = _native.lib().b2spy_records_open(
+                self.path.encode(), ctypes.byref(code), msg, len(msg)) or None
+            if self._rec_h is None and code.value != -2:
+                raise error_for(code.value, f"{self.path}: records frame: "
+                                            f"{msg.value.decode(errors='replace')}")
+            self._rec_tried = True
+        return self._rec_h
+
+    @property
+    def has_records(self) -> bool:
+        """True when a records frame lies beside the data frame."""
+        return self._records() is not None
+
+    def record(self, i: int) -> Record | None:
+        """The record of chunk i (frame number, timestamp, checksum, gap
+        flags, user part), or None when the frame has no records frame.
+        ChunkIndexError outside the data frame's chunks; IntegrityError
+        (B2S_E_PAIR) when the records frame lacks it."""
+        j = self._index(i)
+        r = self._records()
+        if r is None:
+            return None
+        lib = _native.lib()
+        if j >= lib.b2spy_records_count(r):
+            raise error_for(-933, f"{self.path}: no record for chunk {j}", ref_index=j)
+        frame, xxh, flags, ulen = (ctypes.c_uint64(), ctypes.c_uint64(),
+                                   ctypes.c_uint32(), ctypes.c_uint32())
+        ts, present, kind = ctypes.c_int64(), ctypes.c_int(), ctypes.c_int()
+        user = ctypes.c_void_p()
+        rc = lib.b2spy_records_get(r, j, ctypes.byref(frame), ctypes.byref(ts),
+                                   ctypes.byref(xxh), ctypes.byref(present),
+                                   ctypes.byref(flags), ctypes.byref(kind),
+                                   ctypes.byref(user), ctypes.byref(ulen))
+        if rc < 0:
+            raise error_for(rc, f"{self.path}: record {j}", ref_index=j)
+        raw = ctypes.string_at(user.value, ulen.value) if kind.value else None
+        return Record(frame.value if present.value & 1 else None,
+                      ts.value if present.value & 2 else None, xxh.value, flags.value,
+                      _msgpack.unpackb(raw) if kind.value == 1 else raw)
 
     def _read_b2nd(self) -> B2ndInfo | None:
         shape = (ctypes.c_int64 * _MAX_DIM)()
@@ -219,6 +291,9 @@ class Frame:
 
     def close(self) -> None:
         """Release the frame (idempotent)."""
+        if self._rec_h:
+            _native.lib().b2spy_records_close(self._rec_h)
+        self._rec_h, self._rec_tried = None, False
         if self._h:
             _native.lib().b2spy_frame_close(self._h)
             self._h = None

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import _msgpack
 from . import _wire as w
+from . import record as _rec
 from ._buffer import as_bytes_view
 from ._conn import DEFAULT, Connection, _Deadline, _DeadlineNow
 from .errors import (ArgumentError, B2StreamError, ClosedError, OversizeError,
@@ -142,7 +144,8 @@ class Producer:
                                          f"'{self.stream}' in time")
             self.session._pump(deadline)
 
-    def send(self, data: Any, timeout: Any = DEFAULT, copy: bool | None = None) -> int:
+    def send(self, data: Any, timeout: Any = DEFAULT, copy: bool | None = None, *,
+             frame: int | None = None, ts: int | None = None, user: Any = None) -> int:
         """Send one buffer (bytes, bytearray, memoryview or numpy array; a
         non-contiguous array is made contiguous); it becomes one chunk.
         Returns its buffer id.
@@ -157,7 +160,14 @@ class Producer:
         copy: None copies writable buffers (the caller may refill them at
         once) and sends immutable ones (bytes) without copying; False sends
         any buffer without copying, and the caller must then not modify it
-        until the session's next call returns after it went out."""
+        until the session's next call returns after it went out.
+
+        frame, ts, user (protocol version 2): the buffer's record, stored
+        with its chunk: the producer's frame number, a timestamp in ns
+        since the epoch, and a user part (a dict, sent as a msgpack map, or
+        bytes; at most 4096 bytes encoded).  ProtocolError
+        B2S_E_PROTO_VERSION on a version-1 session."""
+        rec = self._record(frame, ts, user)
         mv = as_bytes_view(data)
         n = mv.nbytes
         if n == 0:
@@ -169,22 +179,57 @@ class Producer:
         if copy is None:
             copy = not mv.readonly
         zero_copy = not copy and n >= _ZERO_COPY_MIN
-        hdr = w.header(w.DATA, w.DATA_F.pack(self.next_id, self.handle))
-        self.session._send([hdr, mv], copy=not zero_copy)
+        body = w.DATA_F.pack(self.next_id, self.handle)
+        if rec is None:
+            self.session._send([self.session._hdr(w.DATA, body), mv], copy=not zero_copy)
+        else:
+            hdr = self.session._hdr(w.DATA, body, w.DATA_RECORD)
+            self.session._send([hdr, mv, rec], copy=not zero_copy)
         self.credits -= 1
         self.bytes += n
         self.next_id += 1
         return self.next_id - 1
 
-    def try_send(self, data: Any, copy: bool | None = None) -> bool:
+    def try_send(self, data: Any, copy: bool | None = None, *, frame: int | None = None,
+                 ts: int | None = None, user: Any = None) -> bool:
         """Non-blocking send: False (nothing sent) when no credit is
         available now, else as :meth:`send`."""
+        self._record(frame, ts, user)            # a bad record fails before anything
         self.session._pump(_DeadlineNow())       # take in queued ACKs first
         if self.credits <= 0:
             self._usable()
             return False
-        self.send(data, timeout=0, copy=copy)
+        self.send(data, timeout=0, copy=copy, frame=frame, ts=ts, user=user)
         return True
+
+    def _record(self, frame: int | None, ts: int | None, user: Any) -> bytes | None:
+        """The record frame of a buffer, None when it has none."""
+        if frame is None and ts is None and user is None:
+            return None
+        self.session._need_v2("a record (frame, ts, user)")
+        return _rec.encode(frame, ts, user)
+
+    def set_meta(self, changes: dict | None = None, timeout: Any = DEFAULT,
+                 **kw: Any) -> int:
+        """Change the stream's series metadata (protocol version 2): each
+        key of changes (a dict, or keyword arguments) is set to its value,
+        None deletes the key; keys not named keep their values.  All or
+        nothing: the daemon's limits (key <= 64 bytes, value <= 64 KiB,
+        map <= 256 KiB encoded) raise a SeriesError and change nothing.
+        Waits for META_OK; returns its ``upto`` (buffers sent before the
+        change).  Durable with the stream's next commit (:meth:`flush`)."""
+        update = dict(changes or {}, **kw)
+        if not update:
+            raise ValueError("set_meta needs at least one key")
+        self.session._need_v2("series metadata")
+        self._usable()
+        payload = _msgpack.pack_map(update, "series metadata")
+        _, hdr, _ = self.session._request(w.META, w.META_F.pack(self.handle), 0, w.META_OK,
+                                          _Deadline(self._timeout(timeout)), [payload])
+        upto, handle = w.META_OK_F.unpack_from(hdr, 16)
+        if handle != self.handle:
+            raise ProtocolError(-958, f"META_OK for handle {handle}, not {self.handle}")
+        return upto
 
     def _result(self) -> FlushResult:
         dropped = self.dropped - self._drops_at_flush

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _msgpack
 from . import _wire as w
+from . import record as _rec
 from ._conn import DEFAULT_TIMEOUT, ENDPOINT_ENV, Connection, default_endpoint
 from .consumer import Follow, _Layout
 from .errors import ProtocolError
@@ -36,37 +38,61 @@ class Session(Connection):
     def __enter__(self) -> "Session":
         return self
 
-    def open(self, stream: str, template: str = "") -> "Producer":
+    def open(self, stream: str, template: str = "", *, meta: dict | None = None) -> "Producer":
         """Open stream for writing (creating it from template when it does
-        not exist and a template is named).  See :class:`Producer`."""
+        not exist and a template is named).  meta (protocol version 2):
+        series metadata merged into the stream's before the handle is made,
+        as :meth:`Producer.set_meta` does.  See :class:`Producer`."""
         if not stream:
             raise ValueError("empty stream name")
-        _, hdr, _ = self._request(w.OPEN, w.wstr(stream) + w.wstr(template), 0, w.OPENED)
+        body = w.wstr(stream) + w.wstr(template)
+        if meta:
+            self._need_v2("series metadata")
+            extra = [_msgpack.pack_map(meta, "series metadata")]
+            _, hdr, _ = self._request(w.OPEN, body, w.OPEN_META, w.OPENED, extra=extra)
+        else:
+            _, hdr, _ = self._request(w.OPEN, body, 0, w.OPENED)
         return Producer(self, stream, *w.OPENED_F.unpack_from(hdr, 16))
 
     def follow(self, stream: str, start: int | str = 0, *, mode: str = "decompressed",
                timeout: float | None = None, resume: bool = False,
-               dtype: Any = None, shape: Any = None) -> "Follow":
+               dtype: Any = None, shape: Any = None, records: bool = False) -> "Follow":
         """Follow stream: an iterator of ``(index, data)`` for every chunk
         committed from ``start`` on (an index, or ``"end"`` for the chunks
         committed after now), each exactly once and in order.  See
-        :class:`~b2stream.consumer.Follow` for mode, timeout, resume, dtype
-        and shape."""
+        :class:`~b2stream.consumer.Follow` for mode, timeout, resume, dtype,
+        shape and records (``(index, data, record)`` with each chunk's
+        :class:`~b2stream.record.Record`; protocol version 2)."""
         return Follow(self, stream, start, mode=mode, timeout=timeout, resume=resume,
-                      dtype=dtype, shape=shape)
+                      dtype=dtype, shape=shape, records=records)
 
     def read(self, stream: str, index: int, *, decompressed: bool = True,
-             dtype: Any = None, shape: Any = None, layout: Any = "auto") -> Any:
+             dtype: Any = None, shape: Any = None, layout: Any = "auto",
+             record: bool = False) -> Any:
         """Chunk index of stream read through the daemon: decompressed, it
         comes as a numpy array when the stream has b2nd metadata (or dtype
         is given), else as bytes; compressed, as bytes of the chunk as
-        stored.  ChunkIndexError when the chunk is not committed yet."""
+        stored.  ChunkIndexError when the chunk is not committed yet.
+        record (protocol version 2): returns ``(data, record)`` with the
+        chunk's :class:`~b2stream.record.Record`."""
+        if record:
+            self._need_v2("records")
         body = w.READ_F.pack(index, 0) + w.wstr(stream)
-        _, hdr, payload = self._request(w.READ, body, w.READ_DECOMPRESS if decompressed else 0,
-                                        w.CHUNK)
-        if payload is None:
-            raise ProtocolError(-958, "CHUNK without its payload")
+        flags = (w.READ_DECOMPRESS if decompressed else 0) | (w.READ_RECORD if record else 0)
+        rflags, _, frames, _ = self._request_all(w.READ, body, flags, w.CHUNK)
+        want = 2 if record else 1
+        if len(frames) != want or bool(rflags & w.CHUNK_RECORD) != record:
+            raise ProtocolError(-958, f"CHUNK with {len(frames)} frames after the "
+                                      f"header, {want} expected")
+        payload = frames[0]
         if not decompressed:
-            return payload.bytes
-        lay = _Layout.make(self, stream, dtype, shape) if layout == "auto" else layout
-        return lay.convert(payload)
+            data = payload.bytes
+        else:
+            lay = _Layout.make(self, stream, dtype, shape) if layout == "auto" else layout
+            data = lay.convert(payload)
+        if not record:
+            return data
+        try:
+            return data, _rec.decode(frames[1].bytes)
+        except _rec.RecordFrameError as exc:
+            raise ProtocolError(-958, f"CHUNK record: {exc}") from None

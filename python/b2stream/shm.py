@@ -57,11 +57,13 @@ class ShmSlot:
         self.nbytes = count * dt.itemsize
         return np.frombuffer(self.buffer, dtype=dt, count=count).reshape(shape)
 
-    def submit(self, nbytes: int | None = None) -> int:
+    def submit(self, nbytes: int | None = None, *, frame: int | None = None,
+               ts: int | None = None, user: Any = None) -> int:
         """Hand the slot's first nbytes (default: what :meth:`array` views,
-        else the whole slot) to the daemon; returns the buffer id."""
+        else the whole slot) to the daemon; returns the buffer id.  frame,
+        ts, user: the buffer's record, as for :meth:`Producer.send`."""
         n = nbytes if nbytes is not None else (self.nbytes or len(self.buffer))
-        bid = self.segment._submit(self.index, n)
+        bid = self.segment._submit(self.index, n, frame=frame, ts=ts, user=user)
         self.done = True
         return bid
 
@@ -159,9 +161,11 @@ class ShmSegment:
             p.credits += 1
             raise
 
-    def _submit(self, index: int, nbytes: int) -> int:
+    def _submit(self, index: int, nbytes: int, frame: int | None = None,
+                ts: int | None = None, user: Any = None) -> int:
         p = self.producer
         p._usable()
+        rec = p._record(frame, ts, user)
         if not 0 < nbytes <= self.slot_size:
             raise OversizeError(-953, f"{nbytes} bytes for a slot of {self.slot_size}")
         bid = p.next_id
@@ -171,7 +175,10 @@ class ShmSegment:
         body = w.SHM_SUBMIT_F.pack(bid, p.handle, self.segment, index, nbytes)
         # the slot comes back when the daemon reclaims the segment should
         # this send fail
-        p.session._send([w.header(w.SHM_SUBMIT, body)])
+        if rec is None:
+            p.session._send([p.session._hdr(w.SHM_SUBMIT, body)])
+        else:
+            p.session._send([p.session._hdr(w.SHM_SUBMIT, body, w.SHM_SUBMIT_RECORD), rec])
         p.next_id += 1
         p.bytes += nbytes
         return bid
@@ -182,15 +189,17 @@ class ShmSegment:
             raise error_for(rc, f"cancel of slot {index}")
         self.producer.credits += 1
 
-    def send(self, data: Any, timeout: Any = DEFAULT) -> int:
+    def send(self, data: Any, timeout: Any = DEFAULT, *, frame: int | None = None,
+             ts: int | None = None, user: Any = None) -> int:
         """Copy data into a slot and submit it (for sources that do not
-        fill slots in place); returns the buffer id."""
+        fill slots in place); returns the buffer id.  frame, ts, user: the
+        buffer's record, as for :meth:`Producer.send`."""
         mv = as_bytes_view(data)
         with self.acquire(timeout) as slot:
             if mv.nbytes > self.slot_size:
                 raise OversizeError(-953, f"{mv.nbytes} bytes for a slot of {self.slot_size}")
             slot.buffer[:mv.nbytes] = mv
-            return slot.submit(mv.nbytes)
+            return slot.submit(mv.nbytes, frame=frame, ts=ts, user=user)
 
     def detach(self) -> None:
         """Unmap (the daemon unlinks the segment when the handle closes).
