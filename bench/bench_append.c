@@ -368,9 +368,9 @@ static int vs_run(vs_side sd[2], long max, double limit) {
 
 static void vs_print(const vs_side sd[2], double limit) {
   printf("contiguous frame vs c-blosc2, a commit per append, turns of %d appends,"
-         " each side stops after %.0f s:\n", VS_BLOCK, limit);
+         " each side stops after %.0f s (time ratio: ours / c-blosc2):\n", VS_BLOCK, limit);
   printf("    %-18s %12s %12s %10s\n", "decade (appends)", "b2stream us", "c-blosc2 us",
-         "x c-blosc2");
+         "time ratio");
   for (int d = 0; d < VS_MARKS; d++) {
     if (sd[0].dec_n[d] == 0 && sd[1].dec_n[d] == 0)
       break;
