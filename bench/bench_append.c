@@ -22,7 +22,15 @@
  *   bench_append [DIR] [MAX_CHUNKS] [GROUP...]
  *
  * GROUP is the number of appends per commit (default: 1 and 64).
- * B2S_BENCH_CONTIGUOUS_ONLY=1 skips the sparse frames. */
+ * B2S_BENCH_CONTIGUOUS_ONLY=1 skips the sparse frames.
+ *
+ * Built with c-blosc2 (B2S_BENCH_BLOSC2), it then appends the same chunks
+ * to a contiguous frame of ours (a commit per append) and to one of
+ * c-blosc2 (blosc2_schunk_append_chunk) in the same run, the two taking
+ * turns every VS_BLOCK appends with the order flipped each turn, and prints
+ * the mean per append over 1..10^3, 10^3..10^4 and 10^4..10^5 for both.
+ * Each side stops once its appends took B2S_BENCH_VS_LIMIT seconds in all
+ * (default 20): c-blosc2 rewrites its whole index on every append. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +40,9 @@
 #include <unistd.h>
 
 #include "frame_writer.h"
+#ifdef B2S_BENCH_BLOSC2
+#include <blosc2.h>
+#endif
 
 #define NMARKS 3
 
@@ -281,6 +292,145 @@ static void print_cumulative(const run *r, const run *base, int nmarks) {
   printf("\n");
 }
 
+#ifdef B2S_BENCH_BLOSC2
+/* ---- the same appends to c-blosc2, side by side ------------------------- */
+
+#define VS_MARKS 3
+#define VS_BLOCK 100
+
+static const long vs_marks[VS_MARKS] = {1000, 10000, 100000};
+
+typedef struct vs_side {
+  const char *name;
+  void *st;
+  int (*append)(void *st, const uint8_t *chunk, int32_t len);
+  long n;                  /* appends done */
+  double total;            /* seconds spent appending */
+  double dec[VS_MARKS];    /* of which in each decade */
+  long dec_n[VS_MARKS];
+} vs_side;
+
+static int ours_append(void *st, const uint8_t *chunk, int32_t len) {
+  b2s_fwriter *w = st;
+  int64_t e = b2s_fwriter_append(w, chunk, (size_t)len);
+  if (e >= 0)
+    e = b2s_fwriter_commit(w);
+  return e < 0 ? (int)e : 0;
+}
+
+static int ref_append(void *st, const uint8_t *chunk, int32_t len) {
+  (void)len;
+  int64_t n = blosc2_schunk_append_chunk(st, (uint8_t *)(uintptr_t)chunk, true);
+  return n < 0 ? (int)n : 0;
+}
+
+/* VS_BLOCK appends of side s, timed as one; -1 on an append error. */
+static int vs_block(vs_side *s, uint8_t chunks[16][256], const int32_t sizes[16]) {
+  int d = 0;
+  while (d < VS_MARKS - 1 && s->n >= vs_marks[d])
+    d++;
+  double t0 = now();
+  for (int i = 0; i < VS_BLOCK; i++, s->n++) {
+    int rc = s->append(s->st, chunks[s->n % 16], sizes[s->n % 16]);
+    if (rc < 0) {
+      fprintf(stderr, "bench_append: %s append %ld: %d\n", s->name, s->n, rc);
+      return -1;
+    }
+  }
+  double t = now() - t0;
+  s->total += t;
+  s->dec[d] += t;
+  s->dec_n[d] += VS_BLOCK;
+  return 0;
+}
+
+/* Turns of VS_BLOCK appends, order flipped every turn, until both sides
+ * reached `max` appends or their time limit. */
+static int vs_run(vs_side sd[2], long max, double limit) {
+  uint8_t chunks[16][256];
+  int32_t sizes[16];
+  if (make_chunks(chunks, sizes) < 0)
+    return -1;
+  for (long turn = 0;; turn++) {
+    int active = 0;
+    for (int j = 0; j < 2; j++) {
+      vs_side *s = &sd[turn % 2 == 0 ? j : 1 - j];
+      if (s->n >= max || s->total >= limit)
+        continue;
+      active++;
+      if (vs_block(s, chunks, sizes) < 0)
+        return -1;
+    }
+    if (active == 0)
+      return 0;
+  }
+}
+
+static void vs_print(const vs_side sd[2], double limit) {
+  printf("contiguous frame vs c-blosc2, a commit per append, turns of %d appends,"
+         " each side stops after %.0f s (time ratio: ours / c-blosc2):\n", VS_BLOCK, limit);
+  printf("    %-18s %12s %12s %10s\n", "decade (appends)", "b2stream us", "c-blosc2 us",
+         "time ratio");
+  for (int d = 0; d < VS_MARKS; d++) {
+    if (sd[0].dec_n[d] == 0 && sd[1].dec_n[d] == 0)
+      break;
+    char label[40], m[2][16];
+    snprintf(label, sizeof label, "%ld..%ld", d ? vs_marks[d - 1] + 1 : 1, vs_marks[d]);
+    for (int j = 0; j < 2; j++)
+      snprintf(m[j], sizeof m[j], sd[j].dec_n[d] ? "%.3f" : "-",
+               sd[j].dec[d] / (double)sd[j].dec_n[d] * 1e6);
+    printf("    %-18s %12s %12s", label, m[0], m[1]);
+    if (sd[0].dec_n[d] && sd[1].dec_n[d])
+      printf(" %10.3f", (sd[0].dec[d] / (double)sd[0].dec_n[d]) /
+                            (sd[1].dec[d] / (double)sd[1].dec_n[d]));
+    printf("\n");
+  }
+  for (int j = 0; j < 2; j++) {
+    int last = 0;
+    while (last + 1 < VS_MARKS && sd[j].dec_n[last + 1] > 0)
+      last++;
+    printf("  %s: %ld appends in %.2f s; RATIO mean of the last decade (%ld of its"
+           " appends) / first: %.2f\n", sd[j].name, sd[j].n, sd[j].total,
+           sd[j].dec_n[last], (sd[j].dec[last] / (double)sd[j].dec_n[last]) /
+                                  (sd[j].dec[0] / (double)sd[j].dec_n[0]));
+  }
+}
+
+static int vs_blosc2(const char *dir, long max) {
+  const char *e = getenv("B2S_BENCH_VS_LIMIT");
+  double limit = e && atof(e) > 0 ? atof(e) : 20;
+  char ours_path[4096], ref_path[4096];
+  snprintf(ours_path, sizeof ours_path, "%s/bench-append-%d-ours.b2frame", dir, (int)getpid());
+  snprintf(ref_path, sizeof ref_path, "%s/bench-append-%d-ref.b2frame", dir, (int)getpid());
+  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+  o.compact_on_close = false;
+  b2s_fwriter *w;
+  int rc = b2s_fwriter_create(ours_path, false, &o, NULL, &w);
+  if (rc < 0) {
+    fprintf(stderr, "bench_append: %s: %s\n", ours_path, b2s_strerror(rc));
+    return -1;
+  }
+  blosc2_init();
+  blosc2_cparams cp = BLOSC2_CPARAMS_DEFAULTS;
+  cp.typesize = 2;
+  blosc2_dparams dp = BLOSC2_DPARAMS_DEFAULTS;
+  blosc2_storage st = {.contiguous = true, .urlpath = ref_path, .cparams = &cp, .dparams = &dp};
+  blosc2_schunk *sc = blosc2_schunk_new(&st);
+  vs_side sd[2] = {{.name = "b2stream", .st = w, .append = ours_append},
+                   {.name = "c-blosc2", .st = sc, .append = ref_append}};
+  rc = sc ? vs_run(sd, max < vs_marks[VS_MARKS - 1] ? max : vs_marks[VS_MARKS - 1], limit) : -1;
+  if (rc == 0)
+    vs_print(sd, limit);
+  if (sc)
+    blosc2_schunk_free(sc);
+  b2s_fwriter_free(w);
+  unlink(ours_path);
+  unlink(ref_path);
+  blosc2_destroy();
+  return rc;
+}
+#endif
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "/tmp";
   long max = argc > 2 ? atol(argv[2]) : 1000000;
@@ -330,5 +480,9 @@ int main(int argc, char **argv) {
     }
   }
   run_free(&base);
+#ifdef B2S_BENCH_BLOSC2
+  if (vs_blosc2(dir, max) < 0)
+    return 1;
+#endif
   return 0;
 }

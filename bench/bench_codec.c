@@ -6,7 +6,11 @@
  *                (no blocking, no filters): what the format costs or gains;
  *   c-blosc2   - the reference library with the same parameters and one
  *                thread, when built with it (pkg-config blosc2).
- * Usage: bench_codec [MiB per data set, default 16] [clevel, default 5] */
+ * Every side runs on the same chunk in turn (order flipped every round), so
+ * a load swing on a shared machine hits all of them alike; each ratio is
+ * printed as min / median / max over the rounds.
+ * Usage: bench_codec [MiB per data set, default 16] [clevel, default 5]
+ *                    [rounds, default 6, made even] [data set] [codec] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,72 +87,128 @@ static void make_text(uint8_t *p, size_t n) {
   }
 }
 
-static double bench_memcpy(const dataset *d) {
-  uint8_t *dst = malloc(d->size);
-  double best = 1e9;
-  for (int r = 0; r < 5; r++) {
-    double t = now();
-    memcpy(dst, d->data, d->size);
-    t = now() - t;
-    best = t < best ? t : best;
-    /* Read the copy back so the compiler cannot drop it. */
-    if (memcmp(dst, d->data, d->size) != 0)
-      abort();
-  }
-  free(dst);
-  return (double)d->size / best / 1e9;
-}
-
-typedef struct result {
-  double cspeed, dspeed, ratio;
-} result;
-
-/* Best of `reps` passes over the data set, chunk by chunk. */
 typedef int (*comp_fn)(void *st, const uint8_t *src, int n, uint8_t *dst, int cap);
 typedef int (*decomp_fn)(void *st, const uint8_t *src, int n, uint8_t *dst, int cap);
 
-static result run(const dataset *d, void *st, comp_fn c, decomp_fn dc, int reps) {
-  size_t nchunks = (d->size + CHUNK - 1) / CHUNK;
-  uint8_t *comp = malloc(nchunks * (CHUNK + 64 + CHUNK / 16));
-  int *csz = calloc(nchunks, sizeof(int));
-  uint8_t *out = malloc(CHUNK);
-  result r = {0, 0, 0};
-  double bc = 1e9, bd = 1e9;
-  size_t total = 0;
-  for (int rep = 0; rep < reps; rep++) {
-    double t = now();
-    total = 0;
-    for (size_t k = 0; k < nchunks; k++) {
-      size_t n = d->size - k * CHUNK < CHUNK ? d->size - k * CHUNK : CHUNK;
-      csz[k] = c(st, d->data + k * CHUNK, (int)n, comp + k * (CHUNK + 64 + CHUNK / 16),
-                 CHUNK + 64 + CHUNK / 16);
-      if (csz[k] <= 0) {
-        fprintf(stderr, "compression failed: %d\n", csz[k]);
-        exit(1);
-      }
-      total += (size_t)csz[k];
-    }
-    t = now() - t;
-    bc = t < bc ? t : bc;
-    t = now();
-    for (size_t k = 0; k < nchunks; k++) {
-      size_t n = d->size - k * CHUNK < CHUNK ? d->size - k * CHUNK : CHUNK;
-      int got = dc(st, comp + k * (CHUNK + 64 + CHUNK / 16), csz[k], out, (int)n);
-      if (got != (int)n || memcmp(out, d->data + k * CHUNK, n) != 0) {
-        fprintf(stderr, "round trip failed on chunk %zu\n", k);
-        exit(1);
-      }
-    }
-    t = now() - t;
-    bd = t < bd ? t : bd;
+#define SLOT (CHUNK + 64 + CHUNK / 16)
+#define MAX_SIDES 4
+#define MAX_ROUNDS 64
+
+/* One contender: ours (always side 0) or a baseline.  Each keeps its own
+ * compressed copy of the data set and its times for the current round. */
+typedef struct side {
+  const char *name;
+  void *st;
+  comp_fn c;
+  decomp_fn d;
+  uint8_t *comp;
+  int *csz;
+  size_t total;
+  double ct, dt;
+  double cr[MAX_ROUNDS], dr[MAX_ROUNDS]; /* baseline time / our time */
+} side;
+
+static size_t chunk_len(const dataset *d, size_t k) {
+  return d->size - k * CHUNK < CHUNK ? d->size - k * CHUNK : CHUNK;
+}
+
+/* Side index at position i of round r: forward on even rounds, backward on
+ * odd ones, so every baseline runs as often before ours as after it. */
+static int order(int r, int i, int n) {
+  return r % 2 == 0 ? i : n - 1 - i;
+}
+
+static void compress_chunk(const dataset *d, side *s, size_t k) {
+  double t = now();
+  s->csz[k] = s->c(s->st, d->data + k * CHUNK, (int)chunk_len(d, k), s->comp + k * SLOT, SLOT);
+  s->ct += now() - t;
+  if (s->csz[k] <= 0) {
+    fprintf(stderr, "%s: compression failed: %d\n", s->name, s->csz[k]);
+    exit(1);
   }
-  r.cspeed = (double)d->size / bc / 1e9;
-  r.dspeed = (double)d->size / bd / 1e9;
-  r.ratio = (double)d->size / (double)total;
-  free(comp);
-  free(csz);
+  s->total += (size_t)s->csz[k];
+}
+
+static void decompress_chunk(const dataset *d, side *s, size_t k, uint8_t *out) {
+  size_t n = chunk_len(d, k);
+  double t = now();
+  int got = s->d(s->st, s->comp + k * SLOT, s->csz[k], out, (int)n);
+  s->dt += now() - t;
+  /* Checked outside the timed call; also keeps the work observable. */
+  if (got != (int)n || memcmp(out, d->data + k * CHUNK, n) != 0) {
+    fprintf(stderr, "%s: round trip failed on chunk %zu\n", s->name, k);
+    exit(1);
+  }
+}
+
+/* One round: every chunk compressed by every side in turn, then every chunk
+ * decompressed likewise.  Interleaving chunk by chunk puts each side under
+ * the same machine load as the others, whatever the neighbours do. */
+static void round_once(const dataset *d, side *sd, int n, int r, uint8_t *out) {
+  size_t nchunks = (d->size + CHUNK - 1) / CHUNK;
+  for (int i = 0; i < n; i++)
+    sd[i].ct = sd[i].dt = 0, sd[i].total = 0;
+  for (size_t k = 0; k < nchunks; k++)
+    for (int i = 0; i < n; i++)
+      compress_chunk(d, &sd[order(r, i, n)], k);
+  for (size_t k = 0; k < nchunks; k++)
+    for (int i = 0; i < n; i++)
+      decompress_chunk(d, &sd[order(r, i, n)], k, out);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* min, median, max of v[0..n), n even: the median is the mean of the middle two. */
+static void spread(const double *v, int n, double out[3]) {
+  double s[MAX_ROUNDS];
+  memcpy(s, v, (size_t)n * sizeof(double));
+  qsort(s, (size_t)n, sizeof(double), cmp_double);
+  out[0] = s[0];
+  out[1] = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  out[2] = s[n - 1];
+}
+
+/* A warm-up round, then `rounds` (even) timed ones.  Returns our median
+ * speeds; each baseline's per-round ratios land in its cr/dr. */
+static void run_sides(const dataset *d, side *sd, int n, int rounds, double *cspeed,
+                      double *dspeed) {
+  size_t nchunks = (d->size + CHUNK - 1) / CHUNK;
+  uint8_t *out = malloc(CHUNK);
+  double cs[MAX_ROUNDS], ds[MAX_ROUNDS], m[3];
+  for (int i = 0; i < n; i++) {
+    sd[i].comp = malloc(nchunks * SLOT);
+    sd[i].csz = calloc(nchunks, sizeof(int));
+  }
+  round_once(d, sd, n, 1, out); /* warm-up: caches, page faults, codec state */
+  for (int r = 0; r < rounds; r++) {
+    round_once(d, sd, n, r, out);
+    cs[r] = (double)d->size / sd[0].ct / 1e9;
+    ds[r] = (double)d->size / sd[0].dt / 1e9;
+    for (int i = 1; i < n; i++) {
+      sd[i].cr[r] = sd[i].ct / sd[0].ct;
+      sd[i].dr[r] = sd[i].dt / sd[0].dt;
+    }
+  }
+  spread(cs, rounds, m);
+  *cspeed = m[1];
+  spread(ds, rounds, m);
+  *dspeed = m[1];
+  for (int i = 0; i < n; i++) {
+    free(sd[i].comp);
+    free(sd[i].csz);
+  }
   free(out);
-  return r;
+}
+
+/* --- memcpy ---------------------------------------------------------------- */
+static int copy_c(void *st, const uint8_t *s, int n, uint8_t *d, int cap) {
+  (void)st;
+  (void)cap;
+  memcpy(d, s, (size_t)n);
+  return n;
 }
 
 /* --- b2stream ------------------------------------------------------------ */
@@ -221,39 +281,62 @@ static int ref_d(void *st, const uint8_t *s, int n, uint8_t *d, int cap) {
 }
 #endif
 
-/* Sums of log ratios against the baselines, for the closing summary. */
+/* Per baseline: sums of log median ratios and the worst median, for the
+ * closing summary. */
 static struct {
-  double c_dir, d_dir, c_b2, d_b2, worst_c_b2, worst_d_b2;
+  double c, d, worst_c, worst_d;
   int n;
-} summary = {0, 0, 0, 0, 1e9, 1e9, 0};
+} summary[MAX_SIDES];
+static const char *baseline_names[MAX_SIDES];
 
-static void bench_one(const dataset *d, int codec, int filter, int clevel,
-                      double mcpy, b2s_ctx *ctx) {
-  int reps = codec == B2S_CODEC_LZ4 ? 5 : 2;
+/* Summary slot of the baseline called `name`, so like adds to like. */
+static int slot_of(const char *name) {
+  int i = 0;
+  while (baseline_names[i] && strcmp(baseline_names[i], name) != 0)
+    i++;
+  baseline_names[i] = name;
+  return i;
+}
+
+static void report(const dataset *d, int codec, int filter, const side *sd, int n,
+                   int rounds, double cspeed, double dspeed) {
+  for (int i = 1; i < n; i++) {
+    double c[3], dd[3];
+    spread(sd[i].cr, rounds, c);
+    spread(sd[i].dr, rounds, dd);
+    printf("%-6s %-7s %-10s %6.2f %6.2f %7.2f  %-8s %5.2f %5.2f %5.2f  %5.2f %5.2f %5.2f %6.2f\n",
+           d->name, b2s_codec_name(codec), b2s_filter_name(filter),
+           (double)d->size / (double)sd[0].total, cspeed, dspeed, sd[i].name, c[0], c[1],
+           c[2], dd[0], dd[1], dd[2], (double)d->size / (double)sd[i].total);
+    int k = slot_of(sd[i].name);
+    summary[k].n++;
+    summary[k].c += log(c[1]);
+    summary[k].d += log(dd[1]);
+    summary[k].worst_c = summary[k].n == 1 ? c[1] : fmin(summary[k].worst_c, c[1]);
+    summary[k].worst_d = summary[k].n == 1 ? dd[1] : fmin(summary[k].worst_d, dd[1]);
+  }
+  fflush(stdout);
+}
+
+/* Ours against every baseline at once; BloscLZ has no library of its own,
+ * so it has no direct side. */
+static void bench_one(const dataset *d, int codec, int filter, int clevel, int rounds,
+                      b2s_ctx *ctx) {
+  side sd[MAX_SIDES];
+  memset(sd, 0, sizeof(sd));
+  int n = 0;
   ours o = {ctx, B2S_CPARAMS_DEFAULTS};
   o.cp.codec = codec;
   o.cp.clevel = clevel;
   o.cp.typesize = d->typesize;
   o.cp.filters[5] = (uint8_t)filter;
-  result a = run(d, &o, ours_c, ours_d, reps);
-
+  sd[n++] = (side){.name = "b2stream", .st = &o, .c = ours_c, .d = ours_d};
+  sd[n++] = (side){.name = "memcpy", .c = copy_c, .d = copy_c};
   direct dr = {codec, clevel, NULL, ZSTD_createCCtx(), ZSTD_createDCtx()};
   dr.state = codec == B2S_CODEC_LZ4HC ? (void *)LZ4_createStreamHC()
                                       : malloc((size_t)LZ4_sizeofState());
-  result b = run(d, &dr, direct_c, direct_d, reps);
-  printf("%-6s %-6s %-10s %6.2f %6.2f %7.2f %6.2f %6.3f %5.2f  %6.2f %5.2f %6.2f",
-         d->name, b2s_codec_name(codec), b2s_filter_name(filter), a.ratio, a.cspeed, a.dspeed,
-         a.cspeed / mcpy, a.dspeed / mcpy, b.ratio, a.cspeed / b.cspeed,
-         a.dspeed / b.dspeed, a.ratio / b.ratio);
-  summary.n++;
-  summary.c_dir += log(a.cspeed / b.cspeed);
-  summary.d_dir += log(a.dspeed / b.dspeed);
-  if (codec == B2S_CODEC_LZ4HC)
-    LZ4_freeStreamHC(dr.state);
-  else
-    free(dr.state);
-  ZSTD_freeCCtx(dr.zc);
-  ZSTD_freeDCtx(dr.zd);
+  if (codec != B2S_CODEC_BLOSCLZ)
+    sd[n++] = (side){.name = "direct", .st = &dr, .c = direct_c, .d = direct_d};
 #ifdef B2S_BENCH_BLOSC2
   blosc2_cparams cp = BLOSC2_CPARAMS_DEFAULTS;
   cp.compcode = (uint8_t)codec;
@@ -263,25 +346,52 @@ static void bench_one(const dataset *d, int codec, int filter, int clevel,
   cp.filters[5] = (uint8_t)filter;
   blosc2_dparams dp = BLOSC2_DPARAMS_DEFAULTS;
   ref rf = {blosc2_create_cctx(cp), blosc2_create_dctx(dp)};
-  result c = run(d, &rf, ref_c, ref_d, reps);
-  printf("  %6.2f %6.2f %7.2f  %5.2f %5.2f", c.ratio, c.cspeed, c.dspeed,
-         a.cspeed / c.cspeed, a.dspeed / c.dspeed);
-  summary.c_b2 += log(a.cspeed / c.cspeed);
-  summary.d_b2 += log(a.dspeed / c.dspeed);
-  summary.worst_c_b2 = fmin(summary.worst_c_b2, a.cspeed / c.cspeed);
-  summary.worst_d_b2 = fmin(summary.worst_d_b2, a.dspeed / c.dspeed);
+  sd[n++] = (side){.name = "c-blosc2", .st = &rf, .c = ref_c, .d = ref_d};
+#endif
+  double cspeed, dspeed;
+  run_sides(d, sd, n, rounds, &cspeed, &dspeed);
+  report(d, codec, filter, sd, n, rounds, cspeed, dspeed);
+#ifdef B2S_BENCH_BLOSC2
   blosc2_free_ctx(rf.c);
   blosc2_free_ctx(rf.d);
 #endif
-  printf("\n");
-  fflush(stdout);
+  if (codec == B2S_CODEC_LZ4HC)
+    LZ4_freeStreamHC(dr.state);
+  else
+    free(dr.state);
+  ZSTD_freeCCtx(dr.zc);
+  ZSTD_freeDCtx(dr.zd);
 }
 
+static void print_header(int rounds) {
+  printf("speeds in GB/s (ours, median of %d rounds after a warm-up); x = baseline time /"
+         " our time per round, sides interleaved chunk by chunk, order flipped each round\n",
+         rounds);
+  printf("%-6s %-7s %-10s %6s %6s %7s  %-8s %5s %5s %5s  %5s %5s %5s %6s\n", "data",
+         "codec", "filter", "ratio", "comp", "decomp", "vs", "c.min", "c.med", "c.max",
+         "d.min", "d.med", "d.max", "b.rat");
+}
+
+static void print_summary(void) {
+  for (int k = 0; k < MAX_SIDES && baseline_names[k]; k++)
+    printf("geometric mean of medians over %d configurations vs %s: compress %.2fx"
+           " (worst %.2fx), decompress %.2fx (worst %.2fx)\n",
+           summary[k].n, baseline_names[k], exp(summary[k].c / summary[k].n),
+           summary[k].worst_c, exp(summary[k].d / summary[k].n), summary[k].worst_d);
+}
+
+/* Usage: bench_codec [MiB] [clevel] [rounds] [data set] [codec] */
 int main(int argc, char **argv) {
   size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 16;
   int clevel = argc > 2 ? atoi(argv[2]) : 5;
-  if (mib < 1 || clevel < 1 || clevel > 9) {
-    fprintf(stderr, "usage: bench_codec [MiB >= 1] [clevel 1..9]\n");
+  int rounds = argc > 3 ? atoi(argv[3]) : 6;
+  const char *only_set = argc > 4 ? argv[4] : NULL;
+  int only_codec = argc > 5 ? b2s_codec_from_name(argv[5]) : -1;
+  rounds += rounds % 2; /* even, so both orders run equally often */
+  if (mib < 1 || clevel < 1 || clevel > 9 || rounds < 2 || rounds > MAX_ROUNDS ||
+      (argc > 5 && only_codec < 0)) {
+    fprintf(stderr, "usage: bench_codec [MiB >= 1] [clevel 1..9] [rounds 2..%d]"
+                    " [f32|u16det|text] [codec]\n", MAX_ROUNDS);
     return 2;
   }
 #ifdef B2S_BENCH_BLOSC2
@@ -293,33 +403,23 @@ int main(int argc, char **argv) {
   b2s_ctx *ctx = b2s_ctx_new();
   printf("b2stream chunk codec, %zu MiB per data set, %d MiB chunks, clevel %d, one thread\n",
          mib, CHUNK >> 20, clevel);
-  printf("speeds in GB/s; x = ours / baseline\n");
-  printf("%-6s %-6s %-10s %6s %6s %7s %6s %6s %5s  %6s %5s %6s", "data", "codec",
-         "filter", "ratio", "comp", "decomp", "c/mcpy", "d/mcpy", "dir.r",
-         "c/dir", "d/dir", "r/dir");
-#ifdef B2S_BENCH_BLOSC2
-  printf("  %6s %6s %7s  %5s %5s", "b2.rat", "b2.c", "b2.d", "c/b2", "d/b2");
-#endif
-  printf("\n");
-  int codecs[] = {B2S_CODEC_LZ4, B2S_CODEC_LZ4HC, B2S_CODEC_ZSTD, B2S_CODEC_ZLIB};
+  print_header(rounds);
+  int codecs[] = {B2S_CODEC_BLOSCLZ, B2S_CODEC_LZ4, B2S_CODEC_LZ4HC, B2S_CODEC_ZSTD,
+                  B2S_CODEC_ZLIB};
   for (int s = 0; s < 3; s++) {
+    if (only_set && strcmp(only_set, sets[s].name) != 0)
+      continue;
     sets[s].data = malloc(sets[s].size);
     make[s](sets[s].data, sets[s].size);
-    double mcpy = bench_memcpy(&sets[s]);
-    printf("%-6s memcpy %.2f GB/s\n", sets[s].name, mcpy);
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < 5; c++)
       for (int f = 0; f < 3; f++)
-        bench_one(&sets[s], codecs[c], f, clevel, mcpy, ctx);
+        if (only_codec < 0 || only_codec == codecs[c])
+          bench_one(&sets[s], codecs[c], f, clevel, rounds, ctx);
     free(sets[s].data);
   }
   b2s_ctx_free(ctx);
-  printf("geometric mean over %d configurations: compress %.2fx, decompress %.2fx"
-         " the codec library called directly\n",
-         summary.n, exp(summary.c_dir / summary.n), exp(summary.d_dir / summary.n));
+  print_summary();
 #ifdef B2S_BENCH_BLOSC2
-  printf("geometric mean vs c-blosc2: compress %.2fx (worst %.2fx), decompress %.2fx"
-         " (worst %.2fx)\n", exp(summary.c_b2 / summary.n), summary.worst_c_b2,
-         exp(summary.d_b2 / summary.n), summary.worst_d_b2);
   blosc2_destroy();
 #endif
   return 0;

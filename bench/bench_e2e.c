@@ -28,11 +28,13 @@
  * Data: 16-bit detector-like images (smooth background, shot noise, a few
  * peaks), typesize 2; --data counting gives photon-counting frames instead
  * (mostly zeros, a diffuse ring, Bragg spots), which compress about 10x
- * and so take the disk out of the way on most machines.  Defaults: 4 MiB buffers, about 1 GiB per run, best
- * of 3 runs, lz4 clevel 5 shuffle, window (queue_depth) 16, group_count 64,
- * one worker per CPU, 8 followers; latency: 2500 buffers of 64 KiB, one
- * every 2 ms.  Each round runs the zmq and shm phases in alternating order,
- * so neither always meets the page cache the other one filled.
+ * and so take the disk out of the way on most machines.  Defaults: 4 MiB
+ * buffers, about 1 GiB per run, a warm-up then 4 rounds (median figures,
+ * min/median/max of per-round ratios), lz4 clevel 5 shuffle, window
+ * (queue_depth) 16, group_count 64, one worker per CPU, 8 followers; latency: 2500 buffers of 64 KiB, one
+ * every 2 ms.  Each round runs all phases, forward on even rounds and
+ * backward on odd ones, so no figure always runs before its baseline or
+ * always meets the page cache another one filled.
  *
  *   bench_e2e [--workers N] [--size BYTES[,BYTES...]] [--count N] [--repeat N]
  *             [--codec lz4|lz4hc|zstd|zlib] [--clevel N]
@@ -75,6 +77,7 @@
 #define IMG_WIDTH 1024            /* pixels per row of the test images */
 #define MAX_SIZES 4
 #define MAX_ROWS 64
+#define MAX_REPEAT 32             /* rounds per buffer size */
 #define DEFAULT_RUN_BYTES ((size_t)1 << 30)
 #define WAIT_MS 60000             /* guards against a hang only */
 #define FILL_SLOTS 4096           /* B2S_SHM_MAX_SLOTS */
@@ -86,7 +89,7 @@ typedef struct opts {
   size_t sizes[MAX_SIZES];
   int nsizes;
   long count;                     /* 0: about DEFAULT_RUN_BYTES per run */
-  int repeat;                     /* best of this many runs per figure */
+  int repeat;                     /* rounds per figure (made even) */
   const char *codec;
   int clevel;
   const char *filter;
@@ -157,6 +160,7 @@ typedef struct row {
   char unit[8];
   char base[40];            /* baseline name; "" when none */
   double base_value;
+  double rmin, rmed, rmax;  /* per-round ratios to the baseline */
   char target[16];          /* e.g. ">= 0.80", "<= 1000"; "" when none */
   double limit;
   int cmp;                  /* +1: ratio >= limit, -1: value <= limit */
@@ -176,11 +180,41 @@ static row *row_add(const char *figure, double value, const char *unit) {
   return r;
 }
 
-static void row_base(row *r, const char *base, double base_value) {
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median of v[0..n) (mean of the middle two when n is even); 0 when n is 0. */
+static double median(double *v, int n) {
+  if (n == 0)
+    return 0;
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The figure measured in round i (0 when it was not) against its baseline
+ * in the same round: the ratio is taken per round, so a load swing between
+ * rounds moves both sides of it. */
+static void row_base(row *r, const char *base, const double *val,
+                     const double *bval, int rounds) {
   if (r == NULL)
     return;
+  double q[MAX_REPEAT], b[MAX_REPEAT];
+  int n = 0, nb = 0;
+  for (int i = 0; i < rounds; i++) {
+    if (bval[i] > 0)
+      b[nb++] = bval[i];
+    if (val[i] > 0 && bval[i] > 0)
+      q[n++] = val[i] / bval[i];
+  }
+  if (n == 0)
+    return;
   snprintf(r->base, sizeof r->base, "%s", base);
-  r->base_value = base_value;
+  r->base_value = median(b, nb);
+  r->rmed = median(q, n);
+  r->rmin = q[0];
+  r->rmax = q[n - 1];
 }
 
 static void row_target(row *r, int cmp, double limit) {
@@ -193,21 +227,21 @@ static void row_target(row *r, int cmp, double limit) {
 }
 
 static void table_print(void) {
-  printf("\n%-34s %10s %-5s  %-24s %10s %7s  %-11s %s\n", "figure", "value",
-         "unit", "baseline", "base", "ratio", "target", "met?");
+  printf("\n%-34s %10s %-5s  %-24s %10s %21s  %-11s %s\n", "figure", "value",
+         "unit", "baseline", "base", "ratio min/med/max", "target", "met?");
   for (int i = 0; i < nrows; i++) {
     const row *r = &rows[i];
-    char base[16] = "", ratio[16] = "", met[8] = "";
-    double q = r->base[0] && r->base_value > 0 ? r->value / r->base_value : 0;
+    char base[16] = "", ratio[32] = "", met[8] = "";
+    double q = r->rmed;
     if (r->base[0]) {
       snprintf(base, sizeof base, "%.3f", r->base_value);
-      snprintf(ratio, sizeof ratio, "%.3f", q);
+      snprintf(ratio, sizeof ratio, "%.3f/%.3f/%.3f", r->rmin, r->rmed, r->rmax);
     }
     if (r->cmp > 0)
       snprintf(met, sizeof met, "%s", q >= r->limit ? "yes" : "NO");
     else if (r->cmp < 0)
       snprintf(met, sizeof met, "%s", r->value <= r->limit ? "yes" : "NO");
-    printf("%-34s %10.3f %-5s  %-24s %10s %7s  %-11s %s\n", r->figure,
+    printf("%-34s %10.3f %-5s  %-24s %10s %21s  %-11s %s\n", r->figure,
            r->value, r->unit, r->base, base, ratio, r->target, met);
   }
 }
@@ -1131,7 +1165,8 @@ static void lat_rows(lat_result *r) {
     row *rw = row_add(fig, quantile(r->send_notify, n, qv[i]) / 1e3, "us");
     char base[40];
     snprintf(base, sizeof base, "ping rtt %s", q[i]);
-    row_base(rw, base, r->ping[i]);
+    if (rw)
+      row_base(rw, base, &rw->value, &r->ping[i], 1); /* one measurement each */
   }
   /* The daemon times commit -> NOTIFY sent itself; the NOTIFY then takes
    * one hop to the consumer, less than a PING round trip. */
@@ -1159,6 +1194,114 @@ static void lat_rows(lat_result *r) {
 
 /* ---- one buffer size --------------------------------------------------------------- */
 
+/* Per-round figures of one buffer size; 0 = not measured that round, a
+ * negative value = failed or refused (said why), not retried. */
+typedef struct rounds {
+  double comp[MAX_REPEAT], ratio[MAX_REPEAT], raw[MAX_REPEAT], rawtcp[MAX_REPEAT];
+  double disk[MAX_REPEAT], ceiling[MAX_REPEAT], ez[MAX_REPEAT], es[MAX_REPEAT];
+  double ef[MAX_REPEAT];
+  bool ez_failed, es_failed, ef_failed;
+} rounds;
+
+enum { PH_COMPRESS, PH_RAW, PH_DISK, PH_ZMQ, PH_SHM, NPHASES };
+
+/* One phase of round i (i < 0: the warm-up, whose figures are dropped). */
+static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
+                      b2sc_session *s, const b2s_cparams *cp, const dataset *d,
+                      long count, const char *ep, rounds *R) {
+  double v, q = 0;
+  int k = i < 0 ? 0 : i;
+  if (ph == PH_COMPRESS && phase_on(o, "compress")) {
+    v = bench_compress(d, cp, o->workers, count, &q);
+    R->comp[k] = v, R->ratio[k] = q;
+  } else if (ph == PH_RAW && phase_on(o, "raw")) {
+    R->raw[k] = bench_raw(d, ep, count, o->window);
+    R->rawtcp[k] = bench_raw(d, "tcp://127.0.0.1:*", count, o->window);
+  } else if (ph == PH_DISK && phase_on(o, "disk")) {
+    R->disk[k] = bench_disk(dp->dir, (size_t)4 << 20, (size_t)count * d->size / 2);
+  } else if (ph == PH_ZMQ && !R->ez_failed && phase_on(o, "zmq")) {
+    R->ez[k] = bench_e2e(s, "zmq", VIA_ZMQ, d, count, o);
+    R->ez_failed = R->ez[k] < 0;
+    /* right after a plain zmq pass, so both see the same conditions */
+    if (!R->ez_failed && !R->ef_failed && phase_on(o, "follow")) {
+      R->ef[k] = bench_e2e_followed(s, dp->endpoint, "zmq", d, count, o, o->followers);
+      R->ef_failed = R->ef[k] < 0;
+    }
+  } else if (ph == PH_SHM && !R->es_failed && phase_on(o, "shm")) {
+    R->es[k] = bench_e2e(s, "shm", VIA_SHM, d, count, o);
+    R->es_failed = R->es[k] < 0;
+  }
+}
+
+/* A short warm-up round, then o->repeat (even) rounds running the phases
+ * forward on even rounds and backward on odd ones: each figure is taken as
+ * often before its baseline as after it, and ratios are taken per round. */
+static void run_rounds(const opts *o, const daemon_proc *dp, b2sc_session *s,
+                       const b2s_cparams *cp, const dataset *d, long count,
+                       const char *ep, rounds *R) {
+  long warm = count / 8 > 0 ? count / 8 : 1;
+  for (int ph = 0; ph < NPHASES; ph++)
+    run_phase(ph, -1, o, dp, s, cp, d, warm, ep, R);
+  for (int i = 0; i < o->repeat; i++) {
+    for (int j = 0; j < NPHASES; j++)
+      run_phase(i % 2 == 0 ? j : NPHASES - 1 - j, i, o, dp, s, cp, d, count, ep, R);
+    R->ceiling[i] = R->disk[i] * R->ratio[i]; /* input rate the disk can take */
+  }
+}
+
+/* A row for a figure with its median over the rounds; NULL when never measured. */
+static row *row_median(const char *label, const double *v, int n, const char *unit) {
+  double m[MAX_REPEAT];
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (v[i] > 0)
+      m[k++] = v[i];
+  return k ? row_add(label, median(m, k), unit) : NULL;
+}
+
+static void report_size(const opts *o, const char *sz, const rounds *R) {
+  char label[80];
+  int n = o->repeat;
+  snprintf(label, sizeof label, "[%s] in-process compress", sz);
+  row_median(label, R->comp, n, "GB/s");
+  snprintf(label, sizeof label, "[%s] compression ratio", sz);
+  row_median(label, R->ratio, n, "x");
+  snprintf(label, sizeof label, "[%s] raw zmq ipc", sz);
+  row_median(label, R->raw, n, "GB/s");
+  snprintf(label, sizeof label, "[%s] raw zmq tcp loopback", sz);
+  row_median(label, R->rawtcp, n, "GB/s");
+  snprintf(label, sizeof label, "[%s] disk write, O_DIRECT", sz);
+  row_median(label, R->disk, n, "GB/s");
+  snprintf(label, sizeof label, "[%s] disk x compression ratio", sz);
+  row_median(label, R->ceiling, n, "GB/s");
+  snprintf(label, sizeof label, "[%s] e2e zmq (ipc)", sz);
+  row *r = row_median(label, R->ez, n, "GB/s");
+  if (r) {
+    row_base(r, "raw zmq ipc", R->ez, R->raw, n);
+    if (r->base[0])
+      row_target(r, 1, 0.8);
+    row_base(row_median(label, R->ez, n, "GB/s"), "in-process compress", R->ez, R->comp, n);
+    row_base(row_median(label, R->ez, n, "GB/s"), "disk x compression ratio", R->ez,
+             R->ceiling, n);
+  }
+  snprintf(label, sizeof label, "[%s] e2e shm%s", sz, o->shm_copy ? " (copy in)" : "");
+  r = row_median(label, R->es, n, "GB/s");
+  if (r) {
+    row_base(r, "in-process compress", R->es, R->comp, n);
+    if (r->base[0])
+      row_target(r, 1, 0.9);
+    row_base(row_median(label, R->es, n, "GB/s"), "raw zmq ipc", R->es, R->raw, n);
+    row_base(row_median(label, R->es, n, "GB/s"), "disk x compression ratio", R->es,
+             R->ceiling, n);
+  }
+  snprintf(label, sizeof label, "[%s] e2e zmq, %d followers", sz, o->followers);
+  r = row_median(label, R->ef, n, "GB/s");
+  if (r) {
+    row_base(r, "e2e zmq, no followers", R->ef, R->ez, n);
+    row_target(r, 1, 0.95);
+  }
+}
+
 static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
                      const b2s_cparams *cp, size_t size) {
   dataset d;
@@ -1168,104 +1311,17 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
     return;
   }
   long count = o->count ? o->count : (long)(DEFAULT_RUN_BYTES / size);
-  char sz[32], label[80], ep[PATH_MAX + 40];
+  char sz[32], ep[PATH_MAX + 40];
   size_name(size, sz, sizeof sz);
-  printf("%s buffers of %s, %ld per run, best of %d, %d workers, %s clevel "
+  printf("%s buffers of %s, %ld per run, %d rounds after a warm-up, %d workers, %s clevel "
          "%d %s, window %d\n", o->data, sz, count, o->repeat, o->workers,
          o->codec, o->clevel, o->filter, o->window);
   fflush(stdout);
-  double comp = 0, ratio = 0, raw = 0, rawtcp = 0, ez = 0, es = 0, disk = 0;
-  double ez_round = 0, ef = 0;
   snprintf(ep, sizeof ep, "ipc://%s/raw.sock", dp->dir);
-  /* Best of o->repeat: on a shared machine the best run is the one least
-   * disturbed by other work; the phases alternate so each sees the same
-   * periods of load. */
-  for (int r = 0; r < o->repeat; r++) {
-    if (phase_on(o, "compress"))
-      comp = fmax(comp, bench_compress(&d, cp, o->workers, count, &ratio));
-    if (phase_on(o, "raw")) {
-      raw = fmax(raw, bench_raw(&d, ep, count, o->window));
-      rawtcp = fmax(rawtcp, bench_raw(&d, "tcp://127.0.0.1:*", count,
-                                      o->window));
-    }
-    if (phase_on(o, "disk"))
-      disk = fmax(disk, bench_disk(dp->dir, (size_t)4 << 20,
-                                   (size_t)count * size / 2));
-    /* a failed or refused run (-1, said why) is not retried; zmq and
-     * shm take turns at going first */
-    for (int k = 0; k < 2; k++) {
-      bool zmq_turn = (k == 0) == (r % 2 == 0);
-      if (zmq_turn && ez >= 0 && phase_on(o, "zmq")) {
-        ez_round = bench_e2e(s, "zmq", VIA_ZMQ, &d, count, o);
-        ez = ez_round < 0 ? ez_round : fmax(ez, ez_round);
-      }
-      if (!zmq_turn && es >= 0 && phase_on(o, "shm")) {
-        double v = bench_e2e(s, "shm", VIA_SHM, &d, count, o);
-        es = v < 0 ? v : fmax(es, v);
-      }
-    }
-    /* right after a plain zmq pass, so both see the same conditions */
-    if (ef >= 0 && ez_round > 0 && phase_on(o, "follow")) {
-      double v = bench_e2e_followed(s, dp->endpoint, "zmq", &d, count, o,
-                                    o->followers);
-      ef = v < 0 ? v : fmax(ef, v);
-    }
-  }
-
-  snprintf(label, sizeof label, "[%s] in-process compress", sz);
-  row *r = comp > 0 ? row_add(label, comp, "GB/s") : NULL;
-  snprintf(label, sizeof label, "[%s] compression ratio", sz);
-  if (ratio > 0)
-    row_add(label, ratio, "x");
-  snprintf(label, sizeof label, "[%s] raw zmq ipc", sz);
-  if (raw > 0)
-    row_add(label, raw, "GB/s");
-  snprintf(label, sizeof label, "[%s] raw zmq tcp loopback", sz);
-  if (rawtcp > 0)
-    row_add(label, rawtcp, "GB/s");
-  snprintf(label, sizeof label, "[%s] disk write, O_DIRECT", sz);
-  if (disk > 0)
-    row_add(label, disk, "GB/s");
-  double ceiling = disk * ratio;   /* input rate the disk can take */
-  snprintf(label, sizeof label, "[%s] disk x compression ratio", sz);
-  if (ceiling > 0)
-    row_add(label, ceiling, "GB/s");
-  if (ez > 0) {
-    snprintf(label, sizeof label, "[%s] e2e zmq (ipc)", sz);
-    r = row_add(label, ez, "GB/s");
-    if (raw > 0) {
-      row_base(r, "raw zmq ipc", raw);
-      row_target(r, 1, 0.8);
-    }
-    if (comp > 0)
-      row_base(row_add(label, ez, "GB/s"), "in-process compress", comp);
-    if (ceiling > 0)
-      row_base(row_add(label, ez, "GB/s"), "disk x compression ratio",
-               ceiling);
-  }
-  if (es > 0) {
-    snprintf(label, sizeof label, "[%s] e2e shm%s", sz,
-             o->shm_copy ? " (copy in)" : "");
-    r = row_add(label, es, "GB/s");
-    if (comp > 0) {
-      row_base(r, "in-process compress", comp);
-      row_target(r, 1, 0.9);
-    }
-    if (raw > 0)
-      row_base(row_add(label, es, "GB/s"), "raw zmq ipc", raw);
-    if (ceiling > 0)
-      row_base(row_add(label, es, "GB/s"), "disk x compression ratio",
-               ceiling);
-  }
-  if (ef > 0) {
-    char base[40];
-    snprintf(label, sizeof label, "[%s] e2e zmq, %d followers", sz,
-             o->followers);
-    snprintf(base, sizeof base, "e2e zmq, no followers");
-    r = row_add(label, ef, "GB/s");
-    row_base(r, base, ez);
-    row_target(r, 1, 0.95);
-  }
+  rounds R;
+  memset(&R, 0, sizeof R);
+  run_rounds(o, dp, s, cp, &d, count, ep, &R);
+  report_size(o, sz, &R);
   dataset_free(&d);
 }
 
@@ -1313,7 +1369,7 @@ static int parse_args(opts *o, int argc, char **argv) {
     if (strcmp(a, "--workers") == 0) o->workers = atoi(v);
     else if (strcmp(a, "--size") == 0) { if (parse_sizes(o, v)) return -1; }
     else if (strcmp(a, "--count") == 0) o->count = atol(v);
-    else if (strcmp(a, "--repeat") == 0) o->repeat = atoi(v);
+    else if (strcmp(a, "--repeat") == 0) o->repeat = atoi(v) + atoi(v) % 2;
     else if (strcmp(a, "--codec") == 0) o->codec = v;
     else if (strcmp(a, "--clevel") == 0) o->clevel = atoi(v);
     else if (strcmp(a, "--filter") == 0) o->filter = v;
@@ -1333,7 +1389,7 @@ static int parse_args(opts *o, int argc, char **argv) {
     if (!flag)
       i++;
   }
-  if (o->workers < 1 || o->workers > 256 || o->count < 0 || o->repeat < 1 || o->window < 1 ||
+  if (o->workers < 1 || o->workers > 256 || o->count < 0 || o->repeat < 2 || o->repeat > MAX_REPEAT || o->window < 1 ||
       o->group < 1 || o->lat_count < 1 || o->lat_size < 64 ||
       o->lat_interval_us < 0 || o->clevel < 0 || o->clevel > 9 ||
       o->followers < 1 || o->followers > 256 ||
@@ -1385,7 +1441,7 @@ static int setup(daemon_proc *dp, const opts *o, const char *daemon) {
 int main(int argc, char **argv) {
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   opts o = {.workers = ncpu > 0 && ncpu <= 256 ? (int)ncpu : 2,
-            .sizes = {(size_t)4 << 20}, .nsizes = 1, .repeat = 3, .codec = "lz4",
+            .sizes = {(size_t)4 << 20}, .nsizes = 1, .repeat = 4, .codec = "lz4",
             .clevel = 5, .filter = "shuffle", .data = "detector", .window = 16, .group = 64,
             .lat_count = 2500, .lat_size = 64 << 10, .lat_interval_us = 2000,
             .followers = 8, .phases = "compress,raw,disk,zmq,shm,follow,lat",

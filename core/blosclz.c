@@ -199,8 +199,10 @@ static inline uint32_t hash32(uint32_t v, unsigned hlog)
 }
 
 /* End of the match at a (candidate dist back) as c-blosc2 measures it: one
- * past the first mismatch at or after a+4, capped at bound. */
-static int32_t match_end(const uint8_t *p, int32_t a, uint32_t dist,
+ * past the first mismatch at or after a+4, capped at bound.  Inlined: most
+ * candidates end within the first word, so a call costs more than the
+ * work on data that barely compresses. */
+static inline __attribute__((always_inline)) int32_t match_end(const uint8_t *p, int32_t a, uint32_t dist,
                          int32_t bound)
 {
   int32_t m = a + 4;

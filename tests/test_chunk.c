@@ -992,6 +992,32 @@ static void test_invalid_params(void **state) {
 
 /* ---- setup -------------------------------------------------------------- */
 
+/* Run streams: a stream of one byte value is stored as a run (csize 0 or
+ * -value plus one token), one differing byte anywhere, at every offset
+ * around the run check's word and step boundaries, makes it a codec
+ * stream.  The run is the smallest chunk there is, so the size tells. */
+static void test_run_streams(void **state) {
+  (void)state;
+  uint8_t src[200], dst[200 + B2S_MAX_OVERHEAD], out[200];
+  b2s_cparams cp = params(B2S_CODEC_LZ4, 5, 1);
+  cp.filters[5] = B2S_FILTER_NONE;
+  const int run_max = B2S_HEADER_LEN + 4 + 4 + 1; /* bstarts, csize, token */
+  for (int n = 1; n <= 200; n += n < 100 ? 1 : 17)
+    for (int k = -1; k < n; k++) {
+      for (int value = 0; value < 2; value++) {
+        memset(src, value ? 0x5a : 0, (size_t)n);
+        if (k >= 0)
+          src[k] ^= 1;
+        int c = b2s_compress(ctx, &cp, src, (size_t)n, dst, sizeof dst);
+        assert_true(c > 0);
+        if (n >= 32) /* smaller buffers are stored as copies */
+          assert_true(k < 0 ? c <= run_max : c > run_max);
+        assert_int_equal(b2s_decompress(ctx, dst, (size_t)c, out, (size_t)n), n);
+        assert_memory_equal(out, src, (size_t)n);
+      }
+    }
+}
+
 static int group_setup(void **state) {
   (void)state;
   ctx = b2s_ctx_new();
@@ -1030,6 +1056,7 @@ int main(void) {
       cmocka_unit_test(test_sizes),
       cmocka_unit_test(test_random_grid),
       cmocka_unit_test(test_blosclz),
+      cmocka_unit_test(test_run_streams),
       cmocka_unit_test_setup(test_truncated, samples_setup),
       cmocka_unit_test_setup(test_corrupted, samples_setup),
       cmocka_unit_test_setup(test_bad_headers, samples_setup),

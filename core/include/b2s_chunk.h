@@ -28,7 +28,7 @@
 #define B2S_MAX_DICT 32768
 
 enum b2s_codec {
-  B2S_CODEC_BLOSCLZ = 0, /* decode only */
+  B2S_CODEC_BLOSCLZ = 0, /* encoded as c-blosc2 does, byte for byte */
   B2S_CODEC_LZ4 = 1,
   B2S_CODEC_LZ4HC = 2,
   B2S_CODEC_ZLIB = 4,
@@ -69,8 +69,8 @@ typedef struct b2s_cparams {
   bool use_dict;                   /* zstd, lz4, lz4hc only */
 } b2s_cparams;
 
-/* c-blosc2's defaults except the codec: lz4 rather than BloscLZ, which we
- * only decode. */
+/* c-blosc2's defaults except the codec: lz4 rather than BloscLZ (both are
+ * encoded and decoded here). */
 #define B2S_CPARAMS_DEFAULTS                                                    \
   ((b2s_cparams){.codec = B2S_CODEC_LZ4, .clevel = 5, .typesize = 8,           \
                  .blocksize = 0, .splitmode = B2S_SPLIT_FORWARD_COMPAT,        \
