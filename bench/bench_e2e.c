@@ -13,6 +13,10 @@
  *   e2e zmq    - b2sc_send_zc through the daemon, timed until every buffer
  *                is acknowledged at level written (CLOSED of the handle);
  *   e2e shm    - b2sc_shm_acquire / fill / b2sc_shm_submit, same end point;
+ *   records    - with --records, e2e zmq and e2e shm again right after
+ *                each, every buffer with a record (frame number,
+ *                timestamp, a small user map; protocol version 2),
+ *                against the same transport without: the cost of records;
  *   followers  - e2e zmq again while F consumers (notify mode, each on its
  *                own thread and session) follow the stream, against e2e
  *                zmq without them in the same round: consumers must not
@@ -41,7 +45,7 @@
  *             [--filter shuffle|bitshuffle|none] [--data detector|counting]
  *             [--window N] [--group N]
  *             [--lat-count N] [--lat-size BYTES] [--lat-interval-us N]
- *             [--followers N] [--shm-copy]
+ *             [--followers N] [--shm-copy] [--records]
  *             [--phases compress,raw,disk,zmq,shm,follow,lat]
  *             [--daemon PATH] [--dir DIR] [--keep] */
 #define _GNU_SOURCE
@@ -101,6 +105,7 @@ typedef struct opts {
   int lat_interval_us;
   int followers;                  /* consumers of the follow phase */
   bool shm_copy;                  /* copy every buffer into its slot */
+  bool records;                   /* also e2e with a record per buffer */
   const char *phases;
   const char *daemon;
   const char *dir;
@@ -765,11 +770,31 @@ static double stats_number(b2sc_session *s, const char *stream,
 
 /* ---- e2e throughput ------------------------------------------------------------- */
 
-static int zmq_send_all(b2sc_producer *p, const dataset *d, long count) {
+/* The record a detector would send with image i: its frame number, a
+ * timestamp and a small user map ({"exp": 10}, PROTOCOL.md 11.9). */
+static b2sc_record bench_record(long i) {
+  static const uint8_t user[] = {0x81, 0xa3, 'e', 'x', 'p', 0x0a};
+  b2sc_record r = {0};
+  r.present = B2SC_REC_FRAME | B2SC_REC_TS | B2SC_REC_USER_MAP;
+  r.frame = (uint64_t)i;
+  r.ts_ns = (int64_t)now_ns();
+  r.user = user;
+  r.user_len = sizeof user;
+  return r;
+}
+
+static int zmq_send_one(b2sc_producer *p, const dataset *d, long i, bool rec) {
+  if (!rec)
+    return b2sc_send_zc(p, d->buf[i % NFRAMES], d->size, NULL, NULL);
+  b2sc_record r = bench_record(i);
+  return b2sc_send_zc_rec(p, d->buf[i % NFRAMES], d->size, &r, NULL, NULL);
+}
+
+static int zmq_send_all(b2sc_producer *p, const dataset *d, long count,
+                        bool rec) {
   for (long i = 0; i < count; i++) {
     int rc;
-    while ((rc = b2sc_send_zc(p, d->buf[i % NFRAMES], d->size, NULL, NULL)) ==
-           B2S_E_BUSY)
+    while ((rc = zmq_send_one(p, d, i, rec)) == B2S_E_BUSY)
       if ((rc = b2sc_wait_credit(p, WAIT_MS)) < 0)
         return rc;
     if (rc < 0)
@@ -784,7 +809,7 @@ typedef struct shm_fill {
 } shm_fill;
 
 static int shm_send_all(b2sc_producer *p, const dataset *d, long count,
-                        shm_fill *fill) {
+                        shm_fill *fill, bool rec) {
   for (long i = 0; i < count; i++) {
     uint32_t slot;
     void *ptr;
@@ -802,18 +827,25 @@ static int shm_send_all(b2sc_producer *p, const dataset *d, long count,
       if (slot < FILL_SLOTS)
         fill->filled[slot] = 1;
     }
-    if ((rc = b2sc_shm_submit(p, slot, d->size)) < 0)
+    b2sc_record r = bench_record(i);
+    rc = rec ? b2sc_shm_submit_rec(p, slot, d->size, &r)
+             : b2sc_shm_submit(p, slot, d->size);
+    if (rc < 0)
       return rc;
   }
   return 0;
 }
 
-enum { VIA_ZMQ, VIA_SHM };
+/* ZeroMQ or shared memory, each with or without a record per buffer. */
+enum { VIA_ZMQ, VIA_SHM, VIA_ZMQ_REC, VIA_SHM_REC };
+
+static bool via_shm(int via) { return via == VIA_SHM || via == VIA_SHM_REC; }
+static bool via_rec(int via) { return via >= VIA_ZMQ_REC; }
 
 static int send_all(b2sc_producer *p, int via, const dataset *d, long count,
                     shm_fill *fill) {
-  return via == VIA_ZMQ ? zmq_send_all(p, d, count)
-                        : shm_send_all(p, d, count, fill);
+  return via_shm(via) ? shm_send_all(p, d, count, fill, via_rec(via))
+                      : zmq_send_all(p, d, count, via_rec(via));
 }
 
 /* Open `stream` (and a segment for shm), send `warm` buffers untimed and
@@ -829,7 +861,9 @@ static int64_t e2e_pass(b2sc_session *s, const char *stream, int via,
   int rc = b2sc_producer_open(s, stream, NULL, &p);
   if (rc < 0)
     return rc;
-  if (via == VIA_SHM)
+  if (rc == 0 && via_rec(via) && b2sc_protocol_version(s) < 2)
+    rc = B2S_E_PROTO_VERSION;   /* records need protocol version 2 */
+  if (rc == 0 && via_shm(via))
     rc = b2sc_shm_attach(p, nslots, d->size);
   if (rc == 0 && warm > 0 && (rc = send_all(p, via, d, warm, fill)) == 0)
     rc = b2sc_flush(p, WAIT_MS);
@@ -852,7 +886,9 @@ static int64_t e2e_pass(b2sc_session *s, const char *stream, int via,
                   st.rejected))
     rc = B2S_E_DROPPED;
   if (rc == 0)
-    cpu_use_print(via == VIA_ZMQ ? "e2e zmq" : "e2e shm", &cu, daemon_pid,
+    cpu_use_print(via_shm(via) ? (via_rec(via) ? "e2e shm+records" : "e2e shm")
+                               : (via_rec(via) ? "e2e zmq+records" : "e2e zmq"),
+                  &cu, daemon_pid,
                   d->size * (size_t)count, dt);
   return rc < 0 ? rc : (int64_t)dt;
 }
@@ -864,7 +900,7 @@ static double bench_e2e(b2sc_session *s, const char *stream, int via,
   uint32_t nslots = (uint32_t)(o->window + o->workers + 2);
   long warm = count / 8 < 2L * o->window ? count / 8 : 2L * o->window;
   int64_t rc = e2e_pass(s, stream, via, d, warm, count, &fill, nslots);
-  if (rc == -EOPNOTSUPP && via == VIA_SHM) {
+  if (rc == -EOPNOTSUPP && via_shm(via)) {
     printf("  shm: not offered by this daemon\n");
     return -1;
   }
@@ -1199,8 +1235,8 @@ static void lat_rows(lat_result *r) {
 typedef struct rounds {
   double comp[MAX_REPEAT], ratio[MAX_REPEAT], raw[MAX_REPEAT], rawtcp[MAX_REPEAT];
   double disk[MAX_REPEAT], ceiling[MAX_REPEAT], ez[MAX_REPEAT], es[MAX_REPEAT];
-  double ef[MAX_REPEAT];
-  bool ez_failed, es_failed, ef_failed;
+  double ef[MAX_REPEAT], ezr[MAX_REPEAT], esr[MAX_REPEAT];
+  bool ez_failed, es_failed, ef_failed, ezr_failed, esr_failed;
 } rounds;
 
 enum { PH_COMPRESS, PH_RAW, PH_DISK, PH_ZMQ, PH_SHM, NPHASES };
@@ -1222,6 +1258,11 @@ static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
   } else if (ph == PH_ZMQ && !R->ez_failed && phase_on(o, "zmq")) {
     R->ez[k] = bench_e2e(s, "zmq", VIA_ZMQ, d, count, o);
     R->ez_failed = R->ez[k] < 0;
+    /* right after the plain pass: the cost of a record per buffer */
+    if (o->records && !R->ez_failed && !R->ezr_failed) {
+      R->ezr[k] = bench_e2e(s, "zmq", VIA_ZMQ_REC, d, count, o);
+      R->ezr_failed = R->ezr[k] < 0;
+    }
     /* right after a plain zmq pass, so both see the same conditions */
     if (!R->ez_failed && !R->ef_failed && phase_on(o, "follow")) {
       R->ef[k] = bench_e2e_followed(s, dp->endpoint, "zmq", d, count, o, o->followers);
@@ -1230,6 +1271,10 @@ static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
   } else if (ph == PH_SHM && !R->es_failed && phase_on(o, "shm")) {
     R->es[k] = bench_e2e(s, "shm", VIA_SHM, d, count, o);
     R->es_failed = R->es[k] < 0;
+    if (o->records && !R->es_failed && !R->esr_failed) {
+      R->esr[k] = bench_e2e(s, "shm", VIA_SHM_REC, d, count, o);
+      R->esr_failed = R->esr[k] < 0;
+    }
   }
 }
 
@@ -1259,7 +1304,30 @@ static row *row_median(const char *label, const double *v, int n, const char *un
   return k ? row_add(label, median(m, k), unit) : NULL;
 }
 
-static void report_size(const opts *o, const char *sz, const rounds *R) {
+/* The cost of a record per buffer: throughput with records over the same
+ * transport without, per round.  Targets: at most 3% less with buffers of
+ * 4 MiB and more, at most 10% with 64 KiB and less. */
+static void report_records(const opts *o, const char *sz, const rounds *R,
+                           size_t size) {
+  static const char *const via[] = {"zmq (ipc)", "shm"};
+  const double *with[] = {R->ezr, R->esr}, *without[] = {R->ez, R->es};
+  double target = size >= ((size_t)4 << 20) ? 0.97
+                  : size <= ((size_t)64 << 10) ? 0.90 : 0;
+  for (int t = 0; t < 2; t++) {
+    char label[80], base[40];
+    snprintf(label, sizeof label, "[%s] e2e %s with records", sz, via[t]);
+    row *r = row_median(label, with[t], o->repeat, "GB/s");
+    if (r == NULL)
+      continue;
+    snprintf(base, sizeof base, "e2e %s", via[t]);
+    row_base(r, base, with[t], without[t], o->repeat);
+    if (r->base[0] && target > 0)
+      row_target(r, 1, target);
+  }
+}
+
+static void report_size(const opts *o, const char *sz, const rounds *R,
+                        size_t size) {
   char label[80];
   int n = o->repeat;
   snprintf(label, sizeof label, "[%s] in-process compress", sz);
@@ -1300,6 +1368,7 @@ static void report_size(const opts *o, const char *sz, const rounds *R) {
     row_base(r, "e2e zmq, no followers", R->ef, R->ez, n);
     row_target(r, 1, 0.95);
   }
+  report_records(o, sz, R, size);
 }
 
 static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
@@ -1321,7 +1390,7 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
   rounds R;
   memset(&R, 0, sizeof R);
   run_rounds(o, dp, s, cp, &d, count, ep, &R);
-  report_size(o, sz, &R);
+  report_size(o, sz, &R, size);
   dataset_free(&d);
 }
 
@@ -1337,7 +1406,7 @@ static void usage(FILE *f) {
           "                 [--window N] [--group N] [--lat-count N] "
           "[--lat-size BYTES]\n"
           "                 [--lat-interval-us N] [--followers N] "
-          "[--shm-copy]\n"
+          "[--shm-copy] [--records]\n"
           "                 [--phases compress,raw,disk,zmq,shm,follow,lat]\n"
           "                 [--daemon PATH] [--dir DIR] [--keep]\n");
 }
@@ -1359,7 +1428,8 @@ static int parse_sizes(opts *o, const char *arg) {
 static int parse_args(opts *o, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    bool flag = strcmp(a, "--shm-copy") == 0 || strcmp(a, "--keep") == 0;
+    bool flag = strcmp(a, "--shm-copy") == 0 || strcmp(a, "--keep") == 0 ||
+                strcmp(a, "--records") == 0;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       exit(0);
@@ -1385,6 +1455,7 @@ static int parse_args(opts *o, int argc, char **argv) {
     else if (strcmp(a, "--dir") == 0) o->dir = v;
     else if (strcmp(a, "--shm-copy") == 0) o->shm_copy = true;
     else if (strcmp(a, "--keep") == 0) o->keep = true;
+    else if (strcmp(a, "--records") == 0) o->records = true;
     else return -1;
     if (!flag)
       i++;
