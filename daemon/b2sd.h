@@ -60,6 +60,7 @@
 #include "b2s_config.h"
 #include "frame.h"
 #include "frame_writer.h"
+#include "b2s_meta.h"
 #include "log.h"
 #include "shm.h"
 
@@ -75,6 +76,21 @@ typedef struct b2sd_server b2sd_server;
 void b2sd_wake(b2sd_server *srv);
 
 /* ---- jobs and chunks ------------------------------------------------------ */
+
+/* A producer's record of one buffer (PROTOCOL.md 11.3), carried from the
+ * I/O thread through the job and the chunk to the writer, which stores it
+ * with the chunk.  present 0: the buffer came without one.  Whoever holds
+ * the job or chunk owns user (malloc'ed). */
+typedef struct b2sd_rec {
+  uint16_t present;              /* B2S_WIRE_REC_FRAME, _TS, _USER_MAP */
+  uint16_t user_len;
+  uint64_t frame;
+  int64_t ts;
+  uint8_t *user;
+} b2sd_rec;
+
+/* Free the user part and clear r. */
+void b2sd_rec_clear(b2sd_rec *r);
 
 /* One accepted buffer on its way to a worker. */
 typedef struct b2sd_job {
@@ -93,6 +109,7 @@ typedef struct b2sd_job {
   size_t len;
   uint32_t session_id, handle_id;
   uint64_t buffer_id;
+  b2sd_rec rec;                  /* moves to the chunk */
 } b2sd_job;
 
 /* One compressed chunk (or a tombstone) on its way to the writer.  A
@@ -102,6 +119,9 @@ typedef struct b2sd_chunk {
   uint64_t seq;
   int32_t cbytes, nbytes;        /* cbytes 0: tombstone (dropped / failed) */
   int err;                       /* compression error, 0 when none */
+  uint32_t gap;                  /* tombstone: 0 (skipped), or the record
+                                    flags of the gap it leaves (gaps: fill) */
+  b2sd_rec rec;                  /* the producer's record, owned */
   size_t cap;                    /* bytes of data[], counted in inflight_bytes */
   uint8_t data[];
 } b2sd_chunk;
@@ -177,7 +197,9 @@ struct b2sd_stream {
   bool stop;
   pthread_t thread;
   bool thread_started;
-  b2s_fwriter *fw;               /* writer thread only (after start);
+  b2s_pair *fw;                  /* data and records frames: writer thread
+                                    only (after start), and under lock for
+                                    series metadata (b2sd_stream_meta);
                                     NULL while failed with no writer */
   uint64_t seq_base;             /* the writer's first seq (I/O thread
                                     sets it before the start) */

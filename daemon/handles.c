@@ -288,6 +288,33 @@ bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
 static void source_drop(b2sd_bufsrc *b) {
   if (b->seg)
     b2sd_seg_give_back(b->seg, b->slot);
+  b2sd_rec_clear(&b->rec);
+}
+
+int b2sd_rec_take(bool flagged, zmq_msg_t *frame,
+                  b2sd_rec *out) {
+  *out = (b2sd_rec){0};
+  if (!flagged)
+    return frame ? B2S_E_PROTO : 0;
+  if (!frame)
+    return B2S_E_PROTO;
+  const uint8_t *buf = zmq_msg_data(frame);
+  size_t len = zmq_msg_size(frame);
+  b2s_wire_rec r;
+  int n = b2s_wire_rec_decode(buf, len, &r);
+  if (n < 0 || (size_t)n != len || b2s_wire_rec_check_producer(&r) < 0)
+    return B2S_E_PROTO;
+  if (r.user_len) {
+    out->user = malloc(r.user_len);
+    if (!out->user)
+      return B2S_E_NOMEM;
+    memcpy(out->user, r.user, r.user_len);
+  }
+  out->present = r.present;
+  out->user_len = r.user_len;
+  out->frame = r.frame;
+  out->ts = r.ts_ns;
+  return 0;
 }
 
 void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
@@ -342,6 +369,8 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   j->session_id = h->sess->id;
   j->handle_id = h->id;
   j->buffer_id = id;
+  j->rec = b->rec;
+  b->rec = (b2sd_rec){0};
   /* relaxed: statistics counters */
   atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&st->st_bytes_in, plen, memory_order_relaxed);
@@ -349,7 +378,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
 }
 
 void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                   zmq_msg_t *payload) {
+                   zmq_msg_t *payload, zmq_msg_t *recf) {
   uint64_t id = m->data.buffer_id;
   b2sd_handle *h = b2sd_buffer_admit(srv, s, m, m->data.handle, id);
   if (!h)
@@ -358,13 +387,18 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   int rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
   if (rc == 0 && (h->closing || srv->draining))
     rc = B2S_E_CLOSED;
+  b2sd_bufsrc b = {.msg = payload, .len = plen};
+  if (rc == 0)
+    rc = b2sd_rec_take(m->flags & B2S_WIRE_DATA_RECORD, recf, &b.rec);
   if (rc < 0) {
     b2sd_buffer_reject(srv, h, m, id, rc);
     return;
   }
-  if (!b2sd_buffer_size_ok(srv, h, m, id, plen))
+  if (!b2sd_buffer_size_ok(srv, h, m, id, plen)) {
+    b2sd_rec_clear(&b.rec);
     return;
-  b2sd_bufsrc b = {.msg = payload, .data = zmq_msg_data(payload), .len = plen};
+  }
+  b.data = zmq_msg_data(payload);
   b2sd_buffer_accept(srv, h, m, id, &b);
 }
 

@@ -27,7 +27,8 @@ int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   if (s->dead)
     return -EHOSTUNREACH;
   uint8_t hdr[B2S_WIRE_HEADER_MAX];
-  int n = b2s_wire_encode(m, hdr, sizeof hdr);
+  int n = b2s_wire_encode_v(m, s->version ? s->version : B2S_WIRE_VERSION,
+                            hdr, sizeof hdr);
   if (n < 0) {
     LOG_E("encoding %s failed: %s", b2s_wire_type_name(m->type),
           b2s_strerror(n));

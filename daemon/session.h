@@ -71,6 +71,8 @@ typedef struct b2sd_session {
   uint8_t rid[256];
   size_t rid_len;
   uint32_t id;
+  uint8_t version;             /* protocol version of the session (WELCOME's):
+                                  every message both ways is in it */
   char name[B2S_WIRE_NAME_MAX + 1];
   uint32_t pid;
   uint32_t timeout_ms;
@@ -128,8 +130,9 @@ bool b2sd_handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
 void b2sd_handle_close_ref(b2sd_server *srv, b2sd_handle *h, uint32_t tag,
                            int code, uint8_t type, uint64_t index);
 void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
+/* payload and rec: the buffer and record frames that came, or NULL. */
 void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                   zmq_msg_t *payload);
+                   zmq_msg_t *payload, zmq_msg_t *rec);
 void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
                           const b2s_wire_msg *m);
 
@@ -141,7 +144,14 @@ typedef struct b2sd_bufsrc {
   uint32_t slot;
   const void *data;
   size_t len;
+  b2sd_rec rec;                /* the producer's record; moves to the job */
 } b2sd_bufsrc;
+
+/* The record of a buffer message: with the message's record flag, frame
+ * must be one valid producer record (copied into *out); without it, no
+ * frame may come.  0 or B2S_E_PROTO / B2S_E_NOMEM (a per-buffer error). */
+int b2sd_rec_take(bool flagged, zmq_msg_t *frame,
+                  b2sd_rec *out);
 
 b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
                                const b2s_wire_msg *m, uint32_t handle,
@@ -161,7 +171,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
 void b2sd_shm_attach_msg(b2sd_server *srv, b2sd_session *s,
                          const b2s_wire_msg *m);
 void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
-                         const b2s_wire_msg *m);
+                         const b2s_wire_msg *m, zmq_msg_t *rec);
 
 /* readers.c: chunks are read (and decompressed) by reader threads, never
  * by the I/O thread.  A read is issued only for a committed chunk and

@@ -58,7 +58,7 @@ void b2sd_shm_attach_msg(b2sd_server *srv, b2sd_session *s,
 }
 
 void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
-                         const b2s_wire_msg *m) {
+                         const b2s_wire_msg *m, zmq_msg_t *recf) {
   uint64_t id = m->shm_submit.buffer_id;
   b2sd_handle *h = b2sd_buffer_admit(srv, s, m, m->shm_submit.handle, id);
   if (!h)
@@ -75,14 +75,21 @@ void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
     rc = B2S_E_PROTO;
   else if (len > (size_t)srv->dcfg.max_buffer)
     rc = B2S_E_OVERSIZE;
-  else if (!b2sd_buffer_size_ok(srv, h, m, id, len))
+  b2sd_rec rec = {0};
+  if (rc == 0)
+    rc = b2sd_rec_take(m->flags & B2S_WIRE_SHM_SUBMIT_RECORD, recf, &rec);
+  if (rc == 0 && !b2sd_buffer_size_ok(srv, h, m, id, len)) {
+    b2sd_rec_clear(&rec);
     return;                      /* rejected; the slot stays untaken */
-  else
+  }
+  if (rc == 0)
     rc = b2sd_seg_take(h->seg, slot, len, id, &data);
   if (rc < 0) {
+    b2sd_rec_clear(&rec);
     b2sd_buffer_reject(srv, h, m, id, rc);
     return;
   }
-  b2sd_bufsrc b = {.seg = h->seg, .slot = slot, .data = data, .len = len};
+  b2sd_bufsrc b = {.seg = h->seg, .slot = slot, .data = data, .len = len,
+                   .rec = rec};
   b2sd_buffer_accept(srv, h, m, id, &b);
 }

@@ -2,7 +2,8 @@
  * frame writer's drop-behind for buffered contiguous frames) and the writer
  * that appends and commits its chunks.
  *
- * One writer thread per stream owns the stream's b2s_fwriter.  Workers hand
+ * One writer thread per stream owns the stream's b2s_pair (its data frame
+ * and the records frame beside it, chunk i <-> record i).  Workers hand
  * it chunks in any order; it keeps them in a list sorted by sequence number
  * (the reorder buffer: out-of-order completion is bounded by the number of
  * workers plus drop-oldest tombstones), appends them strictly in order and
@@ -23,6 +24,7 @@
 #include "dirlock.h"
 #include "groupcommit.h"
 #include "progress.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,8 +69,8 @@ static int create_frame(b2sd_stream *st, const b2s_stream_cfg *cfg,
     rc = b2s_frame_metas_add_b2nd(&metas, &nd);
   }
   if (rc >= 0)
-    rc = b2s_fwriter_create(st->path, cfg->format == B2S_FORMAT_SPARSE, opts,
-                            &metas, &st->fw);
+    rc = b2s_pair_create(st->path, cfg->format == B2S_FORMAT_SPARSE, opts,
+                         &metas, &st->fw);
   b2s_frame_metas_fini(&metas);
   return rc < 0 ? rc : 0;
 }
@@ -90,7 +92,8 @@ static bool stage_fits(b2sd_server *srv, const char *name) {
 }
 
 static void stage_account(b2sd_stream *st) {
-  st->stage_bytes = (int64_t)b2s_fwriter_stage_bytes(st->fw);
+  st->stage_bytes = (int64_t)b2s_fwriter_stage_bytes(b2s_pair_data(st->fw)) +
+                    (int64_t)b2s_fwriter_stage_bytes(b2s_pair_records(st->fw));
   /* relaxed: see b2sd_memory_room */
   atomic_fetch_add_explicit(&st->srv->stage_bytes, st->stage_bytes,
                             memory_order_relaxed);
@@ -111,11 +114,13 @@ static b2s_fwriter_opts writer_opts(b2sd_stream *st, const b2s_stream_cfg *cfg) 
   return opts;
 }
 
-/* An existing frame: back to its last commit, then open for appending. */
+/* An existing frame: both frames back to their last commit and aligned
+ * (no chunk without its record), then open for appending (a frame written
+ * before records gets its records frame). */
 static int open_existing(b2sd_stream *st, const b2s_fwriter_opts *opts) {
   b2s_frame_error ferr = {0};
-  b2s_recover_report rep = {0};
-  int rc = b2s_frame_recover(st->path, false, &rep, &ferr);
+  b2s_pair_report pr = {0};
+  int rc = b2s_pair_recover(st->path, false, &pr, &ferr);
   if (rc < 0) {
     snprintf(st->fail_reason, sizeof st->fail_reason,
              "recovering the frame failed: %s (%s at offset %lld)",
@@ -123,23 +128,44 @@ static int open_existing(b2sd_stream *st, const b2s_fwriter_opts *opts) {
              (long long)ferr.offset);
     return rc;
   }
-  if (rep.was_clean)
+  const b2s_recover_report *rep = &pr.data;
+  if (rep->was_clean && (!pr.has_records || pr.records.was_clean) &&
+      pr.records_cut == 0 && pr.data_cut == 0)
     LOG_I("stream %s: %s is clean, %lld chunks", st->name, st->path,
-          (long long)rep.nchunks);
+          (long long)rep->nchunks);
   else
     LOG_W("stream %s: recovered %s to commit %lld: %lld chunks kept, "
           "%lld dropped, %lld checked, %lld orphan files removed, %lld "
-          "entries of missing chunk files removed",
-          st->name, st->path, (long long)rep.commit,
-          (long long)rep.nchunks, (long long)rep.dropped_chunks,
-          (long long)rep.chunks_checked, (long long)rep.orphan_files,
-          (long long)rep.missing_files);
-  rc = b2s_fwriter_open(st->path, opts, &st->fw, &ferr);
+          "entries of missing chunk files removed; %lld records past the "
+          "data cut, %lld chunks without a record cut",
+          st->name, st->path, (long long)rep->commit,
+          (long long)rep->nchunks, (long long)rep->dropped_chunks,
+          (long long)rep->chunks_checked, (long long)rep->orphan_files,
+          (long long)rep->missing_files, (long long)pr.records_cut,
+          (long long)pr.data_cut);
+  rc = b2s_pair_open(st->path, opts, &st->fw, &ferr);
   if (rc < 0)
     snprintf(st->fail_reason, sizeof st->fail_reason,
              "cannot open the frame: %s%s%.160s", b2s_strerror(rc),
              ferr.reason ? ": " : "", ferr.reason ? ferr.reason : "");
   return rc;
+}
+
+/* A records frame whose data frame is gone (moved aside by an operator)
+ * describes chunks that are not there: it goes aside too, renamed with a
+ * ".orphan" suffix, so that the new data frame gets its own. */
+static int orphan_records_aside(b2sd_stream *st) {
+  char rpath[B2S_CONFIG_PATH_MAX], aside[B2S_CONFIG_PATH_MAX + 16];
+  int rc = b2s_records_path(st->path, rpath, sizeof rpath);
+  struct stat sb;
+  if (rc < 0 || lstat(rpath, &sb) < 0)
+    return 0;
+  snprintf(aside, sizeof aside, "%s.orphan", rpath);
+  if (rename(rpath, aside) < 0)
+    return -errno;
+  LOG_W("stream %s: %s had no data frame; moved to %s", st->name, rpath,
+        aside);
+  return 0;
 }
 
 /* Open or create the stream's frame writer (st->fw). */
@@ -152,6 +178,8 @@ static int open_frame(b2sd_stream *st, const b2s_stream_cfg *cfg) {
     rc = open_existing(st, &opts);
   } else if (errno == ENOENT) {
     rc = mkdir_parents(st->path);
+    if (rc == 0)
+      rc = orphan_records_aside(st);
     if (rc == 0)
       rc = create_frame(st, cfg, &opts);
     if (rc == 0)
@@ -168,10 +196,10 @@ static int open_frame(b2sd_stream *st, const b2s_stream_cfg *cfg) {
     return rc;
   }
   stage_account(st);
-  if (!b2s_fwriter_locked(st->fw))
+  if (!b2s_fwriter_locked(b2s_pair_data(st->fw)))
     LOG_W("stream %s: the file system of %s cannot lock it; nothing keeps "
           "another writer out of this frame", st->name, st->path);
-  if (opts.direct_io && !b2s_fwriter_direct_io(st->fw))
+  if (opts.direct_io && !b2s_fwriter_direct_io(b2s_pair_data(st->fw)))
     LOG_W("stream %s: the file system of %s takes no direct I/O; chunk data "
           "goes through the page cache", st->name, st->path);
   return 0;
@@ -200,7 +228,7 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
           st->path, st->fail_reason);
     b2sd_progress_fail(st, rc);
   } else {
-    b2sd_progress_init(st, b2s_fwriter_nchunks(st->fw));
+    b2sd_progress_init(st, b2s_pair_nchunks(st->fw));
   }
   *out = st;
   return 0;
@@ -283,10 +311,37 @@ static void writer_fail(b2sd_stream *st, wstate *w, int rc, const char *what) {
   b2sd_wake(st->srv);
 }
 
+/* The record a chunk is stored with: the producer's fields, if any. */
+static void record_of(const b2sd_rec *in, b2s_record *out) {
+  *out = (b2s_record){0};
+  out->has_frame = in->present & B2S_WIRE_REC_FRAME;
+  out->frame = in->frame;
+  out->has_ts = in->present & B2S_WIRE_REC_TS;
+  out->ts = in->ts;
+  if (in->user_len) {
+    out->user_kind = in->present & B2S_WIRE_REC_USER_MAP
+                         ? B2S_RECORD_USER_MAP : B2S_RECORD_USER_BIN;
+    out->user = in->user;
+    out->user_len = in->user_len;
+  }
+}
+
+/* Append chunk c with its record, or the gap a tombstone leaves; a
+ * tombstone without gap flags leaves nothing. */
+static int64_t store(b2sd_stream *st, const b2sd_chunk *c) {
+  b2s_record rec;
+  record_of(&c->rec, &rec);
+  if (c->cbytes > 0)
+    return b2s_pair_append(st->fw, c->data, (size_t)c->cbytes, &rec);
+  return b2s_pair_append_gap(st->fw, c->nbytes, c->gap & ~B2S_RECORD_GAP,
+                             &rec);
+}
+
 static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
-  if (!w->failed && c->cbytes > 0) {
+  bool gap = c->cbytes == 0 && c->gap && c->nbytes > 0;
+  if (!w->failed && (c->cbytes > 0 || gap)) {
     uint64_t t0 = b2sd_now_ns();
-    int64_t rc = b2s_fwriter_append(st->fw, c->data, (size_t)c->cbytes);
+    int64_t rc = store(st, c);
     slow_check(st, "append", t0);
     if (rc < 0) {
       writer_fail(st, w, (int)rc, "append");
@@ -298,7 +353,8 @@ static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
                                 memory_order_relaxed);
       atomic_fetch_add_explicit(&st->st_chunks, 1, memory_order_relaxed);
     }
-  } else if (c->err) {
+  }
+  if (c->err) {
     /* relaxed: statistics counter */
     atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
   }
@@ -313,7 +369,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     return;
   if (w->g.pending > 0) {
     uint64_t t0 = b2sd_now_ns();
-    int rc = b2s_fwriter_commit(st->fw);
+    int rc = b2s_pair_commit(st->fw);   /* records first, then data */
     uint64_t dt = b2sd_now_ns() - t0;
     slow_check(st, "commit", t0);
     if (rc < 0) {
@@ -341,7 +397,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     }
     w->g.durable = w->g.written;
   }
-  int64_t nchunks = b2s_fwriter_nchunks(st->fw);
+  int64_t nchunks = b2s_pair_nchunks(st->fw);
   if (nchunks > b2sd_progress_own_committed(st))
     b2sd_progress_stamp(st, b2sd_now_ns());
   b2sd_progress_publish(st, nchunks, w->g.written, w->g.durable);
@@ -422,7 +478,7 @@ static void *writer_main(void *arg) {
   }
   pthread_mutex_unlock(&st->lock);
   writer_commit(st, &w, true, opened_full);
-  int rc = b2s_fwriter_close(st->fw);  /* commits and compacts */
+  int rc = b2s_pair_close(st->fw);  /* commits and compacts both */
   st->fw = NULL;
   if (w.failed)
     LOG_I("stream %s: closed %s after its failure", st->name, st->path);
@@ -460,7 +516,7 @@ static void writer_end(b2sd_stream *st) {
     b2sd_chunkpool_trim(st->srv->chunks);  /* idle buffers need not
                                             * outlive a stream */
   } else if (st->fw) {
-    b2s_fwriter_close(st->fw);
+    b2s_pair_close(st->fw);
   }
   st->fw = NULL;
   /* relaxed: see b2sd_memory_room */
@@ -498,7 +554,7 @@ int b2sd_stream_reopen(b2sd_stream *st) {
   pthread_mutex_unlock(&st->lock);
   /* the failed writer's seqs are settled: their handles were ended */
   st->seq_base = st->seq_next;
-  int64_t n = b2s_fwriter_nchunks(st->fw);
+  int64_t n = b2s_pair_nchunks(st->fw);
   b2sd_progress_reopen(st, n, st->seq_next);
   rc = b2sd_stream_start(st);
   if (rc < 0) {

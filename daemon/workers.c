@@ -30,9 +30,15 @@ struct b2sd_pool {
   pthread_t *threads;
 };
 
+void b2sd_rec_clear(b2sd_rec *r) {
+  free(r->user);
+  *r = (b2sd_rec){0};
+}
+
 void b2sd_job_free(b2sd_server *srv, b2sd_job *job) {
   if (!job)
     return;
+  b2sd_rec_clear(&job->rec);
   if (job->is_shm) {
     b2sd_seg_give_back(job->seg, job->slot);
     b2sd_seg_unref(job->seg);
@@ -119,6 +125,8 @@ static void *worker_main(void *arg) {
     b2sd_stream *st = j->st;
     b2sd_chunk *c = compress_job(p, ctx, j);
     c->seq = j->seq;
+    c->rec = j->rec;           /* the record goes with the chunk */
+    j->rec = (b2sd_rec){0};
     b2sd_job_free(p->srv, j);  /* the slot or message goes back first */
     b2sd_stream_put(st, c);
   }
