@@ -122,6 +122,10 @@ typedef struct b2sd_chunk {
   uint32_t gap;                  /* tombstone: 0 (skipped), or the record
                                     flags of the gap it leaves (gaps: fill) */
   b2sd_rec rec;                  /* the producer's record, owned */
+  uint8_t *series;               /* not NULL: no chunk but the stream's new
+                                    series map (META), owned; the writer
+                                    sets it at this seq */
+  size_t series_len;
   size_t cap;                    /* bytes of data[], counted in inflight_bytes */
   uint8_t data[];
 } b2sd_chunk;
@@ -226,6 +230,9 @@ struct b2sd_stream {
 
   /* I/O thread only. */
   uint64_t seq_next;             /* next sequence number to give */
+  uint8_t *series;               /* the series map as META left it (the
+                                    writer gets a copy at a seq of its own) */
+  size_t series_len;
   uint64_t seen_committed;       /* committed count at the last scan */
   b2sd_latency notify_lat;       /* commit -> NOTIFY sent */
   struct b2sd_handle *handles;   /* producers' handles on this stream */
@@ -255,6 +262,11 @@ int b2sd_room_probe(const char *frame_path, bool sparse);
 /* 0 when path is a regular file; -EISDIR, -EINVAL (a FIFO, socket or
  * device: reading it could block forever) or -errno. */
 int b2sd_regular_file(const char *path);
+/* Merge upd (a msgpack map, nil deletes) into the stream's series map and
+ * hand the result to the writer at the next seq: it is in the frame from
+ * the commit after the buffers given before.  0 or B2S_E_SERIES_* (nothing
+ * changed).  I/O thread. */
+int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len);
 /* Start the writer thread (none for a stream failed at open). */
 int b2sd_stream_start(b2sd_stream *st);
 /* Ask the writer to commit and fsync every seq below upto. */

@@ -136,7 +136,53 @@ static int64_t b2nd_chunk_bytes(const b2s_stream_cfg *cfg) {
   return n;
 }
 
-void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
+/* A series map of META or OPEN: one msgpack map with string keys, merged
+ * into the stream's (all or nothing).  0 or the error to answer. */
+static int meta_apply(b2sd_server *srv, b2sd_stream *st, const b2s_wire_msg *m,
+                      zmq_msg_t *payload) {
+  size_t len = payload ? zmq_msg_size(payload) : 0;
+  int rc = b2s_wire_check_payload(m, len, B2S_WIRE_META_MAX);
+  if (rc == B2S_E_OVERSIZE)
+    rc = B2S_E_SERIES_SIZE;
+  const uint8_t *buf = payload ? zmq_msg_data(payload) : NULL;
+  if (rc == 0 && len == 0)
+    rc = B2S_E_PROTO;
+  if (rc == 0)
+    rc = b2s_wire_mp_map_check(buf, len, true);
+  if (rc == 0)
+    rc = b2s_series_check(buf, len, true);
+  if (rc > 0)
+    rc = 0;                      /* a key count */
+  if (rc == 0 && srv->draining)
+    rc = B2S_E_CLOSED;
+  if (rc == 0)
+    rc = b2sd_stream_meta(st, buf, len);
+  return rc;
+}
+
+void b2sd_meta_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload) {
+  uint32_t hid = m->meta.handle;
+  b2sd_handle *h = b2sd_handle_find(s, hid);
+  int rc = !h || h->closing ? B2S_E_CLOSED : 0;
+  if (rc == 0 && b2sd_progress_failed(h->st))
+    rc = b2sd_progress_failed(h->st);
+  if (rc == 0)
+    rc = meta_apply(srv, h->st, m, payload);
+  if (rc < 0) {
+    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, hid, 0, NULL);
+    return;
+  }
+  b2s_wire_msg r;
+  b2s_wire_init(&r, B2S_WIRE_META_OK);
+  r.tag = m->tag;
+  r.meta_ok.upto = h->lg.next_id;
+  r.meta_ok.handle = hid;
+  b2sd_send(srv, s, &r, NULL, 0);
+}
+
+void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload) {
   char name[B2S_STREAM_NAME_MAX + 1], tmpl[B2S_WIRE_NAME_MAX + 1];
   int rc = b2sd_cstr_copy(name, sizeof name, m->open.stream);
   if (rc == 0)
@@ -161,6 +207,10 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
     rc = b2sd_stream_reopen(st);
   if (rc == 0 && b2sd_progress_failed(st))
     rc = b2sd_progress_failed(st);
+  /* initial metadata: a refused map makes no handle (a stream just made
+   * from its template stays) */
+  if (rc == 0 && (m->flags & B2S_WIRE_OPEN_META))
+    rc = meta_apply(srv, st, m, payload);
   b2sd_handle *h = rc == 0 ? calloc(1, sizeof *h) : NULL;
   if (rc == 0 && !h)
     rc = B2S_E_NOMEM;

@@ -262,7 +262,12 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
   }
   switch (m.type) {
   case B2S_WIRE_HELLO: on_hello(srv, in, s, &m); break;
-  case B2S_WIRE_OPEN: b2sd_open_msg(srv, s, &m); break;
+  case B2S_WIRE_OPEN:
+    b2sd_open_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
+    break;
+  case B2S_WIRE_META:
+    b2sd_meta_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
+    break;
   case B2S_WIRE_DATA:
     b2sd_data_msg(srv, s, &m, in->has_payload ? &in->payload : NULL,
                   in->has_extra ? &in->extra : NULL);

@@ -129,7 +129,12 @@ bool b2sd_handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
 /* ERROR with closed_ref about the handle, then free it. */
 void b2sd_handle_close_ref(b2sd_server *srv, b2sd_handle *h, uint32_t tag,
                            int code, uint8_t type, uint64_t index);
-void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
+/* payload: OPEN's metadata frame (version 2), or NULL. */
+void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload);
+/* META (version 2): merge into the stream's series map, META_OK. */
+void b2sd_meta_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload);
 /* payload and rec: the buffer and record frames that came, or NULL. */
 void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
                    zmq_msg_t *payload, zmq_msg_t *rec);

@@ -205,6 +205,40 @@ static int open_frame(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   return 0;
 }
 
+/* The I/O thread's copy of the series map, from the frame just opened. */
+static int series_load(b2sd_stream *st) {
+  free(st->series);
+  st->series = NULL;
+  st->series_len = 0;
+  return b2s_fwriter_series_get(b2s_pair_data(st->fw), &st->series,
+                                &st->series_len);
+}
+
+int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len) {
+  b2s_mpbuf out;
+  b2s_mpbuf_init(&out);
+  int rc = b2s_series_merge(st->series, st->series_len, upd, len, &out);
+  b2sd_chunk *c = rc >= 0 ? calloc(1, sizeof *c) : NULL;
+  uint8_t *copy = c ? malloc(out.len ? out.len : 1) : NULL;
+  if (rc >= 0 && !copy) {
+    free(c);
+    rc = B2S_E_NOMEM;
+  }
+  if (rc < 0) {
+    b2s_mpbuf_fini(&out);
+    return rc;
+  }
+  memcpy(copy, out.data, out.len);
+  free(st->series);
+  st->series = out.data;         /* the buffer moves to the stream */
+  st->series_len = out.len;
+  c->series = copy;
+  c->series_len = out.len;
+  c->seq = st->seq_next++;
+  b2sd_stream_put(st, c);
+  return 0;
+}
+
 int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
                      b2sd_stream **out) {
   b2sd_stream *st = calloc(1, sizeof *st);
@@ -221,6 +255,12 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   pthread_cond_init(&st->cond, &ca);
   pthread_condattr_destroy(&ca);
   int rc = open_frame(st, cfg);
+  if (rc == 0 && (rc = series_load(st)) < 0) {
+    b2s_pair_free(st->fw);
+    st->fw = NULL;
+    snprintf(st->fail_reason, sizeof st->fail_reason,
+             "cannot read the series metadata: %s", b2s_strerror(rc));
+  }
   if (rc < 0) {
     /* one bad frame must not stop the others: the stream stays, failed,
      * and says why to whoever opens it (OPEN retries) */
@@ -337,7 +377,27 @@ static int64_t store(b2sd_stream *st, const b2sd_chunk *c) {
                              &rec);
 }
 
+/* A new series map (META): in the frame with the next commit, which it
+ * asks for like a chunk. */
+static void writer_series(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  if (!w->failed) {
+    uint64_t t0 = b2sd_now_ns();
+    int rc = b2s_fwriter_series_set(b2s_pair_data(st->fw), c->series,
+                                    c->series_len);
+    if (rc < 0)
+      writer_fail(st, w, rc, "series metadata");
+    else
+      b2sd_group_appended(&w->g, t0);
+  }
+  w->g.next_seq = c->seq + 1;
+  b2sd_chunk_done(st->srv, c);
+}
+
 static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  if (c->series) {
+    writer_series(st, w, c);
+    return;
+  }
   bool gap = c->cbytes == 0 && c->gap && c->nbytes > 0;
   if (!w->failed && (c->cbytes > 0 || gap)) {
     uint64_t t0 = b2sd_now_ns();
@@ -542,6 +602,10 @@ int b2sd_stream_reopen(b2sd_stream *st) {
   char before[sizeof st->fail_reason];
   memcpy(before, st->fail_reason, sizeof before);
   int rc = open_frame(st, &cfg);
+  if (rc == 0 && (rc = series_load(st)) < 0) {
+    b2s_pair_free(st->fw);
+    st->fw = NULL;
+  }
   if (rc < 0) {
     if (strcmp(before, st->fail_reason) != 0)  /* not once per OPEN */
       LOG_E("stream %s: still failed: %s: %s", st->name, st->path,
@@ -570,6 +634,7 @@ void b2sd_stream_free(b2sd_stream *st) {
   if (!st)
     return;
   writer_end(st);
+  free(st->series);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   free(st);

@@ -1,0 +1,375 @@
+/* Integration tests of b2streamd with protocol version 2 (PROTOCOL.md 11):
+ * HELLO negotiation (a version-1 client is served as before), the records
+ * of DATA and SHM_SUBMIT stored next to their chunks (checked in the
+ * records frame with core's reader, byte for byte, checksums included),
+ * series metadata set with OPEN and META (merge, deletion, limits), and
+ * the gaps a dropped buffer leaves on a `gaps: fill` stream. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zmq.h>
+
+#include "b2s_errors.h"
+#include "b2s_meta.h"
+#include "b2stream_client.h"
+#include "daemon_harness.h"
+#include "frame.h"
+#include "wire.h"
+
+#define NBUF 12
+#define LEN 4000
+
+static const char *meta_config =
+    "listen: [ipc://d.sock]\n"
+    "run_dir: run\n"
+    "data_dir: data\n"
+    "workers: 2\n"
+    "max_buffer: 1MiB\n"
+    "log_level: debug\n"
+    "streams:\n"
+    "  w:\n"
+    "    typesize: 4\n"
+    "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n"
+    "  r:\n"
+    "    format: sparse\n"
+    "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n";
+
+/* The user part of buffer i: a map {"i": i} for even i, raw bytes for
+ * i % 3 == 1, none otherwise. */
+static size_t user_of(int i, uint8_t *u, bool *is_map) {
+  *is_map = i % 2 == 0;
+  if (*is_map) {
+    u[0] = 0x81;
+    u[1] = 0xa1;
+    u[2] = 'i';
+    u[3] = (uint8_t)i;             /* positive fixint */
+    return 4;
+  }
+  if (i % 3 == 1) {
+    for (int k = 0; k < 7; k++)
+      u[k] = (uint8_t)(0xf0 + i + k);
+    return 7;
+  }
+  return 0;
+}
+
+static b2sc_record record_of(int i, uint8_t *u) {
+  bool is_map;
+  size_t ul = user_of(i, u, &is_map);
+  b2sc_record r = {0};
+  r.present = B2SC_REC_FRAME | B2SC_REC_TS | (is_map ? B2SC_REC_USER_MAP : 0);
+  r.frame = 1000 + (uint64_t)i;
+  r.ts_ns = 1700000000000000000ll + i * 1000;
+  r.user = ul ? u : NULL;
+  r.user_len = ul;
+  return r;
+}
+
+/* Record i of the frame at path is the one record_of(i) gave (i < nrec;
+ * after that, none from the producer), its checksum that of chunk i as
+ * stored, and both frames hold n chunks. */
+static void check_records(const char *path, int n, int nrec) {
+  b2s_records *rs = NULL;
+  assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
+  b2s_frame *f = NULL;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(f), n);
+  assert_int_equal(b2s_records_count(rs), n);
+  for (int i = 0; i < n; i++) {
+    b2s_record rec;
+    assert_int_equal(b2s_records_get(rs, i, &rec), 0);
+    int32_t cb, nb;
+    assert_int_equal(b2s_frame_chunk_sizes(f, i, &cb, &nb), 0);
+    uint8_t *raw = malloc((size_t)cb);
+    assert_int_equal(b2s_frame_chunk_read(f, i, raw, (size_t)cb), cb);
+    assert_true(rec.xxh64 == b2s_chunk_xxh64(raw, (size_t)cb));
+    free(raw);
+    assert_int_equal(rec.flags, 0);
+    if (i >= nrec) {
+      assert_false(rec.has_frame);
+      assert_false(rec.has_ts);
+      assert_int_equal(rec.user_kind, B2S_RECORD_USER_NONE);
+      continue;
+    }
+    uint8_t u[16];
+    b2sc_record want = record_of(i, u);
+    assert_true(rec.has_frame && rec.has_ts);
+    assert_true(rec.frame == want.frame);
+    assert_true(rec.ts == want.ts_ns);
+    assert_int_equal(rec.user_len, want.user_len);
+    if (want.user_len) {
+      assert_int_equal(rec.user_kind, want.present & B2SC_REC_USER_MAP
+                                          ? B2S_RECORD_USER_MAP
+                                          : B2S_RECORD_USER_BIN);
+      assert_memory_equal(rec.user, want.user, want.user_len);
+    } else {
+      assert_int_equal(rec.user_kind, B2S_RECORD_USER_NONE);
+    }
+  }
+  b2s_frame_free(f);
+  b2s_records_free(rs);
+}
+
+static void fill(uint8_t *b, size_t len, int i) {
+  for (size_t k = 0; k < len; k++)
+    b[k] = (uint8_t)(i * 7 + k / 16);
+}
+
+/* ---- records over ZeroMQ and shared memory ------------------------------------ */
+
+/* NBUF buffers with records and one without, over ZeroMQ or a segment,
+ * then the frame and its records checked after the stop. */
+static void records_run(bool shm, const char *stream) {
+  env e;
+  env_init_config(&e, meta_config);
+  env_start(&e);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "rec", &s), 0);
+  assert_int_equal(b2sc_protocol_version(s), 2);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, stream, NULL, &p), 0);
+  if (shm)
+    assert_int_equal(b2sc_shm_attach(p, 4, LEN), 0);
+  uint8_t buf[LEN], u[16];
+  for (int i = 0; i <= NBUF; i++) {
+    uint8_t *dst = buf;
+    uint32_t slot = 0;
+    if (shm) {
+      void *ptr;
+      assert_int_equal(b2sc_shm_acquire(p, 5000, &slot, &ptr, NULL), 0);
+      dst = ptr;
+    }
+    fill(dst, LEN, i);
+    b2sc_record r = record_of(i, u);
+    const b2sc_record *rp = i < NBUF ? &r : NULL;
+    if (shm)
+      assert_int_equal(b2sc_shm_submit_rec(p, slot, LEN, rp), 0);
+    else
+      assert_int_equal(b2sc_send_rec(p, dst, LEN, rp, 5000), 0);
+  }
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  char path[400];
+  frame_path(&e, stream, path, sizeof path);
+  check_records(path, NBUF + 1, NBUF);
+  /* the data is what was sent */
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  uint8_t want[LEN], got[LEN];
+  for (int i = 0; i <= NBUF; i++) {
+    fill(want, LEN, i);
+    assert_int_equal(b2s_frame_chunk_decompress(f, i, NULL, got, LEN), LEN);
+    assert_memory_equal(got, want, LEN);
+  }
+  b2s_frame_free(f);
+  env_fini(&e);
+}
+
+static void test_records_frames(void **state) {
+  (void)state;
+  records_run(false, "w");
+  records_run(false, "r");         /* sparse */
+}
+
+static void test_records_shm(void **state) {
+  (void)state;
+  records_run(true, "w");
+}
+
+/* ---- version 1 and negotiation -------------------------------------------------- */
+
+/* Next message, a header alone, in either version. */
+static void recv_v(void *z, rx *r) {
+  zmq_pollitem_t it = {.socket = z, .events = ZMQ_POLLIN};
+  assert_int_equal(zmq_poll(&it, 1, WAIT_MS), 1);
+  int n = zmq_recv(z, r->hdr, sizeof r->hdr, 0);
+  assert_true(n >= 16 && n <= (int)sizeof r->hdr);
+  assert_int_equal(b2s_wire_decode_v(r->hdr, (size_t)n, 2, &r->m), 0);
+  int more;
+  size_t ml = sizeof more;
+  zmq_getsockopt(z, ZMQ_RCVMORE, &more, &ml);
+  assert_false(more);
+  r->payload = NULL;
+  r->plen = 0;
+}
+
+static void hello_version(void *z, int version, rx *r) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_HELLO);
+  m.tag = 9;
+  m.flags = B2S_WIRE_HELLO_PRODUCER;
+  m.hello.name = b2s_wire_cstr("v");
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  int n = b2s_wire_encode_v(&m, version > 2 ? 2 : version, hdr, sizeof hdr);
+  assert_true(n > 0);
+  hdr[4] = (uint8_t)version;
+  assert_int_equal(zmq_send(z, hdr, (size_t)n, 0), n);
+  recv_v(z, r);
+}
+
+static void test_negotiation(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, meta_config);
+  env_start(&e);
+  void *z = cli_connect(&e);
+  rx r;
+  hello_version(z, 1, &r);        /* exactly as a version-1 daemon */
+  assert_int_equal(r.m.type, B2S_WIRE_WELCOME);
+  assert_int_equal(r.m.version, 1);
+  assert_int_equal(r.m.welcome.version_min, 1);
+  assert_int_equal(r.m.welcome.version_max, 1);
+  rx_free(&r);
+  /* a version-1 session: a META is no message of it */
+  b2s_wire_msg o;
+  assert_int_equal(cli_open(z, "w", "", &o), 0);
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_META);
+  m.meta.handle = o.opened.handle;
+  int n = b2s_wire_encode_v(&m, 2, hdr, sizeof hdr);
+  assert_true(n > 0);
+  const uint8_t map[] = {0x81, 0xa1, 'k', 0x01};
+  assert_int_equal(zmq_send(z, hdr, (size_t)n, ZMQ_SNDMORE), n);
+  assert_int_equal(zmq_send(z, map, sizeof map, 0), (int)sizeof map);
+  cli_recv(z, &r);
+  assert_int_equal(r.m.type, B2S_WIRE_ERROR);
+  assert_int_equal(r.m.version, 1);
+  assert_int_equal(r.m.error.code, B2S_E_PROTO);
+  rx_free(&r);
+  /* version 2, and a later one, get a version-2 session */
+  hello_version(z, 2, &r);
+  assert_int_equal(r.m.type, B2S_WIRE_WELCOME);
+  assert_int_equal(r.m.version, 2);
+  assert_int_equal(r.m.welcome.version_min, 1);
+  assert_int_equal(r.m.welcome.version_max, 2);
+  rx_free(&r);
+  hello_version(z, 7, &r);
+  assert_int_equal(r.m.type, B2S_WIRE_WELCOME);
+  assert_int_equal(r.m.version, 2);
+  rx_free(&r);
+  zmq_close(z);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
+/* A version-1 producer's buffers get records without producer fields. */
+static void test_v1_records_empty(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, meta_config);
+  env_start(&e);
+  void *z = cli_producer(&e);      /* the raw client speaks version 1 */
+  b2s_wire_msg o;
+  assert_int_equal(cli_open(z, "w", "", &o), 0);
+  prod p = prod_opened(z, &o, 10, 3000, 3);
+  prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
+  cli_close(&p);
+  zmq_close(z);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  char path[400];
+  frame_path(&e, "w", path, sizeof path);
+  check_frame(path, &p, 10);
+  check_records(path, 10, 0);
+  env_fini(&e);
+}
+
+/* ---- series metadata ------------------------------------------------------------ */
+
+static void series_expect(const char *path, const uint8_t *want, size_t n) {
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  uint8_t *m;
+  size_t len;
+  assert_int_equal(b2s_frame_series_get(f, &m, &len), 0);
+  assert_int_equal(len, n);
+  assert_memory_equal(m, want, n);
+  free(m);
+  b2s_frame_free(f);
+}
+
+static void test_series_meta(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, meta_config);
+  env_start(&e);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "meta", &s), 0);
+  b2sc_producer *p;
+  const uint8_t init[] = {0x82, 0xa1, 'a', 0x01, 0xa1, 'b', 0x02};
+  assert_int_equal(b2sc_producer_open_meta(s, "w", NULL, init, sizeof init,
+                                           &p), 0);
+  uint8_t buf[LEN];
+  fill(buf, LEN, 0);
+  assert_int_equal(b2sc_send(p, buf, LEN, 5000), 0);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "c", "x"), 0);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "a", NULL), 0);
+  /* limits: nothing changes */
+  char key[80];
+  memset(key, 'k', sizeof key - 1);
+  key[sizeof key - 1] = '\0';
+  assert_int_equal(b2sc_producer_set_meta_str(p, key, "v"), B2S_E_SERIES_KEY);
+  size_t big = (64 << 10) + 16;    /* {"z": bin 32 of big bytes} */
+  size_t vlen = 3 + 5 + big;
+  uint8_t *v = malloc(vlen);
+  memcpy(v, "\x81\xa1z\xc6", 4);
+  v[4] = (uint8_t)(big >> 24);
+  v[5] = (uint8_t)(big >> 16);
+  v[6] = (uint8_t)(big >> 8);
+  v[7] = (uint8_t)big;
+  memset(v + 8, 0x55, big);
+  assert_int_equal(b2sc_producer_set_meta(p, v, vlen), B2S_E_SERIES_VALUE);
+  free(v);
+  /* an OPEN with a refused map makes no handle */
+  b2sc_producer *q = NULL;
+  const uint8_t bad[] = {0x81, 0xa0, 0x01};   /* empty key */
+  assert_int_equal(b2sc_producer_open_meta(s, "w", NULL, bad, sizeof bad, &q),
+                   B2S_E_SERIES_KEY);
+  fill(buf, LEN, 1);
+  assert_int_equal(b2sc_send(p, buf, LEN, 5000), 0);
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  char path[400];
+  frame_path(&e, "w", path, sizeof path);
+  /* durable with the commit after it, before the stop */
+  const uint8_t want[] = {0x82, 0xa1, 'b', 0x02, 0xa1, 'c', 0xa1, 'x'};
+  series_expect(path, want, sizeof want);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  series_expect(path, want, sizeof want);
+  /* and after a restart: the daemon's copy comes from the frame */
+  env_start(&e);
+  assert_int_equal(b2sc_connect(e.sock, "meta", &s), 0);
+  assert_int_equal(b2sc_producer_open(s, "w", NULL, &p), 0);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "b", NULL), 0);
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  const uint8_t want2[] = {0x81, 0xa1, 'c', 0xa1, 'x'};
+  series_expect(path, want2, sizeof want2);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_negotiation),
+      cmocka_unit_test(test_v1_records_empty),
+      cmocka_unit_test(test_records_frames),
+      cmocka_unit_test(test_records_shm),
+      cmocka_unit_test(test_series_meta),
+  };
+  return harness_run(tests);
+}
