@@ -110,6 +110,7 @@ typedef struct b2sd_job {
   uint32_t session_id, handle_id;
   uint64_t buffer_id;
   b2sd_rec rec;                  /* moves to the chunk */
+  bool fill_gaps;                /* gaps: fill: a failure leaves a gap */
 } b2sd_job;
 
 /* One compressed chunk (or a tombstone) on its way to the writer.  A

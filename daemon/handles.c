@@ -268,6 +268,14 @@ static bool drop_oldest(b2sd_server *srv, b2sd_stream *st) {
   if (!c)
     abort();
   c->seq = j->seq;
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  if (b2s_stream_cfg_fill_gaps(&cfg)) {   /* the seq keeps a placeholder */
+    c->gap = B2S_RECORD_GAP | B2S_RECORD_DROPPED;
+    c->nbytes = (int32_t)j->len;
+    c->rec = j->rec;
+    j->rec = (b2sd_rec){0};
+  }
   b2sd_stream_put(st, c);        /* tombstone: the writer skips the seq */
   for (b2sd_session *s = srv->sessions; s; s = s->next) {
     if (s->id != j->session_id)
@@ -334,6 +342,26 @@ bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
   return false;
 }
 
+void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec) {
+  b2sd_stream *st = h->st;
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  int64_t n = h->chunk_bytes ? h->chunk_bytes : (int64_t)len;
+  b2sd_chunk *c = NULL;
+  if (b2s_stream_cfg_fill_gaps(&cfg) && n > 0 && n <= INT32_MAX)
+    c = calloc(1, sizeof *c);
+  if (!c) {
+    b2sd_rec_clear(rec);
+    return;
+  }
+  c->seq = st->seq_next++;
+  c->gap = B2S_RECORD_GAP | flags;
+  c->nbytes = (int32_t)n;
+  c->rec = *rec;
+  *rec = (b2sd_rec){0};
+  b2sd_stream_put(st, c);
+}
+
 /* Give up a buffer's bytes that no job took. */
 static void source_drop(b2sd_bufsrc *b) {
   if (b->seg)
@@ -381,6 +409,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
                   (size_t)cfg.queue_depth ||
               (!b->seg && inflight + (int64_t)plen > b2sd_memory_room(srv));
   if (full && cfg.backpressure == B2S_BP_DROP_NEWEST) {
+    b2sd_gap_put(h, B2S_RECORD_DROPPED, plen, &b->rec);
     source_drop(b);
     b2sd_ledger_push(&h->lg, B2SD_ENTRY_DROPPED, 0);
     send_dropped(srv, h, id, B2S_WIRE_POLICY_DROP_NEWEST);
@@ -391,6 +420,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   b2sd_job *j = calloc(1, sizeof *j);
   if (!j || b2sd_ledger_push(&h->lg, B2SD_ENTRY_QUEUED, st->seq_next) < 0) {
     free(j);
+    b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b->rec);
     source_drop(b);
     h->lg.next_id = id;           /* undo: reject instead */
     b2sd_buffer_reject(srv, h, m, id, B2S_E_NOMEM);
@@ -419,12 +449,17 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   j->session_id = h->sess->id;
   j->handle_id = h->id;
   j->buffer_id = id;
+  j->fill_gaps = b2s_stream_cfg_fill_gaps(&cfg);
   j->rec = b->rec;
   b->rec = (b2sd_rec){0};
   /* relaxed: statistics counters */
   atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&st->st_bytes_in, plen, memory_order_relaxed);
   b2sd_pool_push(srv->pool, &j);
+}
+
+bool b2sd_leaves_gap(int code) {
+  return code == B2S_E_OVERSIZE || code == B2S_E_CHUNK_SIZE;
 }
 
 void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
@@ -434,18 +469,22 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   if (!h)
     return;
   size_t plen = payload ? zmq_msg_size(payload) : 0;
-  int rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
+  b2sd_bufsrc b = {.msg = payload, .len = plen};
+  /* the record first: a refused buffer's gap keeps its frame number */
+  int rc = b2sd_rec_take(m->flags & B2S_WIRE_DATA_RECORD, recf, &b.rec);
+  if (rc == 0)
+    rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
   if (rc == 0 && (h->closing || srv->draining))
     rc = B2S_E_CLOSED;
-  b2sd_bufsrc b = {.msg = payload, .len = plen};
-  if (rc == 0)
-    rc = b2sd_rec_take(m->flags & B2S_WIRE_DATA_RECORD, recf, &b.rec);
   if (rc < 0) {
+    if (b2sd_leaves_gap(rc))
+      b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b.rec);
+    b2sd_rec_clear(&b.rec);
     b2sd_buffer_reject(srv, h, m, id, rc);
     return;
   }
   if (!b2sd_buffer_size_ok(srv, h, m, id, plen)) {
-    b2sd_rec_clear(&b.rec);
+    b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b.rec);
     return;
   }
   b.data = zmq_msg_data(payload);

@@ -163,6 +163,14 @@ b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
                                uint64_t id);
 void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, int code);
+/* gaps: fill: a buffer of len bytes that does not reach the frame
+ * (flags: B2S_RECORD_DROPPED or _REJECTED) leaves a placeholder chunk with
+ * its record (taken from *rec) at the stream's next seq.  Otherwise, or
+ * for len 0, nothing; *rec is cleared either way. */
+void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec);
+/* Whether a buffer refused with code keeps its place (b2sd_gap_put): one
+ * refused for what it is, not for how it was sent. */
+bool b2sd_leaves_gap(int code);
 /* A b2nd stream takes only buffers of exactly one chunk (chunkshape x
  * typesize); any other size is rejected here per buffer with
  * B2S_E_CHUNK_SIZE.  Returns false when the buffer was rejected. */

@@ -127,6 +127,10 @@ static void *worker_main(void *arg) {
     c->seq = j->seq;
     c->rec = j->rec;           /* the record goes with the chunk */
     j->rec = (b2sd_rec){0};
+    if (c->cbytes == 0 && j->fill_gaps) {   /* its place stays, empty */
+      c->gap = B2S_RECORD_GAP | B2S_RECORD_REJECTED;
+      c->nbytes = (int32_t)j->len;
+    }
     b2sd_job_free(p->srv, j);  /* the slot or message goes back first */
     b2sd_stream_put(st, c);
   }

@@ -42,7 +42,22 @@ static const char *meta_config =
     "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n"
     "  r:\n"
     "    format: sparse\n"
-    "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n";
+    "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n"
+    "  dn:\n"
+    "    codec: zstd\n"
+    "    clevel: 9\n"
+    "    queue_depth: 1\n"
+    "    backpressure: drop-newest\n"
+    "    gaps: fill\n"
+    "  do:\n"
+    "    codec: zstd\n"
+    "    clevel: 9\n"
+    "    queue_depth: 1\n"
+    "    backpressure: drop-oldest\n"
+    "    gaps: fill\n"
+    "  nd:\n"
+    "    typesize: 2\n"
+    "    b2nd: {shape: [0, 8], chunkshape: [2, 8]}\n";
 
 /* The user part of buffer i: a map {"i": i} for even i, raw bytes for
  * i % 3 == 1, none otherwise. */
@@ -363,6 +378,139 @@ static void test_series_meta(void **state) {
   env_fini(&e);
 }
 
+/* ---- gaps ------------------------------------------------------------------ */
+
+static void noise(uint8_t *b, size_t len, int i) {
+  uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+  for (size_t k = 0; k < len; k++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b[k] = (uint8_t)(x & 0x3f);
+  }
+}
+
+/* A burst on a drop policy with gaps: fill: every buffer keeps its place,
+ * chunk i is buffer i or a zero placeholder whose record says dropped. */
+static void gaps_run(const char *stream) {
+  enum { N = 40, BIG = 256 << 10 };
+  env e;
+  env_init_config(&e, meta_config);
+  env_start(&e);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "gaps", &s), 0);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, stream, NULL, &p), 0);
+  uint8_t *buf = malloc(BIG), *got = malloc(BIG);
+  for (int i = 0; i < N; i++) {
+    noise(buf, BIG, i);
+    b2sc_record r = {.present = B2SC_REC_FRAME, .frame = (uint64_t)i};
+    assert_int_equal(b2sc_send_rec(p, buf, BIG, &r, 5000), 0);
+  }
+  int rc = b2sc_flush(p, 20000);
+  assert_true(rc == 0 || rc == B2S_E_DROPPED);
+  b2sc_producer_close(p);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  char path[400];
+  frame_path(&e, stream, path, sizeof path);
+  b2s_frame *f;
+  b2s_records *rs;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(f), N);
+  assert_int_equal(b2s_records_count(rs), N);
+  int gaps = 0;
+  for (int i = 0; i < N; i++) {
+    b2s_record rec;
+    assert_int_equal(b2s_records_get(rs, i, &rec), 0);
+    assert_true(rec.has_frame);
+    assert_int_equal(rec.frame, i);          /* chunk index == frame number */
+    int32_t cb, nb;
+    assert_int_equal(b2s_frame_chunk_sizes(f, i, &cb, &nb), 0);
+    uint8_t *raw = malloc((size_t)cb);
+    assert_int_equal(b2s_frame_chunk_read(f, i, raw, (size_t)cb), cb);
+    assert_true(rec.xxh64 == b2s_chunk_xxh64(raw, (size_t)cb));
+    free(raw);
+    assert_int_equal(b2s_frame_chunk_decompress(f, i, NULL, got, BIG), BIG);
+    if (rec.flags) {
+      assert_int_equal(rec.flags, B2S_RECORD_GAP | B2S_RECORD_DROPPED);
+      for (int k = 0; k < BIG; k++)
+        assert_int_equal(got[k], 0);
+      gaps++;
+    } else {
+      noise(buf, BIG, i);
+      assert_memory_equal(got, buf, BIG);
+    }
+  }
+  printf("%s: %d of %d buffers dropped, left as gaps\n", stream, gaps, N);
+  assert_true(gaps > 0);
+  b2s_records_free(rs);
+  b2s_frame_free(f);
+  free(buf);
+  free(got);
+  env_fini(&e);
+}
+
+static void test_gaps_drop_newest(void **state) {
+  (void)state;
+  gaps_run("dn");
+}
+
+static void test_gaps_drop_oldest(void **state) {
+  (void)state;
+  gaps_run("do");
+}
+
+/* A b2nd stream fills gaps by default: a buffer of the wrong size is
+ * refused and leaves a zero chunk whose record says rejected, with the
+ * producer's frame number and timestamp. */
+static void test_gaps_b2nd_rejected(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, meta_config);
+  env_start(&e);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "nd", &s), 0);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, "nd", NULL, &p), 0);
+  uint8_t buf[64];
+  for (int i = 0; i < 3; i++) {
+    memset(buf, 0x10 + i, sizeof buf);
+    b2sc_record r = {.present = B2SC_REC_FRAME | B2SC_REC_TS,
+                     .frame = 7 + (uint64_t)i, .ts_ns = 100 + i};
+    size_t len = i == 1 ? 31 : 32;   /* chunk: 2 x 8 x 2 bytes */
+    assert_int_equal(b2sc_send_rec(p, buf, len, &r, 5000), 0);
+  }
+  assert_int_equal(b2sc_flush(p, 10000), B2S_E_CHUNK_SIZE);
+  b2sc_producer_close(p);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  char path[400];
+  frame_path(&e, "nd", path, sizeof path);
+  b2s_frame *f;
+  b2s_records *rs;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(f), 3);
+  for (int i = 0; i < 3; i++) {
+    b2s_record rec;
+    assert_int_equal(b2s_records_get(rs, i, &rec), 0);
+    assert_true(rec.has_frame && rec.has_ts);
+    assert_int_equal(rec.frame, 7 + i);
+    assert_int_equal(rec.ts, 100 + i);
+    uint8_t got[32], want[32];
+    memset(want, i == 1 ? 0 : 0x10 + i, sizeof want);
+    assert_int_equal(b2s_frame_chunk_decompress(f, i, NULL, got, 32), 32);
+    assert_memory_equal(got, want, 32);
+    assert_int_equal(rec.flags,
+                     i == 1 ? B2S_RECORD_GAP | B2S_RECORD_REJECTED : 0);
+  }
+  b2s_records_free(rs);
+  b2s_frame_free(f);
+  env_fini(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_negotiation),
@@ -370,6 +518,9 @@ int main(void) {
       cmocka_unit_test(test_records_frames),
       cmocka_unit_test(test_records_shm),
       cmocka_unit_test(test_series_meta),
+      cmocka_unit_test(test_gaps_drop_newest),
+      cmocka_unit_test(test_gaps_drop_oldest),
+      cmocka_unit_test(test_gaps_b2nd_rejected),
   };
   return harness_run(tests);
 }
