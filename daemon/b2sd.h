@@ -62,6 +62,7 @@
 #include "frame_writer.h"
 #include "b2s_meta.h"
 #include "log.h"
+#include "order.h"
 #include "shm.h"
 
 #define B2SD_NAME "b2streamd"
@@ -127,6 +128,8 @@ typedef struct b2sd_chunk {
                                     series map (META), owned; the writer
                                     sets it at this seq */
   size_t series_len;
+  bool drain;                    /* no chunk: order: frame_number passes
+                                    every frame number given (order.h) */
   size_t cap;                    /* bytes of data[], counted in inflight_bytes */
   uint8_t data[];
 } b2sd_chunk;
@@ -234,6 +237,14 @@ struct b2sd_stream {
   uint8_t *series;               /* the series map as META left it (the
                                     writer gets a copy at a seq of its own) */
   size_t series_len;
+  /* order: frame_number, fixed when the stream opens (the writer reads
+   * ordered and the window size; win is the I/O thread's, order.h) */
+  bool ordered;
+  b2sd_window win;
+  bool ord_resume;               /* the frame had chunks: the writer's window
+                                    starts after ord_last (set before the
+                                    writer starts, then read only) */
+  uint64_t ord_last;
   uint64_t seen_committed;       /* committed count at the last scan */
   b2sd_latency notify_lat;       /* commit -> NOTIFY sent */
   struct b2sd_handle *handles;   /* producers' handles on this stream */
@@ -268,6 +279,9 @@ int b2sd_regular_file(const char *path);
  * the commit after the buffers given before.  0 or B2S_E_SERIES_* (nothing
  * changed).  I/O thread. */
 int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len);
+/* order: frame_number: everything given so far is stored or passed as a
+ * gap, at the next seq (FLUSH, the last CLOSE, the drain).  I/O thread. */
+void b2sd_stream_drain_mark(b2sd_stream *st);
 /* Start the writer thread (none for a stream failed at open). */
 int b2sd_stream_start(b2sd_stream *st);
 /* Ask the writer to commit and fsync every seq below upto. */

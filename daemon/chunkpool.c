@@ -55,6 +55,7 @@ b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
     c->rec = (b2sd_rec){0};
     c->gap = 0;
     c->series = NULL;
+    c->drain = false;
   }
   return c;
 }

@@ -246,6 +246,13 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   b2sd_send(srv, s, &o, NULL, 0);
 }
 
+/* Whether a buffer that does not reach the frame leaves a gap: gaps: fill,
+ * and always under order: frame_number (its frame number keeps its
+ * place). */
+static bool fills(const b2sd_stream *st, const b2s_stream_cfg *cfg) {
+  return st->ordered || b2s_stream_cfg_fill_gaps(cfg);
+}
+
 static void send_dropped(b2sd_server *srv, b2sd_handle *h, uint64_t id,
                          int reason) {
   b2s_wire_msg d;
@@ -270,7 +277,7 @@ static bool drop_oldest(b2sd_server *srv, b2sd_stream *st) {
   c->seq = j->seq;
   b2s_stream_cfg cfg;
   b2sd_stream_cfg_get(st, &cfg);
-  if (b2s_stream_cfg_fill_gaps(&cfg)) {   /* the seq keeps a placeholder */
+  if (fills(st, &cfg)) {         /* the seq keeps a placeholder */
     c->gap = B2S_RECORD_GAP | B2S_RECORD_DROPPED;
     c->nbytes = (int32_t)j->len;
     c->rec = j->rec;
@@ -342,13 +349,27 @@ bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
   return false;
 }
 
+/* order: frame_number: rec's frame number is on its way to the writer. */
+static void order_take(b2sd_stream *st, const b2sd_rec *rec) {
+  if (st->ordered && (rec->present & B2S_WIRE_REC_FRAME))
+    b2sd_window_take(&st->win, rec->frame);
+}
+
+int b2sd_order_check(b2sd_handle *h, const b2sd_rec *rec) {
+  if (!h->st->ordered)
+    return 0;
+  if (!(rec->present & B2S_WIRE_REC_FRAME))
+    return B2S_E_ARG;
+  return b2sd_window_check(&h->st->win, rec->frame);
+}
+
 void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec) {
   b2sd_stream *st = h->st;
   b2s_stream_cfg cfg;
   b2sd_stream_cfg_get(st, &cfg);
   int64_t n = h->chunk_bytes ? h->chunk_bytes : (int64_t)len;
   b2sd_chunk *c = NULL;
-  if (b2s_stream_cfg_fill_gaps(&cfg) && n > 0 && n <= INT32_MAX)
+  if (fills(st, &cfg) && n > 0 && n <= INT32_MAX)
     c = calloc(1, sizeof *c);
   if (!c) {
     b2sd_rec_clear(rec);
@@ -359,6 +380,7 @@ void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec) {
   c->nbytes = (int32_t)n;
   c->rec = *rec;
   *rec = (b2sd_rec){0};
+  order_take(st, &c->rec);
   b2sd_stream_put(st, c);
 }
 
@@ -449,9 +471,10 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   j->session_id = h->sess->id;
   j->handle_id = h->id;
   j->buffer_id = id;
-  j->fill_gaps = b2s_stream_cfg_fill_gaps(&cfg);
+  j->fill_gaps = fills(st, &cfg);
   j->rec = b->rec;
   b->rec = (b2sd_rec){0};
+  order_take(st, &j->rec);
   /* relaxed: statistics counters */
   atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&st->st_bytes_in, plen, memory_order_relaxed);
@@ -472,6 +495,8 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   b2sd_bufsrc b = {.msg = payload, .len = plen};
   /* the record first: a refused buffer's gap keeps its frame number */
   int rc = b2sd_rec_take(m->flags & B2S_WIRE_DATA_RECORD, recf, &b.rec);
+  if (rc == 0)
+    rc = b2sd_order_check(h, &b.rec);
   if (rc == 0)
     rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
   if (rc == 0 && (h->closing || srv->draining))
@@ -500,6 +525,8 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
     return;
   }
   if (m->type == B2S_WIRE_CLOSE) {
+    if (h->st->handles == h && !h->next_st)   /* the last producer */
+      b2sd_stream_drain_mark(h->st);
     h->closing = true;
     h->close_tag = m->tag;
     h->close_upto = h->lg.next_id;
@@ -511,6 +538,7 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
                     "this handle, the limit");
     return;
   }
+  b2sd_stream_drain_mark(h->st);  /* held frame numbers are stored */
   b2sd_flush *f = &h->flushes[h->nflush++];
   f->tag = m->tag;
   f->upto = h->lg.next_id;

@@ -641,8 +641,10 @@ static int on_signal(b2sd_server *srv) {
       LOG_I("signal %u: draining", si.ssi_signo);
       b2s_notify_stopping();
       srv->draining = true;
-      for (b2sd_stream *st = srv->streams; st; st = st->next)
+      for (b2sd_stream *st = srv->streams; st; st = st->next) {
+        b2sd_stream_drain_mark(st);  /* held frame numbers are stored */
         b2sd_stream_flush(st, st->seq_next);
+      }
       stop = 1;
     }
   }

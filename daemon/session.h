@@ -168,6 +168,9 @@ void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
  * its record (taken from *rec) at the stream's next seq.  Otherwise, or
  * for len 0, nothing; *rec is cleared either way. */
 void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec);
+/* order: frame_number: 0, or why the buffer's record is refused (no frame
+ * number: B2S_E_ARG; late, duplicate: order.h).  0 on other streams. */
+int b2sd_order_check(b2sd_handle *h, const b2sd_rec *rec);
 /* Whether a buffer refused with code keeps its place (b2sd_gap_put): one
  * refused for what it is, not for how it was sent. */
 bool b2sd_leaves_gap(int code);

@@ -84,6 +84,8 @@ void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
   b2sd_rec rec = {0};
   int rc = b2sd_rec_take(m->flags & B2S_WIRE_SHM_SUBMIT_RECORD, recf, &rec);
   if (rc == 0)
+    rc = b2sd_order_check(h, &rec);
+  if (rc == 0)
     rc = submit_check(srv, h, m, len);
   if (rc == 0 && !b2sd_buffer_size_ok(srv, h, m, id, len)) {
     b2sd_gap_put(h, B2S_RECORD_REJECTED, len, &rec);

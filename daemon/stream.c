@@ -214,6 +214,27 @@ static int series_load(b2sd_stream *st) {
                                 &st->series_len);
 }
 
+/* order: frame_number on a frame that has chunks: both windows go on after
+ * the last chunk's frame number, so chunk index = frame number - the
+ * first one across restarts. */
+static void order_resume(b2sd_stream *st) {
+  int64_t n = b2s_pair_nchunks(st->fw);
+  b2s_records *rs = NULL;
+  b2s_record rec;
+  st->ord_resume = false;
+  if (!st->ordered || n <= 0 || b2s_records_open(st->path, &rs, NULL) < 0)
+    return;
+  if (b2s_records_get(rs, n - 1, &rec) == 0 && rec.has_frame) {
+    st->ord_resume = true;
+    st->ord_last = rec.frame;
+    st->win.known = true;
+    st->win.next = rec.frame + 1;
+    st->win.max = rec.frame;
+    memset(st->win.state, 0, 2 * (size_t)st->win.w);
+  }
+  b2s_records_free(rs);
+}
+
 int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len) {
   b2s_mpbuf out;
   b2s_mpbuf_init(&out);
@@ -239,6 +260,18 @@ int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len) {
   return 0;
 }
 
+void b2sd_stream_drain_mark(b2sd_stream *st) {
+  if (!st->ordered)
+    return;
+  b2sd_chunk *c = calloc(1, sizeof *c);
+  if (!c)
+    abort();                     /* a few bytes: nothing sane left */
+  b2sd_window_drain(&st->win);
+  c->drain = true;
+  c->seq = st->seq_next++;
+  b2sd_stream_put(st, c);
+}
+
 int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
                      b2sd_stream **out) {
   b2sd_stream *st = calloc(1, sizeof *st);
@@ -248,6 +281,11 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   st->cfg = *cfg;
   snprintf(st->name, sizeof st->name, "%s", cfg->name);
   snprintf(st->path, sizeof st->path, "%s", cfg->full_path);
+  st->ordered = cfg->order == B2S_ORDER_FRAME_NUMBER;
+  if (b2sd_window_init(&st->win, (uint32_t)cfg->reorder_window) < 0) {
+    free(st);
+    return B2S_E_NOMEM;
+  }
   pthread_mutex_init(&st->lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -255,6 +293,8 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   pthread_cond_init(&st->cond, &ca);
   pthread_condattr_destroy(&ca);
   int rc = open_frame(st, cfg);
+  if (rc == 0)
+    order_resume(st);
   if (rc == 0 && (rc = series_load(st)) < 0) {
     b2s_pair_free(st->fw);
     st->fw = NULL;
@@ -309,8 +349,11 @@ void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out) {
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   pthread_mutex_lock(&st->lock);
   if (strcmp(cfg->full_path, st->cfg.full_path) != 0 ||
-      cfg->format != st->cfg.format || cfg->io != st->cfg.io)
-    LOG_W("stream %s: path, format and io changes apply after a restart",
+      cfg->format != st->cfg.format || cfg->io != st->cfg.io ||
+      cfg->order != st->cfg.order ||
+      cfg->reorder_window != st->cfg.reorder_window)
+    LOG_W("stream %s: path, format, io, order and reorder_window changes "
+          "apply after a restart",
           st->name);
   b2s_stream_cfg keep = st->cfg;
   st->cfg = *cfg;
@@ -319,16 +362,30 @@ void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   st->cfg.format = keep.format;
   st->cfg.io = keep.io;
   st->cfg.b2nd = keep.b2nd;
+  st->cfg.order = keep.order;    /* the window runs on: after a restart */
+  st->cfg.reorder_window = keep.reorder_window;
   pthread_cond_signal(&st->cond);
   pthread_mutex_unlock(&st->lock);
 }
 
 /* ---- the writer thread ------------------------------------------------------ */
 
+/* The writer's side of order: frame_number (order.h): chunks held back
+ * by frame number, ring[f % w] for frames next .. next + w - 1. */
+typedef struct wheld {
+  b2sd_chunk **ring;
+  uint32_t w;
+  int nheld;
+  bool known;
+  uint64_t next, max;
+  int32_t nbytes;           /* size of the last chunk: a gap's size */
+} wheld;
+
 typedef struct wstate {
   b2sd_group g;             /* sequence and pending group (groupcommit.h) */
   int64_t appended;         /* chunks appended by this writer */
   int failed;
+  wheld o;                  /* order: frame_number only */
 } wstate;
 
 static void slow_check(b2sd_stream *st, const char *what, uint64_t t0) {
@@ -389,15 +446,11 @@ static void writer_series(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
     else
       b2sd_group_appended(&w->g, t0);
   }
-  w->g.next_seq = c->seq + 1;
   b2sd_chunk_done(st->srv, c);
 }
 
-static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
-  if (c->series) {
-    writer_series(st, w, c);
-    return;
-  }
+/* Append c (or its gap) and give it back. */
+static void writer_store(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
   bool gap = c->cbytes == 0 && c->gap && c->nbytes > 0;
   if (!w->failed && (c->cbytes > 0 || gap)) {
     uint64_t t0 = b2sd_now_ns();
@@ -418,8 +471,84 @@ static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
     /* relaxed: statistics counter */
     atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
   }
-  w->g.next_seq = c->seq + 1;
   b2sd_chunk_done(st->srv, c);
+}
+
+/* The window's first frame number goes to the frame: its chunk, or a gap
+ * (no buffer came for it). */
+static void order_pass(b2sd_stream *st, wstate *w) {
+  wheld *o = &w->o;
+  b2sd_chunk **slot = &o->ring[o->next % o->w];
+  b2sd_chunk *c = *slot;
+  if (c) {
+    *slot = NULL;
+    o->nheld--;
+    writer_store(st, w, c);
+  } else if (!w->failed) {
+    b2s_record rec = {.has_frame = true, .frame = o->next};
+    uint64_t t0 = b2sd_now_ns();
+    int64_t rc = b2s_pair_append_gap(st->fw, o->nbytes > 0 ? o->nbytes : 1,
+                                     0, &rec);
+    if (rc < 0)
+      writer_fail(st, w, (int)rc, "append");
+    else
+      b2sd_group_appended(&w->g, t0);
+  }
+  o->next++;
+}
+
+/* Hold c until its frame number is the window's first (a mirror of
+ * b2sd_window_take, which checked it). */
+static void order_put(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  wheld *o = &w->o;
+  uint64_t f = c->rec.frame;
+  if (!o->known) {
+    o->known = true;
+    o->next = o->max = f;
+  }
+  if (c->nbytes > 0)
+    o->nbytes = c->nbytes;
+  if (f < o->next || (f - o->next < o->w && o->ring[f % o->w])) {
+    LOG_E("stream %s: frame number %llu out of its window; not stored",
+          st->name, (unsigned long long)f);
+    b2sd_chunk_done(st->srv, c);
+    return;
+  }
+  while (f - o->next >= o->w)
+    order_pass(st, w);
+  o->ring[f % o->w] = c;
+  o->nheld++;
+  if (f > o->max)
+    o->max = f;
+  while (o->next <= o->max && o->ring[o->next % o->w])
+    order_pass(st, w);
+}
+
+static void order_drain(b2sd_stream *st, wstate *w) {
+  while (w->o.known && w->o.next <= w->o.max)
+    order_pass(st, w);
+}
+
+/* Every seq below this is written, or held back by the window. */
+static uint64_t written_level(const wstate *w) {
+  uint64_t lv = w->g.next_seq;
+  for (uint32_t i = 0; w->o.nheld > 0 && i < w->o.w; i++)
+    if (w->o.ring[i] && w->o.ring[i]->seq < lv)
+      lv = w->o.ring[i]->seq;
+  return lv;
+}
+
+static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  w->g.next_seq = c->seq + 1;
+  if (c->series)
+    writer_series(st, w, c);
+  else if (c->drain) {
+    order_drain(st, w);
+    b2sd_chunk_done(st->srv, c);
+  } else if (st->ordered && (c->rec.present & B2S_WIRE_REC_FRAME))
+    order_put(st, w, c);
+  else
+    writer_store(st, w, c);
 }
 
 /* Commit what is pending; make it durable when `durable`. */
@@ -444,7 +573,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     if (dt > atomic_load_explicit(&st->st_commit_ns_max, memory_order_relaxed))
       atomic_store_explicit(&st->st_commit_ns_max, dt, memory_order_relaxed);
   }
-  w->g.written = w->g.next_seq;
+  w->g.written = written_level(w);
   if (opened_full) {
     w->g.durable = w->g.written;
   } else if (durable && w->g.durable < w->g.written) {
@@ -470,6 +599,15 @@ static void *writer_main(void *arg) {
   /* a re-opened stream starts after every seq of its failed writer */
   w.g.next_seq = w.g.written = w.g.durable = st->seq_base;
   const bool opened_full = b2sd_group_fsync(&st->cfg.durability);
+  if (st->ordered) {
+    w.o.w = st->win.w;
+    w.o.ring = calloc(w.o.w, sizeof *w.o.ring);
+    w.o.known = st->ord_resume;
+    w.o.next = st->ord_last + 1;
+    w.o.max = st->ord_last;
+    if (!w.o.ring)
+      writer_fail(st, &w, B2S_E_NOMEM, "reorder window");
+  }
   pthread_mutex_lock(&st->lock);
   for (;;) {
     /* take the chunks that continue the sequence */
@@ -537,6 +675,9 @@ static void *writer_main(void *arg) {
     b2sd_chunk_done(st->srv, c);
   }
   pthread_mutex_unlock(&st->lock);
+  if (w.o.ring)              /* held frames go, the missing ones as gaps */
+    order_drain(st, &w);
+  free(w.o.ring);
   writer_commit(st, &w, true, opened_full);
   int rc = b2s_pair_close(st->fw);  /* commits and compacts both */
   st->fw = NULL;
@@ -602,6 +743,8 @@ int b2sd_stream_reopen(b2sd_stream *st) {
   char before[sizeof st->fail_reason];
   memcpy(before, st->fail_reason, sizeof before);
   int rc = open_frame(st, &cfg);
+  if (rc == 0)
+    order_resume(st);
   if (rc == 0 && (rc = series_load(st)) < 0) {
     b2s_pair_free(st->fw);
     st->fw = NULL;
@@ -635,6 +778,7 @@ void b2sd_stream_free(b2sd_stream *st) {
     return;
   writer_end(st);
   free(st->series);
+  b2sd_window_fini(&st->win);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   free(st);

@@ -57,7 +57,15 @@ static const char *meta_config =
     "    gaps: fill\n"
     "  nd:\n"
     "    typesize: 2\n"
-    "    b2nd: {shape: [0, 8], chunkshape: [2, 8]}\n";
+    "    b2nd: {shape: [0, 8], chunkshape: [2, 8]}\n"
+    "  o4:\n"
+    "    order: frame_number\n"
+    "    reorder_window: 4\n"
+    "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n"
+    "  o2:\n"
+    "    order: frame_number\n"
+    "    reorder_window: 512\n"   /* two producers, 64 credits each */
+    "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n";
 
 /* The user part of buffer i: a map {"i": i} for even i, raw bytes for
  * i % 3 == 1, none otherwise. */
@@ -511,6 +519,125 @@ static void test_gaps_b2nd_rejected(void **state) {
   env_fini(&e);
 }
 
+/* ---- order: frame_number --------------------------------------------------- */
+
+static void send_frame(b2sc_producer *p, uint64_t frame) {
+  uint8_t buf[256];
+  memset(buf, (int)(frame & 0xff), sizeof buf);
+  b2sc_record r = {.present = B2SC_REC_FRAME, .frame = frame};
+  assert_int_equal(b2sc_send_rec(p, buf, sizeof buf, &r, 5000), 0);
+}
+
+/* Chunk i of stream holds frame first + i: the data of that frame, or a
+ * gap (is_gap[i]) with gap flags alone. */
+static void check_ordered(env *e, const char *stream, uint64_t first, int n,
+                          const bool *is_gap) {
+  char path[400];
+  frame_path(e, stream, path, sizeof path);
+  b2s_frame *f;
+  b2s_records *rs;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(f), n);
+  assert_int_equal(b2s_records_count(rs), n);
+  for (int i = 0; i < n; i++) {
+    b2s_record rec;
+    assert_int_equal(b2s_records_get(rs, i, &rec), 0);
+    assert_true(rec.has_frame);
+    assert_int_equal(rec.frame, first + (uint64_t)i);
+    uint8_t got[256], want[256];
+    memset(want, is_gap && is_gap[i] ? 0 : (int)((first + i) & 0xff),
+           sizeof want);
+    assert_int_equal(b2s_frame_chunk_decompress(f, i, NULL, got, 256), 256);
+    assert_memory_equal(got, want, 256);
+    assert_int_equal(rec.flags, is_gap && is_gap[i] ? B2S_RECORD_GAP : 0);
+  }
+  b2s_records_free(rs);
+  b2s_frame_free(f);
+}
+
+/* One producer, window 4: out-of-order frames are put in order, a
+ * duplicate and late frames are refused, frames the window passed become
+ * gaps, and a FLUSH stores what is held. */
+static void test_order_window(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, meta_config);
+  env_start(&e);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "ord", &s), 0);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, "o4", NULL, &p), 0);
+  send_frame(p, 10);
+  send_frame(p, 12);
+  send_frame(p, 11);
+  send_frame(p, 13);
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  send_frame(p, 11);               /* stored already */
+  assert_int_equal(b2sc_flush(p, 10000), B2S_E_FRAME_DUP);
+  send_frame(p, 9);                /* before the first */
+  assert_int_equal(b2sc_flush(p, 10000), B2S_E_FRAME_LATE);
+  send_frame(p, 20);               /* the window passes 14, 15, 16 */
+  send_frame(p, 15);               /* passed: late */
+  send_frame(p, 18);
+  send_frame(p, 20);               /* waiting: duplicate */
+  assert_int_equal(b2sc_flush(p, 10000), B2S_E_FRAME_LATE);
+  b2sc_producer_stats ps;
+  assert_int_equal(b2sc_producer_stats_get(p, &ps), 0);
+  assert_int_equal(ps.rejected, 4);
+  /* no frame number on an ordered stream */
+  uint8_t buf[256] = {0};
+  assert_int_equal(b2sc_send(p, buf, sizeof buf, 5000), 0);
+  assert_int_equal(b2sc_flush(p, 10000), B2S_E_ARG);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  /* 10..20: 14-17 and 19 never came */
+  const bool gap[11] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 0};
+  check_ordered(&e, "o4", 10, 11, gap);
+  /* after a restart the window goes on after frame 20: 21 never comes */
+  env_start(&e);
+  assert_int_equal(b2sc_connect(e.sock, "ord", &s), 0);
+  assert_int_equal(b2sc_producer_open(s, "o4", NULL, &p), 0);
+  send_frame(p, 22);
+  send_frame(p, 20);               /* stored before the restart: late */
+  assert_int_equal(b2sc_flush(p, 10000), B2S_E_FRAME_LATE);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  const bool gap2[13] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 0, 1, 0};
+  check_ordered(&e, "o4", 10, 13, gap2);
+  env_fini(&e);
+}
+
+/* Two producers, even and odd frame numbers, interleaved: one stream in
+ * frame order, no gap. */
+static void test_order_two_producers(void **state) {
+  (void)state;
+  enum { N = 400 };
+  env e;
+  env_init_config(&e, meta_config);
+  env_start(&e);
+  b2sc_session *sa, *sb;
+  assert_int_equal(b2sc_connect(e.sock, "even", &sa), 0);
+  assert_int_equal(b2sc_connect(e.sock, "odd", &sb), 0);
+  b2sc_producer *a, *b;
+  assert_int_equal(b2sc_producer_open(sa, "o2", NULL, &a), 0);
+  assert_int_equal(b2sc_producer_open(sb, "o2", NULL, &b), 0);
+  for (int i = 0; i < N; i += 2) {
+    send_frame(a, (uint64_t)i);
+    send_frame(b, (uint64_t)i + 1);
+  }
+  /* every frame number came: nothing is held, both close */
+  assert_int_equal(b2sc_producer_close(a), 0);
+  assert_int_equal(b2sc_producer_close(b), 0);
+  b2sc_close(sa);
+  b2sc_close(sb);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  check_ordered(&e, "o2", 0, N, NULL);
+  env_fini(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_negotiation),
@@ -521,6 +648,8 @@ int main(void) {
       cmocka_unit_test(test_gaps_drop_newest),
       cmocka_unit_test(test_gaps_drop_oldest),
       cmocka_unit_test(test_gaps_b2nd_rejected),
+      cmocka_unit_test(test_order_window),
+      cmocka_unit_test(test_order_two_producers),
   };
   return harness_run(tests);
 }
