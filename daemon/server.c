@@ -199,10 +199,11 @@ static int decode_header(inmsg *in, b2s_wire_msg *m) {
 static bool frames_ok(const inmsg *in, const b2s_wire_msg *m) {
   if (in->nframes > 4)
     return false;
-  if (m->type == B2S_WIRE_DATA ||
-      (m->type == B2S_WIRE_SHM_SUBMIT &&
-       (m->flags & B2S_WIRE_SHM_SUBMIT_RECORD)))
+  if (m->type == B2S_WIRE_DATA)
     return true;
+  if (m->type == B2S_WIRE_SHM_SUBMIT &&
+      (m->flags & B2S_WIRE_SHM_SUBMIT_RECORD))
+    return in->nframes <= 3;     /* header and at most its record */
   return in->nframes - 1 == b2s_wire_msg_frames(m);
 }
 
