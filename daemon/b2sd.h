@@ -90,7 +90,7 @@ typedef struct b2sd_rec {
   uint8_t *user;
 } b2sd_rec;
 
-/* Free the user part and clear r. */
+/* Free the user part and clear r (chunkpool.c). */
 void b2sd_rec_clear(b2sd_rec *r);
 
 /* One accepted buffer on its way to a worker. */

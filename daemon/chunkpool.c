@@ -99,6 +99,11 @@ void b2sd_chunkpool_trim(b2sd_chunkpool *cp) {
   }
 }
 
+void b2sd_rec_clear(b2sd_rec *r) {
+  free(r->user);
+  *r = (b2sd_rec){0};
+}
+
 void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c) {
   b2sd_rec_clear(&c->rec);
   free(c->series);

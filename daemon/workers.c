@@ -30,11 +30,6 @@ struct b2sd_pool {
   pthread_t *threads;
 };
 
-void b2sd_rec_clear(b2sd_rec *r) {
-  free(r->user);
-  *r = (b2sd_rec){0};
-}
-
 void b2sd_job_free(b2sd_server *srv, b2sd_job *job) {
   if (!job)
     return;
