@@ -74,6 +74,21 @@ enum b2s_backpressure {
   B2S_BP_DROP_OLDEST = 2,
 };
 
+/* What a buffer that never reaches the frame leaves there (METADATA.md). */
+enum b2s_gaps {
+  B2S_GAPS_AUTO = 0,                   /* fill for b2nd streams, else skip */
+  B2S_GAPS_SKIP = 1,                   /* nothing: chunk index = arrival */
+  B2S_GAPS_FILL = 2,                   /* a placeholder chunk, gap record */
+};
+
+/* Order of the chunks in the frame. */
+enum b2s_order {
+  B2S_ORDER_ARRIVAL = 0,
+  B2S_ORDER_FRAME_NUMBER = 1,          /* producers' frame numbers */
+};
+
+#define B2S_REORDER_WINDOW_MAX 4096
+
 /* The b2nd (N-d array) description of a stream.  Counts are as configured;
  * in a finished stream (not a template) ndim == nshape == nchunkshape ==
  * nblockshape, dtype is filled in and cparams.blocksize matches blockshape.
@@ -116,7 +131,16 @@ typedef struct b2s_stream_cfg {
   b2s_stream_durability durability;
   int32_t backpressure;                /* enum b2s_backpressure */
   int32_t queue_depth;                 /* buffers in flight for the stream */
+  int32_t gaps;                        /* enum b2s_gaps */
+  int32_t order;                       /* enum b2s_order */
+  int32_t reorder_window;              /* frame numbers held back at most */
 } b2s_stream_cfg;
+
+/* gaps as it applies to the stream (auto resolved). */
+static inline bool b2s_stream_cfg_fill_gaps(const b2s_stream_cfg *c) {
+  return c->gaps == B2S_GAPS_FILL ||
+         (c->gaps == B2S_GAPS_AUTO && c->b2nd.enabled);
+}
 
 typedef struct b2s_daemon_cfg {
   /* Endpoints to bind; relative ipc:// paths already joined to run_dir. */

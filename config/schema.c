@@ -45,6 +45,12 @@ static const cfg_enum acks[] = {
 static const cfg_enum backpressures[] = {
   {"block", B2S_BP_BLOCK}, {"drop-newest", B2S_BP_DROP_NEWEST},
   {"drop-oldest", B2S_BP_DROP_OLDEST}, {NULL, 0}};
+static const cfg_enum gapss[] = {
+  {"auto", B2S_GAPS_AUTO}, {"skip", B2S_GAPS_SKIP}, {"fill", B2S_GAPS_FILL},
+  {NULL, 0}};
+static const cfg_enum orders[] = {
+  {"arrival", B2S_ORDER_ARRIVAL}, {"frame_number", B2S_ORDER_FRAME_NUMBER},
+  {NULL, 0}};
 
 const cfg_desc cfg_schema[] = {
   /* daemon */
@@ -170,6 +176,16 @@ const cfg_desc cfg_schema[] = {
    .help = "when the queue is full: block, drop-newest or drop-oldest"},
   {"queue_depth", STREAM, .type = CT_INT, S(queue_depth), .min = 1,
    .max = 65536, .def = "64", .help = "buffers in flight for the stream"},
+  {"gaps", STREAM, .type = CT_ENUM, S(gaps), .enums = gapss, .def = "auto",
+   .help = "a dropped or rejected buffer leaves a placeholder chunk (fill) "
+           "or nothing (skip); auto: fill for b2nd streams"},
+  {"order", STREAM, .type = CT_ENUM, S(order), .enums = orders,
+   .def = "arrival",
+   .help = "chunks in arrival order or in producers' frame-number order"},
+  {"reorder_window", STREAM, .type = CT_INT, S(reorder_window), .min = 1,
+   .max = B2S_REORDER_WINDOW_MAX, .def = "64",
+   .help = "order: frame_number: frame numbers a buffer may run ahead of "
+           "the next one stored"},
 };
 
 const size_t cfg_nschema = sizeof cfg_schema / sizeof cfg_schema[0];

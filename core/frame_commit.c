@@ -209,7 +209,7 @@ static int publish(b2s_fwriter *w, const b2s_frame_header *h, int64_t slot_pos,
   /* An empty cframe's trailer starts right after the header; when it is
    * large enough to reach the records, the records are left out (recovery
    * then treats the frame like one written elsewhere: the header decides). */
-  bool with_record = !(!w->sparse && nchunks == 0 &&
+  bool with_record = !(!w->sparse && slot_pos == w->base &&
                        slot_pos + slot_len > w->base + FW_REC_OFF);
   fw_record r = {.seq = w->seq + 1, .slot_pos = slot_pos, .slot_len = slot_len,
                  .nchunks = nchunks, .data_region = w->data_region,
@@ -448,7 +448,11 @@ int b2s_fwriter_commit(b2s_fwriter *w) {
   if (rc >= 0)
     rc = sync_sparse_files(w);
   if (rc == 0)
-    rc = (!w->sparse && w->n == 0) ? commit_empty_cframe(w) : commit_slot(w);
+    /* the trailer right after the header only while the frame is built
+   * under its temporary name: rewriting it in place later (new
+   * vlmetalayers of an empty frame) would break the committed state */
+    rc = (!w->sparse && w->n == 0 && w->seq == 0) ? commit_empty_cframe(w)
+                                                  : commit_slot(w);
   if (rc < 0)
     return rc;
   w->metas_dirty = false;
@@ -472,7 +476,7 @@ int fw_compact(b2s_fwriter *w) {
     rc = encode_trailer(w);
   if (rc < 0)
     return rc;
-  if (!w->sparse && w->n == 0) {
+  if (!w->sparse && w->n == 0 && w->active == -1) {
     /* keep the commit records, which lie after an empty frame's trailer */
     int64_t end = w->base + (int64_t)w->trailer.len;
     if (end < w->base + FW_REC_OFF + FW_REC_SIZE + FW_REC_USED)

@@ -60,7 +60,9 @@
 #include "b2s_config.h"
 #include "frame.h"
 #include "frame_writer.h"
+#include "b2s_meta.h"
 #include "log.h"
+#include "order.h"
 #include "shm.h"
 
 #define B2SD_NAME "b2streamd"
@@ -75,6 +77,21 @@ typedef struct b2sd_server b2sd_server;
 void b2sd_wake(b2sd_server *srv);
 
 /* ---- jobs and chunks ------------------------------------------------------ */
+
+/* A producer's record of one buffer (PROTOCOL.md 11.3), carried from the
+ * I/O thread through the job and the chunk to the writer, which stores it
+ * with the chunk.  present 0: the buffer came without one.  Whoever holds
+ * the job or chunk owns user (malloc'ed). */
+typedef struct b2sd_rec {
+  uint16_t present;              /* B2S_WIRE_REC_FRAME, _TS, _USER_MAP */
+  uint16_t user_len;
+  uint64_t frame;
+  int64_t ts;
+  uint8_t *user;
+} b2sd_rec;
+
+/* Free the user part and clear r (chunkpool.c). */
+void b2sd_rec_clear(b2sd_rec *r);
 
 /* One accepted buffer on its way to a worker. */
 typedef struct b2sd_job {
@@ -93,6 +110,8 @@ typedef struct b2sd_job {
   size_t len;
   uint32_t session_id, handle_id;
   uint64_t buffer_id;
+  b2sd_rec rec;                  /* moves to the chunk */
+  bool fill_gaps;                /* gaps: fill: a failure leaves a gap */
 } b2sd_job;
 
 /* One compressed chunk (or a tombstone) on its way to the writer.  A
@@ -102,6 +121,15 @@ typedef struct b2sd_chunk {
   uint64_t seq;
   int32_t cbytes, nbytes;        /* cbytes 0: tombstone (dropped / failed) */
   int err;                       /* compression error, 0 when none */
+  uint32_t gap;                  /* tombstone: 0 (skipped), or the record
+                                    flags of the gap it leaves (gaps: fill) */
+  b2sd_rec rec;                  /* the producer's record, owned */
+  uint8_t *series;               /* not NULL: no chunk but the stream's new
+                                    series map (META), owned; the writer
+                                    sets it at this seq */
+  size_t series_len;
+  bool drain;                    /* no chunk: order: frame_number passes
+                                    every frame number given (order.h) */
   size_t cap;                    /* bytes of data[], counted in inflight_bytes */
   uint8_t data[];
 } b2sd_chunk;
@@ -177,7 +205,9 @@ struct b2sd_stream {
   bool stop;
   pthread_t thread;
   bool thread_started;
-  b2s_fwriter *fw;               /* writer thread only (after start);
+  b2s_pair *fw;                  /* data and records frames: writer thread
+                                    only (after start), and under lock for
+                                    series metadata (b2sd_stream_meta);
                                     NULL while failed with no writer */
   uint64_t seq_base;             /* the writer's first seq (I/O thread
                                     sets it before the start) */
@@ -204,6 +234,17 @@ struct b2sd_stream {
 
   /* I/O thread only. */
   uint64_t seq_next;             /* next sequence number to give */
+  uint8_t *series;               /* the series map as META left it (the
+                                    writer gets a copy at a seq of its own) */
+  size_t series_len;
+  /* order: frame_number, fixed when the stream opens (the writer reads
+   * ordered and the window size; win is the I/O thread's, order.h) */
+  bool ordered;
+  b2sd_window win;
+  bool ord_resume;               /* the frame had chunks: the writer's window
+                                    starts after ord_last (set before the
+                                    writer starts, then read only) */
+  uint64_t ord_last;
   uint64_t seen_committed;       /* committed count at the last scan */
   b2sd_latency notify_lat;       /* commit -> NOTIFY sent */
   struct b2sd_handle *handles;   /* producers' handles on this stream */
@@ -233,6 +274,14 @@ int b2sd_room_probe(const char *frame_path, bool sparse);
 /* 0 when path is a regular file; -EISDIR, -EINVAL (a FIFO, socket or
  * device: reading it could block forever) or -errno. */
 int b2sd_regular_file(const char *path);
+/* Merge upd (a msgpack map, nil deletes) into the stream's series map and
+ * hand the result to the writer at the next seq: it is in the frame from
+ * the commit after the buffers given before.  0 or B2S_E_SERIES_* (nothing
+ * changed).  I/O thread. */
+int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len);
+/* order: frame_number: everything given so far is stored or passed as a
+ * gap, at the next seq (FLUSH, the last CLOSE, the drain).  I/O thread. */
+void b2sd_stream_drain_mark(b2sd_stream *st);
 /* Start the writer thread (none for a stream failed at open). */
 int b2sd_stream_start(b2sd_stream *st);
 /* Ask the writer to commit and fsync every seq below upto. */

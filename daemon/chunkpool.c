@@ -51,6 +51,12 @@ b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
   pthread_mutex_unlock(&cp->lock);
   if (!c && (c = malloc(sizeof *c + cap)) != NULL)
     c->cap = cap;
+  if (c) {                       /* chunk_done frees a record it holds */
+    c->rec = (b2sd_rec){0};
+    c->gap = 0;
+    c->series = NULL;
+    c->drain = false;
+  }
   return c;
 }
 
@@ -93,7 +99,15 @@ void b2sd_chunkpool_trim(b2sd_chunkpool *cp) {
   }
 }
 
+void b2sd_rec_clear(b2sd_rec *r) {
+  free(r->user);
+  *r = (b2sd_rec){0};
+}
+
 void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c) {
+  b2sd_rec_clear(&c->rec);
+  free(c->series);
+  c->series = NULL;
   if (c->cap == 0) {
     free(c);
     return;

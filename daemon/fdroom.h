@@ -21,7 +21,8 @@
 #define B2SD_FD_RESERVE 48       /* after a stream from a template */
 #define B2SD_FD_RESERVE_SESSION 32 /* after a session (HELLO) */
 #define B2SD_FD_RESERVE_ACCEPT 16  /* after a connection */
-#define B2SD_FD_PER_STREAM 5     /* its frame, its lock and the readers' handles */
+#define B2SD_FD_PER_STREAM 7     /* its data and records frames, their locks,
+                                    the readers' handles */
 
 /* Raise the soft RLIMIT_NOFILE to the hard one and log both.  Before the
  * first thread. */

@@ -136,7 +136,53 @@ static int64_t b2nd_chunk_bytes(const b2s_stream_cfg *cfg) {
   return n;
 }
 
-void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
+/* A series map of META or OPEN: one msgpack map with string keys, merged
+ * into the stream's (all or nothing).  0 or the error to answer. */
+static int meta_apply(b2sd_server *srv, b2sd_stream *st, const b2s_wire_msg *m,
+                      zmq_msg_t *payload) {
+  size_t len = payload ? zmq_msg_size(payload) : 0;
+  int rc = b2s_wire_check_payload(m, len, B2S_WIRE_META_MAX);
+  if (rc == B2S_E_OVERSIZE)
+    rc = B2S_E_SERIES_SIZE;
+  const uint8_t *buf = payload ? zmq_msg_data(payload) : NULL;
+  if (rc == 0 && len == 0)
+    rc = B2S_E_PROTO;
+  if (rc == 0)
+    rc = b2s_wire_mp_map_check(buf, len, true);
+  if (rc == 0)
+    rc = b2s_series_check(buf, len, true);
+  if (rc > 0)
+    rc = 0;                      /* a key count */
+  if (rc == 0 && srv->draining)
+    rc = B2S_E_CLOSED;
+  if (rc == 0)
+    rc = b2sd_stream_meta(st, buf, len);
+  return rc;
+}
+
+void b2sd_meta_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload) {
+  uint32_t hid = m->meta.handle;
+  b2sd_handle *h = b2sd_handle_find(s, hid);
+  int rc = !h || h->closing ? B2S_E_CLOSED : 0;
+  if (rc == 0 && b2sd_progress_failed(h->st))
+    rc = b2sd_progress_failed(h->st);
+  if (rc == 0)
+    rc = meta_apply(srv, h->st, m, payload);
+  if (rc < 0) {
+    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, hid, 0, NULL);
+    return;
+  }
+  b2s_wire_msg r;
+  b2s_wire_init(&r, B2S_WIRE_META_OK);
+  r.tag = m->tag;
+  r.meta_ok.upto = h->lg.next_id;
+  r.meta_ok.handle = hid;
+  b2sd_send(srv, s, &r, NULL, 0);
+}
+
+void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload) {
   char name[B2S_STREAM_NAME_MAX + 1], tmpl[B2S_WIRE_NAME_MAX + 1];
   int rc = b2sd_cstr_copy(name, sizeof name, m->open.stream);
   if (rc == 0)
@@ -161,6 +207,10 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
     rc = b2sd_stream_reopen(st);
   if (rc == 0 && b2sd_progress_failed(st))
     rc = b2sd_progress_failed(st);
+  /* initial metadata: a refused map makes no handle (a stream just made
+   * from its template stays) */
+  if (rc == 0 && (m->flags & B2S_WIRE_OPEN_META))
+    rc = meta_apply(srv, st, m, payload);
   b2sd_handle *h = rc == 0 ? calloc(1, sizeof *h) : NULL;
   if (rc == 0 && !h)
     rc = B2S_E_NOMEM;
@@ -196,6 +246,13 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   b2sd_send(srv, s, &o, NULL, 0);
 }
 
+/* Whether a buffer that does not reach the frame leaves a gap: gaps: fill,
+ * and always under order: frame_number (its frame number keeps its
+ * place). */
+static bool fills(const b2sd_stream *st, const b2s_stream_cfg *cfg) {
+  return st->ordered || b2s_stream_cfg_fill_gaps(cfg);
+}
+
 static void send_dropped(b2sd_server *srv, b2sd_handle *h, uint64_t id,
                          int reason) {
   b2s_wire_msg d;
@@ -218,6 +275,14 @@ static bool drop_oldest(b2sd_server *srv, b2sd_stream *st) {
   if (!c)
     abort();
   c->seq = j->seq;
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  if (fills(st, &cfg)) {         /* the seq keeps a placeholder */
+    c->gap = B2S_RECORD_GAP | B2S_RECORD_DROPPED;
+    c->nbytes = (int32_t)j->len;
+    c->rec = j->rec;
+    j->rec = (b2sd_rec){0};
+  }
   b2sd_stream_put(st, c);        /* tombstone: the writer skips the seq */
   for (b2sd_session *s = srv->sessions; s; s = s->next) {
     if (s->id != j->session_id)
@@ -284,10 +349,72 @@ bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
   return false;
 }
 
+/* order: frame_number: rec's frame number is on its way to the writer. */
+static void order_take(b2sd_stream *st, const b2sd_rec *rec) {
+  if (st->ordered && (rec->present & B2S_WIRE_REC_FRAME))
+    b2sd_window_take(&st->win, rec->frame);
+}
+
+int b2sd_order_check(b2sd_handle *h, const b2sd_rec *rec) {
+  if (!h->st->ordered)
+    return 0;
+  if (!(rec->present & B2S_WIRE_REC_FRAME))
+    return B2S_E_ARG;
+  return b2sd_window_check(&h->st->win, rec->frame);
+}
+
+void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec) {
+  b2sd_stream *st = h->st;
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  int64_t n = h->chunk_bytes ? h->chunk_bytes : (int64_t)len;
+  b2sd_chunk *c = NULL;
+  if (fills(st, &cfg) && n > 0 && n <= INT32_MAX)
+    c = calloc(1, sizeof *c);
+  if (!c) {
+    b2sd_rec_clear(rec);
+    return;
+  }
+  c->seq = st->seq_next++;
+  c->gap = B2S_RECORD_GAP | flags;
+  c->nbytes = (int32_t)n;
+  c->rec = *rec;
+  *rec = (b2sd_rec){0};
+  order_take(st, &c->rec);
+  b2sd_stream_put(st, c);
+}
+
 /* Give up a buffer's bytes that no job took. */
 static void source_drop(b2sd_bufsrc *b) {
   if (b->seg)
     b2sd_seg_give_back(b->seg, b->slot);
+  b2sd_rec_clear(&b->rec);
+}
+
+int b2sd_rec_take(bool flagged, zmq_msg_t *frame,
+                  b2sd_rec *out) {
+  *out = (b2sd_rec){0};
+  if (!flagged)
+    return frame ? B2S_E_PROTO : 0;
+  if (!frame)
+    return B2S_E_PROTO;
+  const uint8_t *buf = zmq_msg_data(frame);
+  size_t len = zmq_msg_size(frame);
+  b2s_wire_rec r;
+  int n = b2s_wire_rec_decode(buf, len, &r);
+  if (n < 0 || (size_t)n != len || b2s_wire_rec_check_producer(&r) < 0)
+    return B2S_E_PROTO;
+  if (r.user_len) {
+    out->user = malloc(r.user_len);
+    if (!out->user)
+      return B2S_E_NOMEM;
+    memcpy(out->user, r.user, r.user_len);
+  }
+  out->present = r.present;
+  out->user_len = r.user_len;
+  out->frame = r.frame;
+  out->ts = r.ts_ns;
+  return 0;
 }
 
 void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
@@ -304,6 +431,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
                   (size_t)cfg.queue_depth ||
               (!b->seg && inflight + (int64_t)plen > b2sd_memory_room(srv));
   if (full && cfg.backpressure == B2S_BP_DROP_NEWEST) {
+    b2sd_gap_put(h, B2S_RECORD_DROPPED, plen, &b->rec);
     source_drop(b);
     b2sd_ledger_push(&h->lg, B2SD_ENTRY_DROPPED, 0);
     send_dropped(srv, h, id, B2S_WIRE_POLICY_DROP_NEWEST);
@@ -314,6 +442,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   b2sd_job *j = calloc(1, sizeof *j);
   if (!j || b2sd_ledger_push(&h->lg, B2SD_ENTRY_QUEUED, st->seq_next) < 0) {
     free(j);
+    b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b->rec);
     source_drop(b);
     h->lg.next_id = id;           /* undo: reject instead */
     b2sd_buffer_reject(srv, h, m, id, B2S_E_NOMEM);
@@ -342,29 +471,48 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   j->session_id = h->sess->id;
   j->handle_id = h->id;
   j->buffer_id = id;
+  j->fill_gaps = fills(st, &cfg);
+  j->rec = b->rec;
+  b->rec = (b2sd_rec){0};
+  order_take(st, &j->rec);
   /* relaxed: statistics counters */
   atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&st->st_bytes_in, plen, memory_order_relaxed);
   b2sd_pool_push(srv->pool, &j);
 }
 
+bool b2sd_leaves_gap(int code) {
+  return code == B2S_E_OVERSIZE || code == B2S_E_CHUNK_SIZE;
+}
+
 void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                   zmq_msg_t *payload) {
+                   zmq_msg_t *payload, zmq_msg_t *recf) {
   uint64_t id = m->data.buffer_id;
   b2sd_handle *h = b2sd_buffer_admit(srv, s, m, m->data.handle, id);
   if (!h)
     return;
   size_t plen = payload ? zmq_msg_size(payload) : 0;
-  int rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
+  b2sd_bufsrc b = {.msg = payload, .len = plen};
+  /* the record first: a refused buffer's gap keeps its frame number */
+  int rc = b2sd_rec_take(m->flags & B2S_WIRE_DATA_RECORD, recf, &b.rec);
+  if (rc == 0)
+    rc = b2sd_order_check(h, &b.rec);
+  if (rc == 0)
+    rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
   if (rc == 0 && (h->closing || srv->draining))
     rc = B2S_E_CLOSED;
   if (rc < 0) {
+    if (b2sd_leaves_gap(rc))
+      b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b.rec);
+    b2sd_rec_clear(&b.rec);
     b2sd_buffer_reject(srv, h, m, id, rc);
     return;
   }
-  if (!b2sd_buffer_size_ok(srv, h, m, id, plen))
+  if (!b2sd_buffer_size_ok(srv, h, m, id, plen)) {
+    b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b.rec);
     return;
-  b2sd_bufsrc b = {.msg = payload, .data = zmq_msg_data(payload), .len = plen};
+  }
+  b.data = zmq_msg_data(payload);
   b2sd_buffer_accept(srv, h, m, id, &b);
 }
 
@@ -377,6 +525,8 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
     return;
   }
   if (m->type == B2S_WIRE_CLOSE) {
+    if (h->st->handles == h && !h->next_st)   /* the last producer */
+      b2sd_stream_drain_mark(h->st);
     h->closing = true;
     h->close_tag = m->tag;
     h->close_upto = h->lg.next_id;
@@ -388,6 +538,7 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
                     "this handle, the limit");
     return;
   }
+  b2sd_stream_drain_mark(h->st);  /* held frame numbers are stored */
   b2sd_flush *f = &h->flushes[h->nflush++];
   f->tag = m->tag;
   f->upto = h->lg.next_id;

@@ -32,11 +32,15 @@
 #define RECV_BATCH 256
 #define STOP_LINGER_MS 500
 
-/* An ERROR to a peer that has no session (sent on the raw routing id). */
+/* An ERROR to a peer that has no session (sent on the raw routing id), in
+ * the protocol version of the message it answers (1 or 2). */
 static void error_raw(b2sd_server *srv, int sock, const void *rid,
-                      size_t rid_len, uint32_t tag, int code, uint16_t flags,
-                      uint8_t ref_type, uint64_t ref_index, const char *text) {
+                      size_t rid_len, uint8_t version, uint32_t tag, int code,
+                      uint16_t flags, uint8_t ref_type, uint64_t ref_index,
+                      const char *text) {
   b2sd_session tmp = {.sock = sock, .rid_len = rid_len};
+  tmp.version = version >= 1 && version <= B2S_WIRE_VERSION_MAX
+                    ? version : B2S_WIRE_VERSION;
   memcpy(tmp.rid, rid, rid_len);
   b2sd_send_error(srv, &tmp, tag, code, flags, ref_type, 0, ref_index, text);
 }
@@ -69,11 +73,13 @@ static void session_end(b2sd_server *srv, b2sd_session *s) {
 
 /* ---- messages ----------------------------------------------------------- */
 
+/* A message as received: routing id, header, then up to two more frames
+ * (a payload and, in version 2, a record after it). */
 typedef struct inmsg {
   int sock;
-  zmq_msg_t rid, hdr, payload;
-  bool has_payload;
-  int nframes;
+  zmq_msg_t rid, hdr, payload, extra;
+  bool has_payload, has_extra;
+  int nframes;                   /* the routing id included */
 } inmsg;
 
 static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
@@ -84,14 +90,14 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
   char why[128];
   if (b2sd_room_session(srv, why, sizeof why) < 0) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
-              m->tag, B2S_E_LIMIT, B2S_WIRE_ERROR_CLOSED_SESSION, m->type, 0,
+              m->version, m->tag, B2S_E_LIMIT, B2S_WIRE_ERROR_CLOSED_SESSION, m->type, 0,
               why);
     return;
   }
   s = calloc(1, sizeof *s);
   if (!s) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
-              m->tag, B2S_E_NOMEM, B2S_WIRE_ERROR_CLOSED_SESSION, m->type, 0,
+              m->version, m->tag, B2S_E_NOMEM, B2S_WIRE_ERROR_CLOSED_SESSION, m->type, 0,
               NULL);
     return;
   }
@@ -100,6 +106,7 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
   s->rid_len = zmq_msg_size(&in->rid);
   memcpy(s->rid, zmq_msg_data(&in->rid), s->rid_len);
   s->id = ++srv->next_session_id;
+  s->version = m->version;       /* dispatch capped it at what we speak */
   memcpy(s->name, m->hello.name.ptr ? m->hello.name.ptr : "", m->hello.name.len);
   s->pid = m->hello.pid;
   if (m->hello.ping_ms) {
@@ -118,14 +125,18 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
   w.welcome.max_buffer = (uint32_t)(mb > UINT32_MAX ? UINT32_MAX : mb);
   w.welcome.timeout_ms = s->timeout_ms;
   w.welcome.session_id = s->id;
-  w.welcome.version_min = w.welcome.version_max = B2S_WIRE_VERSION;
+  /* a version-1 session keeps the version-1 WELCOME byte for byte */
+  w.welcome.version_min = B2S_WIRE_VERSION;
+  w.welcome.version_max = s->version > B2S_WIRE_VERSION ? B2S_WIRE_VERSION_MAX
+                                                        : B2S_WIRE_VERSION;
   w.welcome.server = b2s_wire_cstr(B2SD_NAME " " B2SD_VERSION);
   /* shared memory only where the peer is on this machine */
   s->shm = strncmp(srv->dcfg.listen[s->sock], "ipc://", 6) == 0;
   if (s->shm)
     w.flags |= B2S_WIRE_WELCOME_SHM;
   b2sd_send(srv, s, &w, NULL, 0);
-  LOG_I("session %u: hello from '%s' pid %u", s->id, s->name, s->pid);
+  LOG_I("session %u: hello from '%s' pid %u, protocol version %u", s->id,
+        s->name, s->pid, s->version);
 }
 
 static void on_stats(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
@@ -161,38 +172,81 @@ static void on_ping(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   b2sd_send(srv, s, &r, NULL, 0);
 }
 
+/* Decode a header in any version this daemon speaks.  A HELLO of a later
+ * version (same layout in every version) is read as our highest: the
+ * session then speaks it (PROTOCOL.md 11.1). */
+static int decode_header(inmsg *in, b2s_wire_msg *m) {
+  const uint8_t *buf = zmq_msg_data(&in->hdr);
+  size_t len = zmq_msg_size(&in->hdr);
+  int rc = b2s_wire_decode_v(buf, len, B2S_WIRE_VERSION_MAX, m);
+  if (rc == B2S_E_PROTO_VERSION && m->type == B2S_WIRE_HELLO &&
+      m->version > B2S_WIRE_VERSION_MAX) {
+    uint8_t copy[B2S_WIRE_HEADER_MAX];
+    memcpy(copy, buf, len);
+    copy[4] = B2S_WIRE_VERSION_MAX;     /* the prefix's version byte */
+    rc = b2s_wire_decode_v(copy, len, B2S_WIRE_VERSION_MAX, m);
+    /* the name must not point into the copy, which goes now */
+    if (rc == 0 && m->hello.name.len)
+      m->hello.name.ptr = (const char *)buf + ((const uint8_t *)
+                          m->hello.name.ptr - copy);
+  }
+  return rc;
+}
+
+/* Whether the frames after the header are the ones m announces.  DATA and
+ * a SHM_SUBMIT with a record check theirs per buffer (a missing buffer or
+ * record rejects that buffer only). */
+static bool frames_ok(const inmsg *in, const b2s_wire_msg *m) {
+  if (in->nframes > 4)
+    return false;
+  if (m->type == B2S_WIRE_DATA)
+    return true;
+  if (m->type == B2S_WIRE_SHM_SUBMIT &&
+      (m->flags & B2S_WIRE_SHM_SUBMIT_RECORD))
+    return in->nframes <= 3;     /* header and at most its record */
+  return in->nframes - 1 == b2s_wire_msg_frames(m);
+}
+
 static void dispatch(b2sd_server *srv, inmsg *in) {
   const void *rid = zmq_msg_data(&in->rid);
   size_t rlen = zmq_msg_size(&in->rid);
   b2sd_session *s = session_find(srv, in->sock, rid, rlen);
   b2s_wire_msg m;
-  int rc = b2s_wire_decode(zmq_msg_data(&in->hdr), zmq_msg_size(&in->hdr), &m);
+  int rc = decode_header(in, &m);
   if (rc == B2S_E_PROTO_VERSION) {
     char text[96];
     snprintf(text, sizeof text,
              "protocol version %u not supported; this daemon speaks %d to %d",
-             m.version, B2S_WIRE_VERSION, B2S_WIRE_VERSION);
+             m.version, B2S_WIRE_VERSION, B2S_WIRE_VERSION_MAX);
+    uint8_t v = s ? s->version : B2S_WIRE_VERSION;
     if (s)
       session_end(srv, s);
-    error_raw(srv, in->sock, rid, rlen, m.tag, rc,
+    error_raw(srv, in->sock, rid, rlen, v, m.tag, rc,
               B2S_WIRE_ERROR_CLOSED_SESSION, m.type < 0x80 ? m.type : 0,
-              B2S_WIRE_VERSION + 256u * B2S_WIRE_VERSION, text);
+              B2S_WIRE_VERSION + 256u * B2S_WIRE_VERSION_MAX, text);
     return;
   }
   uint8_t rtype = m.type < 0x80 ? m.type : 0;
+  uint8_t v = s ? s->version : m.version;
   if (rc < 0) {
-    error_raw(srv, in->sock, rid, rlen, m.tag, B2S_E_PROTO, 0, rtype, 0,
+    error_raw(srv, in->sock, rid, rlen, v, m.tag, B2S_E_PROTO, 0, rtype, 0,
               "malformed header");
     return;
   }
   if (m.type & B2S_WIRE_FROM_DAEMON) {
-    error_raw(srv, in->sock, rid, rlen, m.tag, B2S_E_PROTO, 0, 0, 0,
+    error_raw(srv, in->sock, rid, rlen, v, m.tag, B2S_E_PROTO, 0, 0, 0,
               "daemon-side message type");
     return;
   }
   if (m.type != B2S_WIRE_HELLO && !s) {
-    error_raw(srv, in->sock, rid, rlen, m.tag, B2S_E_PROTO,
+    error_raw(srv, in->sock, rid, rlen, v, m.tag, B2S_E_PROTO,
               B2S_WIRE_ERROR_CLOSED_SESSION, rtype, 0, "no session: HELLO first");
+    return;
+  }
+  /* a session speaks its own version only; a HELLO starts a new one */
+  if (s && m.type != B2S_WIRE_HELLO && m.version != s->version) {
+    b2sd_send_error(srv, s, m.tag, B2S_E_PROTO, 0, rtype, 0, 0,
+                    "message in another protocol version than the session's");
     return;
   }
   if (s) {
@@ -201,19 +255,27 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
     if (fd >= 0)
       s->fd = fd;              /* a reconnection handed over (same id) */
   }
-  /* a payload frame where none belongs is refused even when empty; DATA
-   * checks its own (per buffer) */
-  if (in->nframes > 3 || (m.type != B2S_WIRE_DATA &&
-                          in->has_payload != b2s_wire_has_payload(m.type))) {
-    error_raw(srv, in->sock, rid, rlen, m.tag, B2S_E_PROTO, 0, rtype, 0,
+  /* a payload frame where none belongs is refused even when empty */
+  if (!frames_ok(in, &m)) {
+    error_raw(srv, in->sock, rid, rlen, v, m.tag, B2S_E_PROTO, 0, rtype, 0,
               "wrong number of frames");
     return;
   }
   switch (m.type) {
   case B2S_WIRE_HELLO: on_hello(srv, in, s, &m); break;
-  case B2S_WIRE_OPEN: b2sd_open_msg(srv, s, &m); break;
-  case B2S_WIRE_DATA: b2sd_data_msg(srv, s, &m, in->has_payload ? &in->payload : NULL); break;
-  case B2S_WIRE_SHM_SUBMIT: b2sd_shm_submit_msg(srv, s, &m); break;
+  case B2S_WIRE_OPEN:
+    b2sd_open_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
+    break;
+  case B2S_WIRE_META:
+    b2sd_meta_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
+    break;
+  case B2S_WIRE_DATA:
+    b2sd_data_msg(srv, s, &m, in->has_payload ? &in->payload : NULL,
+                  in->has_extra ? &in->extra : NULL);
+    break;
+  case B2S_WIRE_SHM_SUBMIT:
+    b2sd_shm_submit_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
+    break;
   case B2S_WIRE_FLUSH:
   case B2S_WIRE_CLOSE: b2sd_flush_close_msg(srv, s, &m); break;
   case B2S_WIRE_SHM_ATTACH: b2sd_shm_attach_msg(srv, s, &m); break;
@@ -236,10 +298,12 @@ static void recv_batch(b2sd_server *srv, int sock) {
     zmq_msg_init(&in.rid);
     zmq_msg_init(&in.hdr);
     zmq_msg_init(&in.payload);
+    zmq_msg_init(&in.extra);
     if (zmq_msg_recv(&in.rid, z, ZMQ_DONTWAIT) < 0) {
       zmq_msg_close(&in.rid);
       zmq_msg_close(&in.hdr);
       zmq_msg_close(&in.payload);
+      zmq_msg_close(&in.extra);
       return;
     }
     in.nframes = 1;
@@ -250,7 +314,12 @@ static void recv_batch(b2sd_server *srv, int sock) {
       in.nframes++;
       in.has_payload = true;
     }
-    bool more = in.nframes == 3 && zmq_msg_more(&in.payload);
+    if (in.nframes == 3 && zmq_msg_more(&in.payload) &&
+        zmq_msg_recv(&in.extra, z, 0) >= 0) {
+      in.nframes++;
+      in.has_extra = true;
+    }
+    bool more = in.nframes == 4 && zmq_msg_more(&in.extra);
     while (more) {              /* extra frames: discard, counted */
       zmq_msg_t x;
       zmq_msg_init(&x);
@@ -262,11 +331,13 @@ static void recv_batch(b2sd_server *srv, int sock) {
     if (in.nframes >= 2 && zmq_msg_size(&in.hdr) <= B2S_WIRE_HEADER_MAX)
       dispatch(srv, &in);
     else if (in.nframes >= 2)
-      error_raw(srv, sock, zmq_msg_data(&in.rid), zmq_msg_size(&in.rid), 0,
-                B2S_E_PROTO, 0, 0, 0, "header frame too long");
+      error_raw(srv, sock, zmq_msg_data(&in.rid), zmq_msg_size(&in.rid),
+                B2S_WIRE_VERSION, 0, B2S_E_PROTO, 0, 0, 0,
+                "header frame too long");
     zmq_msg_close(&in.rid);
     zmq_msg_close(&in.hdr);
     zmq_msg_close(&in.payload);
+    zmq_msg_close(&in.extra);
   }
 }
 
@@ -571,8 +642,10 @@ static int on_signal(b2sd_server *srv) {
       LOG_I("signal %u: draining", si.ssi_signo);
       b2s_notify_stopping();
       srv->draining = true;
-      for (b2sd_stream *st = srv->streams; st; st = st->next)
+      for (b2sd_stream *st = srv->streams; st; st = st->next) {
+        b2sd_stream_drain_mark(st);  /* held frame numbers are stored */
         b2sd_stream_flush(st, st->seq_next);
+      }
       stop = 1;
     }
   }

@@ -72,6 +72,9 @@ typedef struct b2sd_session {
   uint8_t rid[256];
   size_t rid_len;
   uint32_t id;
+  uint8_t version;             /* protocol version of the session (WELCOME's):
+                                  every message both ways is in it; 0
+                                  before HELLO, taken as version 1 */
   char name[B2S_WIRE_NAME_MAX + 1];
   uint32_t pid;
   uint32_t timeout_ms;
@@ -82,8 +85,6 @@ typedef struct b2sd_session {
   b2sd_follow *follows;
   bool dead;                   /* peer unreachable: drop at the next sweep */
   bool shm;                    /* shared memory offered (ipc:// peer) */
-  uint8_t version;             /* protocol version of the session, set at
-                                * HELLO (0 until then: version 1) */
   /* READ and pushed chunks (readers.c) */
   int nreads;                  /* reads issued and not yet sent or freed */
   struct b2sd_read *rd_wait, *rd_wait_tail; /* READs not yet issued */
@@ -130,9 +131,15 @@ bool b2sd_handle_progress(b2sd_server *srv, b2sd_handle *h, uint64_t taken,
 /* ERROR with closed_ref about the handle, then free it. */
 void b2sd_handle_close_ref(b2sd_server *srv, b2sd_handle *h, uint32_t tag,
                            int code, uint8_t type, uint64_t index);
-void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m);
-void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+/* payload: OPEN's metadata frame (version 2), or NULL. */
+void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
                    zmq_msg_t *payload);
+/* META (version 2): merge into the stream's series map, META_OK. */
+void b2sd_meta_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload);
+/* payload and rec: the buffer and record frames that came, or NULL. */
+void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
+                   zmq_msg_t *payload, zmq_msg_t *rec);
 void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
                           const b2s_wire_msg *m);
 
@@ -144,13 +151,31 @@ typedef struct b2sd_bufsrc {
   uint32_t slot;
   const void *data;
   size_t len;
+  b2sd_rec rec;                /* the producer's record; moves to the job */
 } b2sd_bufsrc;
+
+/* The record of a buffer message: with the message's record flag, frame
+ * must be one valid producer record (copied into *out); without it, no
+ * frame may come.  0 or B2S_E_PROTO / B2S_E_NOMEM (a per-buffer error). */
+int b2sd_rec_take(bool flagged, zmq_msg_t *frame,
+                  b2sd_rec *out);
 
 b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
                                const b2s_wire_msg *m, uint32_t handle,
                                uint64_t id);
 void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, int code);
+/* gaps: fill: a buffer of len bytes that does not reach the frame
+ * (flags: B2S_RECORD_DROPPED or _REJECTED) leaves a placeholder chunk with
+ * its record (taken from *rec) at the stream's next seq.  Otherwise, or
+ * for len 0, nothing; *rec is cleared either way. */
+void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec);
+/* order: frame_number: 0, or why the buffer's record is refused (no frame
+ * number: B2S_E_ARG; late, duplicate: order.h).  0 on other streams. */
+int b2sd_order_check(b2sd_handle *h, const b2sd_rec *rec);
+/* Whether a buffer refused with code keeps its place (b2sd_gap_put): one
+ * refused for what it is, not for how it was sent. */
+bool b2sd_leaves_gap(int code);
 /* A b2nd stream takes only buffers of exactly one chunk (chunkshape x
  * typesize); any other size is rejected here per buffer with
  * B2S_E_CHUNK_SIZE.  Returns false when the buffer was rejected. */
@@ -164,7 +189,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
 void b2sd_shm_attach_msg(b2sd_server *srv, b2sd_session *s,
                          const b2s_wire_msg *m);
 void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
-                         const b2s_wire_msg *m);
+                         const b2s_wire_msg *m, zmq_msg_t *rec);
 
 /* readers.c: chunks are read (and decompressed) by reader threads, never
  * by the I/O thread.  A read is issued only for a committed chunk and

@@ -57,8 +57,22 @@ void b2sd_shm_attach_msg(b2sd_server *srv, b2sd_session *s,
         a.shm_attached.slot_count, a.shm_attached.slot_size);
 }
 
+/* Why a submitted slot cannot be taken, or 0. */
+static int submit_check(b2sd_server *srv, const b2sd_handle *h,
+                        const b2s_wire_msg *m, size_t len) {
+  if (h->closing || srv->draining)
+    return B2S_E_CLOSED;
+  if (!h->seg || m->shm_submit.segment != h->seg->id)
+    return B2S_E_ARG;
+  if (len == 0)
+    return B2S_E_PROTO;
+  if (len > (size_t)srv->dcfg.max_buffer)
+    return B2S_E_OVERSIZE;
+  return 0;
+}
+
 void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
-                         const b2s_wire_msg *m) {
+                         const b2s_wire_msg *m, zmq_msg_t *recf) {
   uint64_t id = m->shm_submit.buffer_id;
   b2sd_handle *h = b2sd_buffer_admit(srv, s, m, m->shm_submit.handle, id);
   if (!h)
@@ -66,23 +80,27 @@ void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
   size_t len = m->shm_submit.length;
   uint32_t slot = m->shm_submit.slot;
   const void *data = NULL;
-  int rc = 0;
-  if (h->closing || srv->draining)
-    rc = B2S_E_CLOSED;
-  else if (!h->seg || m->shm_submit.segment != h->seg->id)
-    rc = B2S_E_ARG;
-  else if (len == 0)
-    rc = B2S_E_PROTO;
-  else if (len > (size_t)srv->dcfg.max_buffer)
-    rc = B2S_E_OVERSIZE;
-  else if (!b2sd_buffer_size_ok(srv, h, m, id, len))
+  /* the record first: a refused buffer's gap keeps its frame number */
+  b2sd_rec rec = {0};
+  int rc = b2sd_rec_take(m->flags & B2S_WIRE_SHM_SUBMIT_RECORD, recf, &rec);
+  if (rc == 0)
+    rc = b2sd_order_check(h, &rec);
+  if (rc == 0)
+    rc = submit_check(srv, h, m, len);
+  if (rc == 0 && !b2sd_buffer_size_ok(srv, h, m, id, len)) {
+    b2sd_gap_put(h, B2S_RECORD_REJECTED, len, &rec);
     return;                      /* rejected; the slot stays untaken */
-  else
+  }
+  if (rc == 0)
     rc = b2sd_seg_take(h->seg, slot, len, id, &data);
   if (rc < 0) {
+    if (b2sd_leaves_gap(rc))
+      b2sd_gap_put(h, B2S_RECORD_REJECTED, len, &rec);
+    b2sd_rec_clear(&rec);
     b2sd_buffer_reject(srv, h, m, id, rc);
     return;
   }
-  b2sd_bufsrc b = {.seg = h->seg, .slot = slot, .data = data, .len = len};
+  b2sd_bufsrc b = {.seg = h->seg, .slot = slot, .data = data, .len = len,
+                   .rec = rec};
   b2sd_buffer_accept(srv, h, m, id, &b);
 }

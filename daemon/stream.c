@@ -2,7 +2,8 @@
  * frame writer's drop-behind for buffered contiguous frames) and the writer
  * that appends and commits its chunks.
  *
- * One writer thread per stream owns the stream's b2s_fwriter.  Workers hand
+ * One writer thread per stream owns the stream's b2s_pair (its data frame
+ * and the records frame beside it, chunk i <-> record i).  Workers hand
  * it chunks in any order; it keeps them in a list sorted by sequence number
  * (the reorder buffer: out-of-order completion is bounded by the number of
  * workers plus drop-oldest tombstones), appends them strictly in order and
@@ -23,6 +24,7 @@
 #include "dirlock.h"
 #include "groupcommit.h"
 #include "progress.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,8 +69,8 @@ static int create_frame(b2sd_stream *st, const b2s_stream_cfg *cfg,
     rc = b2s_frame_metas_add_b2nd(&metas, &nd);
   }
   if (rc >= 0)
-    rc = b2s_fwriter_create(st->path, cfg->format == B2S_FORMAT_SPARSE, opts,
-                            &metas, &st->fw);
+    rc = b2s_pair_create(st->path, cfg->format == B2S_FORMAT_SPARSE, opts,
+                         &metas, &st->fw);
   b2s_frame_metas_fini(&metas);
   return rc < 0 ? rc : 0;
 }
@@ -90,7 +92,8 @@ static bool stage_fits(b2sd_server *srv, const char *name) {
 }
 
 static void stage_account(b2sd_stream *st) {
-  st->stage_bytes = (int64_t)b2s_fwriter_stage_bytes(st->fw);
+  st->stage_bytes = (int64_t)b2s_fwriter_stage_bytes(b2s_pair_data(st->fw)) +
+                    (int64_t)b2s_fwriter_stage_bytes(b2s_pair_records(st->fw));
   /* relaxed: see b2sd_memory_room */
   atomic_fetch_add_explicit(&st->srv->stage_bytes, st->stage_bytes,
                             memory_order_relaxed);
@@ -111,11 +114,13 @@ static b2s_fwriter_opts writer_opts(b2sd_stream *st, const b2s_stream_cfg *cfg) 
   return opts;
 }
 
-/* An existing frame: back to its last commit, then open for appending. */
+/* An existing frame: both frames back to their last commit and aligned
+ * (no chunk without its record), then open for appending (a frame written
+ * before records gets its records frame). */
 static int open_existing(b2sd_stream *st, const b2s_fwriter_opts *opts) {
   b2s_frame_error ferr = {0};
-  b2s_recover_report rep = {0};
-  int rc = b2s_frame_recover(st->path, false, &rep, &ferr);
+  b2s_pair_report pr = {0};
+  int rc = b2s_pair_recover(st->path, false, &pr, &ferr);
   if (rc < 0) {
     snprintf(st->fail_reason, sizeof st->fail_reason,
              "recovering the frame failed: %s (%s at offset %lld)",
@@ -123,23 +128,44 @@ static int open_existing(b2sd_stream *st, const b2s_fwriter_opts *opts) {
              (long long)ferr.offset);
     return rc;
   }
-  if (rep.was_clean)
+  const b2s_recover_report *rep = &pr.data;
+  if (rep->was_clean && (!pr.has_records || pr.records.was_clean) &&
+      pr.records_cut == 0 && pr.data_cut == 0)
     LOG_I("stream %s: %s is clean, %lld chunks", st->name, st->path,
-          (long long)rep.nchunks);
+          (long long)rep->nchunks);
   else
     LOG_W("stream %s: recovered %s to commit %lld: %lld chunks kept, "
           "%lld dropped, %lld checked, %lld orphan files removed, %lld "
-          "entries of missing chunk files removed",
-          st->name, st->path, (long long)rep.commit,
-          (long long)rep.nchunks, (long long)rep.dropped_chunks,
-          (long long)rep.chunks_checked, (long long)rep.orphan_files,
-          (long long)rep.missing_files);
-  rc = b2s_fwriter_open(st->path, opts, &st->fw, &ferr);
+          "entries of missing chunk files removed; %lld records past the "
+          "data cut, %lld chunks without a record cut",
+          st->name, st->path, (long long)rep->commit,
+          (long long)rep->nchunks, (long long)rep->dropped_chunks,
+          (long long)rep->chunks_checked, (long long)rep->orphan_files,
+          (long long)rep->missing_files, (long long)pr.records_cut,
+          (long long)pr.data_cut);
+  rc = b2s_pair_open(st->path, opts, &st->fw, &ferr);
   if (rc < 0)
     snprintf(st->fail_reason, sizeof st->fail_reason,
              "cannot open the frame: %s%s%.160s", b2s_strerror(rc),
              ferr.reason ? ": " : "", ferr.reason ? ferr.reason : "");
   return rc;
+}
+
+/* A records frame whose data frame is gone (moved aside by an operator)
+ * describes chunks that are not there: it goes aside too, renamed with a
+ * ".orphan" suffix, so that the new data frame gets its own. */
+static int orphan_records_aside(b2sd_stream *st) {
+  char rpath[B2S_CONFIG_PATH_MAX], aside[B2S_CONFIG_PATH_MAX + 16];
+  int rc = b2s_records_path(st->path, rpath, sizeof rpath);
+  struct stat sb;
+  if (rc < 0 || lstat(rpath, &sb) < 0)
+    return 0;
+  snprintf(aside, sizeof aside, "%s.orphan", rpath);
+  if (rename(rpath, aside) < 0)
+    return -errno;
+  LOG_W("stream %s: %s had no data frame; moved to %s", st->name, rpath,
+        aside);
+  return 0;
 }
 
 /* Open or create the stream's frame writer (st->fw). */
@@ -152,6 +178,8 @@ static int open_frame(b2sd_stream *st, const b2s_stream_cfg *cfg) {
     rc = open_existing(st, &opts);
   } else if (errno == ENOENT) {
     rc = mkdir_parents(st->path);
+    if (rc == 0)
+      rc = orphan_records_aside(st);
     if (rc == 0)
       rc = create_frame(st, cfg, &opts);
     if (rc == 0)
@@ -168,13 +196,80 @@ static int open_frame(b2sd_stream *st, const b2s_stream_cfg *cfg) {
     return rc;
   }
   stage_account(st);
-  if (!b2s_fwriter_locked(st->fw))
+  if (!b2s_fwriter_locked(b2s_pair_data(st->fw)))
     LOG_W("stream %s: the file system of %s cannot lock it; nothing keeps "
           "another writer out of this frame", st->name, st->path);
-  if (opts.direct_io && !b2s_fwriter_direct_io(st->fw))
+  if (opts.direct_io && !b2s_fwriter_direct_io(b2s_pair_data(st->fw)))
     LOG_W("stream %s: the file system of %s takes no direct I/O; chunk data "
           "goes through the page cache", st->name, st->path);
   return 0;
+}
+
+/* The I/O thread's copy of the series map, from the frame just opened. */
+static int series_load(b2sd_stream *st) {
+  free(st->series);
+  st->series = NULL;
+  st->series_len = 0;
+  return b2s_fwriter_series_get(b2s_pair_data(st->fw), &st->series,
+                                &st->series_len);
+}
+
+/* order: frame_number on a frame that has chunks: both windows go on after
+ * the last chunk's frame number, so chunk index = frame number - the
+ * first one across restarts. */
+static void order_resume(b2sd_stream *st) {
+  int64_t n = b2s_pair_nchunks(st->fw);
+  b2s_records *rs = NULL;
+  b2s_record rec;
+  st->ord_resume = false;
+  if (!st->ordered || n <= 0 || b2s_records_open(st->path, &rs, NULL) < 0)
+    return;
+  if (b2s_records_get(rs, n - 1, &rec) == 0 && rec.has_frame) {
+    st->ord_resume = true;
+    st->ord_last = rec.frame;
+    st->win.known = true;
+    st->win.next = rec.frame + 1;
+    st->win.max = rec.frame;
+    memset(st->win.state, 0, 2 * (size_t)st->win.w);
+  }
+  b2s_records_free(rs);
+}
+
+int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len) {
+  b2s_mpbuf out;
+  b2s_mpbuf_init(&out);
+  int rc = b2s_series_merge(st->series, st->series_len, upd, len, &out);
+  b2sd_chunk *c = rc >= 0 ? calloc(1, sizeof *c) : NULL;
+  uint8_t *copy = c ? malloc(out.len ? out.len : 1) : NULL;
+  if (rc >= 0 && !copy) {
+    free(c);
+    rc = B2S_E_NOMEM;
+  }
+  if (rc < 0) {
+    b2s_mpbuf_fini(&out);
+    return rc;
+  }
+  memcpy(copy, out.data, out.len);
+  free(st->series);
+  st->series = out.data;         /* the buffer moves to the stream */
+  st->series_len = out.len;
+  c->series = copy;
+  c->series_len = out.len;
+  c->seq = st->seq_next++;
+  b2sd_stream_put(st, c);
+  return 0;
+}
+
+void b2sd_stream_drain_mark(b2sd_stream *st) {
+  if (!st->ordered)
+    return;
+  b2sd_chunk *c = calloc(1, sizeof *c);
+  if (!c)
+    abort();                     /* a few bytes: nothing sane left */
+  b2sd_window_drain(&st->win);
+  c->drain = true;
+  c->seq = st->seq_next++;
+  b2sd_stream_put(st, c);
 }
 
 int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
@@ -186,6 +281,11 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   st->cfg = *cfg;
   snprintf(st->name, sizeof st->name, "%s", cfg->name);
   snprintf(st->path, sizeof st->path, "%s", cfg->full_path);
+  st->ordered = cfg->order == B2S_ORDER_FRAME_NUMBER;
+  if (b2sd_window_init(&st->win, (uint32_t)cfg->reorder_window) < 0) {
+    free(st);
+    return B2S_E_NOMEM;
+  }
   pthread_mutex_init(&st->lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -193,6 +293,14 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   pthread_cond_init(&st->cond, &ca);
   pthread_condattr_destroy(&ca);
   int rc = open_frame(st, cfg);
+  if (rc == 0)
+    order_resume(st);
+  if (rc == 0 && (rc = series_load(st)) < 0) {
+    b2s_pair_free(st->fw);
+    st->fw = NULL;
+    snprintf(st->fail_reason, sizeof st->fail_reason,
+             "cannot read the series metadata: %s", b2s_strerror(rc));
+  }
   if (rc < 0) {
     /* one bad frame must not stop the others: the stream stays, failed,
      * and says why to whoever opens it (OPEN retries) */
@@ -200,7 +308,7 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
           st->path, st->fail_reason);
     b2sd_progress_fail(st, rc);
   } else {
-    b2sd_progress_init(st, b2s_fwriter_nchunks(st->fw));
+    b2sd_progress_init(st, b2s_pair_nchunks(st->fw));
   }
   *out = st;
   return 0;
@@ -241,8 +349,11 @@ void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out) {
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   pthread_mutex_lock(&st->lock);
   if (strcmp(cfg->full_path, st->cfg.full_path) != 0 ||
-      cfg->format != st->cfg.format || cfg->io != st->cfg.io)
-    LOG_W("stream %s: path, format and io changes apply after a restart",
+      cfg->format != st->cfg.format || cfg->io != st->cfg.io ||
+      cfg->order != st->cfg.order ||
+      cfg->reorder_window != st->cfg.reorder_window)
+    LOG_W("stream %s: path, format, io, order and reorder_window changes "
+          "apply after a restart",
           st->name);
   b2s_stream_cfg keep = st->cfg;
   st->cfg = *cfg;
@@ -251,16 +362,30 @@ void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   st->cfg.format = keep.format;
   st->cfg.io = keep.io;
   st->cfg.b2nd = keep.b2nd;
+  st->cfg.order = keep.order;    /* the window runs on: after a restart */
+  st->cfg.reorder_window = keep.reorder_window;
   pthread_cond_signal(&st->cond);
   pthread_mutex_unlock(&st->lock);
 }
 
 /* ---- the writer thread ------------------------------------------------------ */
 
+/* The writer's side of order: frame_number (order.h): chunks held back
+ * by frame number, ring[f % w] for frames next .. next + w - 1. */
+typedef struct wheld {
+  b2sd_chunk **ring;
+  uint32_t w;
+  int nheld;
+  bool known;
+  uint64_t next, max;
+  int32_t nbytes;           /* size of the last chunk: a gap's size */
+} wheld;
+
 typedef struct wstate {
   b2sd_group g;             /* sequence and pending group (groupcommit.h) */
   int64_t appended;         /* chunks appended by this writer */
   int failed;
+  wheld o;                  /* order: frame_number only */
 } wstate;
 
 static void slow_check(b2sd_stream *st, const char *what, uint64_t t0) {
@@ -283,10 +408,53 @@ static void writer_fail(b2sd_stream *st, wstate *w, int rc, const char *what) {
   b2sd_wake(st->srv);
 }
 
-static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
-  if (!w->failed && c->cbytes > 0) {
+/* The record a chunk is stored with: the producer's fields, if any. */
+static void record_of(const b2sd_rec *in, b2s_record *out) {
+  *out = (b2s_record){0};
+  out->has_frame = in->present & B2S_WIRE_REC_FRAME;
+  out->frame = in->frame;
+  out->has_ts = in->present & B2S_WIRE_REC_TS;
+  out->ts = in->ts;
+  if (in->user_len) {
+    out->user_kind = in->present & B2S_WIRE_REC_USER_MAP
+                         ? B2S_RECORD_USER_MAP : B2S_RECORD_USER_BIN;
+    out->user = in->user;
+    out->user_len = in->user_len;
+  }
+}
+
+/* Append chunk c with its record, or the gap a tombstone leaves; a
+ * tombstone without gap flags leaves nothing. */
+static int64_t store(b2sd_stream *st, const b2sd_chunk *c) {
+  b2s_record rec;
+  record_of(&c->rec, &rec);
+  if (c->cbytes > 0)
+    return b2s_pair_append(st->fw, c->data, (size_t)c->cbytes, &rec);
+  return b2s_pair_append_gap(st->fw, c->nbytes, c->gap & ~B2S_RECORD_GAP,
+                             &rec);
+}
+
+/* A new series map (META): in the frame with the next commit, which it
+ * asks for like a chunk. */
+static void writer_series(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  if (!w->failed) {
     uint64_t t0 = b2sd_now_ns();
-    int64_t rc = b2s_fwriter_append(st->fw, c->data, (size_t)c->cbytes);
+    int rc = b2s_fwriter_series_set(b2s_pair_data(st->fw), c->series,
+                                    c->series_len);
+    if (rc < 0)
+      writer_fail(st, w, rc, "series metadata");
+    else
+      b2sd_group_appended(&w->g, t0);
+  }
+  b2sd_chunk_done(st->srv, c);
+}
+
+/* Append c (or its gap) and give it back. */
+static void writer_store(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  bool gap = c->cbytes == 0 && c->gap && c->nbytes > 0;
+  if (!w->failed && (c->cbytes > 0 || gap)) {
+    uint64_t t0 = b2sd_now_ns();
+    int64_t rc = store(st, c);
     slow_check(st, "append", t0);
     if (rc < 0) {
       writer_fail(st, w, (int)rc, "append");
@@ -298,12 +466,89 @@ static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
                                 memory_order_relaxed);
       atomic_fetch_add_explicit(&st->st_chunks, 1, memory_order_relaxed);
     }
-  } else if (c->err) {
+  }
+  if (c->err) {
     /* relaxed: statistics counter */
     atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
   }
-  w->g.next_seq = c->seq + 1;
   b2sd_chunk_done(st->srv, c);
+}
+
+/* The window's first frame number goes to the frame: its chunk, or a gap
+ * (no buffer came for it). */
+static void order_pass(b2sd_stream *st, wstate *w) {
+  wheld *o = &w->o;
+  b2sd_chunk **slot = &o->ring[o->next % o->w];
+  b2sd_chunk *c = *slot;
+  if (c) {
+    *slot = NULL;
+    o->nheld--;
+    writer_store(st, w, c);
+  } else if (!w->failed) {
+    b2s_record rec = {.has_frame = true, .frame = o->next};
+    uint64_t t0 = b2sd_now_ns();
+    int64_t rc = b2s_pair_append_gap(st->fw, o->nbytes > 0 ? o->nbytes : 1,
+                                     0, &rec);
+    if (rc < 0)
+      writer_fail(st, w, (int)rc, "append");
+    else
+      b2sd_group_appended(&w->g, t0);
+  }
+  o->next++;
+}
+
+/* Hold c until its frame number is the window's first (a mirror of
+ * b2sd_window_take, which checked it). */
+static void order_put(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  wheld *o = &w->o;
+  uint64_t f = c->rec.frame;
+  if (!o->known) {
+    o->known = true;
+    o->next = o->max = f;
+  }
+  if (c->nbytes > 0)
+    o->nbytes = c->nbytes;
+  if (f < o->next || (f - o->next < o->w && o->ring[f % o->w])) {
+    LOG_E("stream %s: frame number %llu out of its window; not stored",
+          st->name, (unsigned long long)f);
+    b2sd_chunk_done(st->srv, c);
+    return;
+  }
+  while (f - o->next >= o->w)
+    order_pass(st, w);
+  o->ring[f % o->w] = c;
+  o->nheld++;
+  if (f > o->max)
+    o->max = f;
+  while (o->next <= o->max && o->ring[o->next % o->w])
+    order_pass(st, w);
+}
+
+static void order_drain(b2sd_stream *st, wstate *w) {
+  while (w->o.known && w->o.next <= w->o.max)
+    order_pass(st, w);
+}
+
+/* Every seq below this is written, or held back by the window. */
+static uint64_t written_level(const wstate *w) {
+  uint64_t lv = w->g.next_seq;
+  for (uint32_t i = 0; w->o.nheld > 0 && i < w->o.w; i++)
+    if (w->o.ring[i] && w->o.ring[i]->seq < lv)
+      lv = w->o.ring[i]->seq;
+  return lv;
+}
+
+static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  w->g.next_seq = c->seq + 1;
+  if (c->series)
+    writer_series(st, w, c);
+  else if (c->drain) {
+    order_drain(st, w);
+    b2sd_chunk_done(st->srv, c);
+  } else if (st->ordered && (c->rec.present & B2S_WIRE_REC_FRAME))
+    order_put(st, w, c);
+  else
+    writer_store(st, w, c);
 }
 
 /* Commit what is pending; make it durable when `durable`. */
@@ -313,7 +558,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     return;
   if (w->g.pending > 0) {
     uint64_t t0 = b2sd_now_ns();
-    int rc = b2s_fwriter_commit(st->fw);
+    int rc = b2s_pair_commit(st->fw);   /* records first, then data */
     uint64_t dt = b2sd_now_ns() - t0;
     slow_check(st, "commit", t0);
     if (rc < 0) {
@@ -328,7 +573,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     if (dt > atomic_load_explicit(&st->st_commit_ns_max, memory_order_relaxed))
       atomic_store_explicit(&st->st_commit_ns_max, dt, memory_order_relaxed);
   }
-  w->g.written = w->g.next_seq;
+  w->g.written = written_level(w);
   if (opened_full) {
     w->g.durable = w->g.written;
   } else if (durable && w->g.durable < w->g.written) {
@@ -341,7 +586,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     }
     w->g.durable = w->g.written;
   }
-  int64_t nchunks = b2s_fwriter_nchunks(st->fw);
+  int64_t nchunks = b2s_pair_nchunks(st->fw);
   if (nchunks > b2sd_progress_own_committed(st))
     b2sd_progress_stamp(st, b2sd_now_ns());
   b2sd_progress_publish(st, nchunks, w->g.written, w->g.durable);
@@ -354,6 +599,15 @@ static void *writer_main(void *arg) {
   /* a re-opened stream starts after every seq of its failed writer */
   w.g.next_seq = w.g.written = w.g.durable = st->seq_base;
   const bool opened_full = b2sd_group_fsync(&st->cfg.durability);
+  if (st->ordered) {
+    w.o.w = st->win.w;
+    w.o.ring = calloc(w.o.w, sizeof *w.o.ring);
+    w.o.known = st->ord_resume;
+    w.o.next = st->ord_last + 1;
+    w.o.max = st->ord_last;
+    if (!w.o.ring)
+      writer_fail(st, &w, B2S_E_NOMEM, "reorder window");
+  }
   pthread_mutex_lock(&st->lock);
   for (;;) {
     /* take the chunks that continue the sequence */
@@ -421,8 +675,11 @@ static void *writer_main(void *arg) {
     b2sd_chunk_done(st->srv, c);
   }
   pthread_mutex_unlock(&st->lock);
+  if (w.o.ring)              /* held frames go, the missing ones as gaps */
+    order_drain(st, &w);
+  free(w.o.ring);
   writer_commit(st, &w, true, opened_full);
-  int rc = b2s_fwriter_close(st->fw);  /* commits and compacts */
+  int rc = b2s_pair_close(st->fw);  /* commits and compacts both */
   st->fw = NULL;
   if (w.failed)
     LOG_I("stream %s: closed %s after its failure", st->name, st->path);
@@ -460,7 +717,7 @@ static void writer_end(b2sd_stream *st) {
     b2sd_chunkpool_trim(st->srv->chunks);  /* idle buffers need not
                                             * outlive a stream */
   } else if (st->fw) {
-    b2s_fwriter_close(st->fw);
+    b2s_pair_close(st->fw);
   }
   st->fw = NULL;
   /* relaxed: see b2sd_memory_room */
@@ -486,6 +743,12 @@ int b2sd_stream_reopen(b2sd_stream *st) {
   char before[sizeof st->fail_reason];
   memcpy(before, st->fail_reason, sizeof before);
   int rc = open_frame(st, &cfg);
+  if (rc == 0)
+    order_resume(st);
+  if (rc == 0 && (rc = series_load(st)) < 0) {
+    b2s_pair_free(st->fw);
+    st->fw = NULL;
+  }
   if (rc < 0) {
     if (strcmp(before, st->fail_reason) != 0)  /* not once per OPEN */
       LOG_E("stream %s: still failed: %s: %s", st->name, st->path,
@@ -498,7 +761,7 @@ int b2sd_stream_reopen(b2sd_stream *st) {
   pthread_mutex_unlock(&st->lock);
   /* the failed writer's seqs are settled: their handles were ended */
   st->seq_base = st->seq_next;
-  int64_t n = b2s_fwriter_nchunks(st->fw);
+  int64_t n = b2s_pair_nchunks(st->fw);
   b2sd_progress_reopen(st, n, st->seq_next);
   rc = b2sd_stream_start(st);
   if (rc < 0) {
@@ -514,6 +777,8 @@ void b2sd_stream_free(b2sd_stream *st) {
   if (!st)
     return;
   writer_end(st);
+  free(st->series);
+  b2sd_window_fini(&st->win);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   free(st);

@@ -33,6 +33,7 @@ struct b2sd_pool {
 void b2sd_job_free(b2sd_server *srv, b2sd_job *job) {
   if (!job)
     return;
+  b2sd_rec_clear(&job->rec);
   if (job->is_shm) {
     b2sd_seg_give_back(job->seg, job->slot);
     b2sd_seg_unref(job->seg);
@@ -119,6 +120,12 @@ static void *worker_main(void *arg) {
     b2sd_stream *st = j->st;
     b2sd_chunk *c = compress_job(p, ctx, j);
     c->seq = j->seq;
+    c->rec = j->rec;           /* the record goes with the chunk */
+    j->rec = (b2sd_rec){0};
+    if (c->cbytes == 0 && j->fill_gaps) {   /* its place stays, empty */
+      c->gap = B2S_RECORD_GAP | B2S_RECORD_REJECTED;
+      c->nbytes = (int32_t)j->len;
+    }
     b2sd_job_free(p->srv, j);  /* the slot or message goes back first */
     b2sd_stream_put(st, c);
   }

@@ -912,6 +912,43 @@ static void test_b2nd_for_the_frame(void **state) {
   b2s_config_free(cfg);
 }
 
+/* gaps, order and reorder_window: defaults (auto: fill for b2nd streams
+ * only), values, bounds, and templates passing them on. */
+static void test_gaps_and_order(void **state) {
+  (void)state;
+  b2s_config *cfg = parse_ok(
+      "templates:\n"
+      "  t:\n"
+      "    order: frame_number\n"
+      "    reorder_window: 8\n"
+      "streams:\n"
+      "  plain: {}\n"
+      "  nd:\n"
+      "    typesize: 2\n"
+      "    b2nd: {shape: [0, 4], chunkshape: [1, 4]}\n"
+      "  skipped:\n"
+      "    gaps: skip\n"
+      "    b2nd: {shape: [0, 4], chunkshape: [1, 4]}\n"
+      "  filled:\n"
+      "    template: t\n"
+      "    gaps: fill\n");
+  const b2s_stream_cfg *plain = stream(cfg, "plain");
+  assert_int_equal(plain->gaps, B2S_GAPS_AUTO);
+  assert_false(b2s_stream_cfg_fill_gaps(plain));
+  assert_int_equal(plain->order, B2S_ORDER_ARRIVAL);
+  assert_int_equal(plain->reorder_window, 64);
+  assert_true(b2s_stream_cfg_fill_gaps(stream(cfg, "nd")));
+  assert_false(b2s_stream_cfg_fill_gaps(stream(cfg, "skipped")));
+  const b2s_stream_cfg *f = stream(cfg, "filled");
+  assert_true(b2s_stream_cfg_fill_gaps(f));
+  assert_int_equal(f->order, B2S_ORDER_FRAME_NUMBER);
+  assert_int_equal(f->reorder_window, 8);
+  b2s_config_free(cfg);
+  parse_err("streams:\n  s:\n    reorder_window: 0\n",
+            "b2streamd.yaml:3:21: streams.s.reorder_window: 0 is out of "
+            "range 1..4096");
+}
+
 static void test_load_from_files(void **state) {
   (void)state;
   char dir[] = "/tmp/b2s_config_XXXXXX";
@@ -983,6 +1020,7 @@ int main(void) {
       cmocka_unit_test(test_dump_roundtrip),
       cmocka_unit_test(test_equality_sees_changes),
       cmocka_unit_test(test_b2nd_for_the_frame),
+      cmocka_unit_test(test_gaps_and_order),
       cmocka_unit_test(test_load_from_files),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

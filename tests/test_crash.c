@@ -8,7 +8,8 @@
  * there.  After each, the frame is recovered (b2stream recover, and/or a
  * restart of the daemon, which recovers at start) and must open and hold
  * every acknowledged buffer, in order, byte for byte, and nothing that was
- * not sent.  Failures are printed with their crash point and the test
+ * not sent; its records frame (made at the latest by the restart) one
+ * record per chunk, each with its chunk's checksum.  Failures are printed with their crash point and the test
  * fails at the end.  Under AddressSanitizer (the CI's daemon suite) the
  * library is built with it too and preloaded with verify_asan_link_order=0,
  * and fewer points are tried. */
@@ -37,6 +38,7 @@
 #include "b2s_errors.h"
 #include "b2stream_client.h"
 #include "daemon_harness.h"
+#include "b2s_meta.h"
 #include "frame.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -336,9 +338,50 @@ static void failf(failures *f, const char *fmt, ...) {
   fflush(stdout);
 }
 
+/* Empty when the records frame beside f holds exactly one record per
+ * chunk and each record's checksum is its chunk's as stored; a missing
+ * records frame passes unless need (the daemon makes it at start). */
+static void verify_records(const char *path, b2s_frame *f, bool need,
+                           char *why, size_t cap) {
+  b2s_records *rs = NULL;
+  int rc = b2s_records_open(path, &rs, NULL);
+  if (rc == -ENOENT && !need)
+    return;
+  if (rc < 0) {
+    snprintf(why, cap, "records do not open: %s", b2s_strerror(rc));
+    return;
+  }
+  int64_t n = b2s_frame_nchunks(f);
+  if (b2s_records_count(rs) != n)
+    snprintf(why, cap, "%lld records for %lld chunks",
+             (long long)b2s_records_count(rs), (long long)n);
+  uint8_t *raw = malloc(BASE + 1000 + 64);
+  for (int64_t i = 0; !why[0] && i < n; i++) {
+    b2s_record rec;
+    int32_t cb = 0, nb = 0;
+    rc = b2s_records_get(rs, i, &rec);
+    if (rc == 0)
+      rc = b2s_frame_chunk_sizes(f, i, &cb, &nb);
+    if (rc == 0 && (cb <= 0 || cb > BASE + 1000 + 64))
+      rc = B2S_E_CBYTES;
+    if (rc == 0)
+      rc = b2s_frame_chunk_read(f, i, raw, (size_t)cb) == cb ? 0 : B2S_E_CBYTES;
+    if (rc < 0)
+      snprintf(why, cap, "record or chunk %lld: %s", (long long)i,
+               b2s_strerror(rc));
+    else if (rec.xxh64 != b2s_chunk_xxh64(raw, (size_t)cb))
+      snprintf(why, cap, "record %lld: checksum is not its chunk's",
+               (long long)i);
+  }
+  free(raw);
+  b2s_records_free(rs);
+}
+
 /* Empty when the frame at path holds buffers 0..k-1 for some k with
- * acked <= k <= sent; else why not, in why. */
-static void verify(const char *path, const outcome *o, char *why, size_t cap) {
+ * acked <= k <= sent, each with its record (verify_records); else why
+ * not, in why. */
+static void verify(const char *path, const outcome *o, bool need_records,
+                   char *why, size_t cap) {
   why[0] = '\0';
   b2s_frame *f = NULL;
   b2s_frame_error err = {0};
@@ -364,6 +407,8 @@ static void verify(const char *path, const outcome *o, char *why, size_t cap) {
   }
   free(want);
   free(got);
+  if (!why[0])
+    verify_records(path, f, need_records, why, cap);
   b2s_frame_free(f);
 }
 
@@ -392,7 +437,7 @@ static void recover_and_check(env *e, const outcome *o, bool cli,
     int rc = recover_cli(path);
     if (rc != 0)
       failf(fl, "%s: b2stream recover exit %d\n", where, rc);
-    verify(path, o, why, sizeof why);
+    verify(path, o, false, why, sizeof why);
     if (why[0])
       failf(fl, "%s: after b2stream recover: %s\n", where, why);
   } else if (cli && o->acked > 0) {
@@ -409,7 +454,7 @@ static void recover_and_check(env *e, const outcome *o, bool cli,
   stop(e, SIGTERM, &r);
   if (r.exit_code != 0)
     failf(fl, "%s: the restarted daemon exits %d\n", where, r.exit_code);
-  verify(path, o, why, sizeof why);
+  verify(path, o, true, why, sizeof why);
   if (why[0])
     failf(fl, "%s: after restart: %s\n", where, why);
 }
@@ -433,7 +478,7 @@ static void count_run(bool sparse, long *calls, long *writes) {
   fclose(f);
   char path[400], why[256];
   frame_path(&e, "c", path, sizeof path);
-  verify(path, &o, why, sizeof why);
+  verify(path, &o, true, why, sizeof why);
   assert_string_equal(why, "");
   env_fini(&e);
 }

@@ -453,13 +453,16 @@ static void test_bad_input(void **state) {
   uint8_t hdr[64];
   b2s_wire_init(&m, B2S_WIRE_PING);
   int n = b2s_wire_encode(&m, hdr, sizeof hdr);
-  hdr[4] = 2;
+  hdr[4] = 2;                   /* one we speak, not this session's */
+  assert_int_equal(zmq_send(s, hdr, (size_t)n, 0), n);
+  expect_error(s, B2S_E_PROTO, 0);
+  hdr[4] = 3;
   assert_int_equal(zmq_send(s, hdr, (size_t)n, 0), n);
   rx r;
   cli_recv(s, &r);
   assert_int_equal(r.m.type, B2S_WIRE_ERROR);
   assert_int_equal(r.m.error.code, B2S_E_PROTO_VERSION);
-  assert_int_equal(r.m.error.ref_index, 1 + 256);
+  assert_int_equal(r.m.error.ref_index, 1 + 256 * 2);
   cli_hello(s, B2S_WIRE_HELLO_PRODUCER);
   /* a daemon-side type */
   b2s_wire_init(&m, B2S_WIRE_PONG);

@@ -336,7 +336,7 @@ static void test_killed_producers_reclaimed(void **state) {
 
 /* ---- few file descriptors ------------------------------------------------------ */
 
-/* A daemon with 192 descriptors and max_streams 30, and more clients and
+/* A daemon with 256 descriptors and max_streams 30, and more clients and
  * streams than that: it stays up, refuses the extra streams and sessions
  * with B2S_E_LIMIT (counted in STATS) or, when descriptors run short,
  * closes extra connections at once; a producer that was there keeps being
@@ -349,7 +349,7 @@ static void test_few_descriptors(void **state) {
   char yaml[sizeof config + 32];
   snprintf(yaml, sizeof yaml, "max_streams: 30\n%s", config);
   env_init_config(&e, yaml);
-  e.nofile_limit = 192;
+  e.nofile_limit = 256;
   env_start(&e);
   void *ps = cli_producer(&e);
   b2s_wire_msg o;

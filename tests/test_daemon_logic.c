@@ -20,6 +20,7 @@
 #include "groupcommit.h"
 #include "ledger.h"
 #include "log.h"
+#include "order.h"
 #include "readbudget.h"
 #include "wire.h"
 #include "wiremap.h"
@@ -429,6 +430,37 @@ static void test_fd_room_keeps_the_reserve(void **state) {
   assert_false(b2sd_fd_room(lim, -1, 0, 0));
 }
 
+/* The reorder window: duplicates, late frames, frames passed as gaps,
+ * the far jump bound, the drain. */
+static void test_order_window(void **state) {
+  (void)state;
+  b2sd_window w;
+  assert_int_equal(b2sd_window_init(&w, 4), 0);
+  assert_int_equal(b2sd_window_check(&w, 10), 0);
+  b2sd_window_take(&w, 10);                 /* the first: stored */
+  assert_int_equal(b2sd_window_check(&w, 12), 0);
+  b2sd_window_take(&w, 12);                 /* held: 11 missing */
+  assert_int_equal(b2sd_window_check(&w, 12), B2S_E_FRAME_DUP);
+  assert_int_equal(b2sd_window_check(&w, 10), B2S_E_FRAME_DUP);
+  assert_int_equal(b2sd_window_check(&w, 9), B2S_E_FRAME_LATE);
+  b2sd_window_take(&w, 11);                 /* 11 and 12 go */
+  assert_true(w.next == 13);
+  b2sd_window_take(&w, 18);                 /* passes 13, 14 */
+  assert_true(w.next == 15);
+  assert_int_equal(b2sd_window_check(&w, 14), B2S_E_FRAME_LATE);
+  assert_int_equal(b2sd_window_check(&w, 12), B2S_E_FRAME_DUP);
+  assert_int_equal(b2sd_window_check(&w, 18), B2S_E_FRAME_DUP);
+  assert_int_equal(b2sd_window_check(&w, 15 + 4 + B2SD_ORDER_JUMP_MAX),
+                   B2S_E_ARG);
+  assert_int_equal(b2sd_window_check(&w, 14 + 4 + B2SD_ORDER_JUMP_MAX), 0);
+  b2sd_window_drain(&w);                    /* 15-17 gaps, 18 stored */
+  assert_true(w.next == 19);
+  assert_int_equal(b2sd_window_check(&w, 17), B2S_E_FRAME_LATE);
+  assert_int_equal(b2sd_window_check(&w, 18), B2S_E_FRAME_DUP);
+  assert_int_equal(b2sd_window_check(&w, 19), 0);
+  b2sd_window_fini(&w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ledger_spend),
@@ -452,6 +484,7 @@ int main(void) {
       cmocka_unit_test(test_log_escape),
       cmocka_unit_test(test_drain_waits_for_disk_not_peers),
       cmocka_unit_test(test_fd_room_keeps_the_reserve),
+      cmocka_unit_test(test_order_window),
   };
   return cmocka_run_group_tests_name("daemon logic", tests, NULL, NULL);
 }

@@ -54,6 +54,7 @@ static const char config[] =
     "  nd:\n"
     "    typesize: 2\n"
     "    b2nd: {shape: [0, 64, 64], chunkshape: [4, 64, 64]}\n"
+    "    gaps: skip\n"               /* refused buffers leave no chunk */
     "    durability: {ack: write, group_count: 1, group_interval_ms: 5}\n";
 
 /* ---- helpers ---------------------------------------------------------------- */
