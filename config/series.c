@@ -56,16 +56,14 @@ static bool int_like(const char *s) {
   return is_digits(&p) && *p == '\0';
 }
 
-static int put_bool_text(b2s_mpbuf *b, const char *s, bool *done) {
+/* 1 or 0 for a YAML 1.2 boolean, else -1. */
+static int bool_text(const char *s) {
   static const char *const t[] = {"true", "True", "TRUE"},
                            *const f[] = {"false", "False", "FALSE"};
   for (int i = 0; i < 3; i++)
-    if (strcmp(s, t[i]) == 0 || strcmp(s, f[i]) == 0) {
-      *done = true;
-      return b2s_mp_write_bool(b, strcmp(s, t[i]) == 0);
-    }
-  *done = false;
-  return 0;
+    if (strcmp(s, t[i]) == 0 || strcmp(s, f[i]) == 0)
+      return strcmp(s, t[i]) == 0;
+  return -1;
 }
 
 static int put_scalar(cfg_ctx *c, const cfg_node *v, const char *kp,
@@ -80,7 +78,6 @@ static int put_scalar(cfg_ctx *c, const cfg_node *v, const char *kp,
     return b2s_mp_put_str(b, v->str, v->len);
   int64_t i;
   double x;
-  bool done;
   if (int_like(v->str)) {
     if (cfg_parse_int(v->str, &i) < 0)
       return cfg_fail(c, v, kp, "%s is out of the 64-bit integer range",
@@ -89,8 +86,9 @@ static int put_scalar(cfg_ctx *c, const cfg_node *v, const char *kp,
   }
   if (float_text(v->str, &x))
     return b2s_mp_put_float64(b, x);
-  int rc = put_bool_text(b, v->str, &done);
-  return done ? rc : b2s_mp_put_str(b, v->str, v->len);
+  int truth = bool_text(v->str);
+  return truth >= 0 ? b2s_mp_write_bool(b, truth == 1)
+                    : b2s_mp_put_str(b, v->str, v->len);
 }
 
 static int put_value(cfg_ctx *c, const cfg_node *v, const char *kp,
