@@ -215,6 +215,8 @@ static int set_value(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   case CT_ENUM_LIST:
   case CT_INT_LIST:
     return set_list(c, d, v, kp, obj);
+  case CT_SERIES:
+    return cfg_series_set(c, d, v, obj, kp);
   default:
     return set_string(c, d, v, kp, field);
   }

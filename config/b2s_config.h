@@ -44,6 +44,7 @@
 #define B2S_CONFIG_DTYPE_MAX 64         /* bytes, with the NUL */
 #define B2S_CONFIG_GROUP_MAX 33         /* bytes, with the NUL */
 #define B2S_IPC_PATH_MAX 107            /* sockaddr_un.sun_path minus NUL */
+#define B2S_CONFIG_SERIES_MAX 4096      /* series defaults, msgpack bytes */
 
 enum b2s_log_level {
   B2S_LOG_ERROR = 0,
@@ -134,6 +135,10 @@ typedef struct b2s_stream_cfg {
   int32_t gaps;                        /* enum b2s_gaps */
   int32_t order;                       /* enum b2s_order */
   int32_t reorder_window;              /* frame numbers held back at most */
+  /* Series metadata a new frame starts with: one msgpack map (checked by
+   * b2s_series_check, no nil values) in series[0..series_len); 0 = none. */
+  uint16_t series_len;
+  uint8_t series[B2S_CONFIG_SERIES_MAX];
 } b2s_stream_cfg;
 
 /* gaps as it applies to the stream (auto resolved). */

@@ -33,6 +33,8 @@ enum cfg_type {
   CT_INT_LIST,     /* list of integers in min..max */
   CT_TEMPLATES,    /* mapping name -> stream settings */
   CT_STREAMS,      /* mapping name -> stream settings */
+  CT_SERIES,       /* mapping key -> scalar or list, stored as msgpack;
+                    * aux: uint16_t length */
 };
 
 enum cfg_flags {
@@ -185,6 +187,10 @@ int cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template);
 int cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
                   const cfg_node *map, void *obj, bool template,
                   cfg_loc *loc, const char *keypath);
+
+/* Encode the `series:` mapping v into the field of d (series.c). */
+int cfg_series_set(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                   void *obj, const char *kp);
 
 int cfg_streams_load(cfg_ctx *c);
 /* Finish a stream built from a template: name, path, filters, b2nd. */

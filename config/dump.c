@@ -2,10 +2,13 @@
  * that loads back to an equal configuration: every value explicit, groups
  * a template switched on but a stream switched off written as null. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config_internal.h"
+#include "msgpack.h"
 
 typedef struct dumper {
   FILE *f;
@@ -13,9 +16,12 @@ typedef struct dumper {
   bool help;
 } dumper;
 
-static int utf8_next(const unsigned char *p, uint32_t *cp) {
+static int utf8_next(const unsigned char *p, const unsigned char *end,
+                     uint32_t *cp) {
   int n = p[0] < 0x80 ? 1 : p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 :
           p[0] >= 0xc0 ? 2 : 1;
+  if (end - p < n)
+    n = 1;
   uint32_t v = n == 1 ? p[0] : (uint32_t)(p[0] & (0x7f >> n));
   for (int i = 1; i < n; i++) {
     if ((p[i] & 0xc0) != 0x80) {   /* not UTF-8: the byte on its own */
@@ -38,11 +44,12 @@ static bool raw_ok(uint32_t cp) {
          (cp >= 0x10000 && cp <= 0x10ffff);
 }
 
-static void put_quoted(FILE *f, const char *s) {
+static void put_quoted_n(FILE *f, const void *s, size_t len) {
   fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+  const unsigned char *p = s, *end = p + len;
+  while (p < end) {
     uint32_t cp;
-    int n = utf8_next(p, &cp);
+    int n = utf8_next(p, end, &cp);
     if (raw_ok(cp))
       fwrite(p, 1, (size_t)n, f);
     else if (cp == '"' || cp == '\\')
@@ -57,6 +64,8 @@ static void put_quoted(FILE *f, const char *s) {
   }
   fputc('"', f);
 }
+
+static void put_quoted(FILE *f, const char *s) { put_quoted_n(f, s, strlen(s)); }
 
 static void put_name(FILE *f, const char *name) {
   if (name[0] == '-')
@@ -95,6 +104,79 @@ static void put_scalar(FILE *f, const cfg_desc *d, const char *field) {
   }
 }
 
+/* A float that loads back as the same float: never in integer form. */
+static void put_float(FILE *f, double x) {
+  if (isnan(x)) {
+    fputs(".nan", f);
+    return;
+  }
+  if (isinf(x)) {
+    fputs(x < 0 ? "-.inf" : ".inf", f);
+    return;
+  }
+  char buf[40];
+  for (int prec = 15; prec <= 17; prec++) {   /* shortest exact form */
+    snprintf(buf, sizeof buf, "%.*g", prec, x);
+    if (strtod(buf, NULL) == x)
+      break;
+  }
+  fputs(buf, f);
+  if (!strpbrk(buf, ".e"))
+    fputs(".0", f);
+}
+
+/* One series value as the loader reads it back (config/series.c). */
+static int put_series_value(FILE *f, b2s_mpreader *r, int depth) {
+  b2s_mpval v;
+  int rc = b2s_mp_read_any(r, &v);
+  if (rc < 0)
+    return rc;
+  switch (v.type) {
+  case B2S_MPT_BOOL: fputs(v.b ? "true" : "false", f); break;
+  case B2S_MPT_UINT: fprintf(f, "%llu", (unsigned long long)v.u); break;
+  case B2S_MPT_INT: fprintf(f, "%lld", (long long)v.i); break;
+  case B2S_MPT_FLOAT: put_float(f, v.f); break;
+  case B2S_MPT_STR: put_quoted_n(f, v.p, v.n); break;
+  case B2S_MPT_ARRAY:
+    if (depth > 0)
+      return B2S_E_MSGPACK;
+    fputc('[', f);
+    for (uint32_t i = 0; rc == 0 && i < v.n; i++) {
+      fputs(i ? ", " : "", f);
+      rc = put_series_value(f, r, depth + 1);
+    }
+    fputc(']', f);
+    break;
+  default:
+    return B2S_E_MSGPACK;   /* the loader stores no other type */
+  }
+  return rc;
+}
+
+static void dump_series(dumper *w, const cfg_desc *d, const void *obj,
+                        int indent) {
+  uint16_t len;
+  memcpy(&len, (const char *)obj + d->aux, sizeof len);
+  b2s_mpreader r;
+  b2s_mpreader_init(&r, (const char *)obj + d->off, len);
+  b2s_mpval m = {.n = 0};
+  if (len == 0 || b2s_mp_read_any(&r, &m) < 0 || m.n == 0) {
+    fprintf(w->f, "%*s%s: {}\n", indent, "", cfg_desc_key(d));
+    return;
+  }
+  fprintf(w->f, "%*s%s:\n", indent, "", cfg_desc_key(d));
+  for (uint32_t i = 0; i < m.n; i++) {
+    b2s_mpval k;
+    if (b2s_mp_read_any(&r, &k) < 0 || k.type != B2S_MPT_STR)
+      return;
+    fprintf(w->f, "%*s", indent + 2, "");
+    put_quoted_n(w->f, k.p, k.n);
+    fputs(": ", w->f);
+    put_series_value(w->f, &r, 0);
+    fputc('\n', w->f);
+  }
+}
+
 static void put_help(dumper *w, const cfg_desc *d, int indent) {
   if (!w->help || !d->help)
     return;
@@ -124,7 +206,9 @@ static void dump_level(dumper *w, int scope, const char *prefix,
     const char *field = (const char *)obj + d->off;
     const char *key = cfg_desc_key(d);
     put_help(w, d, indent);
-    if (d->type == CT_TEMPLATES || d->type == CT_STREAMS) {
+    if (d->type == CT_SERIES) {
+      dump_series(w, d, obj, indent);
+    } else if (d->type == CT_TEMPLATES || d->type == CT_STREAMS) {
       bool t = d->type == CT_TEMPLATES;
       dump_entries(w, t ? w->cfg->templates : w->cfg->streams,
                    t ? w->cfg->ntemplates : w->cfg->nstreams, key, indent, t);

@@ -32,6 +32,12 @@ static bool field_equal(const cfg_desc *d, const void *oa, const void *ob) {
         return false;
     return true;
   }
+  case CT_SERIES: {
+    uint16_t na, nb;
+    memcpy(&na, (const char *)oa + d->aux, sizeof na);
+    memcpy(&nb, (const char *)ob + d->aux, sizeof nb);
+    return na == nb && memcmp(a, b, na) == 0;
+  }
   default:
     return strncmp(a, b, d->size) == 0;
   }

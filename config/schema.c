@@ -186,6 +186,10 @@ const cfg_desc cfg_schema[] = {
    .max = B2S_REORDER_WINDOW_MAX, .def = "64",
    .help = "order: frame_number: frame numbers a buffer may run ahead of "
            "the next one stored"},
+  {"series", STREAM, .type = CT_SERIES, S(series),
+   .aux = offsetof(b2s_stream_cfg, series_len),
+   .help = "series metadata a new frame starts with: key -> scalar or flat "
+           "list; a stream's own replaces its template's"},
 };
 
 const size_t cfg_nschema = sizeof cfg_schema / sizeof cfg_schema[0];

@@ -72,6 +72,18 @@ static int create_frame(b2sd_stream *st, const b2s_stream_cfg *cfg,
     rc = b2s_pair_create(st->path, cfg->format == B2S_FORMAT_SPARSE, opts,
                          &metas, &st->fw);
   b2s_frame_metas_fini(&metas);
+  /* Configured series defaults, committed now so that readers see them
+   * before any chunk; a frame opened again keeps its own map. */
+  if (rc >= 0 && cfg->series_len > 0) {
+    rc = b2s_fwriter_series_set(b2s_pair_data(st->fw), cfg->series,
+                                cfg->series_len);
+    if (rc >= 0)
+      rc = b2s_pair_commit(st->fw);
+    if (rc < 0) {
+      b2s_pair_free(st->fw);
+      st->fw = NULL;
+    }
+  }
   return rc < 0 ? rc : 0;
 }
 

@@ -850,6 +850,120 @@ static void test_dump_roundtrip(void **state) {
   b2s_config_free(shipped);
 }
 
+/* ---- series metadata defaults -------------------------------------------- */
+
+static const char series_yaml[] =
+    "templates:\n"
+    "  beam:\n"
+    "    series:\n"
+    "      sample: Fe2O3\n"
+    "      energy_kev: 12.4\n"
+    "      n: 3\n"
+    "      neg: -5\n"
+    "      on: true\n"
+    "      roi: [0, 10, 2.5, x]\n"
+    "      quoted: \"12\"\n"
+    "streams:\n"
+    "  a: {template: beam}\n"
+    "  b: {template: beam, series: {operator: ana}}\n"
+    "  c: {template: beam, series: null}\n"
+    "  d: {}\n";
+
+/* msgpack of the template's series, shortest forms as python's packb */
+static const uint8_t beam_series[] = {
+    0x87,
+    0xa6, 's', 'a', 'm', 'p', 'l', 'e', 0xa5, 'F', 'e', '2', 'O', '3',
+    0xaa, 'e', 'n', 'e', 'r', 'g', 'y', '_', 'k', 'e', 'v',
+    0xcb, 0x40, 0x28, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcd,
+    0xa1, 'n', 0x03,
+    0xa3, 'n', 'e', 'g', 0xfb,
+    0xa2, 'o', 'n', 0xc3,
+    0xa3, 'r', 'o', 'i', 0x94, 0x00, 0x0a,
+    0xcb, 0x40, 0x04, 0, 0, 0, 0, 0, 0, 0xa1, 'x',
+    0xa6, 'q', 'u', 'o', 't', 'e', 'd', 0xa2, '1', '2'};
+
+static void test_series_defaults(void **state) {
+  (void)state;
+  b2s_config *cfg = parse_ok(series_yaml);
+  const b2s_stream_cfg *a = stream(cfg, "a");   /* inherits */
+  assert_int_equal(a->series_len, sizeof beam_series);
+  assert_memory_equal(a->series, beam_series, sizeof beam_series);
+  static const uint8_t own[] = {0x81, 0xa8, 'o', 'p', 'e', 'r', 'a', 't',
+                                'o', 'r', 0xa3, 'a', 'n', 'a'};
+  const b2s_stream_cfg *b = stream(cfg, "b");   /* replaces, no merge */
+  assert_int_equal(b->series_len, sizeof own);
+  assert_memory_equal(b->series, own, sizeof own);
+  assert_int_equal(stream(cfg, "c")->series_len, 0);   /* switched off */
+  assert_int_equal(stream(cfg, "d")->series_len, 0);   /* none configured */
+  assert_false(b2s_stream_cfg_equal(a, b));
+
+  /* Run-time streams inherit too, and compare equal to a. */
+  b2s_stream_cfg s;
+  assert_int_equal(b2s_config_stream_from_template(cfg, "beam", "a", &s), 0);
+  assert_int_equal(s.series_len, sizeof beam_series);
+  assert_true(b2s_stream_cfg_equal(&s, a));
+  s.series[s.series_len - 1] = '3';
+  assert_false(b2s_stream_cfg_equal(&s, a));
+
+  char *text = dump(cfg, 0);
+  assert_non_null(strstr(text, "      \"energy_kev\": 12.4\n"));
+  assert_non_null(strstr(text, "      \"roi\": [0, 10, 2.5, \"x\"]\n"));
+  assert_non_null(strstr(text, "      \"neg\": -5\n"));
+  assert_non_null(strstr(text, "      \"on\": true\n"));
+  assert_non_null(strstr(text, "      \"quoted\": \"12\"\n"));
+  assert_non_null(strstr(text, "    series: {}\n"));
+  free(text);
+  b2s_config_free(cfg);
+  roundtrip(series_yaml);
+  roundtrip("streams:\n  f: {series: {x: 1.0, y: -.inf, z: 1e3, w: "
+            "[true, \"a\\u2028b\"]}}\n");
+}
+
+static void test_series_errors(void **state) {
+  (void)state;
+  parse_err("streams:\n  s:\n    series: [1, 2]\n",
+            "b2streamd.yaml:3:13: streams.s.series: expected a mapping of "
+            "keys to values, got a list");
+  parse_err("streams:\n  s:\n    series: {a: null}\n",
+            "b2streamd.yaml:3:17: streams.s.series.a: null is not a series "
+            "value (leave the key out)");
+  parse_err("streams:\n  s:\n    series: {a: {b: 1}}\n",
+            "b2streamd.yaml:3:17: streams.s.series.a: expected a scalar, got "
+            "a mapping");
+  parse_err("streams:\n  s:\n    series: {a: [1, [2]]}\n",
+            "b2streamd.yaml:3:21: nesting deeper than the configuration "
+            "schema allows (5 levels)");
+  parse_err("templates:\n  t:\n    series: {n: 99999999999999999999}\n",
+            "b2streamd.yaml:3:17: templates.t.series.n: 99999999999999999999 "
+            "is out of the 64-bit integer range");
+  char key[66];
+  memset(key, 'k', 65);
+  key[65] = '\0';
+  char yaml[4096 * 3];
+  snprintf(yaml, sizeof yaml, "streams:\n  s:\n    series: {%s: 1}\n", key);
+  char want[256];
+  snprintf(want, sizeof want, "b2streamd.yaml:3:14: streams.s.series: "
+           "series key '%s' is not 1..64 bytes of UTF-8", key);
+  parse_err(yaml, want);
+  parse_err("streams:\n  s:\n    series:\n      a: 1\n      a: 2\n",
+            "b2streamd.yaml:5:7: streams.s.series: duplicate key 'a' (first "
+            "at line 4)");
+  /* Too large for the stream's buffer: map16 header (3 bytes) and 80 times
+   * fixstr key (4) + str8 value (2 + 60). */
+  size_t o = (size_t)snprintf(yaml, sizeof yaml, "templates:\n  t:\n    "
+                              "series:\n");
+  for (int i = 0; i < 80; i++)
+    o += (size_t)snprintf(yaml + o, sizeof yaml - o, "      k%02d: v%059d\n",
+                          i, 0);
+  b2s_config *cfg = NULL;
+  assert_int_equal(b2s_config_parse(yaml, strlen(yaml), "b2streamd.yaml",
+                                    BASE, &cfg, err, sizeof err),
+                   B2S_E_CONFIG);
+  assert_null(cfg);
+  assert_string_equal(err, "b2streamd.yaml:4:7: templates.t.series: encodes "
+                           "to 5283 bytes, more than 4096");
+}
+
 static void test_equality_sees_changes(void **state) {
   (void)state;
   b2s_config *a = parse_ok(rich_yaml);
@@ -1018,6 +1132,8 @@ int main(void) {
       cmocka_unit_test(test_stream_names),
       cmocka_unit_test(test_path_resolution),
       cmocka_unit_test(test_dump_roundtrip),
+      cmocka_unit_test(test_series_defaults),
+      cmocka_unit_test(test_series_errors),
       cmocka_unit_test(test_equality_sees_changes),
       cmocka_unit_test(test_b2nd_for_the_frame),
       cmocka_unit_test(test_gaps_and_order),

@@ -2,7 +2,8 @@
  * HELLO negotiation (a version-1 client is served as before), the records
  * of DATA and SHM_SUBMIT stored next to their chunks (checked in the
  * records frame with core's reader, byte for byte, checksums included),
- * series metadata set with OPEN and META (merge, deletion, limits), and
+ * series metadata set with OPEN and META (merge, deletion, limits) and
+ * from the configuration's defaults, and
  * the gaps a dropped buffer leaves on a `gaps: fill` stream. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -386,6 +387,52 @@ static void test_series_meta(void **state) {
   env_fini(&e);
 }
 
+/* A stream made from a template with `series:` defaults starts its frame
+ * with them (visible before any chunk); META merges into them; a frame
+ * opened again keeps its own map, not the defaults. */
+static void test_series_defaults(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, "listen: [ipc://d.sock]\n"
+                      "run_dir: run\n"
+                      "data_dir: data\n"
+                      "workers: 1\n"
+                      "templates:\n"
+                      "  beam:\n"
+                      "    series: {sample: Fe, n: 3}\n");
+  env_start(&e);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "defaults", &s), 0);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, "cam1", "beam", &p), 0);
+  char path[400];
+  frame_path(&e, "cam1", path, sizeof path);
+  const uint8_t defaults[] = {0x82, 0xa6, 's', 'a', 'm', 'p', 'l', 'e',
+                              0xa2, 'F', 'e', 0xa1, 'n', 0x03};
+  series_expect(path, defaults, sizeof defaults);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "op", "ana"), 0);
+  assert_int_equal(b2sc_producer_set_meta_str(p, "sample", NULL), 0);
+  uint8_t buf[LEN];
+  fill(buf, LEN, 0);
+  assert_int_equal(b2sc_send(p, buf, LEN, 5000), 0);
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  const uint8_t merged[] = {0x82, 0xa1, 'n', 0x03, 0xa2, 'o', 'p',
+                            0xa3, 'a', 'n', 'a'};
+  series_expect(path, merged, sizeof merged);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_start(&e);
+  assert_int_equal(b2sc_connect(e.sock, "defaults", &s), 0);
+  assert_int_equal(b2sc_producer_open(s, "cam1", "beam", &p), 0);
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  series_expect(path, merged, sizeof merged);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
 /* ---- gaps ------------------------------------------------------------------ */
 
 static void noise(uint8_t *b, size_t len, int i) {
@@ -649,6 +696,7 @@ int main(void) {
       cmocka_unit_test(test_records_frames),
       cmocka_unit_test(test_records_shm),
       cmocka_unit_test(test_series_meta),
+      cmocka_unit_test(test_series_defaults),
       cmocka_unit_test(test_gaps_drop_newest),
       cmocka_unit_test(test_gaps_drop_oldest),
       cmocka_unit_test(test_gaps_b2nd_rejected),
