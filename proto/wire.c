@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "b2s_errors.h"
+#include "msgpack.h"
 
 enum field_kind { K_U8, K_U16, K_U32, K_I32, K_U64, K_STR };
 
@@ -220,33 +221,7 @@ static const b2s_wire_str *member_str(const b2s_wire_msg *m,
 /* Well-formed UTF-8 (RFC 3629: shortest form, no surrogates, at most
  * U+10FFFF) without NUL, which C readers would take for the end. */
 static bool utf8_valid(const uint8_t *s, size_t len) {
-  size_t i = 0;
-  while (i < len) {
-    uint8_t c = s[i];
-    size_t n;
-    uint8_t lo = 0x80, hi = 0xBF;    /* range of the second byte */
-    if (c == 0)
-      return false;
-    if (c < 0x80) { i++; continue; }
-    if (c >= 0xC2 && c <= 0xDF) n = 1;
-    else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;      /* overlong */
-      if (c == 0xED) hi = 0x9F;      /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;      /* overlong */
-      if (c == 0xF4) hi = 0x8F;      /* beyond U+10FFFF */
-    } else
-      return false;
-    if (len - i <= n || s[i + 1] < lo || s[i + 1] > hi)
-      return false;
-    for (size_t k = 2; k <= n; k++)
-      if ((s[i + k] & 0xC0) != 0x80)
-        return false;
-    i += n + 1;
-  }
-  return true;
+  return memchr(s, 0, len) == NULL && b2s_utf8_valid(s, len);
 }
 
 static bool field_ok(const b2s_wire_msg *m, const wire_field *f) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "b2s_errors.h"
+#include "msgpack.h"
 #include "wire.h"
 
 #define REC_PRESENT_ALL (B2S_WIRE_REC_FRAME | B2S_WIRE_REC_TS | \
@@ -27,34 +28,6 @@ static uint64_t load_be(const uint8_t *p, size_t n) {
   return v;
 }
 
-/* UTF-8 per RFC 3629; unlike header strings, msgpack strings may hold NUL. */
-static bool utf8_ok(const uint8_t *s, size_t len) {
-  size_t i = 0;
-  while (i < len) {
-    uint8_t c = s[i];
-    size_t n;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (c < 0x80) { i++; continue; }
-    if (c >= 0xC2 && c <= 0xDF) n = 1;
-    else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else
-      return false;
-    if (len - i <= n || s[i + 1] < lo || s[i + 1] > hi)
-      return false;
-    for (size_t k = 2; k <= n; k++)
-      if ((s[i + k] & 0xC0) != 0x80)
-        return false;
-    i += n + 1;
-  }
-  return true;
-}
 
 typedef struct mp_cur {
   const uint8_t *b;
@@ -95,7 +68,7 @@ static bool skip_items(mp_cur *c, uint64_t n, int depth) {
 
 static bool skip_str(mp_cur *c, uint64_t n) {
   const uint8_t *p;
-  return n <= c->len - c->pos && take(c, (size_t)n, &p) && utf8_ok(p, n);
+  return n <= c->len - c->pos && take(c, (size_t)n, &p) && b2s_utf8_valid(p, n);
 }
 
 /* Width of the length field of str8..32, bin8..32, ext8..32, array16/32,
