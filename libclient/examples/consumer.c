@@ -1,6 +1,7 @@
 /* Example consumer: follows a stream from its first chunk and prints each
  * committed chunk as it arrives, with the daemon pushing the decompressed
- * bytes.  Stops after 10 s without a new chunk.
+ * bytes and (protocol version 2) the chunk's record: the producer's frame
+ * number, or a gap.  Stops after 10 s without a new chunk.
  *
  *   consumer [STREAM [ENDPOINT]]        default: demo, b2sc_default_endpoint
  *
@@ -22,15 +23,22 @@ int main(int argc, char **argv) {
     fprintf(stderr, "consumer: connect: %s\n", b2sc_strerror(rc));
     return 1;
   }
-  rc = b2sc_follow(s, stream, 0, B2SC_FOLLOW_PUSH_DECOMPRESSED, &c);
+  unsigned records = b2sc_protocol_version(s) >= 2 ? B2SC_FOLLOW_RECORDS : 0;
+  rc = b2sc_follow(s, stream, 0, B2SC_FOLLOW_PUSH_DECOMPRESSED | records, &c);
   b2sc_chunk_info ci;
-  while (rc >= 0 && (rc = b2sc_next(c, 10000, &ci)) == 0) {
+  b2sc_record rec;
+  while (rc >= 0 && (rc = b2sc_next_rec(c, 10000, &ci, &rec)) == 0) {
     uint64_t sum = 0;   /* stand-in for real processing */
     for (size_t i = 0; i < ci.len; i++)
       sum += ((const uint8_t *)ci.data)[i];
-    printf("chunk %llu: %u bytes (%u stored), byte sum %llu\n",
+    printf("chunk %llu: %u bytes (%u stored), byte sum %llu",
            (unsigned long long)ci.index, ci.nbytes, ci.cbytes,
            (unsigned long long)sum);
+    if (rec.flags & B2SC_REC_GAP)
+      printf(", a gap");
+    else if (rec.present & B2SC_REC_FRAME)
+      printf(", frame %llu", (unsigned long long)rec.frame);
+    printf("\n");
   }
   if (rc != B2S_E_TIMEOUT)
     fprintf(stderr, "consumer: %s: %s\n", b2sc_strerror(rc),

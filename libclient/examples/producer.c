@@ -1,11 +1,15 @@
-/* Example producer: sends 16 synthetic 1 MiB images to a stream, makes
+/* Example producer: sends 16 synthetic 1 MiB images to a stream, each with
+ * a record (its frame number and a timestamp) and with the series'
+ * settings as metadata when the daemon speaks protocol version 2, makes
  * them durable and prints what the daemon acknowledged.
  *
  *   producer [STREAM [ENDPOINT]]        default: demo, b2sc_default_endpoint
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <b2stream_client.h>
 
@@ -32,12 +36,22 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  bool v2 = b2sc_protocol_version(s) >= 2;
+  if (v2 && (rc = b2sc_producer_set_meta_str(p, "sample", "example")) < 0)
+    fail("series metadata", rc, s);   /* not fatal: the images still go */
+
   uint32_t *image = malloc(NITEMS * sizeof *image);
   for (int b = 0; b < NBUFFERS && rc >= 0; b++) {
     for (uint32_t i = 0; i < NITEMS; i++)
       image[i] = (uint32_t)b * 1000 + i % 4096;   /* compressible ramp */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    b2sc_record rec = {.present = B2SC_REC_FRAME | B2SC_REC_TS,
+                       .frame = (uint64_t)b,
+                       .ts_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec};
     /* Copies the image; waits up to 5 s when the daemon withholds credit. */
-    rc = b2sc_send(p, image, NITEMS * sizeof *image, 5000);
+    rc = b2sc_send_rec(p, image, NITEMS * sizeof *image, v2 ? &rec : NULL,
+                       5000);
   }
   free(image);
   if (rc >= 0)
