@@ -1003,6 +1003,7 @@ typedef struct lat_consumer {
   pthread_cond_t cond;
   int state;                   /* 0 starting, 1 following, <0 failed */
   int got, rc;
+  bool records;                /* follow with records (protocol 2) */
 } lat_consumer;
 
 static void lat_set_state(lat_consumer *c, int state) {
@@ -1018,7 +1019,9 @@ static void *lat_consumer_main(void *arg) {
   b2sc_consumer *c = NULL;
   int rc = b2sc_connect(lc->endpoint, "bench-consumer", &s);
   if (rc == 0)
-    rc = b2sc_follow(s, "lat", 0, B2SC_FOLLOW_NOTIFY | B2SC_FOLLOW_FROM_END,
+    rc = b2sc_follow(s, "lat", 0,
+                     B2SC_FOLLOW_NOTIFY | B2SC_FOLLOW_FROM_END |
+                         (lc->records ? B2SC_FOLLOW_RECORDS : 0),
                      &c);
   if (rc < 0) {
     lc->rc = rc;
@@ -1030,7 +1033,8 @@ static void *lat_consumer_main(void *arg) {
   lat_set_state(lc, 1);
   while (lc->got < lc->n) {
     b2sc_chunk_info info;
-    rc = b2sc_next(c, 5000, &info);
+    b2sc_record rec;
+    rc = b2sc_next_rec(c, 5000, &info, &rec);
     uint64_t t = now_ns();
     if (rc < 0) {
       lc->rc = rc;
@@ -1089,7 +1093,7 @@ static int64_t quantile(const int64_t *v, int n, double q) {
 }
 
 static int lat_produce(b2sc_session *s, const dataset *d, const opts *o,
-                       uint64_t *t_send, uint64_t *t_ack) {
+                       bool records, uint64_t *t_send, uint64_t *t_ack) {
   b2sc_producer *p;
   int rc = b2sc_producer_open(s, "lat", NULL, &p);
   if (rc < 0)
@@ -1100,7 +1104,8 @@ static int lat_produce(b2sc_session *s, const dataset *d, const opts *o,
     size_t off = (size_t)(i / NFRAMES) * 4096 % (d->size - o->lat_size + 1);
     const uint8_t *buf = d->buf[i % NFRAMES] + off;
     t_send[i] = now_ns();
-    rc = b2sc_send(p, buf, o->lat_size, WAIT_MS);
+    b2sc_record r = bench_record(i);
+    rc = b2sc_send_rec(p, buf, o->lat_size, records ? &r : NULL, WAIT_MS);
     if (rc == 0)
       rc = wait_written(p, (uint64_t)i, &t_ack[i]);
   }
@@ -1140,16 +1145,16 @@ static int lat_measure(b2sc_session *s, lat_consumer *lc, const dataset *d,
     pthread_cond_wait(&lc->cond, &lc->lock);
   pthread_mutex_unlock(&lc->lock);
   if (lc->state > 0)
-    rc = lat_produce(s, d, o, t_send, t_ack);
+    rc = lat_produce(s, d, o, lc->records, t_send, t_ack);
   pthread_join(th, NULL);   /* the consumer ends after n chunks or 5 s idle */
   return rc < 0 ? rc : lc->rc;
 }
 
 static int bench_latency(const char *endpoint, const dataset *d, const opts *o,
-                         lat_result *res) {
+                         bool records, lat_result *res) {
   int n = o->lat_count;
   uint64_t *t_send = calloc((size_t)n, 8), *t_ack = calloc((size_t)n, 8);
-  lat_consumer lc = {.endpoint = endpoint, .n = n,
+  lat_consumer lc = {.endpoint = endpoint, .n = n, .records = records,
                      .t_notify = calloc((size_t)n, 8)};
   res->n = n;
   res->send_notify = calloc((size_t)n, 8);
@@ -1188,7 +1193,7 @@ static int bench_latency(const char *endpoint, const dataset *d, const opts *o,
   return rc;
 }
 
-static void lat_rows(lat_result *r) {
+static void lat_rows(lat_result *r, const char *sfx) {
   int n = r->n;
   qsort(r->send_notify, (size_t)n, 8, cmp_i64);
   qsort(r->ack_notify, (size_t)n, 8, cmp_i64);
@@ -1197,7 +1202,7 @@ static void lat_rows(lat_result *r) {
   static const double qv[] = {0.5, 0.99, 1.0};
   for (int i = 0; i < 3; i++) {
     char fig[64];
-    snprintf(fig, sizeof fig, "send->notified %s (upper)", q[i]);
+    snprintf(fig, sizeof fig, "send->notified %s (upper)%s", q[i], sfx);
     row *rw = row_add(fig, quantile(r->send_notify, n, qv[i]) / 1e3, "us");
     char base[40];
     snprintf(base, sizeof base, "ping rtt %s", q[i]);
@@ -1208,24 +1213,28 @@ static void lat_rows(lat_result *r) {
    * one hop to the consumer, less than a PING round trip. */
   for (int i = 0; i < 3; i++) {
     char fig[64];
-    snprintf(fig, sizeof fig, "commit->NOTIFY sent %s (daemon)", q[i]);
+    snprintf(fig, sizeof fig, "commit->NOTIFY sent %s (daemon)%s", q[i], sfx);
     row_add(fig, r->notify_us[i], "us");
   }
-  row *est = row_add("commit->notified p99 (estimate)",
-                     r->notify_us[1] + r->ping[1], "us");
+  char estl[80];
+  snprintf(estl, sizeof estl, "commit->notified p99 (estimate)%s", sfx);
+  row *est = row_add(estl, r->notify_us[1] + r->ping[1], "us");
   row_target(est, -1, 1000);
   for (int i = 0; i < 3; i++) {
     char fig[64];
-    snprintf(fig, sizeof fig, "ack(written)->notified %s (lower)", q[i]);
+    snprintf(fig, sizeof fig, "ack(written)->notified %s (lower)%s", q[i], sfx);
     row_add(fig, quantile(r->ack_notify, n, qv[i]) / 1e3, "us");
   }
   for (int i = 0; i < 2; i++) {
     char fig[64];
-    snprintf(fig, sizeof fig, "send->ack(written) %s", q[i]);
+    snprintf(fig, sizeof fig, "send->ack(written) %s%s", q[i], sfx);
     row_add(fig, quantile(r->send_ack, n, qv[i]) / 1e3, "us");
   }
-  row_add("daemon commit time avg (stats)", r->commit_avg_us, "us");
-  row_add("daemon commit time max (stats)", r->commit_max_us, "us");
+  char fig[80];
+  snprintf(fig, sizeof fig, "daemon commit time avg (stats)%s", sfx);
+  row_add(fig, r->commit_avg_us, "us");
+  snprintf(fig, sizeof fig, "daemon commit time max (stats)%s", sfx);
+  row_add(fig, r->commit_max_us, "us");
 }
 
 /* ---- one buffer size --------------------------------------------------------------- */
@@ -1394,6 +1403,27 @@ static void run_size(const opts *o, const daemon_proc *dp, b2sc_session *s,
   dataset_free(&d);
 }
 
+/* The latency phase, with or without a record per buffer. */
+static void run_latency(const opts *o, const daemon_proc *dp, bool records) {
+  dataset d;
+  lat_result lr = {0};
+  printf("latency%s: %d buffers of %zu bytes, one every %d us, stream lat "
+         "(ack write, group_count 1, no fsync)\n", records ? " with records" : "",
+         o->lat_count, o->lat_size, o->lat_interval_us);
+  fflush(stdout);
+  int lrc = dataset_make(&d, o->sizes[0], o->data);
+  if (lrc == 0)
+    lrc = bench_latency(dp->endpoint, &d, o, records, &lr);
+  if (lrc == 0)
+    lat_rows(&lr, records ? " +records" : "");
+  else
+    printf("  latency: %s\n", b2sc_strerror(lrc));
+  free(lr.send_notify);
+  free(lr.ack_notify);
+  free(lr.send_ack);
+  dataset_free(&d);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 static void usage(FILE *f) {
@@ -1548,23 +1578,9 @@ int main(int argc, char **argv) {
       run_size(&o, &dp, s, &cp, o.sizes[i]);
   }
   if (rc == 0 && phase_on(&o, "lat")) {
-    dataset d;
-    lat_result lr = {0};
-    printf("latency: %d buffers of %zu bytes, one every %d us, stream lat "
-           "(ack write, group_count 1, no fsync)\n",
-           o.lat_count, o.lat_size, o.lat_interval_us);
-    fflush(stdout);
-    int lrc = dataset_make(&d, o.sizes[0], o.data);
-    if (lrc == 0)
-      lrc = bench_latency(dp.endpoint, &d, &o, &lr);
-    if (lrc == 0)
-      lat_rows(&lr);
-    else
-      printf("  latency: %s\n", b2sc_strerror(lrc));
-    free(lr.send_notify);
-    free(lr.ack_notify);
-    free(lr.send_ack);
-    dataset_free(&d);
+    run_latency(&o, &dp, false);
+    if (o.records)   /* the same with a record per buffer, delivered too */
+      run_latency(&o, &dp, true);
   }
   b2sc_close(s);
   int drc = daemon_stop(&dp);
