@@ -315,23 +315,22 @@ static int utf8_lead(uint8_t c, uint8_t *lo, uint8_t *hi) {
   return 0;
 }
 
+size_t b2s_utf8_seq(const uint8_t *s, size_t n) {
+  if (s[0] < 0x80)
+    return 1;
+  uint8_t lo, hi;
+  int len = utf8_lead(s[0], &lo, &hi);
+  if (len == 0 || n < (size_t)len || s[1] < lo || s[1] > hi)
+    return 0;
+  for (int k = 2; k < len; k++)
+    if ((s[k] & 0xc0) != 0x80)
+      return 0;
+  return (size_t)len;
+}
+
 bool b2s_utf8_valid(const uint8_t *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    if (s[i] < 0x80) {
-      i++;
-      continue;
-    }
-    uint8_t lo, hi;
-    int len = utf8_lead(s[i], &lo, &hi);
-    if (len == 0 || n - i < (size_t)len)
+  for (size_t i = 0, k; i < n; i += k)
+    if ((k = b2s_utf8_seq(s + i, n - i)) == 0)
       return false;
-    if (s[i + 1] < lo || s[i + 1] > hi)
-      return false;
-    for (int k = 2; k < len; k++)
-      if ((s[i + k] & 0xc0) != 0x80)
-        return false;
-    i += (size_t)len;
-  }
   return true;
 }

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "msgpack.h"
+
 static atomic_int log_level = B2S_LOG_INFO;
 
 void b2sd_log_set_level(int level) {
@@ -37,38 +39,13 @@ static int priority_of(int level) {
   }
 }
 
-/* Length of the well-formed UTF-8 sequence at s (at most n bytes), 0 when
- * there is none (RFC 3629: shortest form, no surrogates, <= U+10FFFF). */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-  unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-  size_t k;
-  if (c >= 0xC2 && c <= 0xDF) {
-    k = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    k = 3;
-    lo = c == 0xE0 ? 0xA0 : 0x80;
-    hi = c == 0xED ? 0x9F : 0xBF;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    k = 4;
-    lo = c == 0xF0 ? 0x90 : 0x80;
-    hi = c == 0xF4 ? 0x8F : 0xBF;
-  } else {
-    return 0;
-  }
-  if (n < k || s[1] < lo || s[1] > hi)
-    return 0;
-  for (size_t i = 2; i < k; i++)
-    if ((s[i] & 0xC0) != 0x80)
-      return 0;
-  return k;
-}
 
 size_t b2sd_log_escape(char *dst, size_t cap, const char *src, size_t len) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *s = (const unsigned char *)src;
   size_t o = 0;
   for (size_t i = 0; i < len;) {
-    size_t k = s[i] >= 0x80 ? utf8_seq(s + i, len - i) : 1;
+    size_t k = b2s_utf8_seq(s + i, len - i);   /* 1 for ASCII */
     bool plain = k > 1 || (k == 1 && s[i] >= 0x20 && s[i] != 0x7f);
     if (o + (plain ? k : 4) >= cap)  /* room for the NUL, nothing cut */
       break;

@@ -168,5 +168,8 @@ int b2s_mp_put_map(b2s_mpbuf *b, uint32_t n);
 
 /* Whether s[0..n) is valid UTF-8 (no overlong forms, no surrogates). */
 bool b2s_utf8_valid(const uint8_t *s, size_t n);
+/* Length of the well-formed UTF-8 sequence at s (at most n bytes, n > 0):
+ * 1 for ASCII, 2-4 for a multi-byte one, 0 when there is none. */
+size_t b2s_utf8_seq(const uint8_t *s, size_t n);
 
 #endif
