@@ -163,18 +163,38 @@ static int open_existing(b2sd_stream *st, const b2s_fwriter_opts *opts) {
   return rc;
 }
 
+/* Rename from to `to`, never replacing what is there (EEXIST then). */
+static int rename_noreplace(const char *from, const char *to) {
+  if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+    return 0;
+  if (errno != EINVAL && errno != ENOSYS)
+    return -errno;
+  struct stat sb;   /* no RENAME_NOREPLACE on this file system */
+  if (lstat(to, &sb) == 0)
+    return -EEXIST;
+  return rename(from, to) < 0 ? -errno : 0;
+}
+
 /* A records frame whose data frame is gone (moved aside by an operator)
  * describes chunks that are not there: it goes aside too, renamed with a
- * ".orphan" suffix, so that the new data frame gets its own. */
+ * ".orphan" suffix (".orphan.N" when that is taken: an earlier orphan is
+ * never replaced), so that the new data frame gets its own. */
 static int orphan_records_aside(b2sd_stream *st) {
   char rpath[B2S_CONFIG_PATH_MAX], aside[B2S_CONFIG_PATH_MAX + 16];
   int rc = b2s_records_path(st->path, rpath, sizeof rpath);
   struct stat sb;
   if (rc < 0 || lstat(rpath, &sb) < 0)
     return 0;
-  snprintf(aside, sizeof aside, "%s.orphan", rpath);
-  if (rename(rpath, aside) < 0)
-    return -errno;
+  rc = -EEXIST;
+  for (int n = 0; rc == -EEXIST && n < 1000; n++) {
+    if (n == 0)
+      snprintf(aside, sizeof aside, "%s.orphan", rpath);
+    else
+      snprintf(aside, sizeof aside, "%s.orphan.%d", rpath, n);
+    rc = rename_noreplace(rpath, aside);
+  }
+  if (rc < 0)
+    return rc;
   LOG_W("stream %s: %s had no data frame; moved to %s", st->name, rpath,
         aside);
   return 0;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <zmq.h>
 
@@ -689,6 +690,57 @@ static void test_order_two_producers(void **state) {
   env_fini(&e);
 }
 
+/* ---- data frames moved aside ------------------------------------------------------ */
+
+/* Records in a frame of their own (its vlmetalayers and chunks), opened
+ * directly: the count of an orphan. */
+static int64_t orphan_count(const char *path) {
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  int64_t n = b2s_frame_nchunks(f);
+  b2s_frame_free(f);
+  return n;
+}
+
+/* The operator moves a stream's data frame aside, twice: each time the
+ * records frame left without its data goes aside as an orphan, and the
+ * second never replaces the first. */
+static void test_orphan_records_kept(void **state) {
+  (void)state;
+  env e;
+  env_up(&e, meta_config);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "orphan", &s), 0);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, "w", NULL, &p), 0);
+  uint8_t buf[LEN], u[16];
+  for (int i = 0; i < 3; i++) {
+    fill(buf, LEN, i);
+    b2sc_record r = record_of(i, u);
+    assert_int_equal(b2sc_send_rec(p, buf, LEN, &r, 5000), 0);
+  }
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  char path[400], moved[450], rpath[450], orphan[470], orphan1[470];
+  frame_path(&e, "w", path, sizeof path);
+  assert_true(b2s_records_path(path, rpath, sizeof rpath) > 0);
+  snprintf(orphan, sizeof orphan, "%s.orphan", rpath);
+  snprintf(orphan1, sizeof orphan1, "%s.orphan.1", rpath);
+  for (int round = 0; round < 2; round++) {
+    assert_int_equal(env_stop(&e, SIGTERM), 0);
+    snprintf(moved, sizeof moved, "%s.moved%d", path, round);
+    assert_int_equal(rename(path, moved), 0);
+    env_start(&e);
+  }
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  assert_int_equal(orphan_count(orphan), 3);   /* the first, intact */
+  assert_int_equal(orphan_count(orphan1), 0);  /* the new frame's, empty */
+  struct stat sb;
+  assert_int_equal(lstat(rpath, &sb), 0);      /* the current frame's */
+  env_fini(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_negotiation),
@@ -702,6 +754,7 @@ int main(void) {
       cmocka_unit_test(test_gaps_b2nd_rejected),
       cmocka_unit_test(test_order_window),
       cmocka_unit_test(test_order_two_producers),
+      cmocka_unit_test(test_orphan_records_kept),
   };
   return harness_run(tests);
 }
