@@ -435,9 +435,12 @@ static void test_socket_permission(void **state) {
       if (setgid(65534) < 0 || setuid(65534) < 0)
         _exit(3);
       if (cli) {                     /* the tool says why */
+        const char *tool = getenv("B2S_CLI");
+        /* 4: the build tree is private (a 0700 parent): not this user's */
+        if (tool == NULL || access(tool, X_OK) < 0)
+          _exit(4);
         int fd = open(out, O_WRONLY | O_TRUNC);
         dup2(fd, 2);
-        const char *tool = getenv("B2S_CLI");
         execl(tool, tool, "stats", "--endpoint", e.sock, (char *)NULL);
         _exit(127);
       }
@@ -450,6 +453,11 @@ static void test_socket_permission(void **state) {
     assert_true(WIFEXITED(st));
     if (WEXITSTATUS(st) == 3)        /* 3: cannot change user here */
       break;
+    if (WEXITSTATUS(st) == 4) {
+      print_message("the tool cannot run as another user from this build "
+                    "tree; its message is not checked here\n");
+      break;
+    }
     assert_int_equal(WEXITSTATUS(st), cli ? 1 : 0);
     if (cli) {
       char text[1024];
