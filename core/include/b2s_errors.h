@@ -81,7 +81,11 @@
   X(B2S_E_RECORD,       "malformed chunk record")                           \
   X(B2S_E_RECORD_USER,  "chunk record user part over 4 KiB or not a map or bytes") \
   X(B2S_E_PAIR,         "records frame does not match its data frame")      \
-  X(B2S_E_CHECKSUM,     "chunk checksum differs from its record")
+  X(B2S_E_CHECKSUM,     "chunk checksum differs from its record")           \
+  X(B2S_E_WRONG_RANK,   "frame number belongs to another rank of the cluster") \
+  X(B2S_E_NEED_FRAME,   "a distributed stream needs a frame number with every buffer") \
+  X(B2S_E_OBJ_CONFLICT, "stored object exists with different bytes")      \
+  X(B2S_E_STORE,        "object store unavailable or refused the request")
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,
