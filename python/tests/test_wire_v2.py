@@ -270,6 +270,17 @@ def test_new_error_codes_by_family():
     assert isinstance(errors.error_for(c["CHECKSUM"]), errors.FrameError)
 
 
+def test_cluster_error_codes_by_family():
+    c = errors.CODES
+    assert (c["WRONG_RANK"], c["NEED_FRAME"], c["OBJ_CONFLICT"], c["STORE"]) == (-931, -930, -929, -928)
+    for name, cls in (("WRONG_RANK", errors.ClusterError), ("NEED_FRAME", errors.ClusterError),
+                      ("OBJ_CONFLICT", errors.StoreError), ("STORE", errors.StoreError)):
+        e = errors.error_for(c[name], "x")
+        assert type(e) is cls and errors.code_name(e.code) == "B2S_E_" + name
+    assert isinstance(errors.error_for(c["WRONG_RANK"]), ValueError)
+    assert isinstance(errors.error_for(c["STORE"]), OSError)
+
+
 def test_error_names_match_the_c_library():
     from b2stream import _native
     try:
@@ -280,3 +291,4 @@ def test_error_names_match_the_c_library():
         assert _native.strerror(code) != _native.strerror(-12345), name
     assert "checksum" in _native.strerror(errors.CODES["CHECKSUM"])
     assert "late" in _native.strerror(errors.CODES["FRAME_LATE"])
+    assert "rank" in _native.strerror(errors.CODES["WRONG_RANK"])
