@@ -113,15 +113,21 @@ static size_t batch_ok(const uint8_t *buf, size_t len) {
 
 int kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
                 size_t *valid_end) {
-  size_t off = 0, blen;
+  size_t off = 0, end = 0;
   int rc = 0;
-  while (!rc && off < len && (blen = batch_ok(buf + off, len - off)) > 0) {
+  while (!rc && off < len) {
+    size_t blen = batch_ok(buf + off, len - off);
+    if (blen == 0) {   /* torn or damaged: the next batch starts later */
+      off++;
+      continue;
+    }
     if (cb)
       rc = payload_visit(buf + off + KVLOG_HEAD, cb, arg);
     off += blen;
+    end = off;
   }
   if (valid_end)
-    *valid_end = off;
+    *valid_end = end;
   return rc;
 }
 

@@ -11,8 +11,11 @@
  *
  * The trailer repeats plen so an appender can find and check the last
  * batch from the end of the file without reading the rest.  The reader
- * stops at the first batch that is incomplete, fails its checksum or does
- * not parse: everything from there on is a torn tail. */
+ * visits every batch that is complete, passes its checksum and parses,
+ * and skips whatever bytes do not (looking for the next magic): a torn
+ * tail, and bytes damaged in the middle (possible only on a power loss
+ * without B2S_SYNC_FULL, or a failing disk), which hide the batches they
+ * hit but never the later ones, so an append always becomes visible. */
 #ifndef B2S_STORE_KVLOG_H
 #define B2S_STORE_KVLOG_H
 
@@ -35,7 +38,8 @@ typedef int (*kvlog_entry_cb)(void *arg, const uint8_t *key, size_t klen,
 
 /* Visit the entries of every valid batch of buf in order (cb may be NULL;
  * a nonzero cb return stops the walk and is returned).  *valid_end gets
- * the length of the valid prefix.  Returns 0 (or cb's value). */
+ * the end of the last valid batch (0 when none): what follows is a torn
+ * tail an appender cuts.  Returns 0 (or cb's value). */
 int kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
                 size_t *valid_end);
 

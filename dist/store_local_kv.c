@@ -17,9 +17,9 @@
 
 #define LOG_MAX ((size_t)1 << 40)
 
-/* Length of the valid prefix of the log (size bytes): normally the whole
- * file, found by checking the last batch only; after a torn append, by
- * reading the log from the start. */
+/* Where the next batch goes in the log (size bytes): normally its end,
+ * found by checking the last batch only; after a torn append, the end of
+ * the last valid batch, found by reading the log from the start. */
 static int log_valid_end(store_local *ls, int fd, const char *rel,
                          uint64_t size, uint64_t *end) {
   uint8_t tail[KVLOG_TAIL], *buf;
