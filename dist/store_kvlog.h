@@ -43,9 +43,13 @@ typedef int (*kvlog_entry_cb)(void *arg, const uint8_t *key, size_t klen,
 int kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
                 size_t *valid_end);
 
-/* Length of the last batch when the len bytes ending at buf + len end
- * with a complete trailer; 0 otherwise.  The caller then checks that
- * batch with kvlog_parse. */
+/* Length of the complete, valid batch at the start of buf, or 0. */
+size_t kvlog_batch_len(const uint8_t *buf, size_t len);
+
+/* Length of the batch that ends at file_len, read from its trailer (the
+ * KVLOG_TAIL bytes before file_len), when the trailer is well formed and
+ * the batch fits; 0 otherwise.  The caller checks the batch itself with
+ * kvlog_batch_len. */
 size_t kvlog_last_batch_len(const uint8_t tail[KVLOG_TAIL], uint64_t file_len);
 
 #endif

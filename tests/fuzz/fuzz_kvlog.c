@@ -6,6 +6,7 @@
  * batches; the store must list no more keys than the parser sees; an
  * append must keep every valid batch byte for byte, cut only the invalid
  * tail, and be readable at once, next to everything seen before. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -106,6 +107,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       v[0] != 'v')
     abort();
   free(v);
+  /* a key no batch sets: the backward walk reaches the start, or the
+   * forward read does */
+  if (b2s_store_kv_get(store, "f", "zz.absent", &v, &vlen) != -ENOENT)
+    abort();
   free(after);
   free(in);
   return 0;
