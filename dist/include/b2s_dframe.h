@@ -13,7 +13,9 @@
  *   NAME.index         key log: "committed" -> decimal H (chunks 0..H-1 are
  *                      committed), "r.%016llx" -> record of chunk i (set in
  *                      the same batch that moves "committed" past i),
- *                      "series" -> the series map, "closed" -> "1" once the
+ *                      "s.<ns>.<tag>" -> one series update (the series
+ *                      map is their fold in key order, so concurrent
+ *                      merges never lose one), "closed" -> "1" once the
  *                      frame is finished
  * Chunk i is the frame number i: a chunk's place is fixed by its frame
  * number, never by arrival.  A frame missing for good becomes a gap chunk
@@ -87,8 +89,9 @@ int b2s_dframe_put_chunk(b2s_dframe *df, int64_t i, const void *chunk,
 
 /* Store a gap chunk at i with a gap record (B2S_RECORD_GAP | flags).
  * Returns 0 when the gap was stored, 1 when a chunk was already there
- * (a rank's, or a gap of an earlier committer; then real_record, when not
- * NULL, gets its stored record appended), or an error. */
+ * (a rank's, or a gap of an earlier committer), or an error.  On 0 and 1
+ * real_record, when not NULL, gets the record now stored at i appended
+ * (the gap's, or the chunk's that was there): what to commit at i. */
 int b2s_dframe_put_gap(b2s_dframe *df, int64_t i, uint32_t flags,
                        b2s_mpbuf *real_record);
 
@@ -117,15 +120,18 @@ int b2s_dframe_chunk_get(b2s_dframe *df, int64_t i, uint8_t **chunk,
                          size_t *cbytes);
 /* Committed record i, decoded (from the index). */
 int b2s_dframe_record_get(b2s_dframe *df, int64_t i, b2s_record *rec);
-/* Series map (0x80 when none), malloc'ed; set merges like
- * b2s_series_merge and is visible at once. */
+/* Series map (0x80 when none), malloc'ed; merge applies like
+ * b2s_series_merge, is visible at once, and is safe against other
+ * writers merging at the same time (an update is at most 64 KiB). */
 int b2s_dframe_series_get(b2s_dframe *df, uint8_t **map, size_t *len);
 int b2s_dframe_series_merge(b2s_dframe *df, const void *upd, size_t len);
 
 /* Write the committed chunks to a local frame at path (sparse directory or
  * contiguous file, which must not exist) with its records frame and the
  * series metadata, through the core frame writer: c-blosc2 and
- * python-blosc2 open it unchanged.  Returns the number of chunks. */
+ * python-blosc2 open it unchanged.  Returns the number of chunks.  A chunk
+ * whose checksum differs from its record stops it with B2S_E_CHECKSUM; a
+ * failed export leaves its partial frames for the caller to remove. */
 int64_t b2s_dframe_export(b2s_dframe *df, const char *path, bool sparse);
 
 #endif
