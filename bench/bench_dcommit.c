@@ -76,6 +76,20 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* A follower's refresh (committed and closed) at this size: mean of
+ * COMMITS calls, microseconds. */
+static double refresh_us(b2s_dframe *df) {
+  double t0 = now_s();
+  for (int c = 0; c < COMMITS; c++) {
+    int64_t h;
+    bool closed;
+    int rc = b2s_dframe_refresh(df, &h, &closed);
+    if (rc < 0)
+      die("refresh", rc);
+  }
+  return (now_s() - t0) / COMMITS * 1e6;
+}
+
 /* ROUNDS rounds of COMMITS commits of BATCH records; *h advances.  Returns
  * the median of the rounds' means (microseconds per commit). */
 static double measure(b2s_dframe *df, int64_t *h) {
@@ -95,8 +109,8 @@ static double measure(b2s_dframe *df, int64_t *h) {
     mean[r] = (now_s() - t0) / COMMITS * 1e6;
   }
   qsort(mean, ROUNDS, sizeof mean[0], cmp_double);
-  printf("  %9" PRId64 "  %10.1f  %10.1f  %10.1f\n", start, mean[0],
-         mean[ROUNDS / 2], mean[ROUNDS - 1]);
+  printf("  %9" PRId64 "  %10.1f  %10.1f  %10.1f  %10.1f\n", start, mean[0],
+         mean[ROUNDS / 2], mean[ROUNDS - 1], refresh_us(df));
   fflush(stdout);
   return mean[ROUNDS / 2];
 }
@@ -112,7 +126,8 @@ static void run(b2s_store *s, const char *what) {
   if (rc < 0)
     die("create", rc);
   printf("%s, commits of %d records (mean per commit over %d commits, "
-         "%d rounds)\n  committed      min us   median us      max us\n",
+         "%d rounds; a reader's refresh, mean)\n"
+         "  committed      min us   median us      max us  refresh us\n",
          what, BATCH, COMMITS, ROUNDS);
   int64_t h = 0;
   double med[NLEVELS];

@@ -39,26 +39,38 @@ static void rec_key(int64_t i, char out[REC_KEY_LEN + 1]) {
 typedef struct head {
   int64_t committed;
   bool closed;
-  int rc;
 } head;
 
-static int head_cb(void *arg, const char *key, const void *val, size_t len) {
-  head *h = arg;
-  if (strcmp(key, KEY_CLOSED) == 0)
-    h->closed = len == 1 && *(const uint8_t *)val == '1';
-  else if (strcmp(key, KEY_COMMITTED) == 0)
-    h->rc = b2s_dframe_parse_count(val, len, &h->committed);
-  return 0;
+/* One key by kv_get: absent is fine (nothing committed, not closed). */
+static int get_key(b2s_dframe *df, const char *key, uint8_t **v,
+                   size_t *len) {
+  int rc = b2s_store_kv_get(df->s, df->index_obj, key, v, len);
+  if (rc == -ENOENT) {
+    *v = NULL;
+    *len = 0;
+    return 0;
+  }
+  return rc;
 }
 
-/* "closed" and "committed" sort before every other key: one listing of
- * the first two keys reads both. */
+/* Two kv_gets rather than a listing: every commit batch carries both
+ * keys, so each is found in the newest batches (the local store reads its
+ * log from the end) and a refresh costs the same at any chunk count. */
 static int read_head(b2s_dframe *df, head *h) {
   *h = (head){0};
-  int rc = b2s_store_kv_list(df->s, df->index_obj, NULL, 2, head_cb, h);
-  if (rc == -ENOENT)
-    return 0;                          /* no key log yet: nothing committed */
-  return rc < 0 ? rc : h->rc;
+  uint8_t *v = NULL;
+  size_t len = 0;
+  int rc = get_key(df, KEY_COMMITTED, &v, &len);
+  if (rc == 0 && v != NULL)
+    rc = b2s_dframe_parse_count(v, len, &h->committed);
+  free(v);
+  v = NULL;
+  if (rc == 0)
+    rc = get_key(df, KEY_CLOSED, &v, &len);
+  if (rc == 0)
+    h->closed = len == 1 && v[0] == '1';
+  free(v);
+  return rc;
 }
 
 int b2s_dframe_refresh(b2s_dframe *df, int64_t *committed, bool *closed) {
@@ -91,7 +103,10 @@ int b2s_dframe_close_mark(b2s_dframe *df) {
   if (df == NULL)
     return B2S_E_ARG;
   b2s_kv kv = {KEY_CLOSED, "1", 1};
-  return b2s_store_kv_set(df->s, df->index_obj, &kv, 1);
+  int rc = b2s_store_kv_set(df->s, df->index_obj, &kv, 1);
+  if (rc == 0)
+    df->closed = true;              /* later commit batches repeat it */
+  return rc;
 }
 
 /* ---- commits ------------------------------------------------------------ */
@@ -106,10 +121,11 @@ static int check_record(int64_t i, const uint8_t *rec, size_t len) {
   return 0;
 }
 
-/* One batch: n record keys and "committed". */
+/* One batch: n record keys, "committed" and "closed" (repeated so that
+ * read_head finds both near the end of the log). */
 static int commit_batch(b2s_dframe *df, int64_t h, int64_t n,
                         const uint8_t *const *recs, const size_t *lens) {
-  b2s_kv *kv = malloc((size_t)(n + 1) * sizeof *kv);
+  b2s_kv *kv = malloc((size_t)(n + 2) * sizeof *kv);
   char (*keys)[REC_KEY_LEN + 1] = malloc((size_t)n * sizeof *keys);
   if (kv == NULL || keys == NULL) {
     free(kv);
@@ -125,8 +141,9 @@ static int commit_batch(b2s_dframe *df, int64_t h, int64_t n,
   char count[24];
   snprintf(count, sizeof count, "%" PRId64, h + n);
   kv[n] = (b2s_kv){KEY_COMMITTED, count, strlen(count)};
+  kv[n + 1] = (b2s_kv){KEY_CLOSED, df->closed ? "1" : "0", 1};
   if (rc == 0)
-    rc = b2s_store_kv_set(df->s, df->index_obj, kv, (size_t)n + 1);
+    rc = b2s_store_kv_set(df->s, df->index_obj, kv, (size_t)n + 2);
   free(kv);
   free(keys);
   return rc;
