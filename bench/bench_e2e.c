@@ -168,7 +168,8 @@ typedef struct row {
   double rmin, rmed, rmax;  /* per-round ratios to the baseline */
   char target[16];          /* e.g. ">= 0.80", "<= 1000"; "" when none */
   double limit;
-  int cmp;                  /* +1: ratio >= limit, -1: value <= limit */
+  int cmp;                  /* +1: ratio >= limit, -1: value <= limit,
+                               -2: ratio <= limit */
 } row;
 
 static row rows[MAX_ROWS];
@@ -227,12 +228,13 @@ static void row_target(row *r, int cmp, double limit) {
     return;
   r->cmp = cmp;
   r->limit = limit;
-  snprintf(r->target, sizeof r->target, cmp > 0 ? "ratio>=%.2f" : "<=%.0f",
+  snprintf(r->target, sizeof r->target,
+           cmp > 0 ? "ratio>=%.2f" : cmp == -2 ? "ratio<=%.2f" : "<=%.0f",
            limit);
 }
 
 static void table_print(void) {
-  printf("\n%-34s %10s %-5s  %-24s %10s %21s  %-11s %s\n", "figure", "value",
+  printf("\n%-38s %10s %-5s  %-24s %10s %21s  %-11s %s\n", "figure", "value",
          "unit", "baseline", "base", "ratio min/med/max", "target", "met?");
   for (int i = 0; i < nrows; i++) {
     const row *r = &rows[i];
@@ -244,9 +246,11 @@ static void table_print(void) {
     }
     if (r->cmp > 0)
       snprintf(met, sizeof met, "%s", q >= r->limit ? "yes" : "NO");
+    else if (r->cmp == -2)
+      snprintf(met, sizeof met, "%s", q <= r->limit ? "yes" : "NO");
     else if (r->cmp < 0)
       snprintf(met, sizeof met, "%s", r->value <= r->limit ? "yes" : "NO");
-    printf("%-34s %10.3f %-5s  %-24s %10s %21s  %-11s %s\n", r->figure,
+    printf("%-38s %10.3f %-5s  %-24s %10s %21s  %-11s %s\n", r->figure,
            r->value, r->unit, r->base, base, ratio, r->target, met);
   }
 }
@@ -352,8 +356,30 @@ static int cpu_kind(const char *comm) {
   return CPU_OTHER;
 }
 
-static void cpu_sample(pid_t pid, double out[CPU_KINDS]) {
+/* One thread's CPU seconds (schedstat: time on a CPU) and minor faults
+ * (stat field 10, after the parenthesised name, which may hold spaces). */
+static void task_sample(const char *task, double *cpu, double *minflt) {
+  char f[700];
+  unsigned long long ns = 0, flt = 0;
+  snprintf(f, sizeof f, "%s/schedstat", task);
+  FILE *fp = fopen(f, "r");
+  if (fp && fscanf(fp, "%llu", &ns) == 1)
+    *cpu += (double)ns * 1e-9;
+  if (fp)
+    fclose(fp);
+  char line[1024];
+  snprintf(f, sizeof f, "%s/stat", task);
+  if ((fp = fopen(f, "r")) == NULL)
+    return;
+  const char *p = fgets(line, sizeof line, fp) ? strrchr(line, ')') : NULL;
+  if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu", &flt) == 1)
+    *minflt += (double)flt;
+  fclose(fp);
+}
+
+static void cpu_sample(pid_t pid, double out[CPU_KINDS], double flt[CPU_KINDS]) {
   memset(out, 0, CPU_KINDS * sizeof *out);
+  memset(flt, 0, CPU_KINDS * sizeof *flt);
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
   DIR *d = opendir(path);
@@ -362,36 +388,34 @@ static void cpu_sample(pid_t pid, double out[CPU_KINDS]) {
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
     if (e->d_name[0] == '.')
       continue;
-    char f[400], comm[32] = "";
-    unsigned long long ns = 0;
-    snprintf(f, sizeof f, "%s/%s/comm", path, e->d_name);
+    char f[700], task[340], comm[32] = "";
+    snprintf(task, sizeof task, "%s/%s", path, e->d_name);
+    snprintf(f, sizeof f, "%s/comm", task);
     FILE *fp = fopen(f, "r");
     if (fp == NULL || fscanf(fp, "%31s", comm) != 1)
       comm[0] = '\0';
     if (fp)
       fclose(fp);
-    snprintf(f, sizeof f, "%s/%s/schedstat", path, e->d_name);
-    if ((fp = fopen(f, "r")) == NULL)
-      continue;
-    if (fscanf(fp, "%llu", &ns) == 1)
-      out[cpu_kind(comm)] += (double)ns * 1e-9;
-    fclose(fp);
+    int k = cpu_kind(comm);
+    task_sample(task, &out[k], &flt[k]);
   }
   closedir(d);
 }
 
 typedef struct cpu_use {
   double daemon[CPU_KINDS], self[CPU_KINDS];
+  double daemon_flt[CPU_KINDS], self_flt[CPU_KINDS];
 } cpu_use;
 
 static void cpu_use_begin(cpu_use *c, pid_t daemon) {
-  cpu_sample(daemon, c->daemon);
-  cpu_sample(getpid(), c->self);
+  cpu_sample(daemon, c->daemon, c->daemon_flt);
+  cpu_sample(getpid(), c->self, c->self_flt);
 }
 
-/* Print CPU seconds per GB of input since cpu_use_begin. */
-static void cpu_use_print(const char *label, const cpu_use *c0, pid_t daemon,
-                          size_t bytes, uint64_t ns) {
+/* Print CPU seconds per GB of input since cpu_use_begin; returns the
+ * workers' (0 without a daemon). */
+static double cpu_use_print(const char *label, const cpu_use *c0, pid_t daemon,
+                            size_t bytes, uint64_t ns) {
   cpu_use c;
   cpu_use_begin(&c, daemon);
   double gb = (double)bytes / 1e9, d[CPU_KINDS], s[CPU_KINDS];
@@ -401,14 +425,16 @@ static void cpu_use_print(const char *label, const cpu_use *c0, pid_t daemon,
   }
   if (daemon > 0)
     printf("  %s: %.3f GB/s; CPU s per GB of input: daemon I/O loop %.3f, "
-           "zmq I/O %.3f, workers %.3f, writer %.3f; bench %.3f, its zmq "
-           "I/O %.3f\n",
+           "zmq I/O %.3f, workers %.3f (%.0f minor faults), writer %.3f; "
+           "bench %.3f, its zmq I/O %.3f\n",
            label, gb / ((double)ns * 1e-9), d[CPU_MAIN], d[CPU_ZMQ],
-           d[CPU_WORK], d[CPU_WRITER], s[CPU_MAIN], s[CPU_ZMQ]);
+           d[CPU_WORK], c.daemon_flt[CPU_WORK] - c0->daemon_flt[CPU_WORK],
+           d[CPU_WRITER], s[CPU_MAIN], s[CPU_ZMQ]);
   else
     printf("  %s: %.3f GB/s; CPU s per GB: bench threads %.3f, zmq I/O "
            "%.3f\n", label, gb / ((double)ns * 1e-9), s[CPU_MAIN], s[CPU_ZMQ]);
   fflush(stdout);
+  return daemon > 0 ? d[CPU_WORK] : 0;
 }
 
 /* ---- baseline A: in-process compression --------------------------------------- */
@@ -419,8 +445,15 @@ typedef struct comp_arg {
   long first, step, count;
   pthread_barrier_t *start;
   size_t cbytes;
+  double cpu;                     /* thread CPU seconds of the timed part */
   int rc;
 } comp_arg;
+
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void *comp_main(void *arg) {
   comp_arg *a = arg;
@@ -433,6 +466,7 @@ static void *comp_main(void *arg) {
     a->rc = b2s_compress(ctx, a->cp, a->d->buf[0], (int32_t)a->d->size, dst,
                          cap) < 0 ? B2S_E_COMPRESS : 0;
   pthread_barrier_wait(a->start);
+  double c0 = thread_cpu_s();
   for (long i = a->first; a->rc == 0 && i < a->count; i += a->step) {
     int n = b2s_compress(ctx, a->cp, a->d->buf[i % NFRAMES],
                          (int32_t)a->d->size, dst, cap);
@@ -441,15 +475,18 @@ static void *comp_main(void *arg) {
     else
       a->cbytes += (size_t)n;
   }
+  a->cpu = thread_cpu_s() - c0;
   pthread_barrier_wait(a->start);
   free(dst);
   b2s_ctx_free(ctx);
   return NULL;
 }
 
-/* GB/s of input; *ratio gets nbytes / cbytes. */
+/* GB/s of input; *ratio gets nbytes / cbytes, *cpu_gb the threads' CPU
+ * seconds per GB of input (what the daemon's workers are held to). */
 static double bench_compress(const dataset *d, const b2s_cparams *cp,
-                             int nthreads, long count, double *ratio) {
+                             int nthreads, long count, double *ratio,
+                             double *cpu_gb) {
   pthread_t th[256];
   comp_arg a[256];
   pthread_barrier_t bar;
@@ -465,9 +502,11 @@ static double bench_compress(const dataset *d, const b2s_cparams *cp,
   uint64_t dt = now_ns() - t0;
   size_t cbytes = 0;
   int rc = 0;
+  double cpu = 0;
   for (int t = 0; t < nthreads; t++) {
     pthread_join(th[t], NULL);
     cbytes += a[t].cbytes;
+    cpu += a[t].cpu;
     if (a[t].rc < 0)
       rc = a[t].rc;
   }
@@ -477,6 +516,7 @@ static double bench_compress(const dataset *d, const b2s_cparams *cp,
     return 0;
   }
   *ratio = cbytes ? (double)d->size * (double)count / (double)cbytes : 0;
+  *cpu_gb = cpu / ((double)d->size * (double)count / 1e9);
   return gbps(d->size * (size_t)count, dt);
 }
 
@@ -856,7 +896,7 @@ static int send_all(b2sc_producer *p, int via, const dataset *d, long count,
  * (written).  Returns the ns of the timed part, or a negative code. */
 static int64_t e2e_pass(b2sc_session *s, const char *stream, int via,
                         const dataset *d, long warm, long count,
-                        shm_fill *fill, uint32_t nslots) {
+                        shm_fill *fill, uint32_t nslots, double *wcpu) {
   b2sc_producer *p;
   int rc = b2sc_producer_open(s, stream, NULL, &p);
   if (rc < 0)
@@ -886,20 +926,22 @@ static int64_t e2e_pass(b2sc_session *s, const char *stream, int via,
                   st.rejected))
     rc = B2S_E_DROPPED;
   if (rc == 0)
-    cpu_use_print(via_shm(via) ? (via_rec(via) ? "e2e shm+records" : "e2e shm")
+    *wcpu = cpu_use_print(via_shm(via) ? (via_rec(via) ? "e2e shm+records" : "e2e shm")
                                : (via_rec(via) ? "e2e zmq+records" : "e2e zmq"),
                   &cu, daemon_pid,
                   d->size * (size_t)count, dt);
   return rc < 0 ? rc : (int64_t)dt;
 }
 
-/* Returns GB/s, or -1 after printing why not. */
+/* Returns GB/s, or -1 after printing why not; *wcpu gets the workers' CPU
+ * seconds per GB of input. */
 static double bench_e2e(b2sc_session *s, const char *stream, int via,
-                        const dataset *d, long count, const opts *o) {
+                        const dataset *d, long count, const opts *o,
+                        double *wcpu) {
   shm_fill fill = {.copy_always = o->shm_copy};
   uint32_t nslots = (uint32_t)(o->window + o->workers + 2);
   long warm = count / 8 < 2L * o->window ? count / 8 : 2L * o->window;
-  int64_t rc = e2e_pass(s, stream, via, d, warm, count, &fill, nslots);
+  int64_t rc = e2e_pass(s, stream, via, d, warm, count, &fill, nslots, wcpu);
   if (rc == -EOPNOTSUPP && via_shm(via)) {
     printf("  shm: not offered by this daemon\n");
     return -1;
@@ -975,7 +1017,7 @@ static double bench_e2e_followed(b2sc_session *s, const char *endpoint,
     for (int i = 0; i < nf; i++)
       ok &= f[i].rc == 0;
     if (ok)
-      v = bench_e2e(s, stream, VIA_ZMQ, d, count, o);
+      v = bench_e2e(s, stream, VIA_ZMQ, d, count, o, &(double){0});
   }
   atomic_store(&stop, true);
   for (int i = 0; i < started; i++)
@@ -1245,6 +1287,8 @@ typedef struct rounds {
   double comp[MAX_REPEAT], ratio[MAX_REPEAT], raw[MAX_REPEAT], rawtcp[MAX_REPEAT];
   double disk[MAX_REPEAT], ceiling[MAX_REPEAT], ez[MAX_REPEAT], es[MAX_REPEAT];
   double ef[MAX_REPEAT], ezr[MAX_REPEAT], esr[MAX_REPEAT];
+  /* CPU seconds per GB of input: in-process threads, the daemon's workers */
+  double comp_cpu[MAX_REPEAT], ez_cpu[MAX_REPEAT], es_cpu[MAX_REPEAT];
   bool ez_failed, es_failed, ef_failed, ezr_failed, esr_failed;
 } rounds;
 
@@ -1257,7 +1301,7 @@ static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
   double v, q = 0;
   int k = i < 0 ? 0 : i;
   if (ph == PH_COMPRESS && phase_on(o, "compress")) {
-    v = bench_compress(d, cp, o->workers, count, &q);
+    v = bench_compress(d, cp, o->workers, count, &q, &R->comp_cpu[k]);
     R->comp[k] = v, R->ratio[k] = q;
   } else if (ph == PH_RAW && phase_on(o, "raw")) {
     R->raw[k] = bench_raw(d, ep, count, o->window);
@@ -1265,11 +1309,11 @@ static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
   } else if (ph == PH_DISK && phase_on(o, "disk")) {
     R->disk[k] = bench_disk(dp->dir, (size_t)4 << 20, (size_t)count * d->size / 2);
   } else if (ph == PH_ZMQ && !R->ez_failed && phase_on(o, "zmq")) {
-    R->ez[k] = bench_e2e(s, "zmq", VIA_ZMQ, d, count, o);
+    R->ez[k] = bench_e2e(s, "zmq", VIA_ZMQ, d, count, o, &R->ez_cpu[k]);
     R->ez_failed = R->ez[k] < 0;
     /* right after the plain pass: the cost of a record per buffer */
     if (o->records && !R->ez_failed && !R->ezr_failed) {
-      R->ezr[k] = bench_e2e(s, "zmq", VIA_ZMQ_REC, d, count, o);
+      R->ezr[k] = bench_e2e(s, "zmq", VIA_ZMQ_REC, d, count, o, &(double){0});
       R->ezr_failed = R->ezr[k] < 0;
     }
     /* right after a plain zmq pass, so both see the same conditions */
@@ -1278,10 +1322,10 @@ static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
       R->ef_failed = R->ef[k] < 0;
     }
   } else if (ph == PH_SHM && !R->es_failed && phase_on(o, "shm")) {
-    R->es[k] = bench_e2e(s, "shm", VIA_SHM, d, count, o);
+    R->es[k] = bench_e2e(s, "shm", VIA_SHM, d, count, o, &R->es_cpu[k]);
     R->es_failed = R->es[k] < 0;
     if (o->records && !R->es_failed && !R->esr_failed) {
-      R->esr[k] = bench_e2e(s, "shm", VIA_SHM_REC, d, count, o);
+      R->esr[k] = bench_e2e(s, "shm", VIA_SHM_REC, d, count, o, &(double){0});
       R->esr_failed = R->esr[k] < 0;
     }
   }
@@ -1335,6 +1379,24 @@ static void report_records(const opts *o, const char *sz, const rounds *R,
   }
 }
 
+/* The daemon's workers against in-process compression, CPU seconds per GB
+ * of the same input, per round: the service's overhead on the compressing
+ * threads (target: at most 10% more). */
+static void report_worker_cpu(const opts *o, const char *sz, const rounds *R) {
+  char label[80];
+  snprintf(label, sizeof label, "[%s] in-process CPU per GB", sz);
+  row_median(label, R->comp_cpu, o->repeat, "s/GB");
+  static const char *const via[] = {"zmq", "shm"};
+  const double *v[] = {R->ez_cpu, R->es_cpu};
+  for (int t = 0; t < 2; t++) {
+    snprintf(label, sizeof label, "[%s] workers CPU per GB, e2e %s", sz, via[t]);
+    row *r = row_median(label, v[t], o->repeat, "s/GB");
+    row_base(r, "in-process CPU per GB", v[t], R->comp_cpu, o->repeat);
+    if (r && r->base[0])
+      row_target(r, -2, 1.1);
+  }
+}
+
 static void report_size(const opts *o, const char *sz, const rounds *R,
                         size_t size) {
   char label[80];
@@ -1371,6 +1433,7 @@ static void report_size(const opts *o, const char *sz, const rounds *R,
     row_base(row_median(label, R->es, n, "GB/s"), "disk x compression ratio", R->es,
              R->ceiling, n);
   }
+  report_worker_cpu(o, sz, R);
   snprintf(label, sizeof label, "[%s] e2e zmq, %d followers", sz, o->followers);
   r = row_median(label, R->ef, n, "GB/s");
   if (r) {
