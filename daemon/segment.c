@@ -9,12 +9,18 @@
  * and releases it. */
 #define _GNU_SOURCE
 #include "segment.h"
+#include "chunkpool.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23    /* Linux 5.14 */
+#endif
 
 /* Segment names: "/b2s-d-<daemon pid>-<n>"; b2s_shm_cleanup_stale removes
  * those of daemons that no longer run. */
@@ -25,7 +31,8 @@ int64_t b2sd_memory_room(b2sd_server *srv) {
    * fetch_add/fetch_sub below and in stream.c */
   return srv->dcfg.memory_limit -
          atomic_load_explicit(&srv->shm_bytes, memory_order_relaxed) -
-         atomic_load_explicit(&srv->stage_bytes, memory_order_relaxed);
+         atomic_load_explicit(&srv->stage_bytes, memory_order_relaxed) -
+         b2sd_chunkpool_idle_bytes(srv->chunks);
 }
 
 void b2sd_seg_ref(b2sd_seg *g) {
@@ -90,19 +97,42 @@ static int seg_geometry(uint32_t want, size_t slot_size, int64_t room,
   return rc;
 }
 
+/* Map every slot page into the daemon now.  Otherwise a worker takes a
+ * page fault per 4 KiB the first time it reads each slot, on the hot path
+ * and in its CPU time; here it is paid once per segment, by the I/O
+ * thread.  The pages count in memory_limit already.  Best effort: an older
+ * kernel without MADV_POPULATE_WRITE leaves them to the workers. */
+static void seg_prefault(b2s_shm *shm) {
+  uint32_t n = b2s_shm_nslots(shm);
+  size_t size = b2s_shm_slot_size(shm);
+  for (uint32_t i = 0; i < n; i++)
+    if (madvise(b2s_shm_slot_ptr(shm, i), size, MADV_POPULATE_WRITE) < 0)
+      return;
+}
+
+/* Memory a new segment may take: what buffers in flight leave. */
+static int64_t seg_room(b2sd_server *srv) {
+  /* relaxed: an approximate bound, as in b2sd_buffer_accept; pairs with
+   * the fetch_add there and the fetch_subs of b2sd_job_free and
+   * b2sd_chunk_done */
+  return b2sd_memory_room(srv) -
+         atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
+}
+
 int b2sd_seg_new(b2sd_server *srv, uint32_t want, size_t slot_size,
                    b2sd_seg **out) {
   b2sd_seg *g = calloc(1, sizeof *g);
   if (!g)
     return B2S_E_NOMEM;
   uint32_t limit = (uint32_t)srv->dcfg.shm.slots;
-  /* relaxed: an approximate bound, as in b2sd_buffer_accept; pairs with
-   * the fetch_add there and the fetch_subs of b2sd_job_free and
-   * b2sd_chunk_done */
-  int64_t room = b2sd_memory_room(srv) -
-                 atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
+  want = want < limit ? want : limit;
   b2s_shm_geometry geo;
-  int rc = seg_geometry(want < limit ? want : limit, slot_size, room, &geo);
+  int rc = seg_geometry(want, slot_size, seg_room(srv), &geo);
+  if ((rc < 0 || geo.nslots < want) &&
+      b2sd_chunkpool_idle_bytes(srv->chunks) > 0) {
+    b2sd_chunkpool_trim(srv->chunks);   /* idle buffers give way */
+    rc = seg_geometry(want, slot_size, seg_room(srv), &geo);
+  }
   char name[B2S_SHM_NAME_MAX + 1];
   g->id = ++srv->next_seg_id;
   if (rc == 0)
@@ -111,6 +141,8 @@ int b2sd_seg_new(b2sd_server *srv, uint32_t want, size_t slot_size,
     rc = b2s_shm_create(name, geo.nslots, slot_size, geo.total_size, &g->shm);
   if (rc >= 0 && (rc = b2sd_access_segment(srv, g->shm)) < 0)
     b2s_shm_destroy(g->shm);
+  else if (rc >= 0)
+    seg_prefault(g->shm);
   if (rc < 0) {
     free(g);
     return rc;
