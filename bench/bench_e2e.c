@@ -12,6 +12,7 @@
  *                compression ratio, the input rate the disk can take;
  *   e2e zmq    - b2sc_send_zc through the daemon, timed until every buffer
  *                is acknowledged at level written (CLOSED of the handle);
+ *                with --zmq-copy b2sc_send, which copies each buffer;
  *   e2e shm    - b2sc_shm_acquire / fill / b2sc_shm_submit, same end point;
  *   records    - with --records, e2e zmq and e2e shm again right after
  *                each, every buffer with a record (frame number,
@@ -45,7 +46,7 @@
  *             [--filter shuffle|bitshuffle|none] [--data detector|counting]
  *             [--window N] [--group N]
  *             [--lat-count N] [--lat-size BYTES] [--lat-interval-us N]
- *             [--followers N] [--shm-copy] [--records]
+ *             [--followers N] [--shm-copy] [--records] [--zmq-copy]
  *             [--phases compress,raw,disk,zmq,shm,follow,lat]
  *             [--daemon PATH] [--dir DIR] [--keep] */
 #define _GNU_SOURCE
@@ -106,6 +107,7 @@ typedef struct opts {
   int followers;                  /* consumers of the follow phase */
   bool shm_copy;                  /* copy every buffer into its slot */
   bool records;                   /* also e2e with a record per buffer */
+  bool zmq_copy;                  /* e2e zmq with b2sc_send (a copy) */
   const char *phases;
   const char *daemon;
   const char *dir;
@@ -426,10 +428,12 @@ static double cpu_use_print(const char *label, const cpu_use *c0, pid_t daemon,
   if (daemon > 0)
     printf("  %s: %.3f GB/s; CPU s per GB of input: daemon I/O loop %.3f, "
            "zmq I/O %.3f, workers %.3f (%.0f minor faults), writer %.3f; "
-           "bench %.3f, its zmq I/O %.3f\n",
+           "bench %.3f, its zmq I/O %.3f (%.0f minor faults)\n",
            label, gb / ((double)ns * 1e-9), d[CPU_MAIN], d[CPU_ZMQ],
            d[CPU_WORK], c.daemon_flt[CPU_WORK] - c0->daemon_flt[CPU_WORK],
-           d[CPU_WRITER], s[CPU_MAIN], s[CPU_ZMQ]);
+           d[CPU_WRITER], s[CPU_MAIN], s[CPU_ZMQ],
+           c.self_flt[CPU_MAIN] + c.self_flt[CPU_ZMQ] -
+               c0->self_flt[CPU_MAIN] - c0->self_flt[CPU_ZMQ]);
   else
     printf("  %s: %.3f GB/s; CPU s per GB: bench threads %.3f, zmq I/O "
            "%.3f\n", label, gb / ((double)ns * 1e-9), s[CPU_MAIN], s[CPU_ZMQ]);
@@ -823,7 +827,11 @@ static b2sc_record bench_record(long i) {
   return r;
 }
 
+static bool zmq_copy;               /* --zmq-copy */
+
 static int zmq_send_one(b2sc_producer *p, const dataset *d, long i, bool rec) {
+  if (zmq_copy && !rec)
+    return b2sc_send(p, d->buf[i % NFRAMES], d->size, WAIT_MS);
   if (!rec)
     return b2sc_send_zc(p, d->buf[i % NFRAMES], d->size, NULL, NULL);
   b2sc_record r = bench_record(i);
@@ -1499,7 +1507,7 @@ static void usage(FILE *f) {
           "                 [--window N] [--group N] [--lat-count N] "
           "[--lat-size BYTES]\n"
           "                 [--lat-interval-us N] [--followers N] "
-          "[--shm-copy] [--records]\n"
+          "[--shm-copy] [--records] [--zmq-copy]\n"
           "                 [--phases compress,raw,disk,zmq,shm,follow,lat]\n"
           "                 [--daemon PATH] [--dir DIR] [--keep]\n");
 }
@@ -1522,7 +1530,7 @@ static int parse_args(opts *o, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     bool flag = strcmp(a, "--shm-copy") == 0 || strcmp(a, "--keep") == 0 ||
-                strcmp(a, "--records") == 0;
+                strcmp(a, "--records") == 0 || strcmp(a, "--zmq-copy") == 0;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       exit(0);
@@ -1549,6 +1557,7 @@ static int parse_args(opts *o, int argc, char **argv) {
     else if (strcmp(a, "--shm-copy") == 0) o->shm_copy = true;
     else if (strcmp(a, "--keep") == 0) o->keep = true;
     else if (strcmp(a, "--records") == 0) o->records = true;
+    else if (strcmp(a, "--zmq-copy") == 0) o->zmq_copy = true;
     else return -1;
     if (!flag)
       i++;
@@ -1615,15 +1624,20 @@ int main(int argc, char **argv) {
     return 2;
   }
   /* the raw zmq receiver gets the allocator settings b2streamd uses for
-   * its messages (daemon/main.c), so transport is compared like for like */
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+   * its messages (daemon/main.c), so transport is compared like for like;
+   * not with --zmq-copy, which measures b2sc_send's copies under the
+   * allocator a producer program has */
+  if (!o.zmq_copy) {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  }
   char found[PATH_MAX + 32];
   const char *daemon = daemon_locate(o.daemon, found, sizeof found);
   if (daemon == NULL) {
     fprintf(stderr, "b2streamd not found; pass --daemon PATH\n");
     return 2;
   }
+  zmq_copy = o.zmq_copy;
   signal(SIGPIPE, SIG_IGN);
   atexit(daemon_kill_at_exit);
   daemon_proc dp = {0};
