@@ -47,6 +47,15 @@ void b2sd_chunkpool_free(b2sd_chunkpool *cp) {
   free(cp);
 }
 
+void b2sd_chunkpool_set_max(b2sd_chunkpool *cp, int64_t max_bytes) {
+  pthread_mutex_lock(&cp->lock);
+  cp->max_bytes = max_bytes;
+  bool over = b2sd_chunkpool_idle_bytes(cp) > max_bytes;
+  pthread_mutex_unlock(&cp->lock);
+  if (over)
+    b2sd_chunkpool_trim(cp);
+}
+
 int64_t b2sd_chunkpool_idle_bytes(b2sd_chunkpool *cp) {
   /* relaxed: an approximate bound, like inflight_bytes; pairs with the
    * stores in idle_add */

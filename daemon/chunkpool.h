@@ -18,6 +18,8 @@ void b2sd_chunkpool_free(b2sd_chunkpool *cp);
  * new one; NULL when out of memory.  Its bytes are not counted here: the
  * caller adds c->cap to inflight_bytes. */
 b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap);
+/* A new budget (memory_limit reloaded); idle buffers over it are freed. */
+void b2sd_chunkpool_set_max(b2sd_chunkpool *cp, int64_t max_bytes);
 /* Free the idle buffers (a stream stopped, a segment needs the room). */
 void b2sd_chunkpool_trim(b2sd_chunkpool *cp);
 /* Bytes of the idle buffers, which count in b2sd_memory_room; any thread,

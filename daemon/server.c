@@ -470,6 +470,7 @@ static void reload(b2sd_server *srv) {
     LOG_W("reload: listen, data_dir and workers apply after a restart");
   b2sd_auth_reload(srv->auth, &srv->dcfg, d);
   srv->dcfg.memory_limit = d->memory_limit;
+  b2sd_chunkpool_set_max(srv->chunks, d->memory_limit / 4);
   srv->dcfg.max_sessions = d->max_sessions;
   srv->dcfg.max_streams = d->max_streams;
   if (d->max_buffer > srv->max_message) {
