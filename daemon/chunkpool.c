@@ -8,10 +8,11 @@
  * (a commit, a slow disk, two cores shared by workers and writers) holds
  * back up to memory_limit of them, and a pool of a few buffers then frees
  * most of them when the writer catches up, to fault them in again on the
- * next swing.  So the pool keeps idle buffers up to a byte budget (a share
- * of memory_limit, set by the server), and those idle bytes count in
- * b2sd_memory_room like the other held memory: idle plus in flight stays
- * within memory_limit. */
+ * next swing.  So the pool keeps idle buffers up to a byte budget (a
+ * quarter of memory_limit, set by the server), held beside memory_limit
+ * as the chunks read for consumers are: counted in it, idle buffers would
+ * compete with the buffers they are there to serve, and either block
+ * credits or be freed again under exactly the load they are for. */
 #define _GNU_SOURCE
 #include "chunkpool.h"
 #include "segment.h"
@@ -57,8 +58,8 @@ void b2sd_chunkpool_set_max(b2sd_chunkpool *cp, int64_t max_bytes) {
 }
 
 int64_t b2sd_chunkpool_idle_bytes(b2sd_chunkpool *cp) {
-  /* relaxed: an approximate bound, like inflight_bytes; pairs with the
-   * stores in idle_add */
+  /* relaxed: a figure for statistics and the budget (read under the lock
+   * there); pairs with the stores in idle_add */
   return cp ? atomic_load_explicit(&cp->idle, memory_order_relaxed) : 0;
 }
 

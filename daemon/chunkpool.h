@@ -20,10 +20,9 @@ void b2sd_chunkpool_free(b2sd_chunkpool *cp);
 b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap);
 /* A new budget (memory_limit reloaded); idle buffers over it are freed. */
 void b2sd_chunkpool_set_max(b2sd_chunkpool *cp, int64_t max_bytes);
-/* Free the idle buffers (a stream stopped, a segment needs the room). */
+/* Free the idle buffers (a stream stopped). */
 void b2sd_chunkpool_trim(b2sd_chunkpool *cp);
-/* Bytes of the idle buffers, which count in b2sd_memory_room; any thread,
- * approximate as inflight_bytes is; 0 for NULL. */
+/* Bytes of the idle buffers; any thread, approximate; 0 for NULL. */
 int64_t b2sd_chunkpool_idle_bytes(b2sd_chunkpool *cp);
 /* The writer is done with c (written, or dropped at stop): its bytes leave
  * inflight_bytes and its buffer goes back to srv's pool or is freed; wakes

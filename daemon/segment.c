@@ -9,7 +9,6 @@
  * and releases it. */
 #define _GNU_SOURCE
 #include "segment.h"
-#include "chunkpool.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,8 +30,7 @@ int64_t b2sd_memory_room(b2sd_server *srv) {
    * fetch_add/fetch_sub below and in stream.c */
   return srv->dcfg.memory_limit -
          atomic_load_explicit(&srv->shm_bytes, memory_order_relaxed) -
-         atomic_load_explicit(&srv->stage_bytes, memory_order_relaxed) -
-         b2sd_chunkpool_idle_bytes(srv->chunks);
+         atomic_load_explicit(&srv->stage_bytes, memory_order_relaxed);
 }
 
 void b2sd_seg_ref(b2sd_seg *g) {
@@ -110,29 +108,19 @@ static void seg_prefault(b2s_shm *shm) {
       return;
 }
 
-/* Memory a new segment may take: what buffers in flight leave. */
-static int64_t seg_room(b2sd_server *srv) {
-  /* relaxed: an approximate bound, as in b2sd_buffer_accept; pairs with
-   * the fetch_add there and the fetch_subs of b2sd_job_free and
-   * b2sd_chunk_done */
-  return b2sd_memory_room(srv) -
-         atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
-}
-
 int b2sd_seg_new(b2sd_server *srv, uint32_t want, size_t slot_size,
                    b2sd_seg **out) {
   b2sd_seg *g = calloc(1, sizeof *g);
   if (!g)
     return B2S_E_NOMEM;
   uint32_t limit = (uint32_t)srv->dcfg.shm.slots;
-  want = want < limit ? want : limit;
+  /* relaxed: an approximate bound, as in b2sd_buffer_accept; pairs with
+   * the fetch_add there and the fetch_subs of b2sd_job_free and
+   * b2sd_chunk_done */
+  int64_t room = b2sd_memory_room(srv) -
+                 atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
   b2s_shm_geometry geo;
-  int rc = seg_geometry(want, slot_size, seg_room(srv), &geo);
-  if ((rc < 0 || geo.nslots < want) &&
-      b2sd_chunkpool_idle_bytes(srv->chunks) > 0) {
-    b2sd_chunkpool_trim(srv->chunks);   /* idle buffers give way */
-    rc = seg_geometry(want, slot_size, seg_room(srv), &geo);
-  }
+  int rc = seg_geometry(want < limit ? want : limit, slot_size, room, &geo);
   char name[B2S_SHM_NAME_MAX + 1];
   g->id = ++srv->next_seg_id;
   if (rc == 0)

@@ -542,7 +542,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   srv->max_message = srv->dcfg.max_buffer;
   b2sd_shm_cleanup();
   int rc = b2sd_access_init(srv);
-  /* idle chunk buffers: up to a quarter of memory_limit, counted in it
+  /* idle chunk buffers: up to a quarter of memory_limit beside it
    * (chunkpool.c says why so many) */
   if (rc == 0)
     rc = b2sd_chunkpool_new(srv->dcfg.memory_limit / 4, &srv->chunks);
