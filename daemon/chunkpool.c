@@ -3,11 +3,16 @@
  *
  * A fresh buffer of several MiB costs a page fault and a page clear per
  * 4 KiB on first touch, more than compressing into it, so buffers come back
- * here from the writers and, once warm, the hot path allocates nothing.  At
- * most `max` are kept (the workers' and writers' steady need: the server
- * makes it its workers plus two, a chunk being written and one ready), so
- * idle memory stays bounded whatever the number of streams; chunks in
- * flight count in inflight_bytes. */
+ * here from the writers and, once warm, the hot path allocates nothing.
+ * The chunks in flight swing with the writers: a writer that falls behind
+ * (a commit, a slow disk, two cores shared by workers and writers) holds
+ * back up to memory_limit of them, and a pool of a few buffers then frees
+ * most of them when the writer catches up, to fault them in again on the
+ * next swing.  So the pool keeps idle buffers up to a byte budget (a
+ * quarter of memory_limit, set by the server), held beside memory_limit
+ * as the chunks read for consumers are: counted in it, idle buffers would
+ * compete with the buffers they are there to serve, and either block
+ * credits or be freed again under exactly the load they are for. */
 #define _GNU_SOURCE
 #include "chunkpool.h"
 #include "segment.h"
@@ -15,17 +20,22 @@
 #include <stdlib.h>
 
 struct b2sd_chunkpool {
-  pthread_mutex_t lock;          /* guards head, n; a leaf lock */
+  pthread_mutex_t lock;          /* guards head, n, idle; a leaf lock */
   b2sd_chunk *head;
-  int n, max;
+  int n;
+  int64_t max_bytes;
+  /* the bytes of the idle buffers: written under lock, read without it
+   * by b2sd_chunkpool_idle_bytes */
+  _Atomic int64_t idle;
 };
 
-int b2sd_chunkpool_new(int max, b2sd_chunkpool **out) {
+int b2sd_chunkpool_new(int64_t max_bytes, b2sd_chunkpool **out) {
   b2sd_chunkpool *cp = calloc(1, sizeof *cp);
   if (!cp)
     return B2S_E_NOMEM;
   pthread_mutex_init(&cp->lock, NULL);
-  cp->max = max;
+  cp->max_bytes = max_bytes;
+  atomic_init(&cp->idle, 0);
   *out = cp;
   return 0;
 }
@@ -38,6 +48,31 @@ void b2sd_chunkpool_free(b2sd_chunkpool *cp) {
   free(cp);
 }
 
+void b2sd_chunkpool_set_max(b2sd_chunkpool *cp, int64_t max_bytes) {
+  pthread_mutex_lock(&cp->lock);
+  cp->max_bytes = max_bytes;
+  bool over = b2sd_chunkpool_idle_bytes(cp) > max_bytes;
+  pthread_mutex_unlock(&cp->lock);
+  if (over)
+    b2sd_chunkpool_trim(cp);
+}
+
+int64_t b2sd_chunkpool_idle_bytes(b2sd_chunkpool *cp) {
+  /* relaxed: a figure for statistics and the budget (read under the lock
+   * there); pairs with the stores in idle_add */
+  return cp ? atomic_load_explicit(&cp->idle, memory_order_relaxed) : 0;
+}
+
+/* Under cp->lock. */
+static void idle_add(b2sd_chunkpool *cp, int64_t bytes) {
+  /* relaxed: the lock orders the writers; pairs with the load in
+   * b2sd_chunkpool_idle_bytes */
+  atomic_store_explicit(&cp->idle,
+                        atomic_load_explicit(&cp->idle, memory_order_relaxed) +
+                            bytes,
+                        memory_order_relaxed);
+}
+
 b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
   pthread_mutex_lock(&cp->lock);
   b2sd_chunk **pp = &cp->head;
@@ -47,6 +82,7 @@ b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
   if (c) {
     *pp = c->next;
     cp->n--;
+    idle_add(cp, -(int64_t)c->cap);
   }
   pthread_mutex_unlock(&cp->lock);
   if (!c && (c = malloc(sizeof *c + cap)) != NULL)
@@ -60,30 +96,48 @@ b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
   return c;
 }
 
-/* Keep c for reuse; when the pool is full the smallest buffer goes (c
- * itself when it is the smallest). */
+/* Under cp->lock: unlink the smallest idle buffer when it is smaller than
+ * cap; NULL when none is. */
+static b2sd_chunk *unlink_smaller(b2sd_chunkpool *cp, size_t cap) {
+  b2sd_chunk **small = NULL;
+  for (b2sd_chunk **pp = &cp->head; *pp; pp = &(*pp)->next)
+    if (!small || (*pp)->cap < (*small)->cap)
+      small = pp;
+  if (!small || (*small)->cap >= cap)
+    return NULL;
+  b2sd_chunk *s = *small;
+  *small = s->next;
+  cp->n--;
+  idle_add(cp, -(int64_t)s->cap);
+  return s;
+}
+
+/* Keep c for reuse within the byte budget, making room by letting smaller
+ * idle buffers go; c itself goes when it cannot fit. */
 static void chunkpool_put(b2sd_chunkpool *cp, b2sd_chunk *c) {
-  b2sd_chunk *out = c;
+  b2sd_chunk *out = NULL, *s;
+  int64_t cap = (int64_t)c->cap;
   pthread_mutex_lock(&cp->lock);
-  if (cp->n < cp->max) {
-    out = NULL;
-    cp->n++;
-  } else if (cp->head) {
-    b2sd_chunk **small = NULL;
-    for (b2sd_chunk **pp = &cp->head; *pp; pp = &(*pp)->next)
-      if (!small || (*pp)->cap < (*small)->cap)
-        small = pp;
-    if ((*small)->cap < c->cap) {
-      out = *small;
-      *small = out->next;
-    }
+  while (b2sd_chunkpool_idle_bytes(cp) + cap > cp->max_bytes &&
+         (s = unlink_smaller(cp, c->cap)) != NULL) {
+    s->next = out;
+    out = s;
   }
-  if (out != c) {
+  if (b2sd_chunkpool_idle_bytes(cp) + cap <= cp->max_bytes) {
     c->next = cp->head;
     cp->head = c;
+    cp->n++;
+    idle_add(cp, cap);
+  } else {
+    c->next = out;
+    out = c;
   }
   pthread_mutex_unlock(&cp->lock);
-  free(out);
+  while (out) {
+    s = out->next;
+    free(out);
+    out = s;
+  }
 }
 
 void b2sd_chunkpool_trim(b2sd_chunkpool *cp) {
@@ -91,6 +145,7 @@ void b2sd_chunkpool_trim(b2sd_chunkpool *cp) {
   b2sd_chunk *c = cp->head;
   cp->head = NULL;
   cp->n = 0;
+  idle_add(cp, -b2sd_chunkpool_idle_bytes(cp));
   pthread_mutex_unlock(&cp->lock);
   while (c) {
     b2sd_chunk *nx = c->next;

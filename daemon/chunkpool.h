@@ -9,8 +9,8 @@
 
 typedef struct b2sd_chunkpool b2sd_chunkpool;
 
-/* A pool keeping at most `max` idle buffers. */
-int b2sd_chunkpool_new(int max, b2sd_chunkpool **out);
+/* A pool keeping at most max_bytes of idle buffers. */
+int b2sd_chunkpool_new(int64_t max_bytes, b2sd_chunkpool **out);
 /* Free the pool and its idle buffers (no buffer may come back after).
  * Accepts NULL. */
 void b2sd_chunkpool_free(b2sd_chunkpool *cp);
@@ -18,8 +18,12 @@ void b2sd_chunkpool_free(b2sd_chunkpool *cp);
  * new one; NULL when out of memory.  Its bytes are not counted here: the
  * caller adds c->cap to inflight_bytes. */
 b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap);
+/* A new budget (memory_limit reloaded); idle buffers over it are freed. */
+void b2sd_chunkpool_set_max(b2sd_chunkpool *cp, int64_t max_bytes);
 /* Free the idle buffers (a stream stopped). */
 void b2sd_chunkpool_trim(b2sd_chunkpool *cp);
+/* Bytes of the idle buffers; any thread, approximate; 0 for NULL. */
+int64_t b2sd_chunkpool_idle_bytes(b2sd_chunkpool *cp);
 /* The writer is done with c (written, or dropped at stop): its bytes leave
  * inflight_bytes and its buffer goes back to srv's pool or is freed; wakes
  * the I/O thread when that frees memory credits waited for.  Any thread;

@@ -14,7 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23    /* Linux 5.14 */
+#endif
 
 /* Segment names: "/b2s-d-<daemon pid>-<n>"; b2s_shm_cleanup_stale removes
  * those of daemons that no longer run. */
@@ -90,6 +95,19 @@ static int seg_geometry(uint32_t want, size_t slot_size, int64_t room,
   return rc;
 }
 
+/* Map every slot page into the daemon now.  Otherwise a worker takes a
+ * page fault per 4 KiB the first time it reads each slot, on the hot path
+ * and in its CPU time; here it is paid once per segment, by the I/O
+ * thread.  The pages count in memory_limit already.  Best effort: an older
+ * kernel without MADV_POPULATE_WRITE leaves them to the workers. */
+static void seg_prefault(b2s_shm *shm) {
+  uint32_t n = b2s_shm_nslots(shm);
+  size_t size = b2s_shm_slot_size(shm);
+  for (uint32_t i = 0; i < n; i++)
+    if (madvise(b2s_shm_slot_ptr(shm, i), size, MADV_POPULATE_WRITE) < 0)
+      return;
+}
+
 int b2sd_seg_new(b2sd_server *srv, uint32_t want, size_t slot_size,
                    b2sd_seg **out) {
   b2sd_seg *g = calloc(1, sizeof *g);
@@ -111,6 +129,8 @@ int b2sd_seg_new(b2sd_server *srv, uint32_t want, size_t slot_size,
     rc = b2s_shm_create(name, geo.nslots, slot_size, geo.total_size, &g->shm);
   if (rc >= 0 && (rc = b2sd_access_segment(srv, g->shm)) < 0)
     b2s_shm_destroy(g->shm);
+  else if (rc >= 0)
+    seg_prefault(g->shm);
   if (rc < 0) {
     free(g);
     return rc;

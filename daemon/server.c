@@ -470,6 +470,7 @@ static void reload(b2sd_server *srv) {
     LOG_W("reload: listen, data_dir and workers apply after a restart");
   b2sd_auth_reload(srv->auth, &srv->dcfg, d);
   srv->dcfg.memory_limit = d->memory_limit;
+  b2sd_chunkpool_set_max(srv->chunks, d->memory_limit / 4);
   srv->dcfg.max_sessions = d->max_sessions;
   srv->dcfg.max_streams = d->max_streams;
   if (d->max_buffer > srv->max_message) {
@@ -541,10 +542,10 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   srv->max_message = srv->dcfg.max_buffer;
   b2sd_shm_cleanup();
   int rc = b2sd_access_init(srv);
-  /* idle chunk buffers: the workers' steady need plus a chunk being
-   * written and one ready */
+  /* idle chunk buffers: up to a quarter of memory_limit beside it
+   * (chunkpool.c says why so many) */
   if (rc == 0)
-    rc = b2sd_chunkpool_new(srv->nworkers + 2, &srv->chunks);
+    rc = b2sd_chunkpool_new(srv->dcfg.memory_limit / 4, &srv->chunks);
   if (rc == 0)
     rc = b2sd_pool_new(srv, srv->nworkers, &srv->pool);
   if (rc == 0)

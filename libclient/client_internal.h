@@ -30,6 +30,17 @@ typedef struct sc_msg {
 
 void sc_msg_close(sc_msg *x);
 
+/* A producer's reusable message buffers (client_bufpool.c). */
+typedef struct sc_bufpool sc_bufpool;
+int sc_bufpool_new(sc_bufpool **out);
+/* The producer lets go; the pool goes once ZeroMQ returned its buffers.
+ * Accepts NULL. */
+void sc_bufpool_release(sc_bufpool *bp);
+/* msg: a message holding a copy of src[0..len) in a pooled buffer, which
+ * returns to the pool when ZeroMQ closes the message. */
+int sc_bufpool_msg(sc_bufpool *bp, const void *src, size_t len,
+                   zmq_msg_t *msg);
+
 /* A chunk pushed by the daemon and not yet returned by b2sc_next. */
 typedef struct sc_pushed {
   struct sc_pushed *next;
@@ -73,6 +84,7 @@ struct b2sc_producer {
   /* shared memory */
   b2s_shm *seg;
   uint32_t segment;
+  sc_bufpool *bufs;                  /* b2sc_send's copies; made on first use */
 };
 
 struct b2sc_consumer {

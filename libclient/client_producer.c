@@ -249,9 +249,10 @@ int b2sc_send_rec(b2sc_producer *p, const void *buf, size_t len,
   if ((rc = sc_producer_wait_credit(p, sc_deadline(timeout_ms))) < 0)
     return rc;
   zmq_msg_t msg;
-  if (zmq_msg_init_size(&msg, len) < 0)
-    return B2S_E_NOMEM;
-  memcpy(zmq_msg_data(&msg), buf, len);
+  if (p->bufs == NULL && (rc = sc_bufpool_new(&p->bufs)) < 0)
+    return rc;
+  if ((rc = sc_bufpool_msg(p->bufs, buf, len, &msg)) < 0)
+    return rc;
   if ((rc = send_data(p, &msg, len, r)) < 0)
     zmq_msg_close(&msg);
   return rc;
@@ -362,6 +363,7 @@ void sc_producer_free(b2sc_producer *p) {
       break;
     }
   b2s_shm_detach(p->seg);
+  sc_bufpool_release(p->bufs);
   free(p);
 }
 

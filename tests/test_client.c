@@ -997,6 +997,35 @@ static void test_send_flush_bytes(void **state) {
   fake_stop(f);
 }
 
+/* b2sc_send copies into message buffers the producer reuses once ZeroMQ
+ * let them go: more sends than it keeps, sizes that shrink and grow, the
+ * caller's buffer scribbled on right after each send; every payload must
+ * still be the bytes of its own send. */
+static void test_send_reuses_buffers(void **state) {
+  (void)state;
+  fake *f = fake_start();
+  b2sc_session *s = connect_fake(f);
+  b2sc_producer *p = open_det1(s);
+  static const size_t sizes[] = {64, 48, 200};
+  uint8_t buf[200], want[REC_PAYLOAD];
+  for (int b = 0; b < 48; b++) {
+    memset(buf, 'A' + b, sizeof buf);
+    assert_int_equal(b2sc_send(p, buf, sizes[b % 3], 1000), 0);
+    memset(buf, 0xee, sizeof buf);   /* the caller's again at once */
+  }
+  assert_int_equal(b2sc_flush(p, 2000), 0);
+  for (int b = 0; b < 48; b++) {
+    rec d = fake_get(f, B2S_WIRE_DATA, b);
+    size_t n = sizes[b % 3] < REC_PAYLOAD ? sizes[b % 3] : REC_PAYLOAD;
+    assert_int_equal(d.payload_len, sizes[b % 3]);
+    memset(want, 'A' + b, n);
+    assert_memory_equal(d.payload, want, n);
+  }
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  fake_stop(f);
+}
+
 static void test_send_limits(void **state) {
   (void)state;
   fake *f = fake_start();
@@ -1991,6 +2020,7 @@ int main(void) {
       cmocka_unit_test(test_ping_while_waiting),
       cmocka_unit_test(test_open),
       cmocka_unit_test(test_send_flush_bytes),
+      cmocka_unit_test(test_send_reuses_buffers),
       cmocka_unit_test(test_send_limits),
       cmocka_unit_test(test_credits_respected),
       cmocka_unit_test(test_drops_reported),
