@@ -23,7 +23,8 @@ _NAMES = (
     "PROTO_VERSION STREAM_NAME NOSTREAM NOTEMPLATE OVERSIZE DROPPED TIMEOUT "
     "CLOSED BUSY AUTH SHM_HEADER SHM_SLOT SHM_STATE SHM_ACCOUNT "
     "LOCKED FRAME_LATE FRAME_DUP LIMIT SERIES_FORMAT SERIES_KEY SERIES_VALUE "
-    "SERIES_SIZE RECORD RECORD_USER PAIR CHECKSUM"
+    "SERIES_SIZE RECORD RECORD_USER PAIR CHECKSUM WRONG_RANK NEED_FRAME "
+    "OBJ_CONFLICT STORE"
 ).split()
 #: Code value by name, e.g. ``CODES["NOSTREAM"] == -955``.
 CODES: dict[str, int] = {name: -999 + i for i, name in enumerate(_NAMES)}
@@ -166,6 +167,26 @@ class IntegrityError(FrameError):
     its data frame, or a chunk whose checksum differs from its record."""
 
 
+class ClusterError(B2StreamError):
+    """A buffer a rank of a distributed stream refuses: B2S_E_WRONG_RANK
+    (its frame number belongs to another rank, which the message names),
+    B2S_E_NEED_FRAME (it has no frame number)."""
+
+
+class WrongRankError(ClusterError):
+    """B2S_E_WRONG_RANK: the frame number belongs to another rank."""
+
+
+class NeedFrameError(ClusterError, ValueError):
+    """B2S_E_NEED_FRAME: a distributed stream needs a frame number."""
+
+
+class StoreError(B2StreamError):
+    """B2S_E_OBJ_CONFLICT, B2S_E_STORE: the object store of a distributed
+    stream refused a chunk (one stored with other bytes, or a store that
+    fails)."""
+
+
 class SystemError_(B2StreamError, OSError):
     """A negated errno passed through from the system (e.g. -28 ENOSPC)."""
 
@@ -192,7 +213,9 @@ _FAMILY: dict[int, type[B2StreamError]] = {CODES[name]: cls for name, cls in (
     ("SERIES_FORMAT", SeriesError), ("SERIES_KEY", SeriesError),
     ("SERIES_VALUE", SeriesError), ("SERIES_SIZE", SeriesError),
     ("RECORD", RecordError), ("RECORD_USER", RecordError),
-    ("PAIR", IntegrityError), ("CHECKSUM", IntegrityError))}
+    ("PAIR", IntegrityError), ("CHECKSUM", IntegrityError),
+    ("WRONG_RANK", WrongRankError), ("NEED_FRAME", NeedFrameError),
+    ("OBJ_CONFLICT", StoreError), ("STORE", StoreError))}
 
 
 def error_for(code: int, message: str = "", **kw) -> B2StreamError:
