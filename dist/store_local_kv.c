@@ -1,0 +1,247 @@
+/* Key logs of the local store: append-only files of checksummed batches
+ * (store_kvlog.h).  An appender holds flock(2) on the log, so batches of
+ * several processes never interleave; it cuts a torn tail left by a
+ * writer that died before appending.  Readers read the whole log. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "b2s_errors.h"
+#include "frame_writer.h"
+#include "store_kvlog.h"
+#include "store_local.h"
+
+#define LOG_MAX ((size_t)1 << 40)
+
+/* Length of the valid prefix of the log (size bytes): normally the whole
+ * file, found by checking the last batch only; after a torn append, by
+ * reading the log from the start. */
+static int log_valid_end(store_local *ls, int fd, const char *rel,
+                         uint64_t size, uint64_t *end) {
+  uint8_t tail[KVLOG_TAIL], *buf;
+  size_t blen = 0, n, valid;
+  *end = size;
+  if (size == 0)
+    return 0;
+  if (size >= KVLOG_TAIL &&
+      pread(fd, tail, KVLOG_TAIL, (off_t)(size - KVLOG_TAIL)) == KVLOG_TAIL)
+    blen = kvlog_last_batch_len(tail, size);
+  if (blen && (buf = malloc(blen)) != NULL) {
+    int ok = pread(fd, buf, blen, (off_t)(size - blen)) == (ssize_t)blen;
+    if (ok)
+      kvlog_parse(buf, blen, NULL, NULL, &valid);
+    free(buf);
+    if (ok && valid == blen)
+      return 0;
+  }
+  int rc = local_read_fd(ls, fd, rel, LOG_MAX, &buf, &n);
+  if (rc)
+    return rc;
+  kvlog_parse(buf, n, NULL, NULL, &valid);
+  free(buf);
+  *end = valid;
+  return 0;
+}
+
+/* The object a key log belongs to exists once the log does (as on
+ * RADOS, where the omap is part of the object). */
+static int ensure_object(store_local *ls, const char *obj) {
+  int fd = openat(ls->dirfd, obj, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0)
+    return local_errno(ls, errno, "create", obj);
+  close(fd);
+  return local_sync_dir(ls);
+}
+
+static int append_locked(store_local *ls, int fd, const char *obj,
+                         const char *rel, const uint8_t *batch, size_t blen) {
+  struct stat st;
+  uint64_t end;
+  if (fstat(fd, &st) != 0)
+    return local_errno(ls, errno, "fstat", rel);
+  int rc = log_valid_end(ls, fd, rel, (uint64_t)st.st_size, &end);
+  if (rc)
+    return rc;
+  if (end != (uint64_t)st.st_size && ftruncate(fd, (off_t)end) != 0)
+    return local_errno(ls, errno, "truncate", rel);
+  if (end == 0 && (rc = ensure_object(ls, obj)) != 0)
+    return rc;
+  rc = local_pwrite_all(fd, batch, blen, end);
+  if (!rc && ls->sync == B2S_SYNC_FULL && fsync(fd) != 0)
+    rc = -errno;
+  if (rc) {
+    /* A failed append leaves no partial batch behind when it can help it;
+     * the reader would ignore one anyway. */
+    int trc = ftruncate(fd, (off_t)end);
+    (void)trc;
+    return local_errno(ls, -rc, "append", rel);
+  }
+  return 0;
+}
+
+int local_kv_set(b2s_store *s, const char *obj, const b2s_kv *kv, size_t n) {
+  store_local *ls = (store_local *)s;
+  uint8_t *batch;
+  size_t blen;
+  int rc = kvlog_encode(kv, n, &batch, &blen);
+  if (rc)
+    return rc;
+  char rel[LOCAL_REL_MAX];
+  local_rel(rel, ".k.", obj);
+  int fd = openat(ls->dirfd, rel, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    free(batch);
+    return local_errno(ls, errno, "open", rel);
+  }
+  while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+    continue;
+  rc = rc ? local_errno(ls, errno, "flock", rel)
+          : append_locked(ls, fd, obj, rel, batch, blen);
+  close(fd);   /* releases the flock */
+  free(batch);
+  return rc;
+}
+
+/* The whole log of obj; *len 0 and 0 returned when obj exists without a
+ * log, -ENOENT when there is no obj either. */
+static int read_log(store_local *ls, const char *obj, uint8_t **buf,
+                    size_t *len) {
+  char rel[LOCAL_REL_MAX];
+  struct stat st;
+  local_rel(rel, ".k.", obj);
+  *buf = NULL;
+  *len = 0;
+  int fd = openat(ls->dirfd, rel, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    int rc = local_read_fd(ls, fd, rel, LOG_MAX, buf, len);
+    close(fd);
+    return rc;
+  }
+  if (errno != ENOENT)
+    return local_errno(ls, errno, "open", rel);
+  if (fstatat(ls->dirfd, obj, &st, 0) != 0)
+    return local_errno(ls, errno, "stat", obj);
+  return 0;
+}
+
+typedef struct kv_find {
+  const char *key;
+  size_t klen;
+  const uint8_t *val;
+  size_t vlen;
+  int found;
+} kv_find;
+
+static int find_cb(void *arg, const uint8_t *key, size_t klen,
+                   const uint8_t *val, size_t vlen) {
+  kv_find *f = arg;
+  if (klen == f->klen && memcmp(key, f->key, klen) == 0) {
+    f->val = val;   /* a later batch replaces an earlier value */
+    f->vlen = vlen;
+    f->found = 1;
+  }
+  return 0;
+}
+
+int local_kv_get(b2s_store *s, const char *obj, const char *key,
+                 uint8_t **val, size_t *len) {
+  store_local *ls = (store_local *)s;
+  uint8_t *buf;
+  size_t n;
+  int rc = read_log(ls, obj, &buf, &n);
+  if (rc)
+    return rc;
+  kv_find f = {.key = key, .klen = strlen(key)};
+  kvlog_parse(buf, n, find_cb, &f, NULL);
+  rc = f.found ? store_dup(f.val, f.vlen, val)
+               : store_fail(-ENOENT, "%s/%s: no key %s", ls->dir, obj, key);
+  if (!rc)
+    *len = f.vlen;
+  free(buf);
+  return rc;
+}
+
+typedef struct kv_ent {
+  const uint8_t *key, *val;
+  size_t klen, vlen, seq;
+} kv_ent;
+
+typedef struct kv_all {
+  kv_ent *e;
+  size_t n, cap;
+} kv_all;
+
+static int collect_cb(void *arg, const uint8_t *key, size_t klen,
+                      const uint8_t *val, size_t vlen) {
+  kv_all *a = arg;
+  if (a->n == a->cap) {
+    size_t cap = a->cap ? 2 * a->cap : 64;
+    kv_ent *e = realloc(a->e, cap * sizeof *e);
+    if (!e)
+      return B2S_E_NOMEM;
+    a->e = e;
+    a->cap = cap;
+  }
+  a->e[a->n] = (kv_ent){key, val, klen, vlen, a->n};
+  a->n++;
+  return 0;
+}
+
+static int key_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
+  int c = memcmp(a, b, al < bl ? al : bl);
+  return c ? c : (al > bl) - (al < bl);
+}
+
+/* Ascending key, the latest setting of a key first. */
+static int ent_cmp(const void *pa, const void *pb) {
+  const kv_ent *a = pa, *b = pb;
+  int c = key_cmp(a->key, a->klen, b->key, b->klen);
+  return c ? c : (a->seq < b->seq) - (a->seq > b->seq);
+}
+
+static int walk(const kv_all *a, const char *after, size_t max, b2s_kv_cb cb,
+                void *arg) {
+  size_t alen = after ? strlen(after) : 0, visited = 0;
+  for (size_t i = 0; i < a->n && visited < max; i++) {
+    const kv_ent *e = &a->e[i];
+    if (i > 0 && key_cmp(e->key, e->klen, a->e[i - 1].key,
+                         a->e[i - 1].klen) == 0)
+      continue;   /* an older value of the key just visited */
+    if (after && key_cmp(e->key, e->klen, (const uint8_t *)after, alen) <= 0)
+      continue;
+    char key[STORE_KEY_MAX + 1];
+    memcpy(key, e->key, e->klen);
+    key[e->klen] = '\0';
+    int rc = cb(arg, key, e->val, e->vlen);
+    if (rc)
+      return rc;
+    visited++;
+  }
+  return (int)visited;
+}
+
+int local_kv_list(b2s_store *s, const char *obj, const char *after,
+                  size_t max, b2s_kv_cb cb, void *arg) {
+  store_local *ls = (store_local *)s;
+  uint8_t *buf;
+  size_t n;
+  int rc = read_log(ls, obj, &buf, &n);
+  if (rc)
+    return rc;
+  kv_all a = {0};
+  rc = kvlog_parse(buf, n, collect_cb, &a, NULL);
+  if (rc)
+    rc = store_fail(rc, "out of memory listing %s", obj);
+  else {
+    if (a.n)
+      qsort(a.e, a.n, sizeof *a.e, ent_cmp);
+    rc = walk(&a, after, max > INT32_MAX ? INT32_MAX : max, cb, arg);
+  }
+  free(a.e);
+  free(buf);
+  return rc;
+}
