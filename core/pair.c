@@ -206,15 +206,22 @@ int64_t b2s_pair_append(b2s_pair *p, const void *chunk, size_t cbytes,
   return append_both(p, chunk, cbytes, rec, 0);
 }
 
-int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
-                            const b2s_record *rec) {
-  if (p == NULL || nbytes <= 0)
+int b2s_gap_chunk(int32_t nbytes, uint8_t *out, size_t cap) {
+  if (out == NULL || nbytes <= 0)
     return B2S_E_ARG;
   static const uint8_t zero = 0;
   b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
   cp.typesize = 1;
-  uint8_t chunk[64];
-  int rc = b2s_chunk_repeatval(&cp, nbytes, chunk, sizeof chunk, &zero, 1);
+  int32_t c = cap > INT32_MAX ? INT32_MAX : (int32_t)cap;
+  return b2s_chunk_repeatval(&cp, nbytes, out, c, &zero, 1);
+}
+
+int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
+                            const b2s_record *rec) {
+  if (p == NULL || nbytes <= 0)
+    return B2S_E_ARG;
+  uint8_t chunk[B2S_GAP_CHUNK_MAX];
+  int rc = b2s_gap_chunk(nbytes, chunk, sizeof chunk);
   if (rc < 0)
     return rc;
   return append_both(p, chunk, (size_t)rc, rec, B2S_RECORD_GAP | flags);

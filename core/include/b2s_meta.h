@@ -168,6 +168,12 @@ int64_t b2s_pair_append(b2s_pair *p, const void *chunk, size_t cbytes,
 int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
                             const b2s_record *rec);
 
+/* The placeholder chunk b2s_pair_append_gap appends (a repeated-zero
+ * special chunk of nbytes), for writers that store gaps elsewhere.
+ * Returns its size, at most B2S_GAP_CHUNK_MAX. */
+#define B2S_GAP_CHUNK_MAX 64
+int b2s_gap_chunk(int32_t nbytes, uint8_t *out, size_t cap);
+
 /* Commit the records frame, then the data frame: a crash in between leaves
  * records ahead, which recovery cuts back. */
 int b2s_pair_commit(b2s_pair *p);

@@ -87,8 +87,9 @@ int b2s_dframe_put_chunk(b2s_dframe *df, int64_t i, const void *chunk,
 
 /* Store a gap chunk at i with a gap record (B2S_RECORD_GAP | flags).
  * Returns 0 when the gap was stored, 1 when a chunk was already there
- * (a rank's, or a gap of an earlier committer; then real_record, when not
- * NULL, gets its stored record appended), or an error. */
+ * (a rank's, or a gap of an earlier committer), or an error.  On 0 and 1
+ * real_record, when not NULL, gets the record now stored at i appended
+ * (the gap's, or the chunk's that was there): what to commit at i. */
 int b2s_dframe_put_gap(b2s_dframe *df, int64_t i, uint32_t flags,
                        b2s_mpbuf *real_record);
 
@@ -125,7 +126,9 @@ int b2s_dframe_series_merge(b2s_dframe *df, const void *upd, size_t len);
 /* Write the committed chunks to a local frame at path (sparse directory or
  * contiguous file, which must not exist) with its records frame and the
  * series metadata, through the core frame writer: c-blosc2 and
- * python-blosc2 open it unchanged.  Returns the number of chunks. */
+ * python-blosc2 open it unchanged.  Returns the number of chunks.  A chunk
+ * whose checksum differs from its record stops it with B2S_E_CHECKSUM; a
+ * failed export leaves its partial frames for the caller to remove. */
 int64_t b2s_dframe_export(b2s_dframe *df, const char *path, bool sparse);
 
 #endif

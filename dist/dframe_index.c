@@ -1,0 +1,226 @@
+/* The key log NAME.index of a distributed frame: "committed" (decimal H),
+ * "r.%016llx" (record of chunk i, set in the batch that moves "committed"
+ * past i), "series", "closed".  Only the committer writes "committed" and
+ * the records; a commit is one batch, so its cost does not depend on the
+ * number of chunks. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dframe_internal.h"
+
+#define KEY_COMMITTED "committed"
+#define KEY_CLOSED "closed"
+#define KEY_SERIES "series"
+#define REC_KEY_LEN 18               /* "r." + 16 hex digits */
+
+int b2s_dframe_parse_count(const uint8_t *v, size_t len, int64_t *out) {
+  if (len == 0 || len > 19 || (len > 1 && v[0] == '0'))
+    return B2S_E_INDEX;
+  int64_t n = 0;
+  for (size_t k = 0; k < len; k++) {
+    if (v[k] < '0' || v[k] > '9')
+      return B2S_E_INDEX;
+    n = n * 10 + (v[k] - '0');
+    if (n >= B2S_DFRAME_INDEX_LIMIT)
+      return B2S_E_INDEX;
+  }
+  *out = n;
+  return 0;
+}
+
+static void rec_key(int64_t i, char out[REC_KEY_LEN + 1]) {
+  snprintf(out, REC_KEY_LEN + 1, "r.%016" PRIx64, (uint64_t)i);
+}
+
+/* ---- the committed count and the closed mark ------------------------------ */
+
+typedef struct head {
+  int64_t committed;
+  bool closed;
+  int rc;
+} head;
+
+static int head_cb(void *arg, const char *key, const void *val, size_t len) {
+  head *h = arg;
+  if (strcmp(key, KEY_CLOSED) == 0)
+    h->closed = len == 1 && *(const uint8_t *)val == '1';
+  else if (strcmp(key, KEY_COMMITTED) == 0)
+    h->rc = b2s_dframe_parse_count(val, len, &h->committed);
+  return 0;
+}
+
+/* "closed" and "committed" sort before every other key: one listing of
+ * the first two keys reads both. */
+static int read_head(b2s_dframe *df, head *h) {
+  *h = (head){0};
+  int rc = b2s_store_kv_list(df->s, df->index_obj, NULL, 2, head_cb, h);
+  if (rc == -ENOENT)
+    return 0;                          /* no key log yet: nothing committed */
+  return rc < 0 ? rc : h->rc;
+}
+
+int b2s_dframe_refresh(b2s_dframe *df, int64_t *committed, bool *closed) {
+  if (df == NULL)
+    return B2S_E_ARG;
+  head h;
+  int rc = read_head(df, &h);
+  if (rc < 0)
+    return rc;
+  /* "committed" only grows: a stale listing never takes it back */
+  if (h.committed > df->committed)
+    df->committed = h.committed;
+  df->closed = df->closed || h.closed;
+  if (committed)
+    *committed = df->committed;
+  if (closed)
+    *closed = df->closed;
+  return 0;
+}
+
+int64_t b2s_dframe_committed(b2s_dframe *df) {
+  if (df == NULL)
+    return B2S_E_ARG;
+  head h;
+  int rc = read_head(df, &h);
+  return rc < 0 ? rc : h.committed;
+}
+
+int b2s_dframe_close_mark(b2s_dframe *df) {
+  if (df == NULL)
+    return B2S_E_ARG;
+  b2s_kv kv = {KEY_CLOSED, "1", 1};
+  return b2s_store_kv_set(df->s, df->index_obj, &kv, 1);
+}
+
+/* ---- commits ------------------------------------------------------------ */
+
+/* A record to be committed at i must be one (it came over the network). */
+static int check_record(int64_t i, const uint8_t *rec, size_t len) {
+  b2s_record r;
+  if (rec == NULL || len == 0 || len > DF_RECORD_MAX ||
+      b2s_record_decode(rec, len, &r) < 0 || !r.has_frame ||
+      r.frame != (uint64_t)i)
+    return B2S_E_RECORD;
+  return 0;
+}
+
+/* One batch: n record keys and "committed". */
+static int commit_batch(b2s_dframe *df, int64_t h, int64_t n,
+                        const uint8_t *const *recs, const size_t *lens) {
+  b2s_kv *kv = malloc((size_t)(n + 1) * sizeof *kv);
+  char (*keys)[REC_KEY_LEN + 1] = malloc((size_t)n * sizeof *keys);
+  if (kv == NULL || keys == NULL) {
+    free(kv);
+    free(keys);
+    return B2S_E_NOMEM;
+  }
+  int rc = 0;
+  for (int64_t k = 0; rc == 0 && k < n; k++) {
+    rc = check_record(h + k, recs[k], lens[k]);
+    rec_key(h + k, keys[k]);
+    kv[k] = (b2s_kv){keys[k], recs[k], lens[k]};
+  }
+  char count[24];
+  snprintf(count, sizeof count, "%" PRId64, h + n);
+  kv[n] = (b2s_kv){KEY_COMMITTED, count, strlen(count)};
+  if (rc == 0)
+    rc = b2s_store_kv_set(df->s, df->index_obj, kv, (size_t)n + 1);
+  free(kv);
+  free(keys);
+  return rc;
+}
+
+int b2s_dframe_commit(b2s_dframe *df, int64_t n, const uint8_t *const *recs,
+                      const size_t *lens) {
+  if (df == NULL || n < 0 || (n > 0 && (recs == NULL || lens == NULL)))
+    return B2S_E_ARG;
+  if (df->commit_h < 0) {
+    int64_t h = b2s_dframe_committed(df);
+    if (h < 0)
+      return (int)h;
+    df->commit_h = h;
+  }
+  if (n == 0)
+    return 0;
+  if (n > B2S_DFRAME_INDEX_LIMIT - df->commit_h)
+    return B2S_E_ARG;
+  int rc = commit_batch(df, df->commit_h, n, recs, lens);
+  if (rc < 0)
+    return rc;
+  df->commit_h += n;
+  if (df->commit_h > df->committed)
+    df->committed = df->commit_h;
+  return 0;
+}
+
+/* ---- committed records ----------------------------------------------------- */
+
+int b2s_dframe_record_get(b2s_dframe *df, int64_t i, b2s_record *rec) {
+  if (df == NULL || rec == NULL || i < 0)
+    return B2S_E_ARG;
+  if (i >= df->committed)
+    return -ENOENT;
+  char key[REC_KEY_LEN + 1];
+  rec_key(i, key);
+  uint8_t *v = NULL;
+  size_t len = 0;
+  int rc = b2s_store_kv_get(df->s, df->index_obj, key, &v, &len);
+  if (rc < 0)
+    return rc;
+  rc = b2s_record_decode(v, len, rec);
+  if (rc < 0) {
+    free(v);
+    return rc;
+  }
+  /* rec->user points into v until the next call */
+  free(df->rec);
+  df->rec = v;
+  return 0;
+}
+
+/* ---- series metadata ------------------------------------------------------- */
+
+int b2s_dframe_series_get(b2s_dframe *df, uint8_t **map, size_t *len) {
+  if (df == NULL || map == NULL || len == NULL)
+    return B2S_E_ARG;
+  int rc = b2s_store_kv_get(df->s, df->index_obj, KEY_SERIES, map, len);
+  if (rc == -ENOENT) {
+    *map = malloc(1);
+    if (*map == NULL)
+      return B2S_E_NOMEM;
+    **map = 0x80;
+    *len = 1;
+    return 0;
+  }
+  if (rc == 0 && b2s_series_check(*map, *len, false) < 0) {
+    free(*map);
+    *map = NULL;
+    return B2S_E_SERIES_FORMAT;
+  }
+  return rc;
+}
+
+int b2s_dframe_series_merge(b2s_dframe *df, const void *upd, size_t len) {
+  if (df == NULL || upd == NULL)
+    return B2S_E_ARG;
+  uint8_t *base;
+  size_t blen;
+  int rc = b2s_dframe_series_get(df, &base, &blen);
+  if (rc < 0)
+    return rc;
+  b2s_mpbuf out;
+  b2s_mpbuf_init(&out);
+  rc = b2s_series_merge(base, blen, upd, len, &out);
+  free(base);
+  if (rc >= 0 && out.len > DF_SERIES_MAX)
+    rc = B2S_E_SERIES_SIZE;
+  if (rc >= 0) {
+    b2s_kv kv = {KEY_SERIES, out.data, out.len};
+    rc = b2s_store_kv_set(df->s, df->index_obj, &kv, 1);
+  }
+  b2s_mpbuf_fini(&out);
+  return rc < 0 ? rc : 0;
+}
