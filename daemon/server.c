@@ -468,6 +468,10 @@ static void reload(b2sd_server *srv) {
       strcmp(d->data_dir, srv->dcfg.data_dir) != 0 ||
       d->workers != srv->dcfg.workers)
     LOG_W("reload: listen, data_dir and workers apply after a restart");
+  if (!b2s_cluster_cfg_equal(b2s_config_cluster(srv->cfg),
+                             b2s_config_cluster(cfg)))
+    LOG_W("reload: cluster changes apply to distributed streams opened "
+          "from now on; the running ones keep theirs until a restart");
   b2sd_auth_reload(srv->auth, &srv->dcfg, d);
   srv->dcfg.memory_limit = d->memory_limit;
   srv->dcfg.max_sessions = d->max_sessions;
