@@ -57,6 +57,7 @@ b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
     c->gap = 0;
     c->series = NULL;
     c->drain = false;
+    c->end = false;
   }
   return c;
 }

@@ -555,6 +555,11 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     rc = b2sd_readers_new(srv, B2SD_READER_THREADS, &srv->readers);
   if (rc < 0)
     return rc;
+  /* before the writers start: a distributed stream's writer makes its
+   * own socket in this context (thread creation publishes the pointer) */
+  srv->zctx = zmq_ctx_new();
+  if (!srv->zctx)
+    return -errno;
   size_t n;
   const b2s_stream_cfg *sc = b2s_config_streams(cfg, &n);
   for (size_t i = 0; i < n; i++) {
@@ -569,9 +574,6 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     if (rc < 0)
       return rc;
   }
-  srv->zctx = zmq_ctx_new();
-  if (!srv->zctx)
-    return -errno;
   if (srv->dcfg.curve.enabled &&
       (rc = b2sd_auth_new(srv->zctx, &srv->dcfg, &srv->auth)) < 0)
     return rc;

@@ -1,0 +1,393 @@
+/* Distributed streams across ranks (docs/DISTRIBUTED.md): several real
+ * b2streamd, each a rank of one cluster with its own configuration, on
+ * one machine standing in for many nodes, sharing a local directory store
+ * (and a RADOS pool when $B2S_CEPH_CONF names a test cluster).
+ *
+ * The test is the committer where the committer is not under test: a
+ * PULL socket on the cluster's committer endpoint collects WRITTEN and END
+ * and each is checked against the store.  What is checked:
+ *   - a plain producer (no routing) gets B2S_E_WRONG_RANK for every frame
+ *     number another rank owns, naming that rank and its endpoint, and
+ *     B2S_E_NEED_FRAME without one; nothing of either is stored;
+ *   - the cluster producer lands every frame on its owner: each chunk
+ *     object holds the buffer bit for bit, reported once by its owner with
+ *     the record the object carries;
+ *   - a rank killed with SIGKILL and restarted loses nothing acknowledged:
+ *     the producer resends what was not, and every frame is stored;
+ *   - FOLLOW on a distributed stream is refused. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "b2s_chunk.h"
+#include "b2s_dframe.h"
+#include "b2s_dmsg.h"
+#include "b2s_errors.h"
+#include "b2s_meta.h"
+#include "b2s_store.h"
+#include "b2stream_client.h"
+#include "daemon_harness.h"
+
+#define CHUNK 4096                 /* bytes of every buffer */
+#define NFRAMES 96
+#define SEND_MS 10000
+#define FLUSH_MS 30000
+
+static const char streams_yaml[] =
+    "streams:\n"
+    "  img:\n"
+    "    format: distributed\n"
+    "    chunk_nbytes: 4096\n"
+    "    typesize: 4\n"
+    "    codec: lz4\n"
+    "    durability: {ack: write}\n";
+
+/* Buffer of frame f: deterministic, compressible, different per frame. */
+static void frame_fill(uint8_t *b, uint64_t f) {
+  uint32_t x = (uint32_t)(f * 2654435761u + 12345u);
+  for (size_t i = 0; i < CHUNK; i += 4) {
+    uint32_t v = (uint32_t)(f << 16) + (uint32_t)(i / 4) +
+                 ((x = x * 1103515245u + 12345u) >> 28);
+    memcpy(b + i, &v, 4);
+  }
+}
+
+static int32_t owner(const cluster *c, uint64_t f) {
+  return b2s_dframe_owner((int64_t)f, c->frames_per_block, c->n);
+}
+
+/* ---- the test's committer: what the ranks report ---------------------------- */
+
+typedef struct reports {
+  void *pull;
+  int32_t rank_of[NFRAMES];        /* -1: no WRITTEN yet */
+  int written[NFRAMES];            /* WRITTEN per frame */
+  uint64_t rec_xxh64[NFRAMES];
+  int64_t end[CLUSTER_MAX];        /* -1: no END yet */
+  int ends;
+} reports;
+
+static void reports_open(reports *r, const cluster *c) {
+  memset(r, 0, sizeof *r);
+  for (int i = 0; i < NFRAMES; i++)
+    r->rank_of[i] = -1;
+  for (int i = 0; i < CLUSTER_MAX; i++)
+    r->end[i] = -1;
+  r->pull = zmq_socket(zctx, ZMQ_PULL);
+  assert_non_null(r->pull);
+  assert_int_equal(zmq_bind(r->pull, c->committer), 0);
+}
+
+static void reports_close(reports *r) {
+  int linger = 0;
+  zmq_setsockopt(r->pull, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_close(r->pull);
+}
+
+static void take(reports *r, const uint8_t *buf, size_t len) {
+  b2s_dmsg m;
+  assert_int_equal(b2s_dmsg_decode(buf, len, &m), 0);
+  assert_int_equal(m.name_len, 3);
+  assert_memory_equal(m.name, "img", 3);
+  assert_true(m.rank >= 0 && m.rank < CLUSTER_MAX);
+  if (m.type == B2S_DMSG_END) {
+    r->end[m.rank] = m.index;
+    r->ends++;
+    return;
+  }
+  assert_int_equal(m.type, B2S_DMSG_WRITTEN);
+  assert_true(m.index >= 0 && m.index < NFRAMES);
+  b2s_record rec;
+  assert_int_equal(b2s_record_decode(m.rec, m.rec_len, &rec), 0);
+  assert_true(rec.has_frame);
+  assert_int_equal(rec.frame, (uint64_t)m.index);
+  assert_int_equal(rec.flags, 0);
+  r->rank_of[m.index] = m.rank;
+  r->written[m.index]++;
+  r->rec_xxh64[m.index] = rec.xxh64;
+}
+
+/* Take reports until `until` returns true (or fail after WAIT_MS). */
+static void reports_wait(reports *r, bool (*until)(const reports *, int),
+                         int arg) {
+  uint8_t buf[B2S_DMSG_NAME_MAX + B2S_DMSG_REC_MAX + 64];
+  for (int waited = 0; !until(r, arg); ) {
+    zmq_pollitem_t it = {.socket = r->pull, .events = ZMQ_POLLIN};
+    if (zmq_poll(&it, 1, 100) == 1) {
+      int n = zmq_recv(r->pull, buf, sizeof buf, 0);
+      assert_true(n > 0 && (size_t)n <= sizeof buf);
+      take(r, buf, (size_t)n);
+    } else if ((waited += 100) > WAIT_MS) {
+      fail_msg("the ranks did not report what was expected");
+    }
+  }
+}
+
+static bool frames_reported(const reports *r, int n) {
+  for (int f = 0; f < n; f++)
+    if (r->written[f] == 0)
+      return false;
+  return true;
+}
+
+static bool ends_reported(const reports *r, int n) { return r->ends >= n; }
+
+/* ---- the store ---------------------------------------------------------------- */
+
+static b2s_store *store_open(const cluster *c) {
+  b2s_store *s = NULL;
+  b2s_store_opts o = {.ceph_conf = getenv("B2S_CEPH_CONF")};
+  assert_int_equal(b2s_store_open(c->storage, &o, &s), 0);
+  return s;
+}
+
+static bool stored(b2s_store *s, uint64_t f) {
+  char name[256];
+  assert_true(b2s_dframe_chunk_name("img", (int64_t)f, name, sizeof name) >= 0);
+  uint64_t size;
+  return b2s_store_stat(s, name, &size) == 0;
+}
+
+/* Object f decompresses to frame f's buffer; its attribute is the record
+ * the committer was told, with the checksum of the object's bytes. */
+static void check_object(b2s_store *s, const reports *r, uint64_t f) {
+  char name[256];
+  assert_true(b2s_dframe_chunk_name("img", (int64_t)f, name, sizeof name) >= 0);
+  uint8_t *chunk = NULL, *attr = NULL;
+  size_t len = 0, alen = 0;
+  assert_int_equal(b2s_store_get(s, name, 1 << 20, &chunk, &len), 0);
+  assert_int_equal(b2s_store_get_attr(s, name, 1 << 16, &attr, &alen), 0);
+  uint8_t want[CHUNK], got[CHUNK];
+  frame_fill(want, f);
+  b2s_ctx *ctx = b2s_ctx_new();
+  assert_int_equal(b2s_decompress(ctx, chunk, len, got, sizeof got), CHUNK);
+  b2s_ctx_free(ctx);
+  assert_memory_equal(got, want, CHUNK);
+  b2s_record rec;
+  assert_int_equal(b2s_record_decode(attr, alen, &rec), 0);
+  assert_int_equal(rec.frame, f);
+  assert_true(rec.xxh64 == b2s_chunk_xxh64(chunk, len));
+  if (r)
+    assert_true(r->rec_xxh64[f] == rec.xxh64);
+  free(chunk);
+  free(attr);
+}
+
+/* ---- a producer that does not route ------------------------------------------- */
+
+static void test_wrong_rank_refused(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 2, 2, NULL, streams_yaml);
+  reports r;
+  reports_open(&r, &c);
+  cluster_start(&c);
+  b2sc_session *s;
+  b2sc_producer *p;
+  assert_int_equal(b2sc_connect(c.eps[0], "plain", &s), 0);
+  assert_int_equal(b2sc_producer_open(s, "img", NULL, &p), 0);
+  uint8_t buf[CHUNK];
+  for (uint64_t f = 0; f < 8; f++) {   /* rank 0 owns 0, 1, 4, 5 */
+    frame_fill(buf, f);
+    b2sc_record rec = {.present = B2SC_REC_FRAME, .frame = f};
+    assert_int_equal(b2sc_send_rec(p, buf, CHUNK, &rec, SEND_MS), 0);
+  }
+  assert_int_equal(b2sc_flush(p, FLUSH_MS), B2S_E_WRONG_RANK);
+  char want[512];
+  snprintf(want, sizeof want, "frame number 7 belongs to rank 1, not to "
+           "this rank 0 (%s)", c.eps[1]);
+  assert_string_equal(b2sc_last_error(s), want);
+  b2sc_producer_stats st;
+  assert_int_equal(b2sc_producer_stats_get(p, &st), 0);
+  assert_int_equal(st.rejected, 4);
+  /* no frame number; a buffer of another size */
+  assert_int_equal(b2sc_send(p, buf, CHUNK, SEND_MS), 0);
+  assert_int_equal(b2sc_flush(p, FLUSH_MS), B2S_E_NEED_FRAME);
+  assert_non_null(strstr(b2sc_last_error(s), "needs a frame number"));
+  b2sc_record rec = {.present = B2SC_REC_FRAME, .frame = 9};
+  assert_int_equal(b2sc_send_rec(p, buf, CHUNK / 2, &rec, SEND_MS), 0);
+  assert_int_equal(b2sc_flush(p, FLUSH_MS), B2S_E_CHUNK_SIZE);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+
+  reports_wait(&r, ends_reported, 1);   /* the last CLOSE: END from rank 0 */
+  assert_int_equal(r.end[0], 6);        /* one past frame 5 */
+  b2s_store *store = store_open(&c);
+  for (uint64_t f = 0; f < 10; f++) {
+    bool mine = f < 8 && owner(&c, f) == 0;
+    assert_int_equal(stored(store, f), mine);
+    assert_int_equal(r.written[f], mine);
+    if (mine) {
+      assert_int_equal(r.rank_of[f], 0);
+      check_object(store, &r, f);
+    }
+  }
+  b2s_store_free(store);
+  reports_close(&r);
+  cluster_fini(&c);
+}
+
+/* ---- producers that route ------------------------------------------------------ */
+
+/* Send frames first, first + step, ... below NFRAMES through cl. */
+static void send_frames(b2sc_cluster *cl, uint64_t first, uint64_t step) {
+  uint8_t buf[CHUNK];
+  for (uint64_t f = first; f < NFRAMES; f += step) {
+    frame_fill(buf, f);
+    int rc = b2sc_cluster_send(cl, f, buf, CHUNK, SEND_MS);
+    if (rc != 0)
+      fail_msg("frame %llu: %s", (unsigned long long)f,
+               b2sc_cluster_last_error(cl));
+  }
+}
+
+static void test_routing_lands_on_owners(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 3, 2, NULL, streams_yaml);
+  reports r;
+  reports_open(&r, &c);
+  cluster_start(&c);
+  /* two producers: even and odd frame numbers, interleaved */
+  b2sc_cluster *a, *b;
+  assert_int_equal(b2sc_cluster_open(c.eps, 3, 2, "img", NULL, NULL, &a), 0);
+  assert_int_equal(b2sc_cluster_open(c.eps, 3, 2, "img", NULL, NULL, &b), 0);
+  assert_int_equal(b2sc_cluster_ranks(a), 3);
+  for (uint64_t f = 0; f < 12; f++)
+    assert_int_equal(b2sc_cluster_owner(a, f), owner(&c, f));
+  send_frames(a, 0, 2);
+  send_frames(b, 1, 2);
+  assert_int_equal(b2sc_cluster_flush(a, FLUSH_MS), 0);
+  assert_int_equal(b2sc_cluster_flush(b, FLUSH_MS), 0);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(b2sc_cluster_unacked(a, i, NULL, 0), 0);
+    b2sc_producer_stats st;
+    assert_int_equal(b2sc_producer_stats_get(b2sc_cluster_producer(a, i),
+                                             &st), 0);
+    assert_int_equal(st.rejected, 0);
+  }
+  /* wrong use */
+  assert_int_equal(b2sc_cluster_send_rec(a, "x", 1, NULL, 0),
+                   B2S_E_NEED_FRAME);
+  const char *none[1] = {NULL};
+  b2sc_cluster *bad;
+  assert_int_equal(b2sc_cluster_open(none, 1, 1, "img", NULL, NULL, &bad),
+                   B2S_E_ARG);
+  assert_int_equal(b2sc_cluster_open(c.eps, 3, 0, "img", NULL, NULL, &bad),
+                   B2S_E_ARG);
+  assert_int_equal(b2sc_cluster_close(a), 0);
+  assert_int_equal(b2sc_cluster_close(b), 0);
+
+  reports_wait(&r, frames_reported, NFRAMES);
+  b2s_store *store = store_open(&c);
+  for (uint64_t f = 0; f < NFRAMES; f++) {
+    assert_int_equal(r.rank_of[f], owner(&c, f));
+    assert_int_equal(r.written[f], 1);
+    check_object(store, &r, f);
+  }
+  b2s_store_free(store);
+  reports_close(&r);
+  cluster_fini(&c);
+}
+
+/* ---- a rank killed mid-run ----------------------------------------------------- */
+
+/* Resend what rank i did not acknowledge, through a new session. */
+static void resend(b2sc_cluster *cl, int i) {
+  uint64_t frames[NFRAMES];
+  int n = b2sc_cluster_unacked(cl, i, frames, NFRAMES);
+  assert_true(n >= 0 && n <= NFRAMES);
+  int rc = B2S_E_TIMEOUT;
+  for (int k = 0; k < 200 && rc != 0; k++) {   /* until the rank is back */
+    rc = b2sc_cluster_reconnect(cl, i);
+    if (rc != 0)
+      usleep(50000);
+  }
+  assert_int_equal(rc, 0);
+  uint8_t buf[CHUNK];
+  for (int k = 0; k < n; k++) {
+    frame_fill(buf, frames[k]);
+    assert_int_equal(b2sc_cluster_send(cl, frames[k], buf, CHUNK, SEND_MS), 0);
+  }
+}
+
+static void test_rank_killed_and_restarted(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 3, 1, NULL, streams_yaml);
+  reports r;
+  reports_open(&r, &c);
+  cluster_start(&c);
+  b2sc_cluster *cl;
+  assert_int_equal(b2sc_cluster_open(c.eps, 3, 1, "img", NULL, NULL, &cl), 0);
+  uint8_t buf[CHUNK];
+  uint64_t f = 0;
+  for (; f < NFRAMES / 2; f++) {
+    frame_fill(buf, f);
+    assert_int_equal(b2sc_cluster_send(cl, f, buf, CHUNK, SEND_MS), 0);
+  }
+  /* what rank 1 acknowledged so far must survive its death */
+  b2sc_producer_stats st;
+  b2sc_wait_credit(b2sc_cluster_producer(cl, 1), 0);
+  assert_int_equal(b2sc_producer_stats_get(b2sc_cluster_producer(cl, 1), &st),
+                   0);
+  assert_int_equal(env_stop(&c.rank[1], SIGKILL), -1);
+  for (; f < NFRAMES; f++) {       /* rank 1's frames fail from here on */
+    frame_fill(buf, f);
+    int rc = b2sc_cluster_send(cl, f, buf, CHUNK, 200);
+    assert_true(rc == 0 || owner(&c, f) == 1);
+  }
+  env_start(&c.rank[1]);
+  resend(cl, 1);
+  int rc = b2sc_cluster_flush(cl, FLUSH_MS);
+  if (rc != 0)
+    fail_msg("flush: %s", b2sc_cluster_last_error(cl));
+  assert_int_equal(b2sc_cluster_close(cl), 0);
+
+  reports_wait(&r, frames_reported, NFRAMES);
+  b2s_store *store = store_open(&c);
+  for (uint64_t k = 0; k < NFRAMES; k++) {
+    assert_int_equal(r.rank_of[k], owner(&c, k));
+    check_object(store, &r, k);
+  }
+  b2s_store_free(store);
+  reports_close(&r);
+  cluster_fini(&c);
+}
+
+static void test_follow_refused(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 1, 1, NULL, streams_yaml);
+  cluster_start(&c);
+  b2sc_session *s;
+  b2sc_consumer *fol;
+  assert_int_equal(b2sc_connect(c.eps[0], "reader", &s), 0);
+  assert_int_equal(b2sc_follow(s, "img", 0, 0, &fol), B2S_E_ARG);
+  assert_non_null(strstr(b2sc_last_error(s), "distributed"));
+  b2sc_close(s);
+  cluster_fini(&c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_wrong_rank_refused),
+      cmocka_unit_test(test_routing_lands_on_owners),
+      cmocka_unit_test(test_rank_killed_and_restarted),
+      cmocka_unit_test(test_follow_refused),
+  };
+  return harness_run(tests);
+}
