@@ -507,12 +507,14 @@ static void cluster_config(cluster *c, int r, const char *streams_yaml) {
                    "log_level: debug\n"
                    "cluster:\n"
                    "  storage: \"%s\"\n"
+                   "  ceph_conf: \"%s\"\n"
                    "  rank: %d\n"
                    "  committer: %s\n"
                    "  committer_pub: %s\n"
                    "  frames_per_block: %d\n"
                    "  ranks:\n",
-                   c->storage, r, c->committer, c->pub, c->frames_per_block);
+                   c->storage, c->ceph_conf, r, c->committer, c->pub,
+                   c->frames_per_block);
   for (int i = 0; i < c->n; i++)
     n += snprintf(y + n, cap - (size_t)n, "    - %s\n", c->rank[i].sock);
   snprintf(y + n, cap - (size_t)n, "%s", streams_yaml);
@@ -528,6 +530,9 @@ void cluster_init(cluster *c, int n, int frames_per_block,
   c->frames_per_block = frames_per_block;
   snprintf(c->dir, sizeof c->dir, "/tmp/b2sd-cluster-XXXXXX");
   assert_non_null(mkdtemp(c->dir));
+  const char *conf = getenv("B2S_CEPH_CONF");
+  if (storage && strncmp(storage, "rados://", 8) == 0 && conf)
+    snprintf(c->ceph_conf, sizeof c->ceph_conf, "%s", conf);
   if (storage)
     snprintf(c->storage, sizeof c->storage, "%s", storage);
   else

@@ -112,6 +112,7 @@ typedef struct cluster {
   int n, frames_per_block;
   char dir[256];
   char storage[512];
+  char ceph_conf[512];             /* rados: $B2S_CEPH_CONF */
   char committer[320], pub[320];
   env rank[CLUSTER_MAX];
   const char *eps[CLUSTER_MAX];    /* rank[i].sock */
@@ -119,7 +120,7 @@ typedef struct cluster {
 
 /* Directories and configurations: listen on run/d.sock, the cluster
  * section of rank i, then streams_yaml ("streams:\n ..."); storage NULL:
- * DIR/store. */
+ * DIR/store; a rados:// storage gets ceph_conf $B2S_CEPH_CONF. */
 void cluster_init(cluster *c, int n, int frames_per_block,
                   const char *storage, const char *streams_yaml);
 void cluster_start(cluster *c);

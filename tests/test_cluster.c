@@ -14,7 +14,13 @@
  *     the record the object carries;
  *   - a rank killed with SIGKILL and restarted loses nothing acknowledged:
  *     the producer resends what was not, and every frame is stored;
- *   - FOLLOW on a distributed stream is refused. */
+ *   - FOLLOW on a distributed stream is refused;
+ *   - end to end with the committer process (b2stream-committer): three
+ *     ranks, two producers sending interleaved frame numbers, one rank
+ *     killed and restarted mid-run, a frame never sent: the frame read
+ *     back through b2s_dframe holds every frame bit for bit and a gap
+ *     where the missing one was; on the local store, and on RADOS when
+ *     $B2S_CEPH_CONF names a test cluster (scripts/ceph-test-cluster). */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,10 +29,12 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -382,12 +390,151 @@ static void test_follow_refused(void **state) {
   cluster_fini(&c);
 }
 
+/* ---- end to end, with the committer process ------------------------------------ */
+
+#define GAP_FRAME 61               /* never sent: the committer's gap */
+#define GAP_TIMEOUT "3000"         /* ms: longer than a rank's restart */
+
+static pid_t committer_start(const cluster *c, const char *frame) {
+  const char *exe = getenv("B2S_COMMITTER");
+  assert_non_null(exe);
+  char log[400];
+  snprintf(log, sizeof log, "%s/committer.log", c->dir);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    if (c->ceph_conf[0])
+      execl(exe, exe, "--store", c->storage, "--pull", c->committer, "--pub",
+            c->pub, "--frame", frame, "--gap-timeout-ms", GAP_TIMEOUT,
+            "--ceph-conf", c->ceph_conf, (char *)NULL);
+    else
+      execl(exe, exe, "--store", c->storage, "--pull", c->committer, "--pub",
+            c->pub, "--frame", frame, "--gap-timeout-ms", GAP_TIMEOUT,
+            (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+static void committer_stop(pid_t pid) {
+  kill(pid, SIGTERM);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Frame f through the producer that owns its parity. */
+static void send_interleaved(b2sc_cluster *a, b2sc_cluster *b, uint64_t from,
+                             uint64_t to, int dead_rank, const cluster *c) {
+  uint8_t buf[CHUNK];
+  for (uint64_t f = from; f < to; f++) {
+    if (f == GAP_FRAME)
+      continue;
+    frame_fill(buf, f);
+    b2sc_cluster *p = f % 2 ? b : a;
+    int rc = b2sc_cluster_send(p, f, buf, CHUNK, dead_rank < 0 ? SEND_MS : 200);
+    if (rc != 0 && owner(c, f) != dead_rank)
+      fail_msg("frame %llu: %s", (unsigned long long)f,
+               b2sc_cluster_last_error(p));
+  }
+}
+
+/* Every committed chunk read back through b2s_dframe: the producers'
+ * bytes, their records, and a gap (zeros, gap record) at GAP_FRAME. */
+static void read_back(const cluster *c, const char *name) {
+  b2s_store *s = store_open(c);
+  b2s_dframe *df = NULL;
+  int64_t committed = 0;
+  bool closed = false;
+  for (int ms = 0; committed < NFRAMES; ms += 50) {
+    if (!df)
+      assert_true(b2s_dframe_open(s, name, &df) == 0 || ms < WAIT_MS);
+    if (df)
+      assert_int_equal(b2s_dframe_refresh(df, &committed, &closed), 0);
+    if (committed < NFRAMES && ms > WAIT_MS)
+      fail_msg("%lld of %d chunks committed", (long long)committed, NFRAMES);
+    usleep(50000);
+  }
+  b2s_ctx *ctx = b2s_ctx_new();
+  uint8_t want[CHUNK], got[CHUNK];
+  for (int64_t i = 0; i < NFRAMES; i++) {
+    uint8_t *chunk = NULL;
+    size_t len = 0;
+    assert_int_equal(b2s_dframe_chunk_get(df, i, &chunk, &len), 0);
+    assert_int_equal(b2s_decompress(ctx, chunk, len, got, sizeof got), CHUNK);
+    b2s_record rec;
+    assert_int_equal(b2s_dframe_record_get(df, i, &rec), 0);
+    assert_int_equal(rec.frame, (uint64_t)i);
+    assert_true(rec.xxh64 == b2s_chunk_xxh64(chunk, len));
+    if (i == GAP_FRAME) {
+      memset(want, 0, sizeof want);
+      assert_true(rec.flags & B2S_RECORD_GAP);
+    } else {
+      frame_fill(want, (uint64_t)i);
+      assert_int_equal(rec.flags, 0);
+    }
+    assert_memory_equal(got, want, CHUNK);
+    free(chunk);
+  }
+  b2s_ctx_free(ctx);
+  b2s_dframe_free(df);
+  b2s_store_free(s);
+}
+
+static void run_committed(const char *storage, const char *name) {
+  char yaml[512];
+  snprintf(yaml, sizeof yaml, "streams:\n  %s:\n    format: distributed\n"
+           "    chunk_nbytes: 4096\n    typesize: 4\n    codec: lz4\n"
+           "    durability: {ack: write}\n", name);
+  cluster c;
+  cluster_init(&c, 3, 2, storage, yaml);
+  cluster_start(&c);
+  pid_t committer = committer_start(&c, name);
+  b2sc_cluster *a, *b;
+  assert_int_equal(b2sc_cluster_open(c.eps, 3, 2, name, NULL, NULL, &a), 0);
+  assert_int_equal(b2sc_cluster_open(c.eps, 3, 2, name, NULL, NULL, &b), 0);
+  send_interleaved(a, b, 0, NFRAMES / 2, -1, &c);
+  assert_int_equal(env_stop(&c.rank[1], SIGKILL), -1);
+  send_interleaved(a, b, NFRAMES / 2, NFRAMES, 1, &c);
+  env_start(&c.rank[1]);
+  resend(a, 1);
+  resend(b, 1);
+  assert_int_equal(b2sc_cluster_flush(a, FLUSH_MS), 0);
+  assert_int_equal(b2sc_cluster_flush(b, FLUSH_MS), 0);
+  assert_int_equal(b2sc_cluster_close(a), 0);
+  assert_int_equal(b2sc_cluster_close(b), 0);
+  read_back(&c, name);
+  committer_stop(committer);
+  cluster_fini(&c);
+}
+
+static void test_committed_local(void **state) {
+  (void)state;
+  run_committed(NULL, "img");
+}
+
+static void test_committed_rados(void **state) {
+  (void)state;
+  if (!getenv("B2S_CEPH_CONF")) {
+    printf("rados cluster test skipped: B2S_CEPH_CONF not set\n");
+    skip();
+  }
+  char name[64];   /* the pool outlives the test: a name of this run */
+  snprintf(name, sizeof name, "img-%d-%ld", (int)getpid(), (long)time(NULL));
+  run_committed("rados://b2stream", name);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wrong_rank_refused),
       cmocka_unit_test(test_routing_lands_on_owners),
       cmocka_unit_test(test_rank_killed_and_restarted),
       cmocka_unit_test(test_follow_refused),
+      cmocka_unit_test(test_committed_local),
+      cmocka_unit_test(test_committed_rados),
   };
   return harness_run(tests);
 }
