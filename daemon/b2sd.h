@@ -201,6 +201,12 @@ double b2sd_latency_quantile_us(const b2sd_latency *l, double q);
 
 /* ---- streams (stream.c) ---------------------------------------------------- */
 
+/* A buffer of a distributed stream its writer could not store: the frame
+ * number was taken in the store (B2S_E_OBJ_CONFLICT). */
+typedef struct b2sd_conflict {
+  uint64_t seq, frame;
+} b2sd_conflict;
+
 struct b2sd_stream {
   b2sd_stream *next;             /* server list, I/O thread */
   b2sd_server *srv;
@@ -268,6 +274,12 @@ struct b2sd_stream {
    * by the I/O thread before the writer starts, then read only; NULL for
    * other formats. */
   struct b2sd_dist *dist;
+  /* Under lock: buffers the distributed writer could not store, appended
+   * before it publishes a written level past them; the I/O thread takes
+   * them (b2sd_dist_conflicts) after loading the progress and before it
+   * acknowledges, so their ERROR comes before any ACK that passes them. */
+  b2sd_conflict *conflicts;
+  size_t nconflicts, capconflicts;
   struct b2sd_follow *follows;
 
   /* Statistics (relaxed atomics; only read for STATS). */

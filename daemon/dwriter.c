@@ -172,6 +172,28 @@ static int encode_record(dw *w, const b2sd_chunk *c, uint64_t f) {
   return b2s_record_encode(&r, &w->rec);
 }
 
+/* Tell the I/O thread that c's buffer was not stored: its producer gets
+ * an ERROR instead of an acknowledgement. */
+static void conflict(dw *w, const b2sd_chunk *c) {
+  b2sd_stream *st = w->st;
+  pthread_mutex_lock(&st->lock);
+  if (st->nconflicts == st->capconflicts) {
+    size_t cap = st->capconflicts ? st->capconflicts * 2 : 16;
+    b2sd_conflict *n = realloc(st->conflicts, cap * sizeof *n);
+    if (n) {
+      st->conflicts = n;
+      st->capconflicts = cap;
+    }
+  }
+  bool kept = st->nconflicts < st->capconflicts;
+  if (kept)
+    st->conflicts[st->nconflicts++] =
+        (b2sd_conflict){.seq = c->seq, .frame = c->rec.frame};
+  pthread_mutex_unlock(&st->lock);
+  if (!kept)                     /* never acknowledge what is not stored */
+    dw_fail(w, B2S_E_NOMEM, "noting a buffer not stored");
+}
+
 static void store_chunk(dw *w, const b2sd_chunk *c) {
   b2sd_stream *st = w->st;
   uint64_t f = c->rec.frame;
@@ -193,6 +215,7 @@ static void store_chunk(dw *w, const b2sd_chunk *c) {
           (unsigned long long)f);
     /* relaxed: statistics counter */
     atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
+    conflict(w, c);
     return;
   }
   if (rc < 0) {

@@ -358,6 +358,30 @@ static void order_take(b2sd_stream *st, const b2sd_rec *rec) {
     b2sd_window_take(&st->win, rec->frame);
 }
 
+void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st) {
+  pthread_mutex_lock(&st->lock);
+  b2sd_conflict *v = st->conflicts;
+  size_t n = st->nconflicts;
+  st->conflicts = NULL;
+  st->nconflicts = st->capconflicts = 0;
+  pthread_mutex_unlock(&st->lock);
+  for (size_t i = 0; i < n; i++) {
+    char why[160];
+    snprintf(why, sizeof why, "frame number %llu is in the store with other "
+             "bytes (made a gap meanwhile?); this buffer was not stored",
+             (unsigned long long)v[i].frame);
+    for (b2sd_handle *h = st->handles; h; h = h->next_st) {
+      int64_t id = b2sd_ledger_reject_seq(&h->lg, v[i].seq);
+      if (id >= 0) {
+        b2sd_send_error(srv, h->sess, 0, B2S_E_OBJ_CONFLICT, 0,
+                        B2S_WIRE_DATA, h->id, (uint64_t)id, why);
+        break;
+      }
+    }
+  }
+  free(v);
+}
+
 /* A distributed stream stores only the frame numbers this rank owns;
  * the producer learns which rank owns the others, and where it listens. */
 static int rank_check(b2sd_server *srv, const b2sd_stream *st,

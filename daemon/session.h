@@ -181,6 +181,11 @@ void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec);
  * enough. */
 int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
                      char *why, size_t cap);
+/* A distributed stream's buffers its writer could not store (the frame
+ * number was taken in the store): each producer gets a per-buffer ERROR
+ * B2S_E_OBJ_CONFLICT and no acknowledgement above received for it.  Call
+ * after b2sd_progress_load, before the handles' progress. */
+void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st);
 /* Whether a buffer refused with code keeps its place (b2sd_gap_put): one
  * refused for what it is, not for how it was sent. */
 bool b2sd_leaves_gap(int code);

@@ -852,6 +852,7 @@ void b2sd_stream_free(b2sd_stream *st) {
   writer_end(st);
   free(st->series);
   free(st->dist);
+  free(st->conflicts);
   b2sd_window_fini(&st->win);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);

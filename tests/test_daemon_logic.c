@@ -465,6 +465,26 @@ static void test_order_window(void **state) {
 
 /* ---- ranks of a distributed stream ------------------------------------------ */
 
+/* A buffer the writer could not store after all: rejected by its seq, so
+ * the ACK at the handle's level passes it without claiming it written. */
+static void test_ledger_reject_seq(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_WRITTEN, B2S_WIRE_POLICY_BLOCK, 8);
+  push_queued(&l, 100, 4);             /* ids 0..3, seqs 100..103 */
+  assert_int_equal(b2sd_ledger_reject_seq(&l, 102), 2);
+  assert_int_equal(b2sd_ledger_reject_seq(&l, 102), -1);   /* once */
+  assert_int_equal(b2sd_ledger_reject_seq(&l, 99), -1);
+  assert_int_equal(b2sd_ledger_reject_seq(&l, 104), -1);
+  assert_int_equal(b2sd_ledger_entry(&l, 2)->state, B2SD_ENTRY_REJECTED);
+  /* written below 102: ids 0, 1 settled; 2 is settled by its ERROR */
+  assert_int_equal(b2sd_ledger_upto(&l, 102, 100), 3);
+  assert_int_equal(b2sd_ledger_upto(&l, 101, 100), 1);
+  assert_int_equal(b2sd_ledger_upto(&l, 104, 100), 4);
+  b2sd_ledger_fini(&l);
+}
+
+
 static void test_rank_owner_and_check(void **state) {
   (void)state;
   b2sd_rank k = {.rank = 1, .nranks = 3, .frames_per_block = 4};
@@ -528,6 +548,7 @@ int main(void) {
       cmocka_unit_test(test_drain_waits_for_disk_not_peers),
       cmocka_unit_test(test_fd_room_keeps_the_reserve),
       cmocka_unit_test(test_order_window),
+      cmocka_unit_test(test_ledger_reject_seq),
       cmocka_unit_test(test_rank_owner_and_check),
   };
   return cmocka_run_group_tests_name("daemon logic", tests, NULL, NULL);
