@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "b2s_dframe.h"
@@ -26,6 +27,8 @@
 #define DW_SEND_TIMEOUT_MS 200
 /* How long the socket may still deliver END and reports at close. */
 #define DW_LINGER_MS 2000
+/* END again after this long without the committer confirming it. */
+#define DW_END_EVERY_MS 1000
 
 typedef struct dw {
   b2sd_stream *st;
@@ -34,6 +37,9 @@ typedef struct dw {
   b2s_store *store;
   b2s_dframe *df;
   void *push;
+  void *sub;                     /* COMMITTED of this frame, or NULL */
+  bool end_pending;              /* END sent, not yet confirmed */
+  uint64_t end_sent_ns;
   bool durable_store;            /* rados, or local with full sync */
   uint64_t next_seq, written, durable;
   int64_t stored;                /* chunks this writer stored */
@@ -53,6 +59,7 @@ b2sd_dist *b2sd_dist_new(const b2s_cluster_cfg *k) {
   snprintf(d->storage, sizeof d->storage, "%s", k->storage);
   snprintf(d->ceph_conf, sizeof d->ceph_conf, "%s", k->ceph_conf);
   snprintf(d->committer, sizeof d->committer, "%s", k->committer);
+  snprintf(d->committer_pub, sizeof d->committer_pub, "%s", k->committer_pub);
   return d;
 }
 
@@ -109,6 +116,31 @@ static int open_frame(dw *w) {
   return rc;
 }
 
+/* COMMITTED messages of this frame: their prefix is the fixed header and
+ * the name.  Without them END is simply repeated. */
+static void open_sub(dw *w) {
+  uint8_t prefix[8 + B2S_DMSG_NAME_MAX];
+  size_t n = strlen(w->st->name);
+  memcpy(prefix, "B2DM", 4);
+  prefix[4] = 1;
+  prefix[5] = B2S_DMSG_COMMITTED;
+  prefix[6] = (uint8_t)n;
+  prefix[7] = (uint8_t)(n >> 8);
+  memcpy(prefix + 8, w->st->name, n);
+  w->sub = zmq_socket(w->st->srv->zctx, ZMQ_SUB);
+  int linger = 0;
+  if (w->sub && zmq_setsockopt(w->sub, ZMQ_LINGER, &linger, sizeof linger) == 0 &&
+      zmq_setsockopt(w->sub, ZMQ_SUBSCRIBE, prefix, 8 + n) == 0 &&
+      zmq_connect(w->sub, w->d->committer_pub) == 0)
+    return;
+  LOG_W("stream %s: cannot follow the committer at %s (%s); END is "
+        "repeated without its confirmation", w->st->name,
+        w->d->committer_pub, zmq_strerror(errno));
+  if (w->sub)
+    zmq_close(w->sub);
+  w->sub = NULL;
+}
+
 static int open_push(dw *w) {
   w->push = zmq_socket(w->st->srv->zctx, ZMQ_PUSH);
   if (!w->push) {
@@ -125,6 +157,8 @@ static int open_push(dw *w) {
     dw_fail(w, -e, "connecting to the committer");
     return -1;
   }
+  if (w->d->committer_pub[0])
+    open_sub(w);
   return 0;
 }
 
@@ -149,13 +183,45 @@ static void report(dw *w, b2s_dmsg *m) {
           (unsigned long long)w->lost_reports);
 }
 
-static void send_end(dw *w) {
+static void send_end(dw *w, bool again) {
   if (!w->push)
     return;
   b2s_dmsg m = {.type = B2S_DMSG_END, .index = w->end};
   report(w, &m);
-  LOG_I("stream %s: end sent to the committer (%lld chunks stored, frames "
-        "below %lld)", w->st->name, (long long)w->stored, (long long)w->end);
+  w->end_pending = true;
+  w->end_sent_ns = b2sd_now_ns();
+  if (again)
+    LOG_D("stream %s: end sent again (frames below %lld)", w->st->name,
+          (long long)w->end);
+  else
+    LOG_I("stream %s: end sent to the committer (%lld chunks stored, "
+          "frames below %lld)", w->st->name, (long long)w->stored,
+          (long long)w->end);
+}
+
+/* The committer's COMMITTED messages so far: END is confirmed once the
+ * frame is closed or committed up to it. */
+static void end_confirm(dw *w) {
+  uint8_t buf[B2S_DMSG_NAME_MAX + 64];
+  int n;
+  while (w->sub && (n = zmq_recv(w->sub, buf, sizeof buf, ZMQ_DONTWAIT)) > 0) {
+    b2s_dmsg m;
+    if ((size_t)n > sizeof buf || b2s_dmsg_decode(buf, (size_t)n, &m) < 0 ||
+        m.type != B2S_DMSG_COMMITTED)
+      continue;
+    if (m.closed || m.index >= w->end)
+      w->end_pending = false;
+  }
+}
+
+/* While END waits for its confirmation: again every DW_END_EVERY_MS. */
+static void end_tick(dw *w) {
+  if (!w->end_pending || w->failed)
+    return;
+  end_confirm(w);
+  if (w->end_pending &&
+      b2sd_now_ns() - w->end_sent_ns >= DW_END_EVERY_MS * UINT64_C(1000000))
+    send_end(w, true);
 }
 
 /* ---- chunks ------------------------------------------------------------------ */
@@ -248,8 +314,9 @@ static void act(dw *w, const b2sd_chunk *c) {
     if (rc < 0)
       dw_fail(w, rc, "series metadata");
   } else if (c->end) {
-    send_end(w);
+    send_end(w, false);
   } else if (c->cbytes > 0) {
+    w->end_pending = false;      /* the run goes on: END is stale */
     store_chunk(w, c);
   } else if (c->err) {
     /* relaxed: statistics counter */
@@ -332,7 +399,17 @@ static void run(dw *w) {
       continue;
     if (st->stop)
       break;
-    pthread_cond_wait(&st->cond, &st->lock);
+    if (w->end_pending) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);   /* the cond's clock */
+      ts.tv_sec += DW_END_EVERY_MS / 1000;
+      pthread_cond_timedwait(&st->cond, &st->lock, &ts);
+      pthread_mutex_unlock(&st->lock);
+      end_tick(w);
+      pthread_mutex_lock(&st->lock);
+    } else {
+      pthread_cond_wait(&st->cond, &st->lock);
+    }
   }
   while (st->ready) {            /* only after a gap in seqs or a failure */
     b2sd_chunk *c = st->ready;
@@ -365,9 +442,11 @@ void *b2sd_dwriter_main(void *stream) {
   run(w);
   if (!w->failed)
     publish(w, UINT64_MAX);      /* the stop makes everything durable */
-  send_end(w);
+  send_end(w, false);
   if (w->push)
     zmq_close(w->push);          /* lingers to deliver END */
+  if (w->sub)
+    zmq_close(w->sub);
   b2s_dframe_free(w->df);
   b2s_store_free(w->store);
   b2s_mpbuf_fini(&w->rec);

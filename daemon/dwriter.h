@@ -15,9 +15,12 @@
  * The thread opens the store and the frame itself, so a slow or absent
  * store never holds up the I/O thread or another stream; when it cannot
  * (or a put fails) the stream fails like a local one and a later OPEN
- * starts a new writer.  At its end (the last producer's CLOSE, the
- * daemon's stop) it sends END: one past the highest frame number this
- * writer stored. */
+ * starts a new writer.  At the last producer's CLOSE and at its stop it
+ * sends END: one past the highest frame number this writer stored.  A
+ * committer restarted meanwhile has forgotten it, so END goes again every
+ * second while no new chunk comes, until the committer's COMMITTED (on
+ * committer_pub, when configured) says the frame is closed or committed
+ * up to that END. */
 #ifndef B2SD_DWRITER_H
 #define B2SD_DWRITER_H
 
@@ -29,6 +32,7 @@ typedef struct b2sd_dist {
   char storage[B2S_CONFIG_PATH_MAX];       /* rados://POOL or a directory */
   char ceph_conf[B2S_CONFIG_PATH_MAX];     /* "" = librados's search */
   char committer[B2S_CONFIG_ENDPOINT_MAX];
+  char committer_pub[B2S_CONFIG_ENDPOINT_MAX];   /* "" = not given */
 } b2sd_dist;
 
 /* The cluster settings of a distributed stream, from the configuration

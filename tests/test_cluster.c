@@ -248,6 +248,9 @@ static void test_wrong_rank_refused(void **state) {
 
   reports_wait(&r, ends_reported, 1);   /* the last CLOSE: END from rank 0 */
   assert_int_equal(r.end[0], 6);        /* one past frame 5 */
+  /* nobody confirms it on committer_pub: END comes again */
+  reports_wait(&r, ends_reported, 2);
+  assert_int_equal(r.end[0], 6);
   b2s_store *store = store_open(&c);
   for (uint64_t f = 0; f < 10; f++) {
     bool mine = f < 8 && owner(&c, f) == 0;
