@@ -14,6 +14,8 @@
  *     the record the object carries;
  *   - a rank killed with SIGKILL and restarted loses nothing acknowledged:
  *     the producer resends what was not, and every frame is stored;
+ *   - b2stream produce --ranks routes the same way; without it, a rank
+ *     refuses the others' frames and the tool says which rank owns them;
  *   - FOLLOW on a distributed stream is refused;
  *   - end to end with the committer process (b2stream-committer): three
  *     ranks, two producers sending interleaved frame numbers, one rank
@@ -152,6 +154,14 @@ static bool frames_reported(const reports *r, int n) {
 }
 
 static bool ends_reported(const reports *r, int n) { return r->ends >= n; }
+
+/* Frames n .. n + 7 reported. */
+static bool eight_reported(const reports *r, int n) {
+  for (int f = n; f < n + 8; f++)
+    if (r->written[f] == 0)
+      return false;
+  return true;
+}
 
 /* ---- the store ---------------------------------------------------------------- */
 
@@ -394,6 +404,67 @@ static void test_rank_killed_and_restarted(void **state) {
   cluster_fini(&c);
 }
 
+/* ---- the command-line producer ---------------------------------------------------- */
+
+/* Run the b2stream tool with args (a shell word list); its exit status,
+ * stderr in err. */
+static int run_cli(const cluster *c, const char *args, char *err, size_t cap) {
+  const char *cli = getenv("B2S_CLI");
+  assert_non_null(cli);
+  char cmd[2048], errf[400];
+  snprintf(errf, sizeof errf, "%s/cli.err", c->dir);
+  snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", cli, args, errf);
+  int st = system(cmd);
+  FILE *f = fopen(errf, "r");
+  assert_non_null(f);
+  size_t n = fread(err, 1, cap - 1, f);
+  err[n] = '\0';
+  fclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli_produce(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 2, 2, NULL, streams_yaml);
+  reports r;
+  reports_open(&r, &c);
+  cluster_start(&c);
+  char in[400], args[1500], err[2048];
+  snprintf(in, sizeof in, "%s/in.bin", c.dir);
+  FILE *f = fopen(in, "w");
+  assert_non_null(f);
+  uint8_t buf[CHUNK];
+  for (uint64_t k = 0; k < 8; k++) {   /* frame numbers 10..17 */
+    frame_fill(buf, 10 + k);
+    assert_int_equal(fwrite(buf, 1, CHUNK, f), CHUNK);
+  }
+  fclose(f);
+  snprintf(args, sizeof args, "produce --ranks %s,%s --frames-per-block 2 "
+           "--frame-number 10 --stream img --chunk-bytes 4096 '%s'",
+           c.eps[0], c.eps[1], in);
+  if (run_cli(&c, args, err, sizeof err) != 0)
+    fail_msg("produce --ranks: %s", err);
+  /* one rank alone refuses the other's frames, and says whose they are */
+  snprintf(args, sizeof args, "produce --endpoint %s --frame-number 10 "
+           "--stream img --chunk-bytes 4096 '%s'", c.eps[1], in);
+  assert_int_equal(run_cli(&c, args, err, sizeof err), 1);
+  assert_non_null(strstr(err, "belongs to rank 0, not to this rank 1"));
+  reports_wait(&r, eight_reported, 10);
+  b2s_store *store = store_open(&c);
+  for (uint64_t k = 0; k < 18; k++) {
+    bool sent = k >= 10;
+    assert_int_equal(stored(store, k), sent);
+    if (sent) {
+      assert_int_equal(r.rank_of[k], owner(&c, k));
+      check_object(store, &r, k);
+    }
+  }
+  b2s_store_free(store);
+  reports_close(&r);
+  cluster_fini(&c);
+}
+
 static void test_follow_refused(void **state) {
   (void)state;
   cluster c;
@@ -550,6 +621,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_rank_refused),
       cmocka_unit_test(test_routing_lands_on_owners),
       cmocka_unit_test(test_rank_killed_and_restarted),
+      cmocka_unit_test(test_cli_produce),
       cmocka_unit_test(test_follow_refused),
       cmocka_unit_test(test_committed_local),
       cmocka_unit_test(test_committed_rados),
