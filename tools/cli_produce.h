@@ -2,7 +2,7 @@
  * input, and each buffer's record.  cmd_produce.c parses the options and
  * sends to one daemon; produce_cluster.c sends to the ranks of a
  * distributed stream (--ranks), each buffer to the rank owning its frame
- * number. */
+ * number; produce_common.c has what both use. */
 #ifndef B2S_CLI_PRODUCE_H
 #define B2S_CLI_PRODUCE_H
 
