@@ -419,9 +419,10 @@ void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   if (strcmp(cfg->full_path, st->cfg.full_path) != 0 ||
       cfg->format != st->cfg.format || cfg->io != st->cfg.io ||
       cfg->order != st->cfg.order ||
-      cfg->reorder_window != st->cfg.reorder_window)
-    LOG_W("stream %s: path, format, io, order and reorder_window changes "
-          "apply after a restart",
+      cfg->reorder_window != st->cfg.reorder_window ||
+      cfg->chunk_nbytes != st->cfg.chunk_nbytes)
+    LOG_W("stream %s: path, format, io, order, reorder_window and "
+          "chunk_nbytes changes apply after a restart",
           st->name);
   b2s_stream_cfg keep = st->cfg;
   st->cfg = *cfg;
@@ -432,6 +433,7 @@ void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   st->cfg.b2nd = keep.b2nd;
   st->cfg.order = keep.order;    /* the window runs on: after a restart */
   st->cfg.reorder_window = keep.reorder_window;
+  st->cfg.chunk_nbytes = keep.chunk_nbytes;   /* the frame's, in the store */
   pthread_cond_signal(&st->cond);
   pthread_mutex_unlock(&st->lock);
 }

@@ -488,9 +488,11 @@ int b2sc_cluster_ranks(const b2sc_cluster *c);
  * connected; valid until that rank reconnects or c is closed. */
 b2sc_producer *b2sc_cluster_producer(b2sc_cluster *c, int rank);
 
-/* Frame numbers sent to rank and not yet acknowledged at the stream's
- * ack level (nor dropped or rejected), in send order: the first
- * min(count, cap) into frames.  Returns the count. */
+/* Frame numbers given to rank and not acknowledged: those sent and not
+ * yet acknowledged at the stream's ack level (nor dropped or rejected),
+ * in send order, then those whose send failed with B2S_E_TIMEOUT or
+ * B2S_E_CLOSED since the rank's last (re)connect.  The first
+ * min(count, cap) go into frames.  Returns the count. */
 int b2sc_cluster_unacked(b2sc_cluster *c, int rank, uint64_t *frames,
                          size_t cap);
 

@@ -5,9 +5,11 @@
  * Built on the public producer API only.  Per rank, the frame numbers of
  * the buffers sent and not yet acknowledged at the stream's ack level are
  * kept in send order (a ring): ACKs are cumulative by buffer id, so the
- * acknowledged ones are always a prefix.  After a rank failed, the caller
- * reads that list (b2sc_cluster_unacked), reconnects the rank and resends
- * those frames: a frame acknowledged once is never asked for again. */
+ * acknowledged ones are always a prefix; frames whose send failed for the
+ * rank's sake (timeout, connection ended) are kept beside them.  After a
+ * rank failed, the caller reads both (b2sc_cluster_unacked), reconnects
+ * the rank and resends those frames: a frame acknowledged once is never
+ * asked for again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,9 @@ typedef struct cl_rank {
   uint64_t *ring;
   size_t head, n, cap;
   uint64_t acked_seen;          /* stats.acked when the ring was trimmed */
+  /* frame numbers whose send failed on this connection (never sent) */
+  uint64_t *failed;
+  size_t nfailed, capfailed;
 } cl_rank;
 
 struct b2sc_cluster {
@@ -84,6 +89,21 @@ static void ring_trim(cl_rank *r) {
   r->acked_seen = st.acked;
 }
 
+/* A send that failed because of the rank (timeout, connection ended):
+ * the frame is still the caller's to deliver, so unacked lists it. */
+static int note_failed(cl_rank *r, uint64_t frame) {
+  if (r->nfailed == r->capfailed) {
+    size_t cap = r->capfailed ? r->capfailed * 2 : 16;
+    uint64_t *n = realloc(r->failed, cap * sizeof *n);
+    if (!n)
+      return B2S_E_NOMEM;
+    r->failed = n;
+    r->capfailed = cap;
+  }
+  r->failed[r->nfailed++] = frame;
+  return 0;
+}
+
 /* ---- connections ---------------------------------------------------------- */
 
 static void rank_disconnect(cl_rank *r) {
@@ -92,6 +112,7 @@ static void rank_disconnect(cl_rank *r) {
   r->p = NULL;
   r->head = r->n = 0;
   r->acked_seen = 0;
+  r->nfailed = 0;
 }
 
 static int rank_connect(b2sc_cluster *c, int i) {
@@ -177,6 +198,7 @@ int b2sc_cluster_close(b2sc_cluster *c) {
     }
     rank_disconnect(r);
     free(r->ring);
+    free(r->failed);
     free(r->endpoint);
   }
   free(c);
@@ -202,6 +224,9 @@ int b2sc_cluster_send_rec(b2sc_cluster *c, const void *buf, size_t len,
   if (!r->p)
     return fail(c, i, B2S_E_CLOSED);
   int rc = b2sc_send_rec(r->p, buf, len, rec, timeout_ms);
+  if ((rc == B2S_E_TIMEOUT || rc == B2S_E_CLOSED) &&
+      note_failed(r, rec->frame) < 0)
+    return fail(c, i, B2S_E_NOMEM);
   if (rc < 0)
     return fail(c, i, rc);
   ring_trim(r);
@@ -251,9 +276,12 @@ int b2sc_cluster_unacked(b2sc_cluster *c, int rank, uint64_t *frames,
     b2sc_wait_credit(r->p, 0);  /* take in the ACKs already queued */
     ring_trim(r);
   }
+  size_t n = r->n + r->nfailed;
   for (size_t i = 0; i < r->n && i < cap; i++)
     frames[i] = r->ring[(r->head + i) % r->cap];
-  return r->n > INT32_MAX ? INT32_MAX : (int)r->n;
+  for (size_t i = 0; i < r->nfailed && r->n + i < cap; i++)
+    frames[r->n + i] = r->failed[i];
+  return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
 int b2sc_cluster_reconnect(b2sc_cluster *c, int rank) {

@@ -16,7 +16,7 @@ from collections import deque
 from typing import Any, Sequence
 
 from ._conn import DEFAULT, _DeadlineNow
-from .errors import CODES, ArgumentError, NeedFrameError
+from .errors import CODES, ArgumentError, ClosedError, NeedFrameError, TimeoutError
 from .producer import FlushResult, Producer
 from .session import Session
 
@@ -32,6 +32,7 @@ class _Rank:
         self.producer: Producer | None = None
         self.pending: deque[int] = deque()   # frames of buffers acked_seen..
         self.acked_seen = 0
+        self.failed: list[int] = []          # sends that failed for the rank
 
     def trim(self) -> None:
         p = self.producer
@@ -49,6 +50,7 @@ class _Rank:
         self.session = self.producer = None
         self.pending.clear()
         self.acked_seen = 0
+        self.failed.clear()
 
 
 class ClusterProducer:
@@ -134,7 +136,11 @@ class ClusterProducer:
         rank = self.owner(frame)
         r = self._ranks[rank]
         p = self.producer(rank)
-        bid = p.send(data, timeout, copy, frame=frame, ts=ts, user=user)
+        try:
+            bid = p.send(data, timeout, copy, frame=frame, ts=ts, user=user)
+        except (TimeoutError, ClosedError):
+            r.failed.append(frame)              # still the caller's to deliver
+            raise
         r.trim()
         r.pending.append(frame)
         return rank, bid
@@ -157,8 +163,10 @@ class ClusterProducer:
     # -- failures ------------------------------------------------------------------
 
     def unacked(self, rank: int) -> list[int]:
-        """Frame numbers sent to rank and not acknowledged at the stream's
-        ack level (nor dropped or rejected), in send order."""
+        """Frame numbers given to rank and not acknowledged: those sent and
+        not acknowledged at the stream's ack level (nor dropped or
+        rejected), in send order, then those whose send raised
+        TimeoutError or ClosedError since the rank's last (re)connect."""
         r = self._ranks[rank]
         if r.session is not None and r.session.alive:
             try:
@@ -166,7 +174,7 @@ class ClusterProducer:
             except Exception:                       # noqa: BLE001 - a dead rank
                 pass
         r.trim()
-        return list(r.pending)
+        return list(r.pending) + r.failed
 
     def reconnect(self, rank: int) -> None:
         """Close rank's session (its unacknowledged frames are forgotten:

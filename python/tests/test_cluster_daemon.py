@@ -8,6 +8,8 @@ import shutil
 import struct
 import tempfile
 
+import signal
+
 import numpy as np
 import pytest
 import zmq
@@ -17,7 +19,7 @@ from b2stream import ClusterProducer, Session, errors
 CHUNK = 4096
 
 
-def _cluster(make_daemon, n: int, fpb: int):
+def _cluster(make_daemon, n: int, fpb: int, queue_depth: int = 64):
     tmp = tempfile.mkdtemp(prefix="b2s-cluster-py-")
     ds = [make_daemon() for _ in range(n)]
     eps = [d.endpoint for d in ds]
@@ -25,7 +27,8 @@ def _cluster(make_daemon, n: int, fpb: int):
     for rank, d in enumerate(ds):
         with open(d.config, "a") as f:
             f.write("  dist:\n    format: distributed\n    chunk_nbytes: 4096\n"
-                    "    codec: lz4\n    durability: {ack: write}\n"
+                    f"    codec: lz4\n    queue_depth: {queue_depth}\n"
+                    "    durability: {ack: write}\n"
                     f"cluster:\n  storage: {tmp}/store\n  rank: {rank}\n"
                     f"  committer: {commit}\n  frames_per_block: {fpb}\n"
                     "  ranks: [" + ", ".join(eps) + "]\n")
@@ -94,6 +97,35 @@ def test_cluster_producer_routes_to_owners(make_daemon):
             assert all(a.unacked(r) == [] and b.unacked(r) == [] for r in range(3))
         got = _written(pull, 60)
         assert got == {f: (f // 2) % 3 for f in range(60)}
+    finally:
+        pull.close(0)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_rank_killed_resend_unacked(make_daemon):
+    tmp, ds, eps, pull = _cluster(make_daemon, 2, 1, queue_depth=4)
+    try:
+        with ClusterProducer(eps, "dimg", "dist", timeout=2.0) as c:
+            for f in range(20):
+                c.send(_buf(f), frame=f)
+            ds[1].stop(signal.SIGKILL)
+            timed_out = 0
+            for f in range(20, 40):             # rank 1 owns the odd ones
+                try:
+                    c.send(_buf(f), frame=f, timeout=0.2)
+                except errors.TimeoutError:
+                    assert f % 2 == 1
+                    timed_out += 1
+            assert timed_out > 0
+            again = c.unacked(1)
+            assert set(range(21, 40, 2)) <= set(again)
+            ds[1].start()
+            c.reconnect(1)
+            for f in again:
+                c.send(_buf(f), frame=f)
+            c.flush()
+        got = _written(pull, 40)
+        assert got == {f: f % 2 for f in range(40)}
     finally:
         pull.close(0)
         shutil.rmtree(tmp, ignore_errors=True)
