@@ -852,6 +852,13 @@ void b2sd_stream_free(b2sd_stream *st) {
   if (!st)
     return;
   writer_end(st);
+  /* chunks the workers finished after a failed writer had ended (the
+   * workers are stopped by now) */
+  while (st->ready) {
+    b2sd_chunk *c = st->ready;
+    st->ready = c->next;
+    b2sd_chunk_done(st->srv, c);
+  }
   free(st->series);
   free(st->dist);
   free(st->conflicts);
