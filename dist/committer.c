@@ -4,12 +4,9 @@
  * (late joiners learn H without waiting for the next commit). */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include <zmq.h>
 
 #include "committer.h"
@@ -34,22 +31,6 @@ static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
   (void)sig;
   g_stop = 1;
-}
-
-void cm_log(int prio, const char *fmt, ...) {
-  char line[1024];
-  int n = snprintf(line, sizeof line, "<%d>b2stream-committer: ", prio);
-  va_list ap;
-  va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-  va_end(ap);
-  size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-  if (len > sizeof line - 2)
-    len = sizeof line - 2;
-  line[len++] = '\n';
-  /* one write per line: lines never interleave */
-  if (write(STDERR_FILENO, line, len) < 0)
-    return;
 }
 
 static int64_t now_ms(void) {

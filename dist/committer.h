@@ -3,8 +3,8 @@
  *
  * committer.c owns the sockets, the clock, signals and the main loop;
  * committer_frame.c owns one frame's handle and tracker and carries out
- * the tracker's decisions against the store.  Logs go to stderr, one line
- * per notable event, with the sd-daemon priority prefix. */
+ * the tracker's decisions against the store; committer_log.c writes the
+ * log: stderr, one line per notable event, sd-daemon priority prefix. */
 #ifndef B2S_COMMITTER_H
 #define B2S_COMMITTER_H
 
@@ -61,7 +61,7 @@ int cm_frame_message(cm_frame *f, const b2s_dmsg *m);
 void cm_frame_step(cm_frame *f, int64_t now_ms, bool gaps, bool *published,
                    int64_t *wait_ms);
 
-/* ---- logging (committer.c) ---- */
+/* ---- logging (committer_log.c) ---- */
 
 void cm_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define CM_ERR 3

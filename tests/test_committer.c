@@ -29,11 +29,14 @@
 
 typedef struct fixture {
   char dir[128], store[160], pull[200], pub[200], log[200];
+  char run[64], other[64], nosuch[64];   /* frame names (RADOS: per run) */
   b2s_store *s;
   b2s_ctx *ctx;
   void *zctx, *push, *sub;
   pid_t pid;
 } fixture;
+
+static bool g_rados;               /* test_committer rados: a RADOS pool */
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -51,9 +54,12 @@ static void start(fixture *fx) {
     (void)log;
     char gap[16];
     snprintf(gap, sizeof gap, "%d", GAP_MS);
-    execl(exe, exe, "--store", fx->store, "--pull", fx->pull, "--pub",
-          fx->pub, "--gap-timeout-ms", gap, "--sync", "none", "--frame",
-          "run", (char *)NULL);
+    const char *argv[] = {exe, "--store", fx->store, "--pull", fx->pull,
+                          "--pub", fx->pub, "--gap-timeout-ms", gap,
+                          "--sync", "none", "--frame", fx->run,
+                          g_rados ? "--ceph-conf" : NULL,
+                          getenv("B2S_CEPH_CONF"), NULL};
+    execv(exe, (char *const *)argv);
     _exit(127);
   }
 }
@@ -72,11 +78,24 @@ static int setup(void **state) {
   fixture *fx = calloc(1, sizeof *fx);
   snprintf(fx->dir, sizeof fx->dir, "/tmp/test_committer.XXXXXX");
   assert_non_null(mkdtemp(fx->dir));
-  snprintf(fx->store, sizeof fx->store, "%s/store", fx->dir);
+  static int runs;
+  const char *prefix = "";
+  char pbuf[48];
+  if (g_rados) {
+    snprintf(fx->store, sizeof fx->store, "rados://b2stream");
+    snprintf(pbuf, sizeof pbuf, "test-committer-%ld-%d-", (long)getpid(),
+             runs++);
+    prefix = pbuf;
+  } else {
+    snprintf(fx->store, sizeof fx->store, "%s/store", fx->dir);
+  }
+  snprintf(fx->run, sizeof fx->run, "%srun", prefix);
+  snprintf(fx->other, sizeof fx->other, "%sother", prefix);
+  snprintf(fx->nosuch, sizeof fx->nosuch, "%snosuch", prefix);
   snprintf(fx->pull, sizeof fx->pull, "ipc://%s/pull", fx->dir);
   snprintf(fx->pub, sizeof fx->pub, "ipc://%s/pub", fx->dir);
   snprintf(fx->log, sizeof fx->log, "%s/committer.log", fx->dir);
-  b2s_store_opts o = {0};
+  b2s_store_opts o = {.ceph_conf = getenv("B2S_CEPH_CONF")};
   assert_int_equal(b2s_store_open(fx->store, &o, &fx->s), 0);
   fx->ctx = b2s_ctx_new();
   fx->zctx = zmq_ctx_new();
@@ -92,9 +111,27 @@ static int setup(void **state) {
   return 0;
 }
 
+/* RADOS: the objects this test made (a shared pool) */
+static void remove_objects(fixture *fx) {
+  const char *names[] = {fx->run, fx->other};
+  char obj[200];
+  for (int k = 0; k < 2; k++) {
+    snprintf(obj, sizeof obj, "%s.meta", names[k]);
+    b2s_store_remove(fx->s, obj);
+    snprintf(obj, sizeof obj, "%s.index", names[k]);
+    b2s_store_remove(fx->s, obj);
+    for (int64_t i = 0; i < 64; i++) {
+      b2s_dframe_chunk_name(names[k], i, obj, sizeof obj);
+      b2s_store_remove(fx->s, obj);
+    }
+  }
+}
+
 static int teardown(void **state) {
   fixture *fx = *state;
   stop(fx, SIGKILL);
+  if (g_rados)
+    remove_objects(fx);
   zmq_close(fx->push);
   zmq_close(fx->sub);
   zmq_ctx_term(fx->zctx);
@@ -228,44 +265,45 @@ static void check_frame(fixture *fx, const char *name, int64_t n,
  * timeout; END from both ranks closes the frame. */
 static void test_out_of_order_and_gap(void **state) {
   fixture *fx = *state;
-  b2s_dframe *df = create(fx, "run");
+  b2s_dframe *df = create(fx, fx->run);
   start(fx);
   static const int64_t order[] = {1, 0, 3, 2, 6, 5, 8, 7, 9, 11, 10};
   int64_t last = 0;
   /* the committer publishes H = 0 for its --frame before anything */
-  assert_int_equal(follow(fx, "run", 0, false, &last, 5000), 0);
+  assert_int_equal(follow(fx, fx->run, 0, false, &last, 5000), 0);
   int64_t t0 = now_ms();
   for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
-    rank_put(fx, df, "run", order[k], true);
+    rank_put(fx, df, fx->run, order[k], true);
   /* 4 never comes */
-  assert_int_equal(follow(fx, "run", 4, false, &last, 5000), 4);
-  assert_int_equal(follow(fx, "run", 12, false, &last, 5000), 12);
+  assert_int_equal(follow(fx, fx->run, 4, false, &last, 5000), 4);
+  assert_int_equal(follow(fx, fx->run, 12, false, &last, 5000), 12);
   assert_true(now_ms() - t0 >= GAP_MS);
   /* garbage on the PULL socket is refused, nothing else happens */
   zmq_send(fx->push, "junk", 4, 0);
-  b2s_dmsg bad = {.type = B2S_DMSG_WRITTEN, .name = "run", .name_len = 3,
+  b2s_dmsg bad = {.type = B2S_DMSG_WRITTEN, .name = fx->run,
+                  .name_len = (uint16_t)strlen(fx->run),
                   .index = 13, .rank = 0, .rec = (const uint8_t *)"\x90",
                   .rec_len = 1};
   send_msg(fx, &bad);
-  rank_put(fx, df, "run", 12, true);
-  rank_put(fx, df, "run", 13, false);
-  rank_end(fx, "run", 0, 14);
-  rank_end(fx, "run", 1, 12);
-  assert_int_equal(follow(fx, "run", 14, true, &last, 5000), 14);
+  rank_put(fx, df, fx->run, 12, true);
+  rank_put(fx, df, fx->run, 13, false);
+  rank_end(fx, fx->run, 0, 14);
+  rank_end(fx, fx->run, 1, 12);
+  assert_int_equal(follow(fx, fx->run, 14, true, &last, 5000), 14);
   assert_int_equal(stop(fx, SIGTERM), 0);
   static const int64_t gaps[] = {4};
-  check_frame(fx, "run", 14, gaps, 1);
+  check_frame(fx, fx->run, 14, gaps, 1);
   /* a frame the committer learns from a message */
-  b2s_dframe *df2 = create(fx, "other");
+  b2s_dframe *df2 = create(fx, fx->other);
   start(fx);
   int64_t last2 = 0;
-  rank_put(fx, df2, "other", 0, true);
-  assert_int_equal(follow(fx, "other", 1, false, &last2, 5000), 1);
+  rank_put(fx, df2, fx->other, 0, true);
+  assert_int_equal(follow(fx, fx->other, 1, false, &last2, 5000), 1);
   /* a message for a frame that does not exist is refused */
-  rank_end(fx, "nosuch", 0, 1);
+  rank_end(fx, fx->nosuch, 0, 1);
   /* the restarted committer still knows "run" is closed */
   int64_t last3 = 0;
-  assert_int_equal(follow(fx, "run", 14, true, &last3, 5000), 14);
+  assert_int_equal(follow(fx, fx->run, 14, true, &last3, 5000), 14);
   assert_int_equal(stop(fx, SIGTERM), 0);
   b2s_dframe_free(df2);
   b2s_dframe_free(df);
@@ -286,16 +324,16 @@ static void test_out_of_order_and_gap(void **state) {
  * lost, H is rebuilt from the store, lost messages are made up for. */
 static void test_kill_restart(void **state) {
   fixture *fx = *state;
-  b2s_dframe *df = create(fx, "run");
+  b2s_dframe *df = create(fx, fx->run);
   start(fx);
   int64_t last = 0;
-  assert_int_equal(follow(fx, "run", 0, false, &last, 5000), 0);
+  assert_int_equal(follow(fx, fx->run, 0, false, &last, 5000), 0);
   for (int64_t i = 0; i < 30; i++)
-    rank_put(fx, df, "run", i, true);
-  assert_true(follow(fx, "run", 20, false, &last, 5000) >= 20);
+    rank_put(fx, df, fx->run, i, true);
+  assert_true(follow(fx, fx->run, 20, false, &last, 5000) >= 20);
   /* killed while messages are on their way */
   for (int64_t i = 30; i < 40; i++)
-    rank_put(fx, df, "run", i, true);
+    rank_put(fx, df, fx->run, i, true);
   assert_int_equal(stop(fx, SIGKILL), SIGKILL);
   int64_t before = last;
   /* what the dead committer published is in the store */
@@ -303,31 +341,31 @@ static void test_kill_restart(void **state) {
   /* the ranks go on: stored chunks whose WRITTEN is lost, 45 never */
   for (int64_t i = 40; i < 60; i++)
     if (i != 45)
-      rank_put(fx, df, "run", i, false);
+      rank_put(fx, df, fx->run, i, false);
   start(fx);
   int64_t last2 = 0;
   /* H rebuilt: never below what was published before the kill */
-  assert_true(follow(fx, "run", before, false, &last2, 5000) >= before);
+  assert_true(follow(fx, fx->run, before, false, &last2, 5000) >= before);
   assert_true(last2 >= before);
   /* a stored run up to 44 is found without any message */
-  assert_true(follow(fx, "run", 45, false, &last2, 5000) >= 45);
+  assert_true(follow(fx, fx->run, 45, false, &last2, 5000) >= 45);
   /* new messages above the hole: 45 becomes a gap, the stored chunks
    * after it are found by probes */
   for (int64_t i = 60; i < 64; i++)
-    rank_put(fx, df, "run", i, true);
-  assert_int_equal(follow(fx, "run", 64, false, &last2, 10000), 64);
+    rank_put(fx, df, fx->run, i, true);
+  assert_int_equal(follow(fx, fx->run, 64, false, &last2, 10000), 64);
   /* kill again right after a commit, restart: H is what was published */
   assert_int_equal(stop(fx, SIGKILL), SIGKILL);
   assert_int_equal(b2s_dframe_committed(df), 64);
   start(fx);
   int64_t last3 = 0;
-  assert_int_equal(follow(fx, "run", 64, false, &last3, 5000), 64);
-  rank_end(fx, "run", 0, 64);
-  rank_end(fx, "run", 1, 64);
-  assert_int_equal(follow(fx, "run", 64, true, &last3, 5000), 64);
+  assert_int_equal(follow(fx, fx->run, 64, false, &last3, 5000), 64);
+  rank_end(fx, fx->run, 0, 64);
+  rank_end(fx, fx->run, 1, 64);
+  assert_int_equal(follow(fx, fx->run, 64, true, &last3, 5000), 64);
   assert_int_equal(stop(fx, SIGTERM), 0);
   static const int64_t gaps[] = {45};
-  check_frame(fx, "run", 64, gaps, 1);
+  check_frame(fx, fx->run, 64, gaps, 1);
   b2s_dframe_free(df);
   /* one gap only: 46..59 were found in the store, not made gaps */
   FILE *log = fopen(fx->log, "r");
@@ -340,11 +378,27 @@ static void test_kill_restart(void **state) {
   assert_int_equal(gap_lines, 1);
 }
 
-int main(void) {
+static void test_rados_skipped(void **state) {
+  (void)state;
+  skip();
+}
+
+/* test_committer [local|rados]: rados needs B2S_CEPH_CONF (a test
+ * cluster's ceph.conf) and a build with librados. */
+int main(int argc, char **argv) {
+  g_rados = argc > 1 && strcmp(argv[1], "rados") == 0;
+  if (g_rados && (!b2s_store_have_rados() || !getenv("B2S_CEPH_CONF"))) {
+    printf("rados tests skipped: %s\n", b2s_store_have_rados()
+                                            ? "B2S_CEPH_CONF not set"
+                                            : "this build has no librados");
+    const struct CMUnitTest none[] = {cmocka_unit_test(test_rados_skipped)};
+    return cmocka_run_group_tests_name("committer_rados", none, NULL, NULL);
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_out_of_order_and_gap, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_kill_restart, setup, teardown),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests_name(
+      g_rados ? "committer_rados" : "committer_local", tests, NULL, NULL);
 }
