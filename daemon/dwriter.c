@@ -86,6 +86,22 @@ static void slow_check(dw *w, const char *what, uint64_t t0) {
 
 /* ---- set-up and tear-down --------------------------------------------------- */
 
+/* Configured series defaults go into a frame whose series is still empty
+ * (a new one: every rank would write the same map), never over what
+ * producers set. */
+static int series_defaults(dw *w) {
+  if (w->cfg.series_len == 0)
+    return 0;
+  uint8_t *map = NULL;
+  size_t len = 0;
+  int rc = b2s_dframe_series_get(w->df, &map, &len);
+  bool empty = rc == 0 && len == 1 && map[0] == 0x80;
+  free(map);
+  if (rc == 0 && empty)
+    rc = b2s_dframe_series_merge(w->df, w->cfg.series, w->cfg.series_len);
+  return rc;
+}
+
 static int open_frame(dw *w) {
   b2s_store_opts so = {
       .ceph_conf = w->d->ceph_conf[0] ? w->d->ceph_conf : NULL,
@@ -107,6 +123,8 @@ static int open_frame(dw *w) {
   if (p.has_b2nd)
     b2s_stream_cfg_b2nd(&w->cfg, &p.b2nd);
   rc = b2s_dframe_create(w->store, w->st->name, &p, &w->df);
+  if (rc == 0)
+    rc = series_defaults(w);
   slow_check(w, "opening the frame", t0);
   if (rc < 0)
     dw_fail(w, rc, rc == B2S_E_OBJ_CONFLICT

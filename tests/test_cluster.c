@@ -16,6 +16,8 @@
  *     the producer resends what was not, and every frame is stored;
  *   - b2stream produce --ranks routes the same way; without it, a rank
  *     refuses the others' frames and the tool says which rank owns them;
+ *   - series metadata: the configured defaults start the frame's one
+ *     series, META and OPEN metadata sent to any rank merge into it;
  *   - FOLLOW on a distributed stream is refused;
  *   - end to end with the committer process (b2stream-committer): three
  *     ranks, two producers sending interleaved frame numbers, one rank
@@ -48,6 +50,7 @@
 #include "b2s_errors.h"
 #include "b2s_meta.h"
 #include "b2s_store.h"
+#include "msgpack.h"
 #include "b2stream_client.h"
 #include "daemon_harness.h"
 
@@ -480,6 +483,77 @@ static void test_cli_produce(void **state) {
   cluster_fini(&c);
 }
 
+/* ---- series metadata ----------------------------------------------------------------- */
+
+/* The value of key in the msgpack map (a string or uint as text, "nil"
+ * for a nil), or NULL when absent. */
+static const char *series_value(const uint8_t *map, size_t len,
+                                const char *key, char *out, size_t cap) {
+  b2s_mpreader r;
+  b2s_mpreader_init(&r, map, len);
+  b2s_mpval m, k, v;
+  assert_int_equal(b2s_mp_read_any(&r, &m), 0);
+  assert_int_equal(m.type, B2S_MPT_MAP);
+  for (uint32_t i = 0; i < m.n; i++) {
+    assert_int_equal(b2s_mp_read_any(&r, &k), 0);
+    assert_int_equal(k.type, B2S_MPT_STR);
+    b2s_mpreader at = r;
+    assert_int_equal(b2s_mp_read_any(&at, &v), 0);
+    if (k.n == strlen(key) && memcmp(k.p, key, k.n) == 0) {
+      if (v.type == B2S_MPT_STR)
+        snprintf(out, cap, "%.*s", (int)v.n, (const char *)v.p);
+      else if (v.type == B2S_MPT_UINT)
+        snprintf(out, cap, "%llu", (unsigned long long)v.u);
+      else
+        snprintf(out, cap, "type %d", v.type);
+      return out;
+    }
+    assert_int_equal(b2s_mp_skip(&r, B2S_MP_MAX_DEPTH), 0);
+  }
+  return NULL;
+}
+
+static void test_series_metadata(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 2, 1, NULL,
+               "streams:\n  img:\n    format: distributed\n"
+               "    chunk_nbytes: 4096\n    codec: lz4\n"
+               "    series: {beamline: ID11, energy: 12}\n");
+  cluster_start(&c);
+  b2sc_session *s0, *s1;
+  b2sc_producer *p0, *p1;
+  static const uint8_t open_meta[] = {0x81, 0xa1, 'a', 0x01};   /* {a: 1} */
+  assert_int_equal(b2sc_connect(c.eps[0], "m0", &s0), 0);
+  assert_int_equal(b2sc_connect(c.eps[1], "m1", &s1), 0);
+  assert_int_equal(b2sc_producer_open_meta(s0, "img", NULL, open_meta,
+                                           sizeof open_meta, &p0), 0);
+  assert_int_equal(b2sc_producer_open(s1, "img", NULL, &p1), 0);
+  assert_int_equal(b2sc_producer_set_meta_str(p1, "b", "two"), 0);
+  assert_int_equal(b2sc_producer_set_meta_str(p0, "beamline", NULL), 0);
+  assert_int_equal(b2sc_flush(p0, FLUSH_MS), 0);
+  assert_int_equal(b2sc_flush(p1, FLUSH_MS), 0);
+  b2s_store *store = store_open(&c);
+  b2s_dframe *df;
+  assert_int_equal(b2s_dframe_open(store, "img", &df), 0);
+  uint8_t *map;
+  size_t len;
+  assert_int_equal(b2s_dframe_series_get(df, &map, &len), 0);
+  char v[64];
+  assert_null(series_value(map, len, "beamline", v, sizeof v));
+  assert_string_equal(series_value(map, len, "energy", v, sizeof v), "12");
+  assert_string_equal(series_value(map, len, "a", v, sizeof v), "1");
+  assert_string_equal(series_value(map, len, "b", v, sizeof v), "two");
+  free(map);
+  b2s_dframe_free(df);
+  b2s_store_free(store);
+  assert_int_equal(b2sc_producer_close(p0), 0);
+  assert_int_equal(b2sc_producer_close(p1), 0);
+  b2sc_close(s0);
+  b2sc_close(s1);
+  cluster_fini(&c);
+}
+
 static void test_follow_refused(void **state) {
   (void)state;
   cluster c;
@@ -637,6 +711,7 @@ int main(void) {
       cmocka_unit_test(test_routing_lands_on_owners),
       cmocka_unit_test(test_rank_killed_and_restarted),
       cmocka_unit_test(test_cli_produce),
+      cmocka_unit_test(test_series_metadata),
       cmocka_unit_test(test_follow_refused),
       cmocka_unit_test(test_committed_local),
       cmocka_unit_test(test_committed_rados),
