@@ -139,6 +139,54 @@ static int set_unix_group(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   return put_string(c, v, kp, field, d->size, v->str);
 }
 
+static int endpoint_ok(cfg_ctx *c, const cfg_node *v, const char *kp) {
+  const char *why = cfg_endpoint_check(v->str);
+  if (!why)
+    return 0;
+  char q[96];
+  cfg_quote(q, sizeof q, v->str, v->len);
+  return cfg_fail(c, v, kp, "%s: %s", q, why);
+}
+
+static int set_endpoint(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                        const char *kp, void *field) {
+  int rc = v->str[0] ? endpoint_ok(c, v, kp) : 0;
+  return rc < 0 ? rc : put_string(c, v, kp, field, d->size, v->str);
+}
+
+/* rados://POOL (a pool name as Ceph allows it, here kept to a safe set),
+ * file:///ABS, or a directory relative to the file's. */
+static int set_storage(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                       const char *kp, void *field) {
+  const char *s = v->str;
+  char q[96];
+  cfg_quote(q, sizeof q, s, v->len);
+  if (strncmp(s, "rados://", 8) == 0) {
+    size_t n = strlen(s + 8);
+    if (n == 0 || n > 128 || strspn(s + 8, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "abcdefghijklmnopqrstuvwxyz0123456789"
+                                    "._-") != n)
+      return cfg_fail(c, v, kp, "%s: a pool name is 1..128 characters of "
+                      "A-Z a-z 0-9 . _ -", q);
+    return put_string(c, v, kp, field, d->size, s);
+  }
+  if (strstr(s, "://") && strncmp(s, "file://", 7) != 0)
+    return cfg_fail(c, v, kp, "%s is neither rados://POOL, file:///DIR nor "
+                    "a directory", q);
+  if (strncmp(s, "file://", 7) == 0) {
+    s += 7;
+    if (s[0] != '/')
+      return cfg_fail(c, v, kp, "%s: a file:// URL holds an absolute path", q);
+  }
+  if (!s[0])
+    return cfg_fail(c, v, kp, "must not be empty");
+  char full[B2S_CONFIG_PATH_MAX];
+  if (cfg_path_join(c->base_dir, s, full, sizeof full) < 0)
+    return cfg_fail(c, v, kp, "path longer than %d bytes",
+                    B2S_CONFIG_PATH_MAX - 1);
+  return put_string(c, v, kp, field, d->size, full);
+}
+
 static int set_string(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                       const char *kp, void *field) {
   if (v->kind != CN_SCALAR || cfg_node_is_null(v))
@@ -148,6 +196,8 @@ static int set_string(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   case CT_DTYPE: return set_dtype(c, d, v, kp, field);
   case CT_TEMPLATE: return set_template(c, d, v, kp, field);
   case CT_UNIX_GROUP: return set_unix_group(c, d, v, kp, field);
+  case CT_ENDPOINT: return set_endpoint(c, d, v, kp, field);
+  case CT_STORAGE: return set_storage(c, d, v, kp, field);
   default: return put_string(c, v, kp, field, d->size, v->str);
   }
 }
@@ -160,13 +210,8 @@ static int set_item(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   case CT_ENDPOINTS: {
     if (v->kind != CN_SCALAR || cfg_node_is_null(v))
       return expected(c, v, kp, "an endpoint string");
-    const char *why = cfg_endpoint_check(v->str);
-    if (why) {
-      char q[96];
-      cfg_quote(q, sizeof q, v->str, v->len);
-      return cfg_fail(c, v, kp, "%s: %s", q, why);
-    }
-    return put_string(c, v, kp, field, d->size, v->str);
+    int erc = endpoint_ok(c, v, kp);
+    return erc < 0 ? erc : put_string(c, v, kp, field, d->size, v->str);
   }
   case CT_ENUM_LIST:
     rc = get_enum(c, d, v, kp, &x);
@@ -198,7 +243,7 @@ static int set_list(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
     if (rc < 0)
       return rc;
   }
-  *((uint8_t *)obj + d->aux) = (uint8_t)v->n;
+  cfg_list_count_set(d, obj, v->n);
   return 0;
 }
 
@@ -235,7 +280,8 @@ int cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template) {
     /* "" is an empty string for string keys, not a missing value */
     bool quoted = d->type == CT_PATH || d->type == CT_STREAM_PATH ||
                   d->type == CT_DTYPE || d->type == CT_TEMPLATE ||
-                  d->type == CT_UNIX_GROUP;
+                  d->type == CT_UNIX_GROUP || d->type == CT_ENDPOINT ||
+                  d->type == CT_STORAGE;
     char envval[B2S_CONFIG_PATH_MAX];
     const char *e = d->env ? getenv(d->env) : NULL;
     if (e && e[0]) {
@@ -325,6 +371,13 @@ int cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
         c->templates_node = v;
       else
         c->streams_node = v;
+      rc = 0;
+      break;
+    case CT_CLUSTER:
+      /* null: no cluster, as when the key is absent */
+      if (v->kind != CN_MAP && !cfg_node_is_null(v))
+        return expected(c, v, kp, "a mapping of cluster settings");
+      c->cluster_node = v->kind == CN_MAP ? v : NULL;
       rc = 0;
       break;
     default:

@@ -56,6 +56,9 @@ enum b2s_log_level {
 enum b2s_stream_format {
   B2S_FORMAT_CONTIGUOUS = 0,           /* one .b2frame file */
   B2S_FORMAT_SPARSE = 1,               /* a .b2frame directory */
+  B2S_FORMAT_DISTRIBUTED = 2,          /* chunk objects in the cluster's
+                                          store (b2s_dframe.h), needs a
+                                          cluster: section */
 };
 
 enum b2s_stream_io {
@@ -139,6 +142,10 @@ typedef struct b2s_stream_cfg {
    * b2s_series_check, no nil values) in series[0..series_len); 0 = none. */
   uint16_t series_len;
   uint8_t series[B2S_CONFIG_SERIES_MAX];
+  /* format distributed: bytes of every chunk (= every buffer); set from
+   * the b2nd chunkshape when not configured; 0 for other formats unless
+   * configured (then unused). */
+  int64_t chunk_nbytes;
 } b2s_stream_cfg;
 
 /* gaps as it applies to the stream (auto resolved). */
@@ -174,6 +181,31 @@ typedef struct b2s_daemon_cfg {
   } curve;
 } b2s_daemon_cfg;
 
+#define B2S_CLUSTER_MAX_RANKS 1024
+
+/* The node's part in a cluster (the top-level `cluster:` section): this
+ * daemon is rank `rank` of nranks; its distributed streams write chunk
+ * objects to `storage` and tell the committer about each one.  Too large
+ * to copy casually (the rank list): keep a pointer into the config. */
+typedef struct b2s_cluster_cfg {
+  bool enabled;                        /* a cluster: section is present */
+  /* "rados://POOL", or an absolute, normalised directory (a plain path
+   * in the file is relative to the file's directory; "file://" is
+   * dropped). */
+  char storage[B2S_CONFIG_PATH_MAX];
+  char ceph_conf[B2S_CONFIG_PATH_MAX]; /* "" = librados's own search */
+  int32_t rank;                        /* 0..nranks-1 */
+  int32_t frames_per_block;            /* frame f: rank (f / this) % N */
+  /* The committer's PULL endpoint (ranks PUSH to it) and its PUB endpoint
+   * ("" when not configured), as written: they name another process. */
+  char committer[B2S_CONFIG_ENDPOINT_MAX];
+  char committer_pub[B2S_CONFIG_ENDPOINT_MAX];
+  /* Producer endpoints of every rank, in rank order, as producers reach
+   * them (not resolved against run_dir). */
+  uint16_t nranks;
+  char ranks[B2S_CLUSTER_MAX_RANKS][B2S_CONFIG_ENDPOINT_MAX];
+} b2s_cluster_cfg;
+
 typedef struct b2s_config b2s_config;
 
 /* Read and check the file at path.  Returns 0 and a new config in *out, or
@@ -194,6 +226,9 @@ int b2s_config_parse(const char *text, size_t len, const char *filename,
 void b2s_config_free(b2s_config *cfg);
 
 const b2s_daemon_cfg *b2s_config_daemon(const b2s_config *cfg);
+
+/* The cluster section (enabled == false when the file has none). */
+const b2s_cluster_cfg *b2s_config_cluster(const b2s_config *cfg);
 
 /* Configured streams in file order; *count receives their number. */
 const b2s_stream_cfg *b2s_config_streams(const b2s_config *cfg, size_t *count);
@@ -219,6 +254,7 @@ int b2s_config_stream_from_template(const b2s_config *cfg,
  * compares to decide whether a stream must be reopened). */
 bool b2s_stream_cfg_equal(const b2s_stream_cfg *a, const b2s_stream_cfg *b);
 bool b2s_daemon_cfg_equal(const b2s_daemon_cfg *a, const b2s_daemon_cfg *b);
+bool b2s_cluster_cfg_equal(const b2s_cluster_cfg *a, const b2s_cluster_cfg *b);
 
 /* The core's b2nd description of s (which must have b2nd.enabled); nd
  * borrows the dtype string from s. */

@@ -79,6 +79,8 @@ static int build(cfg_ctx *c, const char *text, size_t len) {
     rc = finish_daemon(c, &cfg->daemon, loc);
   free(loc);
   if (rc == 0)
+    rc = cfg_cluster_load(c);
+  if (rc == 0)
     rc = cfg_streams_load(c);
   return rc;
 }
@@ -216,6 +218,10 @@ void b2s_config_free(b2s_config *cfg) {
 
 const b2s_daemon_cfg *b2s_config_daemon(const b2s_config *cfg) {
   return &cfg->daemon;
+}
+
+const b2s_cluster_cfg *b2s_config_cluster(const b2s_config *cfg) {
+  return &cfg->cluster;
 }
 
 const b2s_stream_cfg *b2s_config_streams(const b2s_config *cfg, size_t *count) {

@@ -16,7 +16,7 @@
 
 /* ---- schema ------------------------------------------------------------ */
 
-enum cfg_scope { CFG_DAEMON, CFG_STREAM };
+enum cfg_scope { CFG_DAEMON, CFG_STREAM, CFG_CLUSTER };
 
 enum cfg_type {
   CT_GROUP,        /* nested mapping of further keys */
@@ -35,11 +35,15 @@ enum cfg_type {
   CT_STREAMS,      /* mapping name -> stream settings */
   CT_SERIES,       /* mapping key -> scalar or list, stored as msgpack;
                     * aux: uint16_t length */
+  CT_CLUSTER,      /* mapping of CFG_CLUSTER keys (b2s_cluster_cfg) */
+  CT_STORAGE,      /* "rados://POOL", "file:///DIR" or a directory */
+  CT_ENDPOINT,     /* one ZeroMQ endpoint, "" allowed when not required */
 };
 
 enum cfg_flags {
   CF_OPTIONAL = 1,     /* group that may be absent; aux: its bool */
   CF_STREAM_ONLY = 2,  /* not allowed in a template */
+  CF_COUNT16 = 4,      /* list: its count (aux) is a uint16_t, not uint8_t */
 };
 
 typedef struct cfg_enum {
@@ -50,7 +54,7 @@ typedef struct cfg_enum {
 typedef struct cfg_desc {
   const char *path;         /* dotted key path inside its scope */
   uint8_t scope, type, flags;
-  uint8_t min_items, max_items;
+  uint16_t min_items, max_items;
   uint16_t off;             /* field (lists: first element) */
   uint16_t size;            /* field (lists: element) size in bytes */
   uint16_t aux;             /* lists: uint8_t count; CF_OPTIONAL: bool */
@@ -124,7 +128,7 @@ typedef struct cfg_ctx {
   const char *base_dir;
   cfg_tree tree;
   b2s_config *cfg;
-  const cfg_node *templates_node, *streams_node;
+  const cfg_node *templates_node, *streams_node, *cluster_node;
 } cfg_ctx;
 
 /* Where each key of one stream or template mapping was set, so checks that
@@ -161,6 +165,10 @@ void cfg_quote(char *buf, size_t n, const char *s, size_t len);
 const char *cfg_suggest(const char *word, const char *const *cand, size_t n);
 int64_t cfg_field_get(const void *p, size_t size);
 void cfg_field_set(void *p, size_t size, int64_t v);
+/* Item count of the list at entry d of obj (uint8_t or, CF_COUNT16,
+ * uint16_t). */
+size_t cfg_list_count(const cfg_desc *d, const void *obj);
+void cfg_list_count_set(const cfg_desc *d, void *obj, size_t n);
 
 /* ---- paths and names --------------------------------------------------- */
 
@@ -193,6 +201,11 @@ int cfg_series_set(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                    void *obj, const char *kp);
 
 int cfg_streams_load(cfg_ctx *c);
+/* The cluster: section (cluster.c): defaults, keys, cross-key checks. */
+int cfg_cluster_load(cfg_ctx *c);
+/* A stream's distributed settings: a cluster to run in, a chunk size. */
+int cfg_stream_distributed(cfg_ctx *c, const b2s_stream_cfg *s,
+                           const cfg_loc *loc);
 /* Finish a stream built from a template: name, path, filters, b2nd. */
 int cfg_stream_finish(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
                       const cfg_loc *loc);
@@ -204,6 +217,7 @@ struct b2s_config {
   b2s_stream_cfg *templates;
   size_t ntemplates;
   b2s_stream_cfg stream_defaults;
+  b2s_cluster_cfg cluster;
 };
 
 #endif

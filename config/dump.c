@@ -212,6 +212,13 @@ static void dump_level(dumper *w, int scope, const char *prefix,
       bool t = d->type == CT_TEMPLATES;
       dump_entries(w, t ? w->cfg->templates : w->cfg->streams,
                    t ? w->cfg->ntemplates : w->cfg->nstreams, key, indent, t);
+    } else if (d->type == CT_CLUSTER) {
+      if (!w->cfg->cluster.enabled) {
+        fprintf(w->f, "%*s%s: null\n", indent, "", key);
+        continue;
+      }
+      fprintf(w->f, "%*s%s:\n", indent, "", key);
+      dump_level(w, CFG_CLUSTER, "", &w->cfg->cluster, indent + 2, false);
     } else if (d->type == CT_GROUP) {
       if ((d->flags & CF_OPTIONAL) && !*(const bool *)((const char *)obj + d->aux)) {
         fprintf(w->f, "%*s%s: null\n", indent, "", key);
@@ -221,7 +228,7 @@ static void dump_level(dumper *w, int scope, const char *prefix,
       dump_level(w, scope, d->path, obj, indent + 2, template);
     } else if (d->type == CT_ENDPOINTS || d->type == CT_ENUM_LIST ||
                d->type == CT_INT_LIST) {
-      uint8_t n = *((const uint8_t *)obj + d->aux);
+      size_t n = cfg_list_count(d, obj);
       fprintf(w->f, "%*s%s: [", indent, "", key);
       for (size_t k = 0; k < n; k++) {
         if (k)

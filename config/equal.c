@@ -16,6 +16,7 @@ static bool field_equal(const cfg_desc *d, const void *oa, const void *ob) {
   case CT_GROUP:
   case CT_TEMPLATES:
   case CT_STREAMS:
+  case CT_CLUSTER:
     return true;
   case CT_INT:
   case CT_SIZE:
@@ -24,8 +25,8 @@ static bool field_equal(const cfg_desc *d, const void *oa, const void *ob) {
   case CT_ENDPOINTS:
   case CT_ENUM_LIST:
   case CT_INT_LIST: {
-    uint8_t n = *((const uint8_t *)oa + d->aux);
-    if (n != *((const uint8_t *)ob + d->aux))
+    size_t n = cfg_list_count(d, oa);
+    if (n != cfg_list_count(d, ob))
       return false;
     for (size_t i = 0; i < n; i++)
       if (!item_equal(d, a + i * d->size, b + i * d->size))
@@ -84,6 +85,11 @@ bool b2s_stream_cfg_equal(const b2s_stream_cfg *a, const b2s_stream_cfg *b) {
 
 bool b2s_daemon_cfg_equal(const b2s_daemon_cfg *a, const b2s_daemon_cfg *b) {
   return scope_equal(CFG_DAEMON, a, b);
+}
+
+bool b2s_cluster_cfg_equal(const b2s_cluster_cfg *a, const b2s_cluster_cfg *b) {
+  return a->enabled == b->enabled &&
+         (!a->enabled || scope_equal(CFG_CLUSTER, a, b));
 }
 
 void b2s_stream_cfg_b2nd(const b2s_stream_cfg *s, b2s_b2nd *nd) {

@@ -20,7 +20,12 @@
 #define SL(m, count)                                                           \
   .off = offsetof(b2s_stream_cfg, m), .size = FSIZE(b2s_stream_cfg, m[0]),     \
   .aux = offsetof(b2s_stream_cfg, count)
+#define C(m) .off = offsetof(b2s_cluster_cfg, m), .size = FSIZE(b2s_cluster_cfg, m)
+#define CL(m, count)                                                           \
+  .off = offsetof(b2s_cluster_cfg, m), .size = FSIZE(b2s_cluster_cfg, m[0]),   \
+  .aux = offsetof(b2s_cluster_cfg, count)
 #define DAEMON .scope = CFG_DAEMON
+#define CLUSTER .scope = CFG_CLUSTER
 #define STREAM .scope = CFG_STREAM
 
 static const cfg_enum log_levels[] = {
@@ -28,7 +33,7 @@ static const cfg_enum log_levels[] = {
   {"info", B2S_LOG_INFO}, {"debug", B2S_LOG_DEBUG}, {NULL, 0}};
 static const cfg_enum formats[] = {
   {"contiguous", B2S_FORMAT_CONTIGUOUS}, {"sparse", B2S_FORMAT_SPARSE},
-  {NULL, 0}};
+  {"distributed", B2S_FORMAT_DISTRIBUTED}, {NULL, 0}};
 static const cfg_enum ios[] = {
   {"direct", B2S_IO_DIRECT}, {"buffered", B2S_IO_BUFFERED}, {NULL, 0}};
 #define ENUM_ROW(name, code) {name, code},
@@ -109,6 +114,34 @@ const cfg_desc cfg_schema[] = {
   {"templates", DAEMON, .type = CT_TEMPLATES,
    .help = "stream settings for streams created at run time"},
   {"streams", DAEMON, .type = CT_STREAMS, .help = "streams opened at start"},
+  {"cluster", DAEMON, .type = CT_CLUSTER,
+   .help = "this daemon as one rank of several on several nodes, for "
+           "streams with format: distributed; null: none"},
+
+  /* cluster */
+  {"storage", CLUSTER, .type = CT_STORAGE, C(storage),
+   .help = "object store of the chunk objects: rados://POOL, file:///DIR or "
+           "a directory shared by all ranks"},
+  {"ceph_conf", CLUSTER, .type = CT_PATH, C(ceph_conf), .def = "",
+   .help = "rados: the ceph.conf to use; \"\" = $CEPH_CONF or librados's "
+           "search"},
+  {"rank", CLUSTER, .type = CT_INT, C(rank), .min = 0,
+   .max = B2S_CLUSTER_MAX_RANKS - 1,
+   .help = "this daemon's rank: its index in ranks"},
+  {"ranks", CLUSTER, .type = CT_ENDPOINTS, .flags = CF_COUNT16,
+   CL(ranks, nranks), .min_items = 1, .max_items = B2S_CLUSTER_MAX_RANKS,
+   .help = "producer endpoint of every rank, in rank order; their number "
+           "is the number of ranks"},
+  {"committer", CLUSTER, .type = CT_ENDPOINT, C(committer),
+   .help = "the committer's PULL endpoint, to which this rank reports each "
+           "chunk it stored"},
+  {"committer_pub", CLUSTER, .type = CT_ENDPOINT, C(committer_pub),
+   .def = "", .help = "the committer's PUB endpoint, where followers learn "
+                      "of commits; \"\" = not given"},
+  {"frames_per_block", CLUSTER, .type = CT_INT, C(frames_per_block),
+   .min = 1, .max = INT32_MAX, .def = "1",
+   .help = "consecutive frame numbers owned by one rank: frame f belongs "
+           "to rank (f / frames_per_block) % number of ranks"},
 
   /* stream (and template) */
   {"template", STREAM, .type = CT_TEMPLATE, .flags = CF_STREAM_ONLY,
@@ -118,7 +151,8 @@ const cfg_desc cfg_schema[] = {
    .help = "frame path inside data_dir; {name} is the stream name"},
   {"format", STREAM, .type = CT_ENUM, S(format), .enums = formats,
    .def = "contiguous",
-   .help = "contiguous (one file) or sparse (a directory)"},
+   .help = "contiguous (one file), sparse (a directory) or distributed "
+           "(chunk objects in the cluster's storage)"},
   {"io", STREAM, .type = CT_ENUM, S(io), .enums = ios, .def = "direct",
    .help = "contiguous: chunk data written with O_DIRECT (direct, where the "
            "file system allows it) or through the page cache (buffered)"},
@@ -190,6 +224,10 @@ const cfg_desc cfg_schema[] = {
    .aux = offsetof(b2s_stream_cfg, series_len),
    .help = "series metadata a new frame starts with: key -> scalar or flat "
            "list; a stream's own replaces its template's"},
+  {"chunk_nbytes", STREAM, .type = CT_SIZE, S(chunk_nbytes), .min = 0,
+   .max = 2 * GIB - 64, .def = "0", .unit = "bytes",
+   .help = "format: distributed: bytes of every buffer (chunk); 0 = from "
+           "b2nd.chunkshape"},
 };
 
 const size_t cfg_nschema = sizeof cfg_schema / sizeof cfg_schema[0];
@@ -197,8 +235,11 @@ const size_t cfg_nschema = sizeof cfg_schema / sizeof cfg_schema[0];
 _Static_assert(sizeof cfg_schema / sizeof cfg_schema[0] <= CFG_MAX_DESC,
                "the seen-key mask holds CFG_MAX_DESC entries");
 _Static_assert(sizeof(b2s_daemon_cfg) <= UINT16_MAX &&
-                   sizeof(b2s_stream_cfg) <= UINT16_MAX,
+                   sizeof(b2s_stream_cfg) <= UINT16_MAX &&
+                   offsetof(b2s_cluster_cfg, ranks) <= UINT16_MAX,
                "field offsets are 16-bit");
+_Static_assert(B2S_CLUSTER_MAX_RANKS <= UINT16_MAX,
+               "the rank count is a uint16_t (CF_COUNT16)");
 
 const char *cfg_desc_key(const cfg_desc *d) {
   const char *dot = strrchr(d->path, '.');

@@ -193,6 +193,36 @@ static int finish_b2nd(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
   return 0;
 }
 
+/* ---- distributed ------------------------------------------------------- */
+
+/* Every rank stores whole chunks of one size (a missing frame becomes a
+ * gap of that size), so a distributed stream needs it up front. */
+static int finish_distributed(cfg_ctx *c, const b2s_daemon_cfg *d,
+                              b2s_stream_cfg *s, const cfg_loc *loc) {
+  /* c is NULL for streams made at run time: their template was checked */
+  if (c && c->cfg && !c->cfg->cluster.enabled)
+    return cfg_loc_fail(c, loc, SI("format"), "distributed needs a cluster "
+                        "section");
+  int64_t chunk = 0;
+  if (s->b2nd.enabled)
+    chunk = shape_bytes(s->b2nd.chunkshape, s->b2nd.ndim,
+                        s->cparams.typesize, d->max_buffer);
+  if (s->chunk_nbytes && chunk && s->chunk_nbytes != chunk)
+    return cfg_loc_fail(c, loc, SI("chunk_nbytes"), "%lld disagrees with "
+                        "b2nd.chunkshape (%lld bytes)",
+                        (long long)s->chunk_nbytes, (long long)chunk);
+  if (!s->chunk_nbytes)
+    s->chunk_nbytes = chunk;
+  if (!s->chunk_nbytes)
+    return cfg_loc_fail(c, loc, SI("chunk_nbytes"), "required with format: "
+                        "distributed (or b2nd)");
+  if (s->chunk_nbytes > d->max_buffer)
+    return cfg_loc_fail(c, loc, SI("chunk_nbytes"), "%lld is larger than "
+                        "max_buffer (%lld)", (long long)s->chunk_nbytes,
+                        (long long)d->max_buffer);
+  return 0;
+}
+
 int cfg_stream_finish(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
                       const cfg_loc *loc) {
   static const cfg_loc none;
@@ -203,5 +233,7 @@ int cfg_stream_finish(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
     rc = finish_filters(c, s, loc);
   if (rc == 0 && s->b2nd.enabled)
     rc = finish_b2nd(c, d, s, loc);
+  if (rc == 0 && s->format == B2S_FORMAT_DISTRIBUTED)
+    rc = finish_distributed(c, d, s, loc);
   return rc;
 }

@@ -194,3 +194,23 @@ void cfg_field_set(void *p, size_t size, int64_t v) {
   default: memcpy(p, &v, 8); break;
   }
 }
+
+size_t cfg_list_count(const cfg_desc *d, const void *obj) {
+  const char *p = (const char *)obj + d->aux;
+  if (d->flags & CF_COUNT16) {
+    uint16_t n;
+    memcpy(&n, p, sizeof n);
+    return n;
+  }
+  return *(const uint8_t *)p;
+}
+
+void cfg_list_count_set(const cfg_desc *d, void *obj, size_t n) {
+  char *p = (char *)obj + d->aux;
+  if (d->flags & CF_COUNT16) {
+    uint16_t v = (uint16_t)n;
+    memcpy(p, &v, sizeof v);
+  } else {
+    *(uint8_t *)p = (uint8_t)n;
+  }
+}

@@ -16,6 +16,11 @@
  *   - "b2s-w-<stream>", one writer per stream (stream.c): owns its
  *     b2s_fwriter, puts chunks back in sequence order, appends and commits
  *     them (groupcommit.c decides when), publishes progress (progress.h).
+ *   - "b2s-d-<stream>", the writer of a distributed stream instead
+ *     (dwriter.c): owns its object store handle, its b2s_dframe and one
+ *     ZeroMQ PUSH socket to the committer (made, used and closed in this
+ *     thread alone); stores each chunk as an object, reports it to the
+ *     committer (WRITTEN), publishes progress like the writer.
  *   - "b2s-fwriter", the frame writer's helper (core/frame_helper.c), at
  *     most one per stream writer, started by the writer at its first job:
  *     writes full direct-I/O stages of that writer's frame, or (buffered
@@ -30,9 +35,12 @@
  *     failed handshakes; shares only the authorized key set.
  *   - libzmq's own threads call back into the daemon in one place: freeing
  *     a read result that was sent without a copy (readers.c).
- * Workers and writers never call ZeroMQ: they publish progress in atomics
- * of the stream (progress.h) and wake the I/O thread through an eventfd
- * (b2sd_wake), which then sends ACK, FLUSHED, CLOSED and NOTIFY messages.
+ * Workers and writers never touch the I/O thread's sockets: they publish
+ * progress in atomics of the stream (progress.h) and wake the I/O thread
+ * through an eventfd (b2sd_wake), which then sends ACK, FLUSHED, CLOSED
+ * and NOTIFY messages.  The one other ZeroMQ socket is a distributed
+ * writer's own PUSH socket (zmq_socket on the shared context is
+ * thread-safe; the socket never leaves its thread).
  *
  * Lock order.  One nesting only: a stream's `lock` (struct b2sd_stream)
  * before the chunk pool's lock (its writer gives chunks back while it
@@ -92,6 +100,9 @@ typedef struct b2sd_rec {
 
 /* Free the user part and clear r (chunkpool.c). */
 void b2sd_rec_clear(b2sd_rec *r);
+/* The record a chunk is stored with: the producer's fields of in (out
+ * borrows in's user part; checksum and flags 0) (chunkpool.c). */
+void b2sd_rec_record(const b2sd_rec *in, b2s_record *out);
 
 /* One accepted buffer on its way to a worker. */
 typedef struct b2sd_job {
@@ -126,8 +137,13 @@ typedef struct b2sd_chunk {
   b2sd_rec rec;                  /* the producer's record, owned */
   uint8_t *series;               /* not NULL: no chunk but the stream's new
                                     series map (META), owned; the writer
-                                    sets it at this seq */
+                                    sets it at this seq (a distributed
+                                    stream: the update, which the writer
+                                    merges into the shared series) */
   size_t series_len;
+  bool end;                      /* no chunk: a distributed stream's last
+                                    producer closed (the writer tells the
+                                    committer, END) */
   bool drain;                    /* no chunk: order: frame_number passes
                                     every frame number given (order.h) */
   size_t cap;                    /* bytes of data[], counted in inflight_bytes */
@@ -184,6 +200,12 @@ void b2sd_latency_note(b2sd_latency *l, uint64_t ns);
 double b2sd_latency_quantile_us(const b2sd_latency *l, double q);
 
 /* ---- streams (stream.c) ---------------------------------------------------- */
+
+/* A buffer of a distributed stream its writer could not store: the frame
+ * number was taken in the store (B2S_E_OBJ_CONFLICT). */
+typedef struct b2sd_conflict {
+  uint64_t seq, frame;
+} b2sd_conflict;
 
 struct b2sd_stream {
   b2sd_stream *next;             /* server list, I/O thread */
@@ -248,6 +270,16 @@ struct b2sd_stream {
   uint64_t seen_committed;       /* committed count at the last scan */
   b2sd_latency notify_lat;       /* commit -> NOTIFY sent */
   struct b2sd_handle *handles;   /* producers' handles on this stream */
+  /* format: distributed (dwriter.h): the cluster settings at open, set
+   * by the I/O thread before the writer starts, then read only; NULL for
+   * other formats. */
+  struct b2sd_dist *dist;
+  /* Under lock: buffers the distributed writer could not store, appended
+   * before it publishes a written level past them; the I/O thread takes
+   * them (b2sd_dist_conflicts) after loading the progress and before it
+   * acknowledges, so their ERROR comes before any ACK that passes them. */
+  b2sd_conflict *conflicts;
+  size_t nconflicts, capconflicts;
   struct b2sd_follow *follows;
 
   /* Statistics (relaxed atomics; only read for STATS). */
@@ -282,6 +314,10 @@ int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len);
 /* order: frame_number: everything given so far is stored or passed as a
  * gap, at the next seq (FLUSH, the last CLOSE, the drain).  I/O thread. */
 void b2sd_stream_drain_mark(b2sd_stream *st);
+/* A distributed stream's last producer closed: the writer tells the
+ * committer (END) at the next seq.  No-op for other streams.  I/O
+ * thread. */
+void b2sd_stream_end_mark(b2sd_stream *st);
 /* Start the writer thread (none for a stream failed at open). */
 int b2sd_stream_start(b2sd_stream *st);
 /* Ask the writer to commit and fsync every seq below upto. */

@@ -15,6 +15,7 @@
  * credits or be freed again under exactly the load they are for. */
 #define _GNU_SOURCE
 #include "chunkpool.h"
+#include "wire.h"
 #include "segment.h"
 
 #include <stdlib.h>
@@ -92,6 +93,7 @@ b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
     c->gap = 0;
     c->series = NULL;
     c->drain = false;
+    c->end = false;
   }
   return c;
 }
@@ -157,6 +159,20 @@ void b2sd_chunkpool_trim(b2sd_chunkpool *cp) {
 void b2sd_rec_clear(b2sd_rec *r) {
   free(r->user);
   *r = (b2sd_rec){0};
+}
+
+void b2sd_rec_record(const b2sd_rec *in, b2s_record *out) {
+  *out = (b2s_record){0};
+  out->has_frame = in->present & B2S_WIRE_REC_FRAME;
+  out->frame = in->frame;
+  out->has_ts = in->present & B2S_WIRE_REC_TS;
+  out->ts = in->ts;
+  if (in->user_len) {
+    out->user_kind = in->present & B2S_WIRE_REC_USER_MAP
+                         ? B2S_RECORD_USER_MAP : B2S_RECORD_USER_BIN;
+    out->user = in->user;
+    out->user_len = in->user_len;
+  }
 }
 
 void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c) {

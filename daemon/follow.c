@@ -83,6 +83,12 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
   }
   if (rc == 0)
     rc = stream_lookup(srv, m->follow.target, &st);
+  if (rc == 0 && st->dist) {
+    rc = B2S_E_ARG;
+    why = "a distributed stream is read from its store or followed at its "
+          "committer, not at a rank";
+    st = NULL;
+  }
   int64_t committed = st ? b2sd_progress_committed(st) : 0;
   uint64_t start = (fl & B2S_WIRE_FOLLOW_FROM_END) ? (uint64_t)committed
                                                    : m->follow.start;

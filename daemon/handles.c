@@ -4,6 +4,7 @@
  * acknowledgements the handle's ledger (ledger.c) says are due.  I/O
  * thread only. */
 #define _GNU_SOURCE
+#include "dwriter.h"
 #include "fdroom.h"
 #include "outbox.h"
 #include "progress.h"
@@ -228,7 +229,7 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   b2sd_ledger_init(&h->lg, b2sd_wire_ack_level(cfg.durability.ack),
                    b2sd_wire_policy(cfg.backpressure),
                    (uint32_t)cfg.queue_depth);
-  h->chunk_bytes = b2nd_chunk_bytes(&cfg);
+  h->chunk_bytes = st->dist ? cfg.chunk_nbytes : b2nd_chunk_bytes(&cfg);
   h->next_s = s->handles;
   s->handles = h;
   h->next_st = st->handles;
@@ -330,9 +331,11 @@ b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
 
 /* A buffer refused on its own: settled for ACK, the handle stays open. */
 void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
-                        const b2s_wire_msg *m, uint64_t id, int code) {
+                        const b2s_wire_msg *m, uint64_t id, int code,
+                        const char *why) {
   b2sd_ledger_push(&h->lg, B2SD_ENTRY_REJECTED, 0);
-  b2sd_send_error(srv, h->sess, m->tag, code, 0, m->type, h->id, id, NULL);
+  b2sd_send_error(srv, h->sess, m->tag, code, 0, m->type, h->id, id,
+                  why && why[0] ? why : NULL);
 }
 
 bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
@@ -355,7 +358,51 @@ static void order_take(b2sd_stream *st, const b2sd_rec *rec) {
     b2sd_window_take(&st->win, rec->frame);
 }
 
-int b2sd_order_check(b2sd_handle *h, const b2sd_rec *rec) {
+void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st) {
+  pthread_mutex_lock(&st->lock);
+  b2sd_conflict *v = st->conflicts;
+  size_t n = st->nconflicts;
+  st->conflicts = NULL;
+  st->nconflicts = st->capconflicts = 0;
+  pthread_mutex_unlock(&st->lock);
+  for (size_t i = 0; i < n; i++) {
+    char why[160];
+    snprintf(why, sizeof why, "frame number %llu is in the store with other "
+             "bytes (made a gap meanwhile?); this buffer was not stored",
+             (unsigned long long)v[i].frame);
+    for (b2sd_handle *h = st->handles; h; h = h->next_st) {
+      int64_t id = b2sd_ledger_reject_seq(&h->lg, v[i].seq);
+      if (id >= 0) {
+        b2sd_send_error(srv, h->sess, 0, B2S_E_OBJ_CONFLICT, 0,
+                        B2S_WIRE_DATA, h->id, (uint64_t)id, why);
+        break;
+      }
+    }
+  }
+  free(v);
+}
+
+/* A distributed stream stores only the frame numbers this rank owns;
+ * the producer learns which rank owns the others, and where it listens. */
+static int rank_check(b2sd_server *srv, const b2sd_stream *st,
+                      const b2sd_rec *rec, char *why, size_t cap) {
+  int32_t owner = -1;
+  int rc = b2sd_rank_check(&st->dist->rank,
+                           rec->present & B2S_WIRE_REC_FRAME, rec->frame,
+                           &owner, why, cap);
+  const b2s_cluster_cfg *k = b2s_config_cluster(srv->cfg);
+  if (rc == B2S_E_WRONG_RANK && owner < k->nranks) {
+    size_t n = strlen(why);
+    snprintf(why + n, cap - n, " (%s)", k->ranks[owner]);
+  }
+  return rc;
+}
+
+int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
+                     char *why, size_t cap) {
+  why[0] = '\0';
+  if (h->st->dist)
+    return rank_check(srv, h->st, rec, why, cap);
   if (!h->st->ordered)
     return 0;
   if (!(rec->present & B2S_WIRE_REC_FRAME))
@@ -369,7 +416,9 @@ void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec) {
   b2sd_stream_cfg_get(st, &cfg);
   int64_t n = h->chunk_bytes ? h->chunk_bytes : (int64_t)len;
   b2sd_chunk *c = NULL;
-  if (fills(st, &cfg) && n > 0 && n <= INT32_MAX)
+  /* a distributed stream's gaps are the committer's: a frame number no
+   * rank stored */
+  if (!st->dist && fills(st, &cfg) && n > 0 && n <= INT32_MAX)
     c = calloc(1, sizeof *c);
   if (!c) {
     b2sd_rec_clear(rec);
@@ -445,7 +494,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
     b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b->rec);
     source_drop(b);
     h->lg.next_id = id;           /* undo: reject instead */
-    b2sd_buffer_reject(srv, h, m, id, B2S_E_NOMEM);
+    b2sd_buffer_reject(srv, h, m, id, B2S_E_NOMEM, NULL);
     return;
   }
   j->st = st;
@@ -494,9 +543,12 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   size_t plen = payload ? zmq_msg_size(payload) : 0;
   b2sd_bufsrc b = {.msg = payload, .len = plen};
   /* the record first: a refused buffer's gap keeps its frame number */
+  char why[B2SD_WHY_MAX];
   int rc = b2sd_rec_take(m->flags & B2S_WIRE_DATA_RECORD, recf, &b.rec);
   if (rc == 0)
-    rc = b2sd_order_check(h, &b.rec);
+    rc = b2sd_frame_check(srv, h, &b.rec, why, sizeof why);
+  else
+    why[0] = '\0';
   if (rc == 0)
     rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
   if (rc == 0 && (h->closing || srv->draining))
@@ -505,7 +557,7 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
     if (b2sd_leaves_gap(rc))
       b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b.rec);
     b2sd_rec_clear(&b.rec);
-    b2sd_buffer_reject(srv, h, m, id, rc);
+    b2sd_buffer_reject(srv, h, m, id, rc, why);
     return;
   }
   if (!b2sd_buffer_size_ok(srv, h, m, id, plen)) {
@@ -525,8 +577,10 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
     return;
   }
   if (m->type == B2S_WIRE_CLOSE) {
-    if (h->st->handles == h && !h->next_st)   /* the last producer */
+    if (h->st->handles == h && !h->next_st) {   /* the last producer */
       b2sd_stream_drain_mark(h->st);
+      b2sd_stream_end_mark(h->st);
+    }
     h->closing = true;
     h->close_tag = m->tag;
     h->close_upto = h->lg.next_id;

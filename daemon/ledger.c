@@ -59,6 +59,17 @@ b2sd_entry *b2sd_ledger_entry(b2sd_ledger *l, uint64_t id) {
   return entry_at(l, (size_t)(id - l->first_id));
 }
 
+int64_t b2sd_ledger_reject_seq(b2sd_ledger *l, uint64_t seq) {
+  for (size_t i = 0; i < l->qlen; i++) {
+    b2sd_entry *e = entry_at(l, i);
+    if (e->state == B2SD_ENTRY_QUEUED && e->seq == seq) {
+      e->state = B2SD_ENTRY_REJECTED;
+      return (int64_t)(l->first_id + i);
+    }
+  }
+  return -1;
+}
+
 void b2sd_ledger_credit(b2sd_ledger *l, uint64_t taken, bool memory_ok) {
   while (l->ncredited < l->qlen) {
     const b2sd_entry *e = entry_at(l, l->ncredited);

@@ -50,6 +50,13 @@ int b2sd_ledger_push(b2sd_ledger *l, uint8_t state, uint64_t seq);
 /* The entry of buffer id, NULL when it is not in the ledger. */
 b2sd_entry *b2sd_ledger_entry(b2sd_ledger *l, uint64_t id);
 
+/* A buffer queued with stream seq `seq` that the writer could not store
+ * after all (a distributed stream's frame number taken in the store):
+ * it becomes rejected, so no ACK above received claims it.  Returns its
+ * buffer id, or -1 when this ledger holds no such buffer (another
+ * handle's, or settled and pruned). */
+int64_t b2sd_ledger_reject_seq(b2sd_ledger *l, uint64_t seq);
+
 /* Credits come back in entry order: at once for a buffer dropped or
  * rejected and under the drop policies; under `block` once the workers
  * took it (seq below `taken`) and memory has room. */

@@ -1,9 +1,11 @@
 /* What start needs, checked without changing anything, for --check-config:
  * a configuration that passes here does not fail start on a missing group,
- * a bad key file, an endpoint directory or a data directory.  Every
+ * a bad key file, an endpoint directory, a data directory or a cluster
+ * store directory.  Every
  * problem is logged, not only the first. */
 #define _GNU_SOURCE
 #include "b2sd.h"
+#include "b2s_store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,6 +71,21 @@ static int check_endpoints(const b2s_daemon_cfg *d) {
   return bad;
 }
 
+/* The cluster's store: a directory that can be made, or RADOS in this
+ * build (whether the pool answers is the writer's to find out: the node
+ * checking may not reach the cluster). */
+static int check_cluster(const b2s_cluster_cfg *k) {
+  if (!k->enabled)
+    return 0;
+  if (strncmp(k->storage, "rados://", 8) != 0)
+    return dir_creatable("cluster storage", k->storage) < 0;
+  if (b2s_store_have_rados())
+    return 0;
+  LOG_E("cluster storage %s: this build has no RADOS store (librados was "
+        "not found)", k->storage);
+  return 1;
+}
+
 int b2sd_preflight(const b2s_config *cfg) {
   const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
   int bad = 0;
@@ -80,6 +97,7 @@ int b2sd_preflight(const b2s_config *cfg) {
   bad |= check_endpoints(d);
   bad |= dir_creatable("run_dir", d->run_dir) < 0;
   bad |= dir_creatable("data_dir", d->data_dir) < 0;
+  bad |= check_cluster(b2s_config_cluster(cfg));
   size_t n;
   const b2s_stream_cfg *sc = b2s_config_streams(cfg, &n);
   for (size_t i = 0; i < n; i++) {

@@ -372,6 +372,8 @@ static bool scan(b2sd_server *srv) {
       stream_failed(srv, st, p.failed);
       continue;
     }
+    if (st->dist)
+      b2sd_dist_conflicts(srv, st);
     for (b2sd_handle *h = st->handles, *nx; h; h = nx) {
       nx = h->next_st;
       if (!h->sess->dead)
@@ -468,6 +470,10 @@ static void reload(b2sd_server *srv) {
       strcmp(d->data_dir, srv->dcfg.data_dir) != 0 ||
       d->workers != srv->dcfg.workers)
     LOG_W("reload: listen, data_dir and workers apply after a restart");
+  if (!b2s_cluster_cfg_equal(b2s_config_cluster(srv->cfg),
+                             b2s_config_cluster(cfg)))
+    LOG_W("reload: cluster changes apply to distributed streams opened "
+          "from now on; the running ones keep theirs until a restart");
   b2sd_auth_reload(srv->auth, &srv->dcfg, d);
   srv->dcfg.memory_limit = d->memory_limit;
   b2sd_chunkpool_set_max(srv->chunks, d->memory_limit / 4);
@@ -552,6 +558,11 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     rc = b2sd_readers_new(srv, B2SD_READER_THREADS, &srv->readers);
   if (rc < 0)
     return rc;
+  /* before the writers start: a distributed stream's writer makes its
+   * own socket in this context (thread creation publishes the pointer) */
+  srv->zctx = zmq_ctx_new();
+  if (!srv->zctx)
+    return -errno;
   size_t n;
   const b2s_stream_cfg *sc = b2s_config_streams(cfg, &n);
   for (size_t i = 0; i < n; i++) {
@@ -566,9 +577,6 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     if (rc < 0)
       return rc;
   }
-  srv->zctx = zmq_ctx_new();
-  if (!srv->zctx)
-    return -errno;
   if (srv->dcfg.curve.enabled &&
       (rc = b2sd_auth_new(srv->zctx, &srv->dcfg, &srv->auth)) < 0)
     return rc;

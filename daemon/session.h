@@ -20,6 +20,7 @@
 #include <string.h>
 
 #define B2SD_MAX_HANDLES 1024     /* per session */
+#define B2SD_WHY_MAX 768          /* an ERROR text built for one buffer */
 #define B2SD_MAX_FOLLOWS 1024     /* per session */
 #define B2SD_MAX_FLUSHES 64       /* pending FLUSHes per handle */
 /* A limit as text, for the ERROR messages that name it. */
@@ -46,7 +47,8 @@ typedef struct b2sd_handle {
   uint32_t close_tag;
   uint64_t close_upto;         /* buffers sent before the CLOSE (CLOSED.upto) */
   struct b2sd_seg *seg;        /* shared-memory segment, or NULL */
-  int64_t chunk_bytes;         /* b2nd stream: the size of every buffer */
+  int64_t chunk_bytes;         /* b2nd or distributed stream: the size of
+                                  every buffer */
 } b2sd_handle;
 
 typedef struct b2sd_follow {
@@ -163,16 +165,27 @@ int b2sd_rec_take(bool flagged, zmq_msg_t *frame,
 b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
                                const b2s_wire_msg *m, uint32_t handle,
                                uint64_t id);
+/* why: the ERROR's text, NULL for the code's own. */
 void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
-                        const b2s_wire_msg *m, uint64_t id, int code);
+                        const b2s_wire_msg *m, uint64_t id, int code,
+                        const char *why);
 /* gaps: fill: a buffer of len bytes that does not reach the frame
  * (flags: B2S_RECORD_DROPPED or _REJECTED) leaves a placeholder chunk with
  * its record (taken from *rec) at the stream's next seq.  Otherwise, or
  * for len 0, nothing; *rec is cleared either way. */
 void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec);
-/* order: frame_number: 0, or why the buffer's record is refused (no frame
- * number: B2S_E_ARG; late, duplicate: order.h).  0 on other streams. */
-int b2sd_order_check(b2sd_handle *h, const b2sd_rec *rec);
+/* 0, or why the buffer's frame number is refused: order: frame_number
+ * (no frame number: B2S_E_ARG; late, duplicate: order.h); a distributed
+ * stream (rank.h: B2S_E_NEED_FRAME, B2S_E_WRONG_RANK naming the owner and
+ * its endpoint, in why).  why (cap bytes) gets "" when the code says
+ * enough. */
+int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
+                     char *why, size_t cap);
+/* A distributed stream's buffers its writer could not store (the frame
+ * number was taken in the store): each producer gets a per-buffer ERROR
+ * B2S_E_OBJ_CONFLICT and no acknowledgement above received for it.  Call
+ * after b2sd_progress_load, before the handles' progress. */
+void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st);
 /* Whether a buffer refused with code keeps its place (b2sd_gap_put): one
  * refused for what it is, not for how it was sent. */
 bool b2sd_leaves_gap(int code);

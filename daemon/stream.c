@@ -22,6 +22,7 @@
 #include "chunkpool.h"
 #include "clock.h"
 #include "dirlock.h"
+#include "dwriter.h"
 #include "groupcommit.h"
 #include "progress.h"
 #include "wire.h"
@@ -271,8 +272,12 @@ int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len) {
   b2s_mpbuf out;
   b2s_mpbuf_init(&out);
   int rc = b2s_series_merge(st->series, st->series_len, upd, len, &out);
+  /* a distributed stream's writer merges the update into the series all
+   * ranks share, not this rank's view of it */
+  const void *give = st->dist ? upd : out.data;
+  size_t give_len = st->dist ? len : out.len;
   b2sd_chunk *c = rc >= 0 ? calloc(1, sizeof *c) : NULL;
-  uint8_t *copy = c ? malloc(out.len ? out.len : 1) : NULL;
+  uint8_t *copy = c ? malloc(give_len ? give_len : 1) : NULL;
   if (rc >= 0 && !copy) {
     free(c);
     rc = B2S_E_NOMEM;
@@ -281,12 +286,12 @@ int b2sd_stream_meta(b2sd_stream *st, const void *upd, size_t len) {
     b2s_mpbuf_fini(&out);
     return rc;
   }
-  memcpy(copy, out.data, out.len);
+  memcpy(copy, give, give_len);
   free(st->series);
   st->series = out.data;         /* the buffer moves to the stream */
   st->series_len = out.len;
   c->series = copy;
-  c->series_len = out.len;
+  c->series_len = give_len;
   c->seq = st->seq_next++;
   b2sd_stream_put(st, c);
   return 0;
@@ -302,6 +307,28 @@ void b2sd_stream_drain_mark(b2sd_stream *st) {
   c->drain = true;
   c->seq = st->seq_next++;
   b2sd_stream_put(st, c);
+}
+
+void b2sd_stream_end_mark(b2sd_stream *st) {
+  if (!st->dist)
+    return;
+  b2sd_chunk *c = calloc(1, sizeof *c);
+  if (!c)
+    abort();                     /* a few bytes: nothing sane left */
+  c->end = true;
+  c->seq = st->seq_next++;
+  b2sd_stream_put(st, c);
+}
+
+/* A distributed stream has no local frame: its writer opens the store
+ * and the frame in its own thread (dwriter.h). */
+static int open_distributed(b2sd_server *srv, b2sd_stream *st) {
+  st->dist = b2sd_dist_new(b2s_config_cluster(srv->cfg));
+  if (!st->dist)
+    return B2S_E_NOMEM;
+  st->ordered = false;           /* chunk index = frame number anyway */
+  b2sd_progress_init(st, 0);
+  return 0;
 }
 
 int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
@@ -324,6 +351,15 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&st->cond, &ca);
   pthread_condattr_destroy(&ca);
+  if (cfg->format == B2S_FORMAT_DISTRIBUTED) {
+    int drc = open_distributed(srv, st);
+    if (drc < 0) {
+      b2sd_stream_free(st);
+      return drc;
+    }
+    *out = st;
+    return 0;
+  }
   int rc = open_frame(st, cfg);
   if (rc == 0)
     order_resume(st);
@@ -383,9 +419,10 @@ void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   if (strcmp(cfg->full_path, st->cfg.full_path) != 0 ||
       cfg->format != st->cfg.format || cfg->io != st->cfg.io ||
       cfg->order != st->cfg.order ||
-      cfg->reorder_window != st->cfg.reorder_window)
-    LOG_W("stream %s: path, format, io, order and reorder_window changes "
-          "apply after a restart",
+      cfg->reorder_window != st->cfg.reorder_window ||
+      cfg->chunk_nbytes != st->cfg.chunk_nbytes)
+    LOG_W("stream %s: path, format, io, order, reorder_window and "
+          "chunk_nbytes changes apply after a restart",
           st->name);
   b2s_stream_cfg keep = st->cfg;
   st->cfg = *cfg;
@@ -396,6 +433,7 @@ void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   st->cfg.b2nd = keep.b2nd;
   st->cfg.order = keep.order;    /* the window runs on: after a restart */
   st->cfg.reorder_window = keep.reorder_window;
+  st->cfg.chunk_nbytes = keep.chunk_nbytes;   /* the frame's, in the store */
   pthread_cond_signal(&st->cond);
   pthread_mutex_unlock(&st->lock);
 }
@@ -440,26 +478,11 @@ static void writer_fail(b2sd_stream *st, wstate *w, int rc, const char *what) {
   b2sd_wake(st->srv);
 }
 
-/* The record a chunk is stored with: the producer's fields, if any. */
-static void record_of(const b2sd_rec *in, b2s_record *out) {
-  *out = (b2s_record){0};
-  out->has_frame = in->present & B2S_WIRE_REC_FRAME;
-  out->frame = in->frame;
-  out->has_ts = in->present & B2S_WIRE_REC_TS;
-  out->ts = in->ts;
-  if (in->user_len) {
-    out->user_kind = in->present & B2S_WIRE_REC_USER_MAP
-                         ? B2S_RECORD_USER_MAP : B2S_RECORD_USER_BIN;
-    out->user = in->user;
-    out->user_len = in->user_len;
-  }
-}
-
 /* Append chunk c with its record, or the gap a tombstone leaves; a
  * tombstone without gap flags leaves nothing. */
 static int64_t store(b2sd_stream *st, const b2sd_chunk *c) {
   b2s_record rec;
-  record_of(&c->rec, &rec);
+  b2sd_rec_record(&c->rec, &rec);
   if (c->cbytes > 0)
     return b2s_pair_append(st->fw, c->data, (size_t)c->cbytes, &rec);
   return b2s_pair_append_gap(st->fw, c->nbytes, c->gap & ~B2S_RECORD_GAP,
@@ -724,14 +747,15 @@ static void *writer_main(void *arg) {
 }
 
 int b2sd_stream_start(b2sd_stream *st) {
-  if (!st->fw)
+  if (!st->fw && !st->dist)
     return 0;                /* failed at open: no writer until re-opened */
-  int rc = pthread_create(&st->thread, NULL, writer_main, st);
+  int rc = pthread_create(&st->thread, NULL,
+                          st->dist ? b2sd_dwriter_main : writer_main, st);
   if (rc)
     return -rc;
   st->thread_started = true;
   char name[16];
-  snprintf(name, sizeof name, "b2s-w-%.9s", st->name);
+  snprintf(name, sizeof name, "b2s-%c-%.9s", st->dist ? 'd' : 'w', st->name);
   pthread_setname_np(st->thread, name);
   return 0;
 }
@@ -758,7 +782,26 @@ static void writer_end(b2sd_stream *st) {
   st->stage_bytes = 0;
 }
 
+/* A distributed stream: a new writer after every seq given so far (it
+ * opens the store again). */
+static int reopen_distributed(b2sd_stream *st) {
+  writer_end(st);
+  pthread_mutex_lock(&st->lock);
+  st->stop = false;
+  pthread_mutex_unlock(&st->lock);
+  st->seq_base = st->seq_next;
+  b2sd_progress_reopen(st, 0, st->seq_next);
+  int rc = b2sd_stream_start(st);
+  if (rc < 0)
+    b2sd_progress_fail(st, rc);
+  else
+    LOG_I("stream %s: distributed writer started again", st->name);
+  return rc;
+}
+
 int b2sd_stream_reopen(b2sd_stream *st) {
+  if (st->dist)
+    return reopen_distributed(st);
   b2s_stream_cfg cfg;
   b2sd_stream_cfg_get(st, &cfg);
   writer_end(st);
@@ -809,7 +852,16 @@ void b2sd_stream_free(b2sd_stream *st) {
   if (!st)
     return;
   writer_end(st);
+  /* chunks the workers finished after a failed writer had ended (the
+   * workers are stopped by now) */
+  while (st->ready) {
+    b2sd_chunk *c = st->ready;
+    st->ready = c->next;
+    b2sd_chunk_done(st->srv, c);
+  }
   free(st->series);
+  free(st->dist);
+  free(st->conflicts);
   b2sd_window_fini(&st->win);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);

@@ -414,6 +414,95 @@ uint64_t b2sc_position(const b2sc_consumer *c);
 /* End the follow and free c.  Accepts NULL. */
 int b2sc_unfollow(b2sc_consumer *c);
 
+/* ---- cluster producer (distributed streams) ------------------------------ */
+
+/* A distributed stream (format: distributed, docs/DISTRIBUTED.md) is
+ * written by N daemons, its ranks; frame number f belongs to rank
+ * (f / frames_per_block) % N, and a rank refuses a buffer of another rank's
+ * frame with the per-buffer ERROR B2S_E_WRONG_RANK (its message names the
+ * owner) and one without a frame number with B2S_E_NEED_FRAME.  A cluster
+ * producer holds one session and producer per rank and sends each buffer
+ * to its owner:
+ *
+ *   const char *eps[] = {"tcp://n0:5555", "tcp://n1:5555", "tcp://n2:5555"};
+ *   b2sc_cluster *c;
+ *   b2sc_cluster_open(eps, 3, 1, "detector", NULL, NULL, &c);
+ *   for (uint64_t f = 0; f < n; f++)
+ *     b2sc_cluster_send(c, f, image[f], len, 1000);
+ *   b2sc_cluster_flush(c, 10000);
+ *   b2sc_cluster_close(c);
+ *
+ * endpoints and frames_per_block must be those of the daemons' cluster:
+ * section (ranks, frames_per_block), in rank order.  Errors are those of
+ * the producer calls underneath, and b2sc_cluster_last_error() names the
+ * rank.  Threads and ownership as for a session: one thread at a time;
+ * b2sc_cluster_close frees everything.
+ *
+ * A rank that fails (its daemon restarted: B2S_E_CLOSED, B2S_E_TIMEOUT)
+ * does not lose what it acknowledged.  Resend the rest:
+ *   n = b2sc_cluster_unacked(c, rank, frames, cap);   which frames
+ *   b2sc_cluster_reconnect(c, rank);                  new session
+ *   ... b2sc_cluster_send each of frames[0..n) again.
+ * A frame stored twice is harmless: a rank stores the same bytes again. */
+#define B2SC_CLUSTER_MAX_RANKS 1024
+#define B2SC_CLUSTER_NAME_MAX 255
+
+typedef struct b2sc_cluster b2sc_cluster;
+
+/* Connect to every rank (endpoints[0..n-1], 1 <= n <= 1024) and open
+ * stream on each (tmpl as for b2sc_producer_open).  opts applies to every
+ * session (NULL: producer role, default timeout); its strings need not
+ * outlive the call except the CURVE keys, which must live as long as the
+ * cluster (reconnects use them).  B2S_E_ARG for n, frames_per_block < 1,
+ * a NULL or empty endpoint or stream; else the first failure of a rank
+ * (nothing is left open then). */
+int b2sc_cluster_open(const char *const *endpoints, int n,
+                      int frames_per_block, const char *stream,
+                      const char *tmpl, const b2sc_options *opts,
+                      b2sc_cluster **out);
+
+/* Send one buffer to the rank owning rec->frame (b2sc_send_rec on that
+ * rank's producer, same errors).  B2S_E_NEED_FRAME, nothing sent, when
+ * rec is NULL or has no B2SC_REC_FRAME. */
+int b2sc_cluster_send_rec(b2sc_cluster *c, const void *buf, size_t len,
+                          const b2sc_record *rec, int timeout_ms);
+
+/* b2sc_cluster_send_rec with a record of only the frame number. */
+int b2sc_cluster_send(b2sc_cluster *c, uint64_t frame, const void *buf,
+                      size_t len, int timeout_ms);
+
+/* The rank that owns frame. */
+int b2sc_cluster_owner(const b2sc_cluster *c, uint64_t frame);
+
+/* b2sc_flush on every rank (each with timeout_ms); the first failure. */
+int b2sc_cluster_flush(b2sc_cluster *c, int timeout_ms);
+
+/* Close every producer and session (b2sc_producer_close, b2sc_close) and
+ * free c; the first failure.  Accepts NULL. */
+int b2sc_cluster_close(b2sc_cluster *c);
+
+/* Number of ranks. */
+int b2sc_cluster_ranks(const b2sc_cluster *c);
+
+/* Rank's producer (stats, series metadata), NULL when the rank is not
+ * connected; valid until that rank reconnects or c is closed. */
+b2sc_producer *b2sc_cluster_producer(b2sc_cluster *c, int rank);
+
+/* Frame numbers given to rank and not acknowledged: those sent and not
+ * yet acknowledged at the stream's ack level (nor dropped or rejected),
+ * in send order, then those whose send failed with B2S_E_TIMEOUT or
+ * B2S_E_CLOSED since the rank's last (re)connect.  The first
+ * min(count, cap) go into frames.  Returns the count. */
+int b2sc_cluster_unacked(b2sc_cluster *c, int rank, uint64_t *frames,
+                         size_t cap);
+
+/* Close rank's session (its unacknowledged frames are forgotten: read
+ * them first) and connect and open the stream again. */
+int b2sc_cluster_reconnect(b2sc_cluster *c, int rank);
+
+/* "rank R (ENDPOINT): why" for the last failure; "" when none. */
+const char *b2sc_cluster_last_error(const b2sc_cluster *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -491,3 +491,75 @@ int harness_run_group(const char *name, const struct CMUnitTest *tests,
   harness_fini();
   return rc;
 }
+
+/* ---- a cluster of ranks ----------------------------------------------------- */
+
+static void cluster_config(cluster *c, int r, const char *streams_yaml) {
+  size_t cap = 4096 + strlen(streams_yaml);
+  char *y = malloc(cap);
+  assert_non_null(y);
+  int n = snprintf(y, cap,
+                   "listen: [ipc://d.sock]\n"
+                   "run_dir: run\n"
+                   "data_dir: data\n"
+                   "workers: 2\n"
+                   "max_buffer: 1MiB\n"
+                   "log_level: debug\n"
+                   "cluster:\n"
+                   "  storage: \"%s\"\n"
+                   "  ceph_conf: \"%s\"\n"
+                   "  rank: %d\n"
+                   "  committer: %s\n"
+                   "  committer_pub: %s\n"
+                   "  frames_per_block: %d\n"
+                   "  ranks:\n",
+                   c->storage, c->ceph_conf, r, c->committer, c->pub,
+                   c->frames_per_block);
+  for (int i = 0; i < c->n; i++)
+    n += snprintf(y + n, cap - (size_t)n, "    - %s\n", c->rank[i].sock);
+  snprintf(y + n, cap - (size_t)n, "%s", streams_yaml);
+  env_write_config(&c->rank[r], y);
+  free(y);
+}
+
+void cluster_init(cluster *c, int n, int frames_per_block,
+                  const char *storage, const char *streams_yaml) {
+  assert_true(n >= 1 && n <= CLUSTER_MAX);
+  memset(c, 0, sizeof *c);
+  c->n = n;
+  c->frames_per_block = frames_per_block;
+  snprintf(c->dir, sizeof c->dir, "/tmp/b2sd-cluster-XXXXXX");
+  assert_non_null(mkdtemp(c->dir));
+  const char *conf = getenv("B2S_CEPH_CONF");
+  if (storage && strncmp(storage, "rados://", 8) == 0 && conf)
+    snprintf(c->ceph_conf, sizeof c->ceph_conf, "%s", conf);
+  if (storage)
+    snprintf(c->storage, sizeof c->storage, "%s", storage);
+  else
+    snprintf(c->storage, sizeof c->storage, "%s/store", c->dir);
+  snprintf(c->committer, sizeof c->committer, "ipc://%s/commit.sock",
+           c->dir);
+  snprintf(c->pub, sizeof c->pub, "ipc://%s/pub.sock", c->dir);
+  for (int i = 0; i < n; i++) {
+    env_init_config(&c->rank[i], "");
+    c->eps[i] = c->rank[i].sock;
+  }
+  for (int i = 0; i < n; i++)
+    cluster_config(c, i, streams_yaml);
+}
+
+void cluster_start(cluster *c) {
+  for (int i = 0; i < c->n; i++)
+    env_start(&c->rank[i]);
+}
+
+void cluster_fini(cluster *c) {
+  for (int i = 0; i < c->n; i++) {
+    if (c->rank[i].pid > 0)
+      assert_int_equal(env_stop(&c->rank[i], SIGTERM), 0);
+    env_fini(&c->rank[i]);
+  }
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
+  assert_int_equal(system(cmd), 0);
+}

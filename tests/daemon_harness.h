@@ -102,6 +102,31 @@ void cli_close(prod *p);
 void check_frame(const char *path, const prod *p, int64_t expect_min);
 uint64_t count_kept(const prod *p);
 
+/* A cluster of n ranks on this machine (docs/DISTRIBUTED.md): a daemon
+ * each, in its own directory (rank[i].sock is its endpoint), sharing a
+ * store: storage (a directory under dir, or the URL given) and one
+ * committer endpoint (ipc://DIR/commit.sock, pub: ipc://DIR/pub.sock)
+ * that the test serves itself or with the committer process. */
+#define CLUSTER_MAX 8
+typedef struct cluster {
+  int n, frames_per_block;
+  char dir[256];
+  char storage[512];
+  char ceph_conf[512];             /* rados: $B2S_CEPH_CONF */
+  char committer[320], pub[320];
+  env rank[CLUSTER_MAX];
+  const char *eps[CLUSTER_MAX];    /* rank[i].sock */
+} cluster;
+
+/* Directories and configurations: listen on run/d.sock, the cluster
+ * section of rank i, then streams_yaml ("streams:\n ..."); storage NULL:
+ * DIR/store; a rados:// storage gets ceph_conf $B2S_CEPH_CONF. */
+void cluster_init(cluster *c, int n, int frames_per_block,
+                  const char *storage, const char *streams_yaml);
+void cluster_start(cluster *c);
+/* SIGTERM every running rank (each must exit 0), remove everything. */
+void cluster_fini(cluster *c);
+
 /* Set daemon_path and zctx from the environment; returns 0 or prints why
  * not and returns 1. */
 int harness_init(void);

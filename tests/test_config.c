@@ -733,6 +733,8 @@ static char *dump(const b2s_config *cfg, unsigned flags) {
 
 static void assert_configs_equal(const b2s_config *a, const b2s_config *b) {
   assert_true(b2s_daemon_cfg_equal(b2s_config_daemon(a), b2s_config_daemon(b)));
+  assert_true(b2s_cluster_cfg_equal(b2s_config_cluster(a),
+                                    b2s_config_cluster(b)));
   size_t na, nb;
   const b2s_stream_cfg *sa = b2s_config_streams(a, &na);
   const b2s_stream_cfg *sb = b2s_config_streams(b, &nb);
@@ -1063,6 +1065,234 @@ static void test_gaps_and_order(void **state) {
             "range 1..4096");
 }
 
+/* ---- cluster -------------------------------------------------------------- */
+
+static const char cluster_yaml[] =
+    "cluster:\n"
+    "  storage: objs\n"
+    "  rank: 2\n"
+    "  ranks: [tcp://n0:7000, tcp://n1:7000, 'ipc:///run/b2/r2.sock']\n"
+    "  committer: tcp://head:7100\n"
+    "  committer_pub: tcp://head:7101\n"
+    "  frames_per_block: 16\n"
+    "templates:\n"
+    "  dist: {format: distributed, chunk_nbytes: 64k}\n"
+    "streams:\n"
+    "  img:\n"
+    "    format: distributed\n"
+    "    typesize: 2\n"
+    "    b2nd: {shape: [0, 32, 32], chunkshape: [1, 32, 32]}\n"
+    "  raw: {template: dist}\n"
+    "  local: {format: sparse}\n";
+
+static void test_cluster_section(void **state) {
+  (void)state;
+  b2s_config *none = parse_ok("");
+  assert_false(b2s_config_cluster(none)->enabled);
+  b2s_config_free(none);
+  none = parse_ok("cluster: null\n");
+  assert_false(b2s_config_cluster(none)->enabled);
+  b2s_config_free(none);
+
+  b2s_config *cfg = parse_ok(cluster_yaml);
+  const b2s_cluster_cfg *k = b2s_config_cluster(cfg);
+  assert_true(k->enabled);
+  assert_string_equal(k->storage, BASE "/objs");
+  assert_string_equal(k->ceph_conf, "");
+  assert_int_equal(k->rank, 2);
+  assert_int_equal(k->nranks, 3);
+  assert_string_equal(k->ranks[0], "tcp://n0:7000");
+  assert_string_equal(k->ranks[2], "ipc:///run/b2/r2.sock");
+  assert_string_equal(k->committer, "tcp://head:7100");
+  assert_string_equal(k->committer_pub, "tcp://head:7101");
+  assert_int_equal(k->frames_per_block, 16);
+  const b2s_stream_cfg *img = stream(cfg, "img");
+  assert_int_equal(img->format, B2S_FORMAT_DISTRIBUTED);
+  assert_int_equal(img->chunk_nbytes, 2 * 32 * 32);   /* from the b2nd chunk */
+  assert_int_equal(stream(cfg, "raw")->chunk_nbytes, 64 * 1024);
+  assert_int_equal(stream(cfg, "local")->format, B2S_FORMAT_SPARSE);
+  /* a stream made at run time from the template */
+  b2s_stream_cfg rt;
+  assert_int_equal(b2s_config_stream_from_template(cfg, "dist", "run7", &rt),
+                   0);
+  assert_int_equal(rt.format, B2S_FORMAT_DISTRIBUTED);
+  assert_int_equal(rt.chunk_nbytes, 64 * 1024);
+  b2s_config_free(cfg);
+
+  cfg = parse_ok("cluster:\n  storage: rados://b2stream\n"
+                 "  ceph_conf: /etc/ceph/test.conf\n  rank: 0\n"
+                 "  ranks: [tcp://a:1]\n  committer: 'ipc://@commit'\n");
+  k = b2s_config_cluster(cfg);
+  assert_string_equal(k->storage, "rados://b2stream");
+  assert_string_equal(k->ceph_conf, "/etc/ceph/test.conf");
+  assert_int_equal(k->frames_per_block, 1);
+  assert_string_equal(k->committer_pub, "");
+  b2s_config_free(cfg);
+  cfg = parse_ok("cluster: {storage: 'file:///srv/objs/../o', rank: 0, "
+                 "ranks: [tcp://a:1], committer: tcp://c:2}\n");
+  assert_string_equal(b2s_config_cluster(cfg)->storage, "/srv/o");
+  b2s_config_free(cfg);
+}
+
+static void test_cluster_example(void **state) {
+  (void)state;
+  const char *path = getenv("B2S_CLUSTER_EXAMPLE");
+  assert_non_null(path);
+  b2s_config *cfg = NULL;
+  if (b2s_config_load(path, &cfg, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  const b2s_cluster_cfg *k = b2s_config_cluster(cfg);
+  assert_true(k->enabled);
+  assert_string_equal(k->storage, "rados://b2stream");
+  assert_int_equal(k->rank, 1);
+  assert_int_equal(k->nranks, 3);
+  assert_int_equal(k->frames_per_block, 4);
+  const b2s_stream_cfg *d = stream(cfg, "detector");
+  assert_int_equal(d->format, B2S_FORMAT_DISTRIBUTED);
+  assert_int_equal(d->chunk_nbytes, 512 * 512 * 2);
+  assert_int_equal(stream(cfg, "raw")->chunk_nbytes, MIB);
+  b2s_config_free(cfg);
+  /* the shipped file keeps its cluster commented out */
+  path = getenv("B2S_DEFAULT_CONFIG");
+  assert_int_equal(b2s_config_load(path, &cfg, err, sizeof err), 0);
+  assert_false(b2s_config_cluster(cfg)->enabled);
+  b2s_config_free(cfg);
+}
+
+/* The largest cluster: 1024 ranks, whose count does not fit a byte. */
+static void test_cluster_many_ranks(void **state) {
+  (void)state;
+  size_t cap = 64 + B2S_CLUSTER_MAX_RANKS * 32;
+  char *y = malloc(cap);
+  assert_non_null(y);
+  int n = snprintf(y, cap, "cluster:\n  storage: /o\n  rank: 1023\n"
+                   "  committer: tcp://c:1\n  ranks:\n");
+  for (int i = 0; i < B2S_CLUSTER_MAX_RANKS; i++)
+    n += snprintf(y + n, cap - (size_t)n, "    - tcp://n%d:7000\n", i);
+  b2s_config *cfg = parse_ok(y);
+  const b2s_cluster_cfg *k = b2s_config_cluster(cfg);
+  assert_int_equal(k->nranks, B2S_CLUSTER_MAX_RANKS);
+  assert_string_equal(k->ranks[1023], "tcp://n1023:7000");
+  b2s_config_free(cfg);
+  roundtrip(y);
+  snprintf(y + n, cap - (size_t)n, "    - tcp://n%d:7000\n",
+           B2S_CLUSTER_MAX_RANKS);
+  parse_err(y, "b2streamd.yaml:1030:7: more than 1024 entries in one list");
+  free(y);
+}
+
+#define CL_OK "  storage: /o\n  rank: 0\n  ranks: [tcp://a:1]\n" \
+              "  committer: tcp://c:2\n"
+
+static void test_cluster_errors(void **state) {
+  (void)state;
+  parse_err("cluster: [a]\n", "b2streamd.yaml:1:10: cluster: expected a "
+            "mapping of cluster settings, got a list");
+  parse_err("cluster:\n  rank: 0\n  ranks: [tcp://a:1]\n"
+            "  committer: tcp://c:2\n",
+            "b2streamd.yaml:2:3: cluster.storage: required in cluster");
+  parse_err("cluster:\n  storage: /o\n  ranks: [tcp://a:1]\n"
+            "  committer: tcp://c:2\n",
+            "b2streamd.yaml:2:3: cluster.rank: required in cluster");
+  parse_err("cluster:\n  storage: /o\n  rank: 0\n  committer: tcp://c:2\n",
+            "b2streamd.yaml:2:3: cluster.ranks: required in cluster");
+  parse_err("cluster:\n  storage: /o\n  rank: 0\n  ranks: [tcp://a:1]\n",
+            "b2streamd.yaml:2:3: cluster.committer: required in cluster");
+  parse_err("cluster:\n  storage: /o\n  rank: 3\n"
+            "  ranks: [tcp://a:1, tcp://b:1, tcp://c:1]\n"
+            "  committer: tcp://c:2\n",
+            "b2streamd.yaml:3:9: cluster.rank: 3 is not a rank of the 3 in "
+            "ranks (0..2)");
+  parse_err("cluster:\n  storage: /o\n  rank: -1\n",
+            "b2streamd.yaml:3:9: cluster.rank: -1 is out of range 0..1023");
+  parse_err("cluster:\n  storage: /o\n  rank: 0\n"
+            "  ranks: [tcp://a:1, udp://b:1]\n  committer: tcp://c:2\n",
+            "b2streamd.yaml:4:22: cluster.ranks[1]: 'udp://b:1': expected "
+            "an ipc:// or tcp:// endpoint");
+  parse_err("cluster:\n  storage: /o\n  rank: 0\n"
+            "  ranks: [tcp://a:1, tcp://a:1]\n  committer: tcp://c:2\n",
+            "b2streamd.yaml:4:22: cluster.ranks[1]: 'tcp://a:1' is also "
+            "rank 0");
+  parse_err("cluster:\n  storage: /o\n  rank: 0\n"
+            "  ranks: [ipc://r0.sock]\n  committer: tcp://c:2\n",
+            "b2streamd.yaml:4:11: cluster.ranks[0]: an ipc:// endpoint of "
+            "the cluster needs an absolute path");
+  parse_err("cluster:\n" CL_OK "  committer_pub: ipc://pub\n",
+            "b2streamd.yaml:6:18: cluster.committer_pub: an ipc:// endpoint "
+            "of the cluster needs an absolute path");
+  parse_err("cluster:\n  storage: /o\n  rank: 0\n  ranks: [tcp://a:1]\n"
+            "  committer: http://c\n",
+            "b2streamd.yaml:5:14: cluster.committer: 'http://c': expected "
+            "an ipc:// or tcp:// endpoint");
+  parse_err("cluster:\n  storage: rados://\n",
+            "b2streamd.yaml:2:12: cluster.storage: 'rados://': a pool name "
+            "is 1..128 characters of A-Z a-z 0-9 . _ -");
+  parse_err("cluster:\n  storage: rados://a/b\n",
+            "b2streamd.yaml:2:12: cluster.storage: 'rados://a/b': a pool "
+            "name is 1..128 characters of A-Z a-z 0-9 . _ -");
+  parse_err("cluster:\n  storage: s3://bucket\n",
+            "b2streamd.yaml:2:12: cluster.storage: 's3://bucket' is neither "
+            "rados://POOL, file:///DIR nor a directory");
+  parse_err("cluster:\n  storage: file://rel\n",
+            "b2streamd.yaml:2:12: cluster.storage: 'file://rel': a file:// "
+            "URL holds an absolute path");
+  parse_err("cluster:\n  storage: ''\n",
+            "b2streamd.yaml:2:12: cluster.storage: must not be empty");
+  parse_err("cluster:\n" CL_OK "  frames_per_block: 0\n",
+            "b2streamd.yaml:6:21: cluster.frames_per_block: 0 is out of "
+            "range 1..2147483647");
+  parse_err("cluster:\n" CL_OK "  rnaks: []\n",
+            "b2streamd.yaml:6:3: cluster: unknown key 'rnaks' (did you mean "
+            "'ranks'?)");
+  parse_err("cluster:\n" CL_OK "  rank: 0\n",
+            "b2streamd.yaml:6:3: cluster: duplicate key 'rank' (first at "
+            "line 3)");
+}
+
+static void test_distributed_streams(void **state) {
+  (void)state;
+  parse_err("streams:\n  s:\n    format: distributed\n"
+            "    chunk_nbytes: 4k\n",
+            "b2streamd.yaml:3:13: streams.s.format: distributed needs a "
+            "cluster section");
+  parse_err("templates:\n  t: {format: distributed}\n",
+            "b2streamd.yaml:2:15: templates.t.format: distributed needs a "
+            "cluster section");
+  parse_err("cluster:\n" CL_OK "streams:\n  s:\n    format: distributed\n",
+            "b2streamd.yaml:8:5: streams.s.chunk_nbytes: required with "
+            "format: distributed (or b2nd)");
+  parse_err("cluster:\n" CL_OK "streams:\n  s:\n    format: distributed\n"
+            "    typesize: 4\n    chunk_nbytes: 100\n"
+            "    b2nd: {shape: [0, 5], chunkshape: [1, 5]}\n",
+            "b2streamd.yaml:10:19: streams.s.chunk_nbytes: 100 disagrees "
+            "with b2nd.chunkshape (20 bytes)");
+  parse_err("cluster:\n" CL_OK "max_buffer: 1M\nstreams:\n  s:\n"
+            "    format: distributed\n    chunk_nbytes: 2M\n",
+            "b2streamd.yaml:10:19: streams.s.chunk_nbytes: 2097152 is larger "
+            "than max_buffer (1048576)");
+  parse_err("cluster:\n" CL_OK "streams:\n  s:\n    format: distributed\n"
+            "    chunk_nbytes: 3G\n",
+            "b2streamd.yaml:9:19: streams.s.chunk_nbytes: 3G is out of range "
+            "0..2147483584");
+  parse_err("cluster:\n" CL_OK "streams:\n  s:\n    format: distributd\n",
+            "b2streamd.yaml:8:13: streams.s.format: 'distributd' is not "
+            "one of contiguous, sparse, distributed (did you mean "
+            "'distributed'?)");
+  roundtrip(cluster_yaml);
+  /* a changed cluster is seen */
+  b2s_config *a = parse_ok(cluster_yaml), *b = parse_ok("cluster:\n" CL_OK);
+  b2s_config *c = parse_ok("");
+  assert_false(b2s_cluster_cfg_equal(b2s_config_cluster(a),
+                                     b2s_config_cluster(b)));
+  assert_false(b2s_cluster_cfg_equal(b2s_config_cluster(b),
+                                     b2s_config_cluster(c)));
+  assert_true(b2s_cluster_cfg_equal(b2s_config_cluster(a),
+                                    b2s_config_cluster(a)));
+  b2s_config_free(a);
+  b2s_config_free(b);
+  b2s_config_free(c);
+}
+
 static void test_load_from_files(void **state) {
   (void)state;
   char dir[] = "/tmp/b2s_config_XXXXXX";
@@ -1138,6 +1368,11 @@ int main(void) {
       cmocka_unit_test(test_b2nd_for_the_frame),
       cmocka_unit_test(test_gaps_and_order),
       cmocka_unit_test(test_load_from_files),
+      cmocka_unit_test(test_cluster_section),
+      cmocka_unit_test(test_cluster_example),
+      cmocka_unit_test(test_cluster_many_ranks),
+      cmocka_unit_test(test_cluster_errors),
+      cmocka_unit_test(test_distributed_streams),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -353,6 +353,16 @@ static void test_check_config_deep(void **state) {
   write_text(cfg, yaml);
   assert_int_equal(check_config(&e, cfg, text, sizeof text), 2);
   assert_non_null(strstr(text, "blocker"));
+  /* a cluster store directory that cannot be created */
+  snprintf(yaml, sizeof yaml,
+           "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
+           "cluster:\n  storage: %s/store\n  rank: 0\n"
+           "  ranks: [tcp://127.0.0.1:5999]\n  committer: tcp://c:1\n"
+           "streams:\n  a: {format: distributed, chunk_nbytes: 4k}\n",
+           block);
+  write_text(cfg, yaml);
+  assert_int_equal(check_config(&e, cfg, text, sizeof text), 2);
+  assert_non_null(strstr(text, "cluster storage"));
   /* the harness's own configuration still passes */
   assert_int_equal(check_config(&e, e.config, text, sizeof text), 0);
   env_fini(&e);

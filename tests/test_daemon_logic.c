@@ -2,7 +2,8 @@
  * (credits and acknowledgement levels, daemon/ledger.c), the stream
  * writer's group commits (daemon/groupcommit.c), read admission and its
  * byte budget (daemon/readbudget.c), and the configuration-to-wire maps
- * (daemon/wiremap.c), the escaping of log lines (daemon/log.c).  Plain
+ * (daemon/wiremap.c), the escaping of log lines (daemon/log.c), the
+ * ownership of frame numbers among ranks (daemon/rank.c).  Plain
  * data in, decisions out: every case sets up
  * the numbers the daemon would see and checks the exact outcome. */
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "order.h"
+#include "rank.h"
 #include "readbudget.h"
 #include "wire.h"
 #include "wiremap.h"
@@ -461,6 +463,67 @@ static void test_order_window(void **state) {
   b2sd_window_fini(&w);
 }
 
+/* ---- ranks of a distributed stream ------------------------------------------ */
+
+/* A buffer the writer could not store after all: rejected by its seq, so
+ * the ACK at the handle's level passes it without claiming it written. */
+static void test_ledger_reject_seq(void **state) {
+  (void)state;
+  b2sd_ledger l;
+  b2sd_ledger_init(&l, B2S_WIRE_LEVEL_WRITTEN, B2S_WIRE_POLICY_BLOCK, 8);
+  push_queued(&l, 100, 4);             /* ids 0..3, seqs 100..103 */
+  assert_int_equal(b2sd_ledger_reject_seq(&l, 102), 2);
+  assert_int_equal(b2sd_ledger_reject_seq(&l, 102), -1);   /* once */
+  assert_int_equal(b2sd_ledger_reject_seq(&l, 99), -1);
+  assert_int_equal(b2sd_ledger_reject_seq(&l, 104), -1);
+  assert_int_equal(b2sd_ledger_entry(&l, 2)->state, B2SD_ENTRY_REJECTED);
+  /* written below 102: ids 0, 1 settled; 2 is settled by its ERROR */
+  assert_int_equal(b2sd_ledger_upto(&l, 102, 100), 3);
+  assert_int_equal(b2sd_ledger_upto(&l, 101, 100), 1);
+  assert_int_equal(b2sd_ledger_upto(&l, 104, 100), 4);
+  b2sd_ledger_fini(&l);
+}
+
+
+static void test_rank_owner_and_check(void **state) {
+  (void)state;
+  b2sd_rank k = {.rank = 1, .nranks = 3, .frames_per_block = 4};
+  int32_t want[] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 0};
+  for (uint64_t f = 0; f < 13; f++)
+    assert_int_equal(b2sd_rank_owner(&k, f), want[f]);
+  char why[160];
+  int32_t owner = -1;
+  assert_int_equal(b2sd_rank_check(&k, true, 5, &owner, why, sizeof why), 0);
+  assert_int_equal(owner, 1);
+  assert_string_equal(why, "");
+  assert_int_equal(b2sd_rank_check(&k, true, 8, &owner, why, sizeof why),
+                   B2S_E_WRONG_RANK);
+  assert_int_equal(owner, 2);
+  assert_string_equal(why, "frame number 8 belongs to rank 2, not to this "
+                           "rank 1");
+  assert_int_equal(b2sd_rank_check(&k, false, 5, &owner, why, sizeof why),
+                   B2S_E_NEED_FRAME);
+  assert_string_equal(why, "a distributed stream needs a frame number with "
+                           "every buffer (rank 1 of 3)");
+  assert_int_equal(b2sd_rank_check(&k, true, B2SD_RANK_FRAME_LIMIT, &owner,
+                                   why, sizeof why), B2S_E_ARG);
+  assert_int_equal(b2sd_rank_check(&k, true, B2SD_RANK_FRAME_LIMIT - 1,
+                                   NULL, NULL, 0),
+                   b2sd_rank_owner(&k, B2SD_RANK_FRAME_LIMIT - 1) == 1
+                       ? 0 : B2S_E_WRONG_RANK);
+  /* one rank owns everything; blocks of one alternate */
+  b2sd_rank one = {.rank = 0, .nranks = 1, .frames_per_block = 1};
+  assert_int_equal(b2sd_rank_check(&one, true, 123456789, NULL, NULL, 0), 0);
+  b2sd_rank two = {.rank = 1, .nranks = 2, .frames_per_block = 1};
+  assert_int_equal(b2sd_rank_check(&two, true, 3, NULL, NULL, 0), 0);
+  assert_int_equal(b2sd_rank_check(&two, true, 4, NULL, NULL, 0),
+                   B2S_E_WRONG_RANK);
+  /* the largest frames_per_block keeps the first 2^31-1 frames on rank 0 */
+  b2sd_rank big = {.rank = 0, .nranks = 1024, .frames_per_block = INT32_MAX};
+  assert_int_equal(b2sd_rank_owner(&big, INT32_MAX - 1), 0);
+  assert_int_equal(b2sd_rank_owner(&big, INT32_MAX), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ledger_spend),
@@ -485,6 +548,8 @@ int main(void) {
       cmocka_unit_test(test_drain_waits_for_disk_not_peers),
       cmocka_unit_test(test_fd_room_keeps_the_reserve),
       cmocka_unit_test(test_order_window),
+      cmocka_unit_test(test_ledger_reject_seq),
+      cmocka_unit_test(test_rank_owner_and_check),
   };
   return cmocka_run_group_tests_name("daemon logic", tests, NULL, NULL);
 }

@@ -15,32 +15,42 @@ void cli_client_err(const b2sc_session *s, const char *what, int rc) {
     cli_err("%s: %s", what, b2sc_strerror(rc));
 }
 
+int cli_client_options(unsigned roles, b2sc_options *o,
+                       char secret[B2SC_CURVE_KEY_LEN + 1]) {
+  *o = (b2sc_options){.client_name = "b2stream", .roles = roles};
+  /* CURVE from the environment: the daemon's public key, and a file with
+   * this client's secret key */
+  const char *server = getenv(CLI_CURVE_SERVER_ENV);
+  const char *keyfile = getenv(CLI_CURVE_KEY_FILE_ENV);
+  if (server == NULL || !server[0])
+    return 0;
+  if (keyfile == NULL || !keyfile[0]) {
+    cli_err("%s is set but %s is not", CLI_CURVE_SERVER_ENV,
+            CLI_CURVE_KEY_FILE_ENV);
+    return B2S_E_ARG;
+  }
+  int krc = b2sc_curve_key_read(keyfile, secret);
+  if (krc < 0) {
+    cli_err("%s: %s", keyfile, krc == B2S_E_ARG ? "no Z85 secret key in it"
+                                                : b2sc_strerror(krc));
+    return krc;
+  }
+  o->curve_server_key = server;
+  o->curve_secret_key = secret;
+  return 0;
+}
+
 int cli_client_connect(const char *endpoint, unsigned roles,
                        b2sc_session **out) {
+  *out = NULL;
   char def[1100];
   if (endpoint == NULL && b2sc_default_endpoint(def, sizeof def) > 0)
     endpoint = def;
-  b2sc_options o = {.client_name = "b2stream", .roles = roles};
-  /* CURVE from the environment: the daemon's public key, and a file with
-   * this client's secret key */
+  b2sc_options o;
   char secret[B2SC_CURVE_KEY_LEN + 1];
-  const char *server = getenv(CLI_CURVE_SERVER_ENV);
-  const char *keyfile = getenv(CLI_CURVE_KEY_FILE_ENV);
-  if (server != NULL && server[0]) {
-    if (keyfile == NULL || !keyfile[0]) {
-      cli_err("%s is set but %s is not", CLI_CURVE_SERVER_ENV,
-              CLI_CURVE_KEY_FILE_ENV);
-      return B2S_E_ARG;
-    }
-    int krc = b2sc_curve_key_read(keyfile, secret);
-    if (krc < 0) {
-      cli_err("%s: %s", keyfile, krc == B2S_E_ARG ? "no Z85 secret key in it"
-                                                  : b2sc_strerror(krc));
-      return krc;
-    }
-    o.curve_server_key = server;
-    o.curve_secret_key = secret;
-  }
+  int orc = cli_client_options(roles, &o, secret);
+  if (orc < 0)
+    return orc;
   int rc = b2sc_connect_opts(endpoint, &o, out);
   if (rc == -ENOENT)
     cli_err("%s: no daemon listening (socket missing)", endpoint);

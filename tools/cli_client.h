@@ -23,6 +23,12 @@ extern const cli_cmd cli_cmd_produce, cli_cmd_tail, cli_cmd_stats,
 #define CLI_CURVE_SERVER_ENV "B2S_CURVE_SERVER_KEY"
 #define CLI_CURVE_KEY_FILE_ENV "B2S_CURVE_KEY_FILE"
 
+/* Session options with the given roles, with CURVE when
+ * $B2S_CURVE_SERVER_KEY is set (the secret key is read into secret, which
+ * must outlive the options).  Prints the error; returns 0 or negative. */
+int cli_client_options(unsigned roles, b2sc_options *o,
+                       char secret[B2SC_CURVE_KEY_LEN + 1]);
+
 /* Connect (endpoint NULL: the default) with the given roles, with CURVE
  * when $B2S_CURVE_SERVER_KEY is set.  Prints the error; returns 0 or
  * negative. */

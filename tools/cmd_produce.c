@@ -3,18 +3,13 @@
  * series metadata and a record (frame number, timestamp) per buffer. */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "cli_client.h"
+#include "cli_produce.h"
 
 #define PRODUCE_DEFAULT_CHUNK (INT64_C(4) << 20)
-#define PRODUCE_CREDIT_MS 30000   /* longest wait for credit per buffer */
-#define PRODUCE_FLUSH_MS 60000
-#define PRODUCE_META_MAX 64       /* --meta options */
 
 static const char help[] =
     "usage: b2stream produce [OPTIONS] FILE|-\n"
@@ -37,58 +32,23 @@ static const char help[] =
     "  --timestamp        give each buffer the time it was read (ns since\n"
     "                     1970) as its timestamp\n"
     CLI_ENDPOINT_HELP
+    "  --ranks E0,E1,...  a distributed stream: the endpoints of its ranks,\n"
+    "                     in rank order (the daemons' cluster.ranks); each\n"
+    "                     buffer goes to the rank owning its frame number\n"
+    "                     (from --frame-number, default 0); not with\n"
+    "                     --endpoint\n"
+    "  --frames-per-block B  consecutive frame numbers per rank (the\n"
+    "                     daemons' cluster.frames_per_block, default 1)\n"
     "\n"
-    "--meta, --frame-number and --timestamp need a daemon speaking protocol\n"
-    "version 2.\n"
+    "--meta, --frame-number, --timestamp and --ranks need a daemon speaking\n"
+    "protocol version 2.\n"
     "\n"
     "Exit status 1 when a buffer was refused or a wait for the daemon ran\n"
     "out (30 s for credit, 60 s for the flush).\n";
 
-typedef struct produce_opts {
-  const char *endpoint, *stream, *tmpl, *input;
-  int64_t chunk_bytes;
-  const char *meta[PRODUCE_META_MAX];   /* KEY=VALUE */
-  int nmeta;
-  int64_t frame;                        /* first frame number, or -1 */
-  bool timestamp;
-} produce_opts;
-
 /* Whether the option needs protocol version 2. */
 static bool wants_v2(const produce_opts *o) {
   return o->nmeta > 0 || o->frame >= 0 || o->timestamp;
-}
-
-/* A --meta value: an integer or a float when all of it reads as one (and
- * it starts like a number: no "inf" or "nan"), else the string. */
-static int put_value(b2s_mpbuf *b, const char *v) {
-  char *end;
-  bool numeric = *v && strchr("+-.0123456789", *v);
-  if (numeric) {
-    errno = 0;
-    long long i = strtoll(v, &end, 10);
-    if (!*end && !errno)
-      return b2s_mp_put_int(b, i);
-    errno = 0;
-    unsigned long long u = strtoull(v, &end, 10);
-    if (!*end && !errno && *v != '-')
-      return b2s_mp_put_uint(b, u);
-    double f = strtod(v, &end);
-    if (!*end && isfinite(f))
-      return b2s_mp_put_float64(b, f);
-  }
-  return b2s_mp_put_str(b, v, strlen(v));
-}
-
-/* The --meta options as one msgpack map (checked KEY=VALUE by parse). */
-static int meta_map(const produce_opts *o, b2s_mpbuf *b) {
-  int rc = b2s_mp_put_map(b, (uint32_t)o->nmeta);
-  for (int k = 0; k < o->nmeta && rc == 0; k++) {
-    const char *eq = strchr(o->meta[k], '=');
-    rc = b2s_mp_put_str(b, o->meta[k], (size_t)(eq - o->meta[k]));
-    if (rc == 0)
-      rc = put_value(b, eq + 1);
-  }
-  return rc;
 }
 
 /* A --meta KEY=VALUE: KEY not empty and not given before. */
@@ -106,6 +66,35 @@ static int meta_option(cli_args *a, produce_opts *o, const char *v) {
   return CLI_EXIT_OK;
 }
 
+/* --ranks E0,E1,...: 1..1024 endpoints, none empty, given once. */
+static int ranks_option(cli_args *a, produce_opts *o, const char *v) {
+  if (o->ranks_buf)
+    return cli_usage(a, "--ranks given twice");
+  int n = 1;
+  for (const char *p = v; *p; p++)
+    n += *p == ',';
+  if (n > B2SC_CLUSTER_MAX_RANKS)
+    return cli_usage(a, "--ranks lists %d endpoints, at most %d", n,
+                     B2SC_CLUSTER_MAX_RANKS);
+  o->ranks_buf = strdup(v);
+  o->ranks = calloc((size_t)n, sizeof *o->ranks);
+  if (!o->ranks_buf || !o->ranks) {
+    cli_err("out of memory");
+    return CLI_EXIT_FAIL;
+  }
+  char *save = NULL, *p = o->ranks_buf;
+  for (int i = 0; i < n; i++, p = save) {
+    save = strchr(p, ',');
+    if (save)
+      *save++ = '\0';
+    if (!*p)
+      return cli_usage(a, "--ranks: endpoint %d is empty in '%s'", i, v);
+    o->ranks[i] = p;
+  }
+  o->nranks = n;
+  return CLI_EXIT_OK;
+}
+
 /* One option of produce with its value. */
 static int option(cli_args *a, produce_opts *o) {
   if (!strcmp(a->opt, "timestamp")) {
@@ -117,12 +106,21 @@ static int option(cli_args *a, produce_opts *o) {
   bool known = !strcmp(a->opt, "endpoint") || !strcmp(a->opt, "stream") ||
                !strcmp(a->opt, "template") ||
                !strcmp(a->opt, "chunk-bytes") || !strcmp(a->opt, "meta") ||
-               !strcmp(a->opt, "frame-number");
+               !strcmp(a->opt, "frame-number") || !strcmp(a->opt, "ranks") ||
+               !strcmp(a->opt, "frames-per-block");
   if (!known)
     return cli_unknown_option(a);
   const char *v = cli_args_value(a);
   if (v == NULL)
     return CLI_EXIT_USAGE;
+  if (!strcmp(a->opt, "ranks"))
+    return ranks_option(a, o, v);
+  if (!strcmp(a->opt, "frames-per-block")) {
+    if (cli_parse_int(v, 1, INT32_MAX, &o->frames_per_block) < 0)
+      return cli_usage(a, "--frames-per-block needs a number >= 1, not '%s'",
+                       v);
+    return CLI_EXIT_OK;
+  }
   if (!strcmp(a->opt, "endpoint"))
     o->endpoint = v;
   else if (!strcmp(a->opt, "stream"))
@@ -143,7 +141,7 @@ static int parse(int argc, char **argv, produce_opts *o) {
   cli_args a;
   cli_args_init(&a, argc, argv);
   *o = (produce_opts){.stream = "demo", .chunk_bytes = PRODUCE_DEFAULT_CHUNK,
-                      .frame = -1};
+                      .frame = -1, .frames_per_block = 0};
   const char *operand;
   for (int t; (t = cli_args_next(&a, &operand)) != 0;) {
     int status;
@@ -156,47 +154,22 @@ static int parse(int argc, char **argv, produce_opts *o) {
   }
   if (o->input == NULL)
     return cli_usage(&a, "missing FILE (or '-' for stdin)");
+  if (o->nranks && o->endpoint)
+    return cli_usage(&a, "--ranks and --endpoint exclude each other");
+  if (o->frames_per_block && !o->nranks)
+    return cli_usage(&a, "--frames-per-block needs --ranks");
+  if (!o->frames_per_block)
+    o->frames_per_block = 1;
+  if (o->nranks && o->frame < 0)
+    o->frame = 0;      /* a distributed stream routes by frame number */
   return CLI_EXIT_OK;
-}
-
-/* Read up to len bytes (less only at the end of the input). */
-static ssize_t read_full(int fd, uint8_t *buf, size_t len) {
-  size_t got = 0;
-  while (got < len) {
-    ssize_t n = read(fd, buf + got, len - got);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return -errno;
-    if (n == 0)
-      break;
-    got += (size_t)n;
-  }
-  return (ssize_t)got;
-}
-
-/* Buffer i's record per the options (NULL: none asked for). */
-static const b2sc_record *record_of(const produce_opts *o, uint64_t i,
-                                    b2sc_record *rec) {
-  *rec = (b2sc_record){0};
-  if (o->frame >= 0) {
-    rec->present |= B2SC_REC_FRAME;
-    rec->frame = (uint64_t)o->frame + i;
-  }
-  if (o->timestamp) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    rec->present |= B2SC_REC_TS;
-    rec->ts_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-  }
-  return rec->present ? rec : NULL;
 }
 
 /* Send the whole input; 0 or the failing code (already printed). */
 static int send_all(b2sc_session *s, b2sc_producer *p, int fd,
                     const produce_opts *o, uint8_t *buf) {
   for (uint64_t i = 0;; i++) {
-    ssize_t n = read_full(fd, buf, (size_t)o->chunk_bytes);
+    ssize_t n = produce_read_full(fd, buf, (size_t)o->chunk_bytes);
     if (n < 0) {
       cli_err("%s: %s", o->input, strerror((int)-n));
       return (int)n;
@@ -204,7 +177,7 @@ static int send_all(b2sc_session *s, b2sc_producer *p, int fd,
     if (n == 0)
       return 0;
     b2sc_record rec;
-    int rc = b2sc_send_rec(p, buf, (size_t)n, record_of(o, i, &rec),
+    int rc = b2sc_send_rec(p, buf, (size_t)n, produce_record(o, i, &rec),
                            PRODUCE_CREDIT_MS);
     if (rc < 0) {
       cli_client_err(s, o->stream, rc);
@@ -225,7 +198,7 @@ static int open_stream(b2sc_session *s, const produce_opts *o,
     return B2S_E_PROTO_VERSION;
   }
   b2s_mpbuf map = {0};
-  int rc = o->nmeta ? meta_map(o, &map) : 0;
+  int rc = o->nmeta ? produce_meta_map(o, &map) : 0;
   if (rc == 0)
     rc = b2sc_producer_open_meta(s, o->stream, o->tmpl, map.data, map.len, p);
   b2s_mpbuf_fini(&map);
@@ -269,24 +242,33 @@ static int produce(b2sc_session *s, const produce_opts *o, int fd) {
   return ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
+/* Connect to the one daemon, or to the ranks, and send the input. */
+static int produce_to(const produce_opts *o, int fd) {
+  if (o->nranks)
+    return produce_cluster(o, fd);
+  b2sc_session *s;
+  int status = CLI_EXIT_FAIL;
+  if (cli_client_connect(o->endpoint, B2SC_ROLE_PRODUCER, &s) == 0)
+    status = produce(s, o, fd);
+  b2sc_close(s);
+  return status;
+}
+
 static int produce_run(int argc, char **argv) {
   produce_opts o;
   int status = parse(argc, argv, &o);
-  if (status != CLI_EXIT_OK)
-    return status;
   int fd = STDIN_FILENO;
-  if (strcmp(o.input, "-") && (fd = open(o.input, O_RDONLY | O_CLOEXEC)) < 0) {
+  if (status == CLI_EXIT_OK && strcmp(o.input, "-") &&
+      (fd = open(o.input, O_RDONLY | O_CLOEXEC)) < 0) {
     cli_err("%s: %s", o.input, strerror(errno));
-    return CLI_EXIT_FAIL;
-  }
-  b2sc_session *s;
-  if (cli_client_connect(o.endpoint, B2SC_ROLE_PRODUCER, &s) < 0)
     status = CLI_EXIT_FAIL;
-  else
-    status = produce(s, &o, fd);
-  b2sc_close(s);
-  if (fd != STDIN_FILENO)
+  }
+  if (status == CLI_EXIT_OK)
+    status = produce_to(&o, fd);
+  if (fd >= 0 && fd != STDIN_FILENO)
     close(fd);
+  free(o.ranks);
+  free(o.ranks_buf);
   return status;
 }
 

@@ -4,6 +4,8 @@ service, on pyzmq and numpy.
 * :class:`Session` connects to the daemon (ipc:// or tcp://, CurveZMQ).
 * :meth:`Session.open` gives a :class:`Producer` (``send``, ``flush``,
   ``close``; ``attach_shm`` for shared-memory slots filled in place).
+* :class:`ClusterProducer` sends to the ranks of a distributed stream,
+  each buffer to the rank owning its frame number.
 * :meth:`Session.follow` gives a :class:`Follow`, an iterator of
   ``(index, data)`` for every committed chunk.
 * :class:`Frame` reads frames on local disk without python-blosc2, with
@@ -15,14 +17,16 @@ service, on pyzmq and numpy.
 docs/PYTHON.md is the API reference; docs/PROTOCOL.md the wire protocol."""
 from __future__ import annotations
 
+from .cluster import ClusterProducer
 from .consumer import Follow
 from .errors import (ArgumentError, AuthError, B2StreamError, BusyError,
-                     ChunkIndexError, ClosedError, ConfigError, DroppedError,
-                     FrameDupError, FrameError, FrameLateError, FrameOrderError,
-                     IntegrityError, LimitError, LockedError, NoStreamError,
-                     NoTemplateError, OversizeError, ProtocolError, RecordError,
-                     SeriesError, ShmError, StreamError, StreamNameError,
-                     TimeoutError)
+                     ChunkIndexError, ClosedError, ClusterError, ConfigError,
+                     DroppedError, FrameDupError, FrameError, FrameLateError,
+                     FrameOrderError, IntegrityError, LimitError, LockedError,
+                     NeedFrameError, NoStreamError, NoTemplateError,
+                     OversizeError, ProtocolError, RecordError, SeriesError,
+                     ShmError, StoreError, StreamError, StreamNameError,
+                     TimeoutError, WrongRankError)
 from .frame import B2ndInfo, Frame
 from .keys import public_key, read_key
 from .producer import FlushResult, Producer, ProducerStats
@@ -52,6 +56,8 @@ __all__ = [
     "OversizeError", "ProtocolError", "ShmError", "StreamError",
     "StreamNameError", "TimeoutError", "Record", "FrameOrderError",
     "FrameLateError", "FrameDupError", "IntegrityError", "LimitError",
-    "LockedError", "RecordError", "SeriesError", "RECEIVED", "WRITTEN", "DURABLE",
+    "LockedError", "RecordError", "SeriesError", "ClusterProducer",
+    "ClusterError", "WrongRankError", "NeedFrameError", "StoreError",
+    "RECEIVED", "WRITTEN", "DURABLE",
     "BLOCK", "DROP_NEWEST", "DROP_OLDEST",
 ]

@@ -168,13 +168,23 @@ class IntegrityError(FrameError):
 
 
 class ClusterError(B2StreamError, ValueError):
-    """B2S_E_WRONG_RANK, B2S_E_NEED_FRAME: a buffer of a distributed stream
-    sent to a rank that does not own its frame number, or without one."""
+    """A buffer a rank of a distributed stream refuses: B2S_E_WRONG_RANK
+    (its frame number belongs to another rank, which the message names),
+    B2S_E_NEED_FRAME (it has no frame number)."""
+
+
+class WrongRankError(ClusterError):
+    """B2S_E_WRONG_RANK: the frame number belongs to another rank."""
+
+
+class NeedFrameError(ClusterError):
+    """B2S_E_NEED_FRAME: a distributed stream needs a frame number."""
 
 
 class StoreError(B2StreamError, OSError):
-    """B2S_E_OBJ_CONFLICT, B2S_E_STORE: a chunk object stored with other
-    bytes, or an object store that fails (docs/DISTRIBUTED.md)."""
+    """B2S_E_OBJ_CONFLICT, B2S_E_STORE: the object store of a distributed
+    stream refused a chunk (one stored with other bytes, or a store that
+    fails)."""
 
 
 class SystemError_(B2StreamError, OSError):
@@ -204,7 +214,7 @@ _FAMILY: dict[int, type[B2StreamError]] = {CODES[name]: cls for name, cls in (
     ("SERIES_VALUE", SeriesError), ("SERIES_SIZE", SeriesError),
     ("RECORD", RecordError), ("RECORD_USER", RecordError),
     ("PAIR", IntegrityError), ("CHECKSUM", IntegrityError),
-    ("WRONG_RANK", ClusterError), ("NEED_FRAME", ClusterError),
+    ("WRONG_RANK", WrongRankError), ("NEED_FRAME", NeedFrameError),
     ("OBJ_CONFLICT", StoreError), ("STORE", StoreError))}
 
 

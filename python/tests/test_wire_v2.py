@@ -273,11 +273,12 @@ def test_new_error_codes_by_family():
 def test_cluster_error_codes_by_family():
     c = errors.CODES
     assert (c["WRONG_RANK"], c["NEED_FRAME"], c["OBJ_CONFLICT"], c["STORE"]) == (-931, -930, -929, -928)
-    for name, cls in (("WRONG_RANK", errors.ClusterError), ("NEED_FRAME", errors.ClusterError),
+    for name, cls in (("WRONG_RANK", errors.WrongRankError), ("NEED_FRAME", errors.NeedFrameError),
                       ("OBJ_CONFLICT", errors.StoreError), ("STORE", errors.StoreError)):
         e = errors.error_for(c[name], "x")
         assert type(e) is cls and errors.code_name(e.code) == "B2S_E_" + name
-    assert isinstance(errors.error_for(c["WRONG_RANK"]), ValueError)
+    assert isinstance(errors.error_for(c["WRONG_RANK"]), errors.ClusterError)
+    assert isinstance(errors.error_for(c["NEED_FRAME"]), ValueError)
     assert isinstance(errors.error_for(c["STORE"]), OSError)
 
 
