@@ -8,6 +8,9 @@ service, on pyzmq and numpy.
   ``(index, data)`` for every committed chunk.
 * :class:`Frame` reads frames on local disk without python-blosc2, with
   their series metadata and chunk records (:class:`Record`).
+* :class:`DistributedFrame` (or :func:`open` with ``rados://POOL/NAME`` or
+  ``dir:///ABS/DIR/NAME``) reads a distributed frame in an object store
+  up to its committed count, and follows it as the committer extends it.
 * Protocol version 2 (records, series metadata) is negotiated, falling
   back to version 1 with an older daemon.
 * :mod:`b2stream.errors` has one exception class per protocol error family.
@@ -21,8 +24,10 @@ from .errors import (ArgumentError, AuthError, B2StreamError, BusyError,
                      FrameDupError, FrameError, FrameLateError, FrameOrderError,
                      IntegrityError, LimitError, LockedError, NoStreamError,
                      NoTemplateError, OversizeError, ProtocolError, RecordError,
-                     SeriesError, ShmError, StreamError, StreamNameError,
-                     TimeoutError)
+                     SeriesError, ShmError, StoreError, StreamError,
+                     StreamNameError, TimeoutError)
+from .dframe import DistributedFrame, DistributedParams
+from .dframe import open
 from .frame import B2ndInfo, Frame
 from .keys import public_key, read_key
 from .producer import FlushResult, Producer, ProducerStats
@@ -52,6 +57,7 @@ __all__ = [
     "OversizeError", "ProtocolError", "ShmError", "StreamError",
     "StreamNameError", "TimeoutError", "Record", "FrameOrderError",
     "FrameLateError", "FrameDupError", "IntegrityError", "LimitError",
-    "LockedError", "RecordError", "SeriesError", "RECEIVED", "WRITTEN", "DURABLE",
+    "LockedError", "RecordError", "SeriesError", "StoreError", "DistributedFrame",
+    "DistributedParams", "open", "RECEIVED", "WRITTEN", "DURABLE",
     "BLOCK", "DROP_NEWEST", "DROP_OLDEST",
 ]

@@ -23,7 +23,8 @@ _NAMES = (
     "PROTO_VERSION STREAM_NAME NOSTREAM NOTEMPLATE OVERSIZE DROPPED TIMEOUT "
     "CLOSED BUSY AUTH SHM_HEADER SHM_SLOT SHM_STATE SHM_ACCOUNT "
     "LOCKED FRAME_LATE FRAME_DUP LIMIT SERIES_FORMAT SERIES_KEY SERIES_VALUE "
-    "SERIES_SIZE RECORD RECORD_USER PAIR CHECKSUM"
+    "SERIES_SIZE RECORD RECORD_USER PAIR CHECKSUM WRONG_RANK NEED_FRAME "
+    "OBJ_CONFLICT STORE"
 ).split()
 #: Code value by name, e.g. ``CODES["NOSTREAM"] == -955``.
 CODES: dict[str, int] = {name: -999 + i for i, name in enumerate(_NAMES)}
@@ -166,6 +167,12 @@ class IntegrityError(FrameError):
     its data frame, or a chunk whose checksum differs from its record."""
 
 
+class StoreError(B2StreamError):
+    """B2S_E_STORE, B2S_E_OBJ_CONFLICT: an object store (Ceph RADOS, a
+    local store directory) that fails or refuses a request, or a
+    write-once object stored with other bytes."""
+
+
 class SystemError_(B2StreamError, OSError):
     """A negated errno passed through from the system (e.g. -28 ENOSPC)."""
 
@@ -192,7 +199,8 @@ _FAMILY: dict[int, type[B2StreamError]] = {CODES[name]: cls for name, cls in (
     ("SERIES_FORMAT", SeriesError), ("SERIES_KEY", SeriesError),
     ("SERIES_VALUE", SeriesError), ("SERIES_SIZE", SeriesError),
     ("RECORD", RecordError), ("RECORD_USER", RecordError),
-    ("PAIR", IntegrityError), ("CHECKSUM", IntegrityError))}
+    ("PAIR", IntegrityError), ("CHECKSUM", IntegrityError),
+    ("OBJ_CONFLICT", StoreError), ("STORE", StoreError))}
 
 
 def error_for(code: int, message: str = "", **kw) -> B2StreamError:
