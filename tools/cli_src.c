@@ -164,8 +164,8 @@ int cli_src_open_args(int argc, char **argv, unsigned accept, cli_src *src,
   if (dist == 1 && line->offset >= 0)
     return cli_usage(&a, "--offset goes with a file, not with %s", path);
   if (dist < 0)
-    line->open_rc = dist;
-  else if (dist == 1)
+    return CLI_EXIT_USAGE;         /* a malformed URL: reported */
+  if (dist == 1)
     line->open_rc = cli_src_open_dist(path, line->ceph_conf, src);
   else
     line->open_rc = cli_src_open_at(path, line->offset, src);

@@ -179,7 +179,7 @@ static int run(int argc, char **argv) {
   cli_dist_url u;
   int dist = cli_dist_parse(ops[0], &u);
   if (dist < 0)
-    return CLI_EXIT_FAIL;
+    return CLI_EXIT_USAGE;
   if (dist == 0 && conf != NULL)
     return cli_usage(&a, "--ceph-conf goes with a rados:// SRC");
   struct stat st;
