@@ -225,8 +225,9 @@ typedef struct cli_src {
   b2s_dframe *dframe;              /* the frame, */
   int64_t committed;               /* its committed count and */
   bool closed;                     /* closed flag as of the last refresh, */
-  uint8_t *dchunk;                 /* the chunk last read (malloc'ed) */
+  uint8_t *dchunk;                 /* the chunk last read (malloc'ed), */
   size_t dchunk_len;
+  int64_t dchunk_i;                /* its number (-1: none) */
 } cli_src;
 
 /* Open PATH: a directory is a sparse frame, a file starting with the frame
@@ -245,8 +246,9 @@ int cli_src_open_at(const char *path, int64_t offset, cli_src *src);
 int cli_src_open_dist(const char *path, const char *ceph_conf, cli_src *src);
 /* Re-read a distributed frame's committed count and closed flag. */
 int cli_src_refresh(cli_src *src);
-/* Committed chunk i of a distributed frame into src->dchunk, its header
- * checked into *info (cli_src_chunk and cli_src_decode use it). */
+/* Committed chunk i of a distributed frame into src->dchunk (read once
+ * when asked for the same chunk again), its header checked into *info
+ * (cli_src_chunk and cli_src_decode use it). */
 int cli_dist_chunk_read(cli_src *src, int64_t i, b2s_chunk_info *info);
 void cli_src_close(cli_src *src);
 

@@ -94,6 +94,7 @@ int cli_src_open_dist(const char *path, const char *ceph_conf, cli_src *src) {
   memset(src, 0, sizeof *src);
   src->path = path;
   src->kind = CLI_KIND_DFRAME;
+  src->dchunk_i = -1;
   cli_dist_url u;
   int rc = cli_dist_parse(path, &u);
   if (rc == 0) {
@@ -135,9 +136,12 @@ int cli_dist_chunk_read(cli_src *src, int64_t i, b2s_chunk_info *info) {
             (long long)src->committed);
     return B2S_E_NCHUNK;
   }
+  if (src->dchunk_i == i)          /* verify: checksum, then decode */
+    return b2s_chunk_info_get(src->dchunk, src->dchunk_len, info);
   free(src->dchunk);
   src->dchunk = NULL;
   src->dchunk_len = 0;
+  src->dchunk_i = -1;
   int rc = b2s_dframe_chunk_get(src->dframe, i, &src->dchunk,
                                 &src->dchunk_len);
   if (rc < 0) {
@@ -152,5 +156,7 @@ int cli_dist_chunk_read(cli_src *src, int64_t i, b2s_chunk_info *info) {
   if (rc < 0)
     cli_err("%s: chunk %lld: not a valid chunk (%zu bytes stored): %s",
             src->path, (long long)i, src->dchunk_len, b2s_strerror(rc));
+  else
+    src->dchunk_i = i;
   return rc;
 }

@@ -27,6 +27,7 @@ from .errors import (ArgumentError, AuthError, B2StreamError, BusyError,
                      SeriesError, ShmError, StoreError, StreamError,
                      StreamNameError, TimeoutError)
 from .dframe import DistributedFrame, DistributedParams
+# b2stream.open; left out of __all__ so "import *" keeps the built-in open
 from .dframe import open
 from .frame import B2ndInfo, Frame
 from .keys import public_key, read_key
@@ -58,6 +59,6 @@ __all__ = [
     "StreamNameError", "TimeoutError", "Record", "FrameOrderError",
     "FrameLateError", "FrameDupError", "IntegrityError", "LimitError",
     "LockedError", "RecordError", "SeriesError", "StoreError", "DistributedFrame",
-    "DistributedParams", "open", "RECEIVED", "WRITTEN", "DURABLE",
+    "DistributedParams", "RECEIVED", "WRITTEN", "DURABLE",
     "BLOCK", "DROP_NEWEST", "DROP_OLDEST",
 ]
