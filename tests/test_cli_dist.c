@@ -685,6 +685,44 @@ static void test_tail_poll_data(void **state) {
   b2s_store_free(w.store);
 }
 
+/* --records adds each chunk's record to its line (a gap's flags), --count
+ * and --idle end a follow of a frame that is not closed. */
+static void test_tail_records_count_idle(void **state) {
+  (void)state;
+  where w = local_store();
+  char name[96], url[512];
+  unique_name("tailr", name, sizeof name);
+  b2s_dframe *df = make_frame(&w, name, 3, 3, 1);
+  frame_url(&w, name, url, sizeof url);
+  run_result r;
+  run(&r, "tail", "--from", "0", "--count", "2", "--records", url, NULL);
+  expect_status(&r, 0, "tail --count 2 --records");
+  b2s_record rec;
+  char want[256];
+  assert_int_equal(b2s_dframe_refresh(df, &(int64_t){0}, &(bool){0}), 0);
+  assert_int_equal(b2s_dframe_record_get(df, 0, &rec), 0);
+  snprintf(want, sizeof want, "frame=0 ts=%lld xxh64=%016" PRIx64 " flags=0\n",
+           (long long)DFILL_TS0, rec.xxh64);
+  assert_non_null(strstr(r.out, want));
+  assert_int_equal(b2s_dframe_record_get(df, 1, &rec), 0);
+  snprintf(want, sizeof want, "\n1 %d ", DFILL_NBYTES);
+  assert_non_null(strstr(r.out, want));
+  snprintf(want, sizeof want, "frame=1 ts=- xxh64=%016" PRIx64 " flags=gap\n",
+           rec.xxh64);
+  assert_non_null(strstr(r.out, want));
+  assert_null(strstr(r.out, "\n2 "));
+  run_free(&r);
+  run(&r, "tail", "--from", "1", "--idle", "300", url, NULL);
+  expect_status(&r, 0, "tail --idle 300");
+  snprintf(want, sizeof want, "1 %d ", DFILL_NBYTES);
+  assert_true(!strncmp(r.out, want, strlen(want)));
+  snprintf(want, sizeof want, "\n2 %d ", DFILL_NBYTES);
+  assert_non_null(strstr(r.out, want));
+  run_free(&r);
+  b2s_dframe_free(df);
+  b2s_store_free(w.store);
+}
+
 /* SIGINT ends a follow cleanly. */
 static void test_tail_sigint(void **state) {
   (void)state;
@@ -774,6 +812,7 @@ int main(void) {
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_tail_committer),
       cmocka_unit_test(test_tail_poll_data),
+      cmocka_unit_test(test_tail_records_count_idle),
       cmocka_unit_test(test_tail_sigint),
       cmocka_unit_test(test_rados),
   };
