@@ -5,7 +5,8 @@
 
 #include "dframe_internal.h"
 
-#define EXPORT_COMMIT_EVERY 4096     /* bounds what a writer holds pending */
+/* a commit every 4 runs of DF_LIST_MAX chunks bounds what the writers hold */
+#define EXPORT_COMMIT_RUNS 4
 
 /* A gap record whose checksum is that of the gap chunk: appended as a gap
  * without reading its object. */
@@ -17,9 +18,10 @@ static bool plain_gap(const b2s_dframe *df, const b2s_record *rec) {
   return n > 0 && b2s_chunk_xxh64(chunk, (size_t)n) == rec->xxh64;
 }
 
-static int export_one(b2s_dframe *df, b2s_pair *p, int64_t i) {
+static int export_one(b2s_dframe *df, b2s_pair *p, int64_t i,
+                      const uint8_t *rb, size_t rlen) {
   b2s_record rec;
-  int rc = b2s_dframe_record_get(df, i, &rec);
+  int rc = b2s_record_decode(rb, rlen, &rec);
   if (rc < 0)
     return rc;
   if (plain_gap(df, &rec)) {
@@ -40,6 +42,19 @@ static int export_one(b2s_dframe *df, b2s_pair *p, int64_t i) {
   int64_t n = b2s_pair_append(p, chunk, cbytes, &rec);
   free(chunk);
   return n < 0 ? (int)n : 0;
+}
+
+/* Chunks [from, from + n): their records in one listing, then each. */
+static int export_run(b2s_dframe *df, b2s_pair *p, int64_t from, int64_t n,
+                      b2s_mpbuf *recs, size_t *lens) {
+  recs->len = 0;
+  int rc = b2s_dframe_records_list(df, from, n, recs, lens);
+  size_t off = 0;
+  for (int64_t k = 0; rc == 0 && k < n; k++) {
+    rc = export_one(df, p, from + k, recs->data + off, lens[k]);
+    off += lens[k];
+  }
+  return rc;
 }
 
 static int export_series(b2s_dframe *df, b2s_pair *p) {
@@ -76,11 +91,16 @@ int64_t b2s_dframe_export(b2s_dframe *df, const char *path, bool sparse) {
   b2s_pair *p = NULL;
   if (rc == 0)
     rc = create_pair(df, path, sparse, &p);
-  for (int64_t i = 0; rc == 0 && i < h; i++) {
-    rc = export_one(df, p, i);
-    if (rc == 0 && (i + 1) % EXPORT_COMMIT_EVERY == 0)
+  b2s_mpbuf recs;
+  b2s_mpbuf_init(&recs);
+  size_t lens[DF_LIST_MAX];
+  for (int64_t i = 0; rc == 0 && i < h; i += DF_LIST_MAX) {
+    int64_t n = h - i < DF_LIST_MAX ? h - i : DF_LIST_MAX;
+    rc = export_run(df, p, i, n, &recs, lens);
+    if (rc == 0 && (i / DF_LIST_MAX + 1) % EXPORT_COMMIT_RUNS == 0)
       rc = b2s_pair_commit(p);
   }
+  b2s_mpbuf_fini(&recs);
   if (rc == 0)
     rc = export_series(df, p);
   if (rc < 0) {

@@ -181,6 +181,44 @@ int b2s_dframe_record_get(b2s_dframe *df, int64_t i, b2s_record *rec) {
   return 0;
 }
 
+typedef struct rec_walk {
+  int64_t next;
+  b2s_mpbuf *out;
+  size_t *lens;
+  int64_t got;
+} rec_walk;
+
+static int list_cb(void *arg, const char *key, const void *val, size_t len) {
+  rec_walk *w = arg;
+  char want[REC_KEY_LEN + 1];
+  rec_key(w->next, want);
+  if (strcmp(key, want) != 0)
+    return B2S_E_INDEX;
+  int rc = b2s_mp_write_raw(w->out, val, len);
+  if (rc < 0)
+    return rc;
+  w->lens[w->got++] = len;
+  w->next++;
+  return 0;
+}
+
+int b2s_dframe_records_list(b2s_dframe *df, int64_t from, int64_t n,
+                            b2s_mpbuf *out, size_t *lens) {
+  if (df == NULL || from < 0 || n < 0 || n > DF_LIST_MAX ||
+      from + n > df->committed)
+    return B2S_E_ARG;
+  /* "r" sorts before "r.0000000000000000" and after the other keys */
+  char after[REC_KEY_LEN + 1] = "r";
+  if (from > 0)
+    rec_key(from - 1, after);
+  rec_walk w = {.next = from, .out = out, .lens = lens};
+  int rc = b2s_store_kv_list(df->s, df->index_obj, after, (size_t)n,
+                             list_cb, &w);
+  if (rc < 0)
+    return rc;
+  return w.got == n ? 0 : B2S_E_INDEX;
+}
+
 /* ---- series metadata ------------------------------------------------------- */
 
 int b2s_dframe_series_get(b2s_dframe *df, uint8_t **map, size_t *len) {

@@ -47,4 +47,11 @@ int b2s_dframe_meta_decode(const uint8_t *buf, size_t len,
 /* Parse a decimal count as "committed" holds it. */
 int b2s_dframe_parse_count(const uint8_t *v, size_t len, int64_t *out);
 
+/* Committed records [from, from + n), n <= DF_LIST_MAX, copied by one
+ * key-log listing into out (one after the other) with their lengths in
+ * lens.  B2S_E_INDEX when one is missing. */
+#define DF_LIST_MAX 1024
+int b2s_dframe_records_list(b2s_dframe *df, int64_t from, int64_t n,
+                            b2s_mpbuf *out, size_t *lens);
+
 #endif

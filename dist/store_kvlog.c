@@ -96,8 +96,7 @@ static int payload_visit(const uint8_t *p, kvlog_entry_cb cb, void *arg) {
   return 0;
 }
 
-/* Length of the complete, valid batch at buf, or 0. */
-static size_t batch_ok(const uint8_t *buf, size_t len) {
+size_t kvlog_batch_len(const uint8_t *buf, size_t len) {
   if (len < KVLOG_HEAD + KVLOG_TAIL || get32(buf) != KVLOG_MAGIC)
     return 0;
   size_t plen = get32(buf + 4);
@@ -113,15 +112,21 @@ static size_t batch_ok(const uint8_t *buf, size_t len) {
 
 int kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
                 size_t *valid_end) {
-  size_t off = 0, blen;
+  size_t off = 0, end = 0;
   int rc = 0;
-  while (!rc && off < len && (blen = batch_ok(buf + off, len - off)) > 0) {
+  while (!rc && off < len) {
+    size_t blen = kvlog_batch_len(buf + off, len - off);
+    if (blen == 0) {   /* torn or damaged: the next batch starts later */
+      off++;
+      continue;
+    }
     if (cb)
       rc = payload_visit(buf + off + KVLOG_HEAD, cb, arg);
     off += blen;
+    end = off;
   }
   if (valid_end)
-    *valid_end = off;
+    *valid_end = end;
   return rc;
 }
 

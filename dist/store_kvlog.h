@@ -11,8 +11,11 @@
  *
  * The trailer repeats plen so an appender can find and check the last
  * batch from the end of the file without reading the rest.  The reader
- * stops at the first batch that is incomplete, fails its checksum or does
- * not parse: everything from there on is a torn tail. */
+ * visits every batch that is complete, passes its checksum and parses,
+ * and skips whatever bytes do not (looking for the next magic): a torn
+ * tail, and bytes damaged in the middle (possible only on a power loss
+ * without B2S_SYNC_FULL, or a failing disk), which hide the batches they
+ * hit but never the later ones, so an append always becomes visible. */
 #ifndef B2S_STORE_KVLOG_H
 #define B2S_STORE_KVLOG_H
 
@@ -35,13 +38,18 @@ typedef int (*kvlog_entry_cb)(void *arg, const uint8_t *key, size_t klen,
 
 /* Visit the entries of every valid batch of buf in order (cb may be NULL;
  * a nonzero cb return stops the walk and is returned).  *valid_end gets
- * the length of the valid prefix.  Returns 0 (or cb's value). */
+ * the end of the last valid batch (0 when none): what follows is a torn
+ * tail an appender cuts.  Returns 0 (or cb's value). */
 int kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
                 size_t *valid_end);
 
-/* Length of the last batch when the len bytes ending at buf + len end
- * with a complete trailer; 0 otherwise.  The caller then checks that
- * batch with kvlog_parse. */
+/* Length of the complete, valid batch at the start of buf, or 0. */
+size_t kvlog_batch_len(const uint8_t *buf, size_t len);
+
+/* Length of the batch that ends at file_len, read from its trailer (the
+ * KVLOG_TAIL bytes before file_len), when the trailer is well formed and
+ * the batch fits; 0 otherwise.  The caller checks the batch itself with
+ * kvlog_batch_len. */
 size_t kvlog_last_batch_len(const uint8_t tail[KVLOG_TAIL], uint64_t file_len);
 
 #endif

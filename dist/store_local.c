@@ -17,73 +17,6 @@
 
 #define TMP_NAME_MAX 64
 
-void local_rel(char rel[LOCAL_REL_MAX], const char *prefix, const char *name) {
-  snprintf(rel, LOCAL_REL_MAX, "%s%s", prefix, name);
-}
-
-int local_errno(const store_local *ls, int err, const char *what,
-                const char *rel) {
-  return store_fail(-err, "%s %s/%s: %s", what, ls->dir, rel, strerror(err));
-}
-
-int local_sync_dir(store_local *ls) {
-  if (ls->sync != B2S_SYNC_FULL || fsync(ls->dirfd) == 0)
-    return 0;
-  return local_errno(ls, errno, "fsync", ".");
-}
-
-int local_pwrite_all(int fd, const void *buf, size_t len, uint64_t off) {
-  const uint8_t *p = buf;
-  while (len) {
-    ssize_t w = pwrite(fd, p, len, (off_t)off);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return w < 0 ? -errno : -EIO;
-    p += w;
-    off += (uint64_t)w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off) {
-  uint8_t *p = buf;
-  while (len) {
-    ssize_t r = pread(fd, p, len, (off_t)off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return r < 0 ? -errno : -EIO;   /* shorter than fstat said */
-    p += r;
-    off += (uint64_t)r;
-    len -= (size_t)r;
-  }
-  return 0;
-}
-
-int local_read_fd(store_local *ls, int fd, const char *rel, size_t max,
-                  uint8_t **out, size_t *len) {
-  struct stat st;
-  if (fstat(fd, &st) != 0)
-    return local_errno(ls, errno, "fstat", rel);
-  if ((uint64_t)st.st_size > max)
-    return store_fail(B2S_E_LIMIT, "%s/%s: %lld bytes, over the bound %zu",
-                      ls->dir, rel, (long long)st.st_size, max);
-  size_t n = (size_t)st.st_size;
-  uint8_t *b = malloc(n ? n : 1);
-  if (!b)
-    return store_fail(B2S_E_NOMEM, "out of memory (%zu bytes)", n);
-  int rc = pread_all(fd, b, n, 0);
-  if (rc) {
-    free(b);
-    return local_errno(ls, -rc, "read", rel);
-  }
-  *out = b;
-  *len = n;
-  return 0;
-}
-
 static int read_rel(store_local *ls, const char *rel, size_t max,
                     uint8_t **out, size_t *len) {
   int fd = openat(ls->dirfd, rel, O_RDONLY | O_CLOEXEC);
@@ -107,7 +40,7 @@ static int same_file(store_local *ls, const char *rel, const void *data,
   uint8_t buf[16384];
   for (size_t off = 0; rc == 1 && off < len; off += sizeof buf) {
     size_t n = len - off < sizeof buf ? len - off : sizeof buf;
-    int r = pread_all(fd, buf, n, off);
+    int r = local_pread_all(fd, buf, n, off);
     rc = r ? local_errno(ls, -r, "read", rel)
            : memcmp(buf, (const uint8_t *)data + off, n) == 0;
   }

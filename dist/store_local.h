@@ -1,5 +1,6 @@
 /* The local (directory) object store, shared between its object half
- * (store_local.c) and its key-log half (store_local_kv.c).
+ * (store_local.c), its key-log half (store_local_kv.c) and their file
+ * helpers (store_local_io.c).
  *
  * Files in the directory, for object NAME (names never start with '.',
  * so these never collide with an object):
@@ -44,8 +45,10 @@ int local_sync_dir(store_local *ls);
 int local_read_fd(store_local *ls, int fd, const char *rel, size_t max,
                   uint8_t **out, size_t *len);
 
-/* Write all len bytes at offset off. */
+/* Write, or read, all len bytes at offset off; -errno (-EIO when the
+ * file is shorter). */
 int local_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+int local_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
 int local_kv_set(b2s_store *s, const char *obj, const b2s_kv *kv, size_t n);
 int local_kv_get(b2s_store *s, const char *obj, const char *key,

@@ -17,9 +17,9 @@
 
 #define LOG_MAX ((size_t)1 << 40)
 
-/* Length of the valid prefix of the log (size bytes): normally the whole
- * file, found by checking the last batch only; after a torn append, by
- * reading the log from the start. */
+/* Where the next batch goes in the log (size bytes): normally its end,
+ * found by checking the last batch only; after a torn append, the end of
+ * the last valid batch, found by reading the log from the start. */
 static int log_valid_end(store_local *ls, int fd, const char *rel,
                          uint64_t size, uint64_t *end) {
   uint8_t tail[KVLOG_TAIL], *buf;
@@ -28,14 +28,13 @@ static int log_valid_end(store_local *ls, int fd, const char *rel,
   if (size == 0)
     return 0;
   if (size >= KVLOG_TAIL &&
-      pread(fd, tail, KVLOG_TAIL, (off_t)(size - KVLOG_TAIL)) == KVLOG_TAIL)
+      local_pread_all(fd, tail, KVLOG_TAIL, size - KVLOG_TAIL) == 0)
     blen = kvlog_last_batch_len(tail, size);
   if (blen && (buf = malloc(blen)) != NULL) {
-    int ok = pread(fd, buf, blen, (off_t)(size - blen)) == (ssize_t)blen;
-    if (ok)
-      kvlog_parse(buf, blen, NULL, NULL, &valid);
+    int ok = local_pread_all(fd, buf, blen, size - blen) == 0 &&
+             kvlog_batch_len(buf, blen) == blen;
     free(buf);
-    if (ok && valid == blen)
+    if (ok)
       return 0;
   }
   int rc = local_read_fd(ls, fd, rel, LOG_MAX, &buf, &n);
@@ -147,18 +146,60 @@ static int find_cb(void *arg, const uint8_t *key, size_t klen,
   return 0;
 }
 
+/* Look for f->key from the last batch back, following the trailers: the
+ * hot keys (a commit count) are in the latest batches.  1 when found
+ * (*hold keeps the batch f points into), 0 when no batch has it, -1 when
+ * the chain of batches breaks (a torn tail, damage): then the caller
+ * reads the log from the start. */
+static int find_backward(int fd, uint64_t size, kv_find *f, uint8_t **hold) {
+  uint8_t tail[KVLOG_TAIL];
+  for (uint64_t pos = size; pos > 0;) {
+    size_t blen = 0;
+    if (pos >= KVLOG_TAIL &&
+        local_pread_all(fd, tail, KVLOG_TAIL, pos - KVLOG_TAIL) == 0)
+      blen = kvlog_last_batch_len(tail, pos);
+    uint8_t *b = blen ? malloc(blen) : NULL;
+    if (!b || local_pread_all(fd, b, blen, pos - blen) != 0 ||
+        kvlog_batch_len(b, blen) != blen) {
+      free(b);
+      return -1;
+    }
+    kvlog_parse(b, blen, find_cb, f, NULL);
+    if (f->found) {
+      *hold = b;
+      return 1;
+    }
+    free(b);
+    pos -= blen;
+  }
+  return 0;
+}
+
 int local_kv_get(b2s_store *s, const char *obj, const char *key,
                  uint8_t **val, size_t *len) {
   store_local *ls = (store_local *)s;
-  uint8_t *buf;
+  char rel[LOCAL_REL_MAX];
+  struct stat st;
+  uint8_t *buf = NULL;
   size_t n;
-  int rc = read_log(ls, obj, &buf, &n);
-  if (rc)
-    return rc;
   kv_find f = {.key = key, .klen = strlen(key)};
-  kvlog_parse(buf, n, find_cb, &f, NULL);
-  rc = f.found ? store_dup(f.val, f.vlen, val)
-               : store_fail(-ENOENT, "%s/%s: no key %s", ls->dir, obj, key);
+  local_rel(rel, ".k.", obj);
+  int rc = 0, fd = openat(ls->dirfd, rel, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno != ENOENT)
+    return local_errno(ls, errno, "open", rel);
+  if (fd >= 0 && fstat(fd, &st) != 0)
+    rc = local_errno(ls, errno, "fstat", rel);
+  if (fd >= 0 && !rc &&
+      find_backward(fd, (uint64_t)st.st_size, &f, &buf) < 0) {
+    rc = local_read_fd(ls, fd, rel, LOG_MAX, &buf, &n);
+    if (!rc)
+      kvlog_parse(buf, n, find_cb, &f, NULL);
+  }
+  if (fd >= 0)
+    close(fd);
+  if (!rc)
+    rc = f.found ? store_dup(f.val, f.vlen, val)
+                 : store_fail(-ENOENT, "%s/%s: no key %s", ls->dir, obj, key);
   if (!rc)
     *len = f.vlen;
   free(buf);

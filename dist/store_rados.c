@@ -77,6 +77,8 @@ static int read_attr(store_rados *rs, const char *name, size_t max,
   rados_read_op_getxattrs(op, &it, &prval);
   int rc = rados_read_op_operate(op, rs->io, name, 0);
   rados_release_read_op(op);
+  if (rc && it)   /* librados makes the iterator with the operation */
+    rados_getxattrs_end(it);
   if (rc)
     return rc == -ENOENT ? store_fail(rc, "rados %s/%s: no such object",
                                       rs->pool, name)
@@ -208,6 +210,8 @@ static int rados_kv_get(b2s_store *s, const char *obj, const char *key,
   rados_read_op_omap_get_vals_by_keys(op, &key, 1, &it, &prval);
   int rc = rados_read_op_operate(op, rs->io, obj, 0);
   rados_release_read_op(op);
+  if (rc && it)   /* librados makes the iterator with the operation */
+    rados_omap_get_end(it);
   if (rc)
     return rados_err(rs, rc, "omap_get", obj);
   char *k = NULL, *v = NULL;
@@ -236,6 +240,8 @@ static int list_page(store_rados *rs, const char *obj, char *after,
   rados_read_op_omap_get_vals2(op, after, "", page, &it, &pmore, &prval);
   int rc = rados_read_op_operate(op, rs->io, obj, 0);
   rados_release_read_op(op);
+  if (rc && it)
+    rados_omap_get_end(it);
   if (rc)
     return rados_err(rs, rc, "omap_get_vals", obj);
   char *k, *v;
@@ -249,7 +255,7 @@ static int list_page(store_rados *rs, const char *obj, char *after,
     }
     memcpy(key, k, klen);
     key[klen] = '\0';
-    rc = cb(arg, key, v, vlen);
+    rc = cb(arg, key, v ? v : "", vlen);   /* librados: NULL when empty */
     memcpy(after, key, klen + 1);
     (*visited)++;
   }

@@ -1,7 +1,9 @@
 /* Distributed frames on the local store (dist/dframe*.c, b2s_dframe.h):
  * create and open through NAME.meta, chunk objects written once, gaps
  * racing real chunks, commits, what readers see, exports that the core
- * reader opens bit for bit with their records and series metadata. */
+ * reader opens bit for bit with their records and series metadata.
+ * Usage: test_dframe local|rados (the same tests on a RADOS pool when
+ * B2S_CEPH_CONF is set). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,9 +25,25 @@
 
 typedef struct fixture {
   char dir[128];
+  char prefix[48];                 /* of every frame name (RADOS: per run) */
   b2s_store *s;
   b2s_ctx *ctx;
 } fixture;
+
+static bool g_rados;               /* test_dframe rados: a RADOS pool */
+
+static const char *const g_bases[] = {"run", "bad", "cut", "put", "race",
+                                      "commit", "batches", "series", "exp",
+                                      "empty"};
+
+/* prefix + base, in one of a few rotating buffers */
+static const char *nm(const fixture *fx, const char *base) {
+  static char bufs[8][128];
+  static int next;
+  char *b = bufs[next++ % 8];
+  snprintf(b, 128, "%s%s", fx->prefix, base);
+  return b;
+}
 
 static b2s_dframe_params params(void) {
   b2s_dframe_params p = {.cparams = B2S_CPARAMS_DEFAULTS,
@@ -36,20 +54,45 @@ static b2s_dframe_params params(void) {
 }
 
 static int setup(void **state) {
+  static int runs;
   fixture *fx = calloc(1, sizeof *fx);
   snprintf(fx->dir, sizeof fx->dir, "/tmp/test_dframe.XXXXXX");
   assert_non_null(mkdtemp(fx->dir));
-  b2s_store_opts o = {0};
+  b2s_store_opts o = {.ceph_conf = getenv("B2S_CEPH_CONF")};
   char url[160];
-  snprintf(url, sizeof url, "%s/store", fx->dir);
+  if (g_rados) {
+    snprintf(url, sizeof url, "rados://b2stream");
+    snprintf(fx->prefix, sizeof fx->prefix, "test-dframe-%ld-%d-",
+             (long)getpid(), runs++);
+  } else {
+    snprintf(url, sizeof url, "%s/store", fx->dir);
+  }
   assert_int_equal(b2s_store_open(url, &o, &fx->s), 0);
   fx->ctx = b2s_ctx_new();
   *state = fx;
   return 0;
 }
 
+/* RADOS: the objects this test may have made (a shared pool) */
+static void remove_objects(fixture *fx) {
+  char obj[DF_OBJ_MAX];
+  for (size_t k = 0; k < sizeof g_bases / sizeof g_bases[0]; k++) {
+    static const char *const sfx[] = {"meta", "index"};
+    for (int j = 0; j < 2; j++) {
+      snprintf(obj, sizeof obj, "%s.%s", nm(fx, g_bases[k]), sfx[j]);
+      b2s_store_remove(fx->s, obj);
+    }
+    for (int64_t i = 0; i < 32; i++) {
+      b2s_dframe_chunk_name(nm(fx, g_bases[k]), i, obj, sizeof obj);
+      b2s_store_remove(fx->s, obj);
+    }
+  }
+}
+
 static int teardown(void **state) {
   fixture *fx = *state;
+  if (g_rados)
+    remove_objects(fx);
   b2s_store_free(fx->s);
   b2s_ctx_free(fx->ctx);
   char cmd[200];
@@ -74,7 +117,7 @@ static int make_chunk(fixture *fx, int64_t i, uint8_t *out) {
 static b2s_dframe *create(fixture *fx, const char *name) {
   b2s_dframe_params p = params();
   b2s_dframe *df;
-  assert_int_equal(b2s_dframe_create(fx->s, name, &p, &df), 0);
+  assert_int_equal(b2s_dframe_create(fx->s, nm(fx, name), &p, &df), 0);
   return df;
 }
 
@@ -120,11 +163,11 @@ static void test_create_open(void **state) {
                       .blockshape = {1, 2048}, .has_dtype = true,
                       .dtype = "<u2", .dtype_len = 3};
   b2s_dframe *a, *b, *c;
-  assert_int_equal(b2s_dframe_open(fx->s, "run", &a), -ENOENT);
-  assert_int_equal(b2s_dframe_create(fx->s, "run", &p, &a), 0);
+  assert_int_equal(b2s_dframe_open(fx->s, nm(fx, "run"), &a), -ENOENT);
+  assert_int_equal(b2s_dframe_create(fx->s, nm(fx, "run"), &p, &a), 0);
   /* every rank creates it: the same parameters open it */
-  assert_int_equal(b2s_dframe_create(fx->s, "run", &p, &b), 0);
-  assert_int_equal(b2s_dframe_open(fx->s, "run", &c), 0);
+  assert_int_equal(b2s_dframe_create(fx->s, nm(fx, "run"), &p, &b), 0);
+  assert_int_equal(b2s_dframe_open(fx->s, nm(fx, "run"), &c), 0);
   const b2s_dframe_params *q = b2s_dframe_params_get(c);
   assert_int_equal(q->chunk_nbytes, NBYTES);
   assert_int_equal(q->ranks, 2);
@@ -144,11 +187,11 @@ static void test_create_open(void **state) {
   /* other parameters conflict */
   b2s_dframe_params p2 = p;
   p2.ranks = 3;
-  assert_int_equal(b2s_dframe_create(fx->s, "run", &p2, &a),
+  assert_int_equal(b2s_dframe_create(fx->s, nm(fx, "run"), &p2, &a),
                    B2S_E_OBJ_CONFLICT);
   p2 = p;
   p2.has_b2nd = false;
-  assert_int_equal(b2s_dframe_create(fx->s, "run", &p2, &a),
+  assert_int_equal(b2s_dframe_create(fx->s, nm(fx, "run"), &p2, &a),
                    B2S_E_OBJ_CONFLICT);
   /* names and parameters out of range */
   assert_int_equal(b2s_dframe_create(fx->s, ".run", &p, &a), B2S_E_ARG);
@@ -172,22 +215,22 @@ static void test_create_open(void **state) {
 static void test_bad_meta(void **state) {
   fixture *fx = *state;
   static const uint8_t junk[] = {0x81, 0xa6, 'f', 'o', 'r', 'm', 'a', 't', 2};
-  assert_int_equal(b2s_store_put(fx->s, "bad.meta", junk, sizeof junk), 0);
+  assert_int_equal(b2s_store_put(fx->s, nm(fx, "bad.meta"), junk, sizeof junk), 0);
   b2s_dframe *df;
-  assert_int_equal(b2s_dframe_open(fx->s, "bad", &df), B2S_E_META);
+  assert_int_equal(b2s_dframe_open(fx->s, nm(fx, "bad"), &df), B2S_E_META);
   b2s_dframe_params p = params();
-  assert_int_equal(b2s_dframe_create(fx->s, "bad", &p, &df),
+  assert_int_equal(b2s_dframe_create(fx->s, nm(fx, "bad"), &p, &df),
                    B2S_E_OBJ_CONFLICT);
   /* a good map, cut anywhere, never opens */
   b2s_mpbuf m;
   b2s_mpbuf_init(&m);
   assert_int_equal(b2s_dframe_meta_encode(&p, &m), 0);
   for (size_t len = 0; len < m.len; len++) {
-    assert_int_equal(b2s_store_put(fx->s, "cut.meta", m.data, len), 0);
-    assert_int_equal(b2s_dframe_open(fx->s, "cut", &df), B2S_E_META);
+    assert_int_equal(b2s_store_put(fx->s, nm(fx, "cut.meta"), m.data, len), 0);
+    assert_int_equal(b2s_dframe_open(fx->s, nm(fx, "cut"), &df), B2S_E_META);
   }
-  assert_int_equal(b2s_store_put(fx->s, "cut.meta", m.data, m.len), 0);
-  assert_int_equal(b2s_dframe_open(fx->s, "cut", &df), 0);
+  assert_int_equal(b2s_store_put(fx->s, nm(fx, "cut.meta"), m.data, m.len), 0);
+  assert_int_equal(b2s_dframe_open(fx->s, nm(fx, "cut"), &df), 0);
   b2s_dframe_free(df);
   b2s_mpbuf_fini(&m);
 }
@@ -286,7 +329,7 @@ static void test_gap_races(void **state) {
   uint8_t *got;
   size_t glen;
   char obj[DF_OBJ_MAX];
-  b2s_dframe_chunk_name("race", 5, obj, sizeof obj);
+  b2s_dframe_chunk_name(nm(fx, "race"), 5, obj, sizeof obj);
   assert_int_equal(b2s_store_get(fx->s, obj, 1 << 20, &got, &glen), 0);
   assert_int_equal(glen, (size_t)gn);
   assert_memory_equal(got, gc, glen);
@@ -317,7 +360,7 @@ static void test_commit_and_read(void **state) {
   fixture *fx = *state;
   b2s_dframe *df = create(fx, "commit");
   b2s_dframe *rd;
-  assert_int_equal(b2s_dframe_open(fx->s, "commit", &rd), 0);
+  assert_int_equal(b2s_dframe_open(fx->s, nm(fx, "commit"), &rd), 0);
   for (int64_t i = 0; i < 10; i++)
     if (i != 4)
       put(fx, df, i);
@@ -377,7 +420,7 @@ static void test_commit_and_read(void **state) {
   assert_true(closed);
   /* a new handle reads "committed" from the store */
   b2s_dframe *again;
-  assert_int_equal(b2s_dframe_open(fx->s, "commit", &again), 0);
+  assert_int_equal(b2s_dframe_open(fx->s, nm(fx, "commit"), &again), 0);
   assert_int_equal(b2s_dframe_committed(again), 10);
   assert_int_equal(b2s_dframe_record_get(again, 9, &r), 0);
   assert_int_equal(r.frame, 9);
@@ -460,7 +503,7 @@ static b2s_dframe *filled(fixture *fx, const char *name, int64_t n) {
                       .blockshape = {1, 2048}, .has_dtype = true,
                       .dtype = "<u2", .dtype_len = 3};
   b2s_dframe *df;
-  assert_int_equal(b2s_dframe_create(fx->s, name, &p, &df), 0);
+  assert_int_equal(b2s_dframe_create(fx->s, nm(fx, name), &p, &df), 0);
   for (int64_t i = 0; i < n; i++) {
     if (i % 5 == 3)
       assert_int_equal(b2s_dframe_put_gap(df, i, B2S_RECORD_DROPPED, NULL), 0);
@@ -540,17 +583,19 @@ static void test_export(void **state) {
   check_export(fx, contig, n, false);
   /* the target must not exist */
   assert_int_equal(b2s_dframe_export(df, contig, false), -EEXIST);
-  /* a chunk whose bytes no longer match its record stops the export */
+  /* a chunk whose bytes no longer match its record stops the export
+   * (the object replaced behind the frame's back, its record kept) */
   char obj[DF_OBJ_MAX], path[400];
-  b2s_dframe_chunk_name("exp", 1, obj, sizeof obj);
-  snprintf(path, sizeof path, "%s/store/%s", fx->dir, obj);
-  FILE *fp = fopen(path, "r+b");
-  assert_non_null(fp);
-  fseek(fp, 40, SEEK_SET);
-  int ch = fgetc(fp);
-  fseek(fp, 40, SEEK_SET);
-  fputc(ch ^ 0x55, fp);
-  fclose(fp);
+  b2s_dframe_chunk_name(nm(fx, "exp"), 1, obj, sizeof obj);
+  uint8_t *data, *attr;
+  size_t dlen, alen;
+  assert_int_equal(b2s_store_get(fx->s, obj, 1 << 20, &data, &dlen), 0);
+  assert_int_equal(b2s_store_get_attr(fx->s, obj, 1 << 20, &attr, &alen), 0);
+  data[40] ^= 0x55;
+  assert_int_equal(b2s_store_remove(fx->s, obj), 0);
+  assert_int_equal(b2s_store_put_once(fx->s, obj, data, dlen, attr, alen), 0);
+  free(data);
+  free(attr);
   snprintf(path, sizeof path, "%s/bad.b2frame", fx->dir);
   assert_int_equal(b2s_dframe_export(df, path, true), B2S_E_CHECKSUM);
   b2s_dframe_free(df);
@@ -570,7 +615,22 @@ static void test_export_empty(void **state) {
   b2s_dframe_free(df);
 }
 
-int main(void) {
+static void test_rados_skipped(void **state) {
+  (void)state;
+  skip();
+}
+
+/* test_dframe [local|rados]: rados needs B2S_CEPH_CONF (a test cluster's
+ * ceph.conf, scripts/ceph-test-cluster) and a build with librados. */
+int main(int argc, char **argv) {
+  g_rados = argc > 1 && strcmp(argv[1], "rados") == 0;
+  if (g_rados && (!b2s_store_have_rados() || !getenv("B2S_CEPH_CONF"))) {
+    printf("rados tests skipped: %s\n", b2s_store_have_rados()
+                                            ? "B2S_CEPH_CONF not set"
+                                            : "this build has no librados");
+    const struct CMUnitTest none[] = {cmocka_unit_test(test_rados_skipped)};
+    return cmocka_run_group_tests_name("dframe_rados", none, NULL, NULL);
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_create_open, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_meta, setup, teardown),
@@ -583,5 +643,6 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_export, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_empty, setup, teardown),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests_name(g_rados ? "dframe_rados" : "dframe_local",
+                                     tests, NULL, NULL);
 }

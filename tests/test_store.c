@@ -404,12 +404,20 @@ static void test_kv_torn_tail(void **state) {
   set1(obj, "e", "5");
   expect_val(obj, "e", "5");
   expect_val(obj, "a", "1");
-  /* a flipped byte inside the first batch hides everything from there */
+  /* a byte damaged inside the first batch hides that batch only, and
+   * appends stay visible */
   int fd = open(log, O_RDWR);
   assert_true(fd >= 0);
   assert_int_equal(pwrite(fd, "X", 1, 12), 1);
   close(fd);
   expect_val(obj, "a", NULL);
+  expect_val(obj, "b", NULL);
+  expect_val(obj, "d", "4");
+  expect_val(obj, "e", "5");
+  set1(obj, "f", "6");
+  expect_val(obj, "f", "6");
+  n = 0;
+  assert_int_equal(b2s_store_kv_list(g_s, obj, NULL, 10, count_cb, &n), 3);
 }
 
 /* An attribute left by a writer that died before publishing its object
@@ -596,6 +604,35 @@ static void test_urls(void **state) {
   assert_int_equal(b2s_store_open(url, NULL, &s), -ENOTDIR);
 }
 
+/* A missing pool, and a cluster that does not answer: B2S_E_STORE with
+ * the store's words, within the timeout. */
+static void test_rados_open_failures(void **state) {
+  (void)state;
+  if (!g_rados)
+    skip();   /* RADOS only */
+  b2s_store *s;
+  assert_int_equal(b2s_store_open("rados://b2s-no-such-pool", &g_opts, &s),
+                   B2S_E_STORE);
+  assert_non_null(strstr(b2s_store_last_error(), "b2s-no-such-pool"));
+  char conf[300];
+  snprintf(conf, sizeof conf, "%s/b2s-deaf-XXXXXX", getenv("TMPDIR") ?
+           getenv("TMPDIR") : "/tmp");
+  int fd = mkstemp(conf);
+  assert_true(fd >= 0);
+  /* port 9 (discard) on loopback: nobody listens there */
+  const char *text = "[global]\nmon host = [v2:127.0.0.1:9]\n"
+                     "auth client required = none\n"
+                     "log file = /dev/null\n";
+  assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  b2s_store_opts o = {.ceph_conf = conf, .timeout_ms = 1500};
+  time_t t0 = time(NULL);
+  assert_int_equal(b2s_store_open("rados://b2stream", &o, &s), B2S_E_STORE);
+  assert_true(time(NULL) - t0 <= 10);
+  assert_non_null(strstr(b2s_store_last_error(), conf));
+  unlink(conf);
+}
+
 /* ---- setup --------------------------------------------------------------- */
 
 static int setup(void **state) {
@@ -657,6 +694,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_race_put_once),
       cmocka_unit_test(test_race_kv),
       cmocka_unit_test(test_urls),
+      cmocka_unit_test(test_rados_open_failures),
   };
   if (g_rados && !b2s_store_have_rados()) {
     printf("rados tests skipped: this build has no librados\n");

@@ -1,0 +1,71 @@
+/* b2stream-committer: the one process that moves the committed count of
+ * distributed frames (docs/DISTRIBUTED.md, "Commit protocol").
+ *
+ * committer.c owns the sockets, the clock, signals and the main loop;
+ * committer_frame.c owns one frame's handle and tracker and carries out
+ * the tracker's decisions against the store; committer_log.c writes the
+ * log: stderr, one line per notable event, sd-daemon priority prefix. */
+#ifndef B2S_COMMITTER_H
+#define B2S_COMMITTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "b2s_dcommit.h"
+#include "b2s_dframe.h"
+#include "b2s_dmsg.h"
+
+#define CM_BATCH_MAX 4096           /* records per key-log batch */
+#define CM_STEPS_MAX 256            /* decisions per frame per loop round */
+
+typedef struct cm_opts {
+  const char *store_url;
+  const char *ceph_conf;
+  const char **frames;              /* --frame names (may be none) */
+  int nframes;
+  const char *pull, *pub;           /* endpoints the committer binds */
+  int64_t gap_timeout_ms;
+  int64_t window;                   /* 0: the tracker's default */
+  int sync;                         /* enum b2s_sync, local store */
+} cm_opts;
+
+/* Run until SIGTERM or SIGINT; returns the process exit status. */
+int cm_run(const cm_opts *o);
+
+/* ---- one frame (committer_frame.c) ---- */
+
+typedef struct cm_frame {
+  char name[B2S_DMSG_NAME_MAX + 1];
+  b2s_dframe *df;                   /* NULL until NAME.meta is there */
+  b2s_dcommit *dc;
+  int64_t retry_at;                 /* after a store error: not before */
+  bool closed;                      /* "closed" is set in the store */
+  int64_t gaps, lost_found;         /* gaps written, records probed back */
+} cm_frame;
+
+/* Open the frame and rebuild its state from the store: H from
+ * "committed", then the records stored at H, H+1, ... while present.
+ * -ENOENT while the frame has no NAME.meta. */
+int cm_frame_open(cm_frame *f, b2s_store *s, const cm_opts *o);
+void cm_frame_fini(cm_frame *f);
+
+/* A decoded WRITTEN or END for this frame.  Returns 0, or a negative code
+ * for a message that was refused (logged by the caller). */
+int cm_frame_message(cm_frame *f, const b2s_dmsg *m);
+
+/* Carry out decisions until there is nothing to do, at most
+ * CM_STEPS_MAX of them.  gaps: whether missing chunks may become gaps
+ * (not while stopping).  *published is set when H moved or the frame got
+ * closed; *wait_ms gets when to come back (-1: on a message only, 0: at
+ * once). */
+void cm_frame_step(cm_frame *f, int64_t now_ms, bool gaps, bool *published,
+                   int64_t *wait_ms);
+
+/* ---- logging (committer_log.c) ---- */
+
+void cm_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define CM_ERR 3
+#define CM_WARN 4
+#define CM_INFO 6
+
+#endif
