@@ -743,6 +743,95 @@ static void test_tail_sigint(void **state) {
   b2s_store_free(w.store);
 }
 
+/* ---- with b2stream-committer ------------------------------------------------- */
+
+/* A rank's WRITTEN (or, rec NULL, END) to the committer's PULL socket. */
+static void rank_says(void *push, const char *name, int64_t index,
+                      const b2s_mpbuf *rec) {
+  uint8_t msg[B2S_DMSG_REC_MAX + 256];
+  b2s_dmsg m = {.type = rec ? B2S_DMSG_WRITTEN : B2S_DMSG_END, .name = name,
+                .name_len = (uint16_t)strlen(name), .index = index,
+                .rank = 0, .rec = rec ? rec->data : NULL,
+                .rec_len = rec ? (uint32_t)rec->len : 0};
+  int len = b2s_dmsg_encode(&m, msg, sizeof msg);
+  assert_true(len > 0);
+  assert_int_equal(zmq_send(push, msg, (size_t)len, 0), len);
+}
+
+/* Chunks [from, to) stored as rank 0 does, each announced with WRITTEN. */
+static void rank_writes(b2s_dframe *df, void *push, const char *name,
+                        int64_t from, int64_t to) {
+  for (int64_t k = from; k < to; k++) {
+    assert_int_equal(dfill_put(df, k), 0);
+    b2s_mpbuf rec = {0};
+    assert_int_equal(b2s_dframe_stored_record(df, k, &rec), 0);
+    rank_says(push, name, k, &rec);
+    b2s_mpbuf_fini(&rec);
+  }
+}
+
+static pid_t start_committer(const char *exe, const char *name,
+                             const char *pull, const char *pub) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char log[400];
+    snprintf(log, sizeof log, "%s/committer.log", tmpdir);
+    if (freopen(log, "a", stderr) == NULL)
+      _exit(127);
+    execl(exe, exe, "--store", store_dir, "--pull", pull, "--pub", pub,
+          "--frame", name, "--sync", "none", "--gap-timeout-ms", "60000",
+          (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* tail --committer-pub on the real committer: ranks' chunks appear as it
+ * commits them, and the tool ends when END closes the frame. */
+static void test_tail_real_committer(void **state) {
+  (void)state;
+  const char *exe = getenv("B2S_COMMITTER");
+  if (exe == NULL || !exe[0]) {
+    print_message("skipped: B2S_COMMITTER does not name b2stream-committer\n");
+    skip();
+  }
+  where w = local_store();
+  char name[96], url[512], pull[400], pub[400];
+  unique_name("live", name, sizeof name);
+  b2s_dframe *df = make_frame(&w, name, 0, 0, -1);
+  frame_url(&w, name, url, sizeof url);
+  snprintf(pull, sizeof pull, "ipc://%s/pull-%d", tmpdir, seq);
+  snprintf(pub, sizeof pub, "ipc://%s/pub-%d", tmpdir, seq++);
+  pid_t committer = start_committer(exe, name, pull, pub);
+  void *ctx = zmq_ctx_new();
+  void *push = zmq_socket(ctx, ZMQ_PUSH);
+  assert_int_equal(zmq_connect(push, pull), 0);
+  rank_writes(df, push, name, 0, 2);
+  char *args[] = {(char *)cli_path, "tail", "--from", "0", "--committer-pub",
+                  pub, url, NULL};
+  follower f;
+  follower_start(&f, args);
+  for (int k = 0; k < 400 && lines_of(&f) < 2; k++)
+    follower_read(&f, 50);
+  expect_tail_lines(&f, 2, "first two chunks");
+  rank_writes(df, push, name, 2, 5);
+  for (int k = 0; k < 400 && lines_of(&f) < 5; k++)
+    follower_read(&f, 50);
+  expect_tail_lines(&f, 5, "five chunks");
+  rank_says(push, name, 5, NULL);   /* END: the committer closes the frame */
+  assert_int_equal(follower_end(&f), 0);
+  expect_tail_lines(&f, 5, "at the end");
+  kill(committer, SIGTERM);
+  assert_int_equal(wait_status(committer), 0);
+  int linger = 0;
+  zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_close(push);
+  zmq_ctx_term(ctx);
+  b2s_dframe_free(df);
+  b2s_store_free(w.store);
+}
+
 /* ---- RADOS -------------------------------------------------------------------- */
 
 static void test_rados(void **state) {
@@ -801,7 +890,13 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* "committer": only the test with b2stream-committer (suite daemon) */
+  const struct CMUnitTest with_committer[] = {
+      cmocka_unit_test(test_tail_real_committer),
+  };
+  if (argc > 1 && !strcmp(argv[1], "committer"))
+    return cmocka_run_group_tests(with_committer, setup, teardown);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help),
       cmocka_unit_test(test_bad_paths),
