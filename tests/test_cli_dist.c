@@ -490,6 +490,11 @@ static void test_bad_paths(void **state) {
   run(&r, "verify", url, NULL);
   expect_err(&r, 1, "no such frame", "absent frame");
   run_free(&r);
+  run(&r, "ls", "dir:///nonexistent-b2s-store/f", NULL);
+  expect_err(&r, 1, "store directory /nonexistent-b2s-store: No such file",
+             "absent store directory");
+  assert_int_equal(access("/nonexistent-b2s-store", F_OK), -1);
+  run_free(&r);
   run(&r, "info", "--offset", "8", url, NULL);
   expect_err(&r, 2, "--offset goes with a file", "--offset on a URL");
   run_free(&r);
@@ -880,7 +885,7 @@ static int setup(void **state) {
   if (mkdtemp(tmpdir) == NULL)
     return -1;
   snprintf(store_dir, sizeof store_dir, "%s/store", tmpdir);
-  return 0;
+  return mkdir(store_dir, 0750);
 }
 
 static int teardown(void **state) {

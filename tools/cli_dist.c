@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -103,6 +104,13 @@ int cli_src_open_dist(const char *path, const char *ceph_conf, cli_src *src) {
   }
   if (rc < 0)
     return rc;
+  struct stat st;
+  /* the local store makes a missing directory: not for a reader */
+  if (u.store[0] == '/' && stat(u.store, &st) < 0) {
+    rc = -errno;
+    cli_err("%s: store directory %s: %s", path, u.store, strerror(-rc));
+    return rc;
+  }
   if ((src->ctx = b2s_ctx_new()) == NULL) {
     cli_err("%s: out of memory", path);
     return B2S_E_NOMEM;

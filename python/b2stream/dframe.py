@@ -14,6 +14,7 @@ endpoint is given."""
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import time
 from dataclasses import dataclass
@@ -92,6 +93,9 @@ class DistributedFrame:
         self.url = url
         self.store_url, self.name = parse_url(url)
         self._h: int | None = None
+        if url.startswith("dir://") and not os.path.isdir(self.store_url):
+            # the local store makes a missing directory: not for a reader
+            raise error_for(-errno.ENOENT, f"{url}: no store directory {self.store_url}")
         code = ctypes.c_int(0)
         msg = ctypes.create_string_buffer(512)
         conf = os.fsencode(ceph_conf) if ceph_conf is not None else None

@@ -149,6 +149,9 @@ def test_open_errors(tmp_path):
     (tmp_path / "store").mkdir()
     with pytest.raises(FileNotFoundError):
         b2stream.open(f"dir://{tmp_path}/store/absent")
+    with pytest.raises(FileNotFoundError):
+        b2stream.open(f"dir://{tmp_path}/nostore/absent")
+    assert not (tmp_path / "nostore").exists()
 
 
 # ---- following -------------------------------------------------------------
