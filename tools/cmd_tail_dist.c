@@ -207,8 +207,10 @@ int cli_tail_dist(const cli_tail_opts *o) {
   cli_dist_parse(o->stream, &u);   /* checked by the caller */
   if (cli_src_open_dist(o->stream, o->ceph_conf, &f.src) < 0)
     return CLI_EXIT_FAIL;
-  struct sigaction sa = {.sa_handler = on_sigint}, old;
-  sigemptyset(&sa.sa_mask);        /* no SA_RESTART: waits end at once */
+  /* SA_RESTART keeps writes going; poll and nanosleep still end at once
+   * (they are never restarted) */
+  struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESTART}, old;
+  sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old);
   int status = CLI_EXIT_FAIL;
   /* subscribed first, then the count read: nothing committed in between
