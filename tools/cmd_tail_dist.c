@@ -19,6 +19,7 @@
 #define POLL_MS 200        /* without --committer-pub */
 #define QUIET_MS 2000      /* with it: re-read the count after this silence */
 
+/* Written by on_sigint, read by follow() after each wait it ends. */
 static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig) {
