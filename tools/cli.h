@@ -211,6 +211,13 @@ typedef struct cli_dist_url {
  * URL. */
 int cli_dist_parse(const char *path, cli_dist_url *u);
 
+/* Open the store and the frame of the distributed frame path (NULL
+ * ceph_conf: $CEPH_CONF, then librados's default).  A missing local store
+ * directory is an error (a reader does not make it).  Prints the error;
+ * on failure nothing is left open. */
+int cli_dist_open(const char *path, const char *ceph_conf, b2s_store **s,
+                  b2s_dframe **df);
+
 typedef struct cli_src {
   const char *path;
   int64_t offset;                  /* where the frame starts in the file */

@@ -1,6 +1,7 @@
 /* Distributed frames as a PATH of the b2stream tool: the URL syntax
  * (rados://POOL/NAME, dir:///ABS/DIR/NAME), opening the store and the
- * frame, and reading its committed chunks for cli_src (cli.h). */
+ * frame, and reading its committed count and chunks into a cli_src
+ * (cli.h; cli_src.c opens and closes it). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,11 +92,10 @@ static void store_err(const char *path, const char *what, int rc) {
     cli_err("%s: %s: %s", path, what, b2s_strerror(rc));
 }
 
-int cli_src_open_dist(const char *path, const char *ceph_conf, cli_src *src) {
-  memset(src, 0, sizeof *src);
-  src->path = path;
-  src->kind = CLI_KIND_DFRAME;
-  src->dchunk_i = -1;
+int cli_dist_open(const char *path, const char *ceph_conf, b2s_store **s,
+                  b2s_dframe **df) {
+  *s = NULL;
+  *df = NULL;
   cli_dist_url u;
   int rc = cli_dist_parse(path, &u);
   if (rc == 0) {
@@ -111,22 +111,18 @@ int cli_src_open_dist(const char *path, const char *ceph_conf, cli_src *src) {
     cli_err("%s: store directory %s: %s", path, u.store, strerror(-rc));
     return rc;
   }
-  if ((src->ctx = b2s_ctx_new()) == NULL) {
-    cli_err("%s: out of memory", path);
-    return B2S_E_NOMEM;
-  }
   b2s_store_opts so = {.ceph_conf = ceph_conf};
-  rc = b2s_store_open(u.store, &so, &src->store);
+  rc = b2s_store_open(u.store, &so, s);
   if (rc < 0)
     store_err(path, "cannot open the store", rc);
-  else if ((rc = b2s_dframe_open(src->store, u.name, &src->dframe)) == -ENOENT)
+  else if ((rc = b2s_dframe_open(*s, u.name, df)) == -ENOENT)
     cli_err("%s: no such frame (no %s.meta in %s)", path, u.name, u.store);
   else if (rc < 0)
     store_err(path, "cannot open the frame", rc);
-  else
-    rc = cli_src_refresh(src);
-  if (rc < 0)
-    cli_src_close(src);
+  if (rc < 0) {
+    b2s_store_free(*s);
+    *s = NULL;
+  }
   return rc;
 }
 

@@ -214,6 +214,23 @@ int cli_src_open_at(const char *path, int64_t offset, cli_src *src) {
   return rc;
 }
 
+int cli_src_open_dist(const char *path, const char *ceph_conf, cli_src *src) {
+  memset(src, 0, sizeof *src);
+  src->path = path;
+  src->kind = CLI_KIND_DFRAME;
+  src->dchunk_i = -1;
+  if ((src->ctx = b2s_ctx_new()) == NULL) {
+    cli_err("%s: out of memory", path);
+    return B2S_E_NOMEM;
+  }
+  int rc = cli_dist_open(path, ceph_conf, &src->store, &src->dframe);
+  if (rc >= 0)
+    rc = cli_src_refresh(src);
+  if (rc < 0)
+    cli_src_close(src);
+  return rc;
+}
+
 void cli_src_close(cli_src *src) {
   b2s_dframe_free(src->dframe);     /* borrows the store: freed first */
   b2s_store_free(src->store);

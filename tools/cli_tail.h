@@ -14,9 +14,6 @@ typedef struct cli_tail_opts {
   bool dist;                               /* stream is a distributed frame */
 } cli_tail_opts;
 
-/* " frame=N ts=NS xxh64=HEX flags=F" of a record to stdout. */
-void cli_tail_print_record(const b2sc_record *r);
-
 /* tail on a distributed frame o->stream (cli_dist_parse gave 1). */
 int cli_tail_dist(const cli_tail_opts *o);
 

@@ -1,7 +1,6 @@
 /* b2stream tail: follow a b2streamd stream and print each chunk as it is
  * committed (with its record, protocol version 2), or its decompressed
  * bytes.  A distributed frame's PATH goes to cmd_tail_dist.c. */
-#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -105,30 +104,6 @@ static int parse(int argc, char **argv, tail_opts *o) {
   return CLI_EXIT_OK;
 }
 
-void cli_tail_print_record(const b2sc_record *r) {
-  if (r->present & B2SC_REC_FRAME)
-    printf(" frame=%" PRIu64, r->frame);
-  else
-    fputs(" frame=-", stdout);
-  if (r->present & B2SC_REC_TS)
-    printf(" ts=%" PRId64, r->ts_ns);
-  else
-    fputs(" ts=-", stdout);
-  if (r->present & B2SC_REC_XXH64)
-    printf(" xxh64=%016" PRIx64, r->xxh64);
-  else
-    fputs(" xxh64=-", stdout);
-  static const char *const names[] = {"gap", "dropped", "rejected"};
-  const char *sep = " flags=";
-  for (unsigned b = 0; b < 3; b++)
-    if (r->flags & (1u << b)) {
-      printf("%s%s", sep, names[b]);
-      sep = ",";
-    }
-  if (r->flags == 0)
-    fputs(" flags=0", stdout);
-}
-
 /* One chunk out; false after printing the error. */
 static bool emit(const tail_opts *o, const b2sc_chunk_info *ci,
                  const b2sc_record *rec) {
@@ -141,7 +116,7 @@ static bool emit(const tail_opts *o, const b2sc_chunk_info *ci,
   printf("%llu %u %u", (unsigned long long)ci->index, ci->nbytes,
          ci->cbytes);
   if (o->records)
-    cli_tail_print_record(rec);
+    cli_print_record(rec);
   putchar('\n');
   return cli_flush_stdout();   /* a line as soon as the chunk is there */
 }

@@ -136,7 +136,7 @@ static bool print_record(cli_src *src, int64_t i) {
                    .xxh64 = r.xxh64};
   c.present = B2SC_REC_XXH64 | (r.has_frame ? B2SC_REC_FRAME : 0) |
               (r.has_ts ? B2SC_REC_TS : 0);
-  cli_tail_print_record(&c);
+  cli_print_record(&c);
   return true;
 }
 
