@@ -23,8 +23,13 @@
  *   bench_rados [--seconds S] [--rounds R] [--writers 1,2,3]
  *               [--image BYTES] [--pool POOL]
  *
- * Defaults: 10 s, 3 rounds, 1, 2 and 3 writers, 4 MiB images, pool
- * $B2S_CEPH_POOL or "b2stream". */
+ * Defaults: 2 s, 3 rounds, 1, 2 and 3 writers, 4 MiB images, pool
+ * $B2S_CEPH_POOL or "b2stream".  The test cluster keeps its objects in
+ * memory (B2S_CEPH_MEM, 2 GiB by default): one run writes S seconds at the
+ * cluster's rate, which must fit (2 s at some 700 MB/s do; here a cluster
+ * of 3 GiB reported itself full, "-2147483648% full", after a few runs, so
+ * longer runs need another cluster).  A full cluster fails the writes
+ * after 10 s and rados bench after 3 S + 30 s instead of blocking. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -144,7 +149,8 @@ static int open_frame(const opts *o, const char *name, int nw, size_t image,
                       b2s_store **s, b2s_dframe **df) {
   char url[256];
   snprintf(url, sizeof url, "rados://%s", o->pool);
-  b2s_store_opts so = {.ceph_conf = o->conf};
+  /* a full cluster blocks writes: fail them instead */
+  b2s_store_opts so = {.ceph_conf = o->conf, .timeout_ms = 10000};
   b2s_dframe_params p = {.cparams = bench_cparams(),
                          .chunk_nbytes = (int32_t)image,
                          .ranks = nw,
@@ -270,9 +276,9 @@ static double field(const char *out, const char *key) {
 static double rados_bench(const opts *o, int nw, size_t size) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd,
-           "rados -c '%s' bench -p '%s' %d write -b %zu -t %d --no-cleanup "
-           "2>&1",
-           o->conf, o->pool, o->seconds, size, nw);
+           "timeout %d rados -c '%s' bench -p '%s' %d write -b %zu -t %d "
+           "--no-cleanup 2>&1",
+           3 * o->seconds + 30, o->conf, o->pool, o->seconds, size, nw);
   FILE *p = popen(cmd, "r");
   if (p == NULL)
     return -1;
@@ -283,8 +289,9 @@ static double rados_bench(const opts *o, int nw, size_t size) {
   double writes = field(out, "Total writes made:");
   double wsize = field(out, "Write size:");
   double secs = field(out, "Total time run:");
-  snprintf(cmd, sizeof cmd, "rados -c '%s' -p '%s' cleanup >/dev/null 2>&1",
-           o->conf, o->pool);
+  snprintf(cmd, sizeof cmd,
+           "timeout 120 rados -c '%s' -p '%s' --force-full cleanup "
+           ">/dev/null 2>&1", o->conf, o->pool);
   if (system(cmd) != 0)
     fprintf(stderr, "bench_rados: rados cleanup failed\n");
   if (st != 0 || writes <= 0 || wsize <= 0 || secs <= 0) {
@@ -350,7 +357,7 @@ static int parse_list(const char *s, opts *o) {
 
 static int parse(int argc, char **argv, opts *o) {
   const char *pool = getenv("B2S_CEPH_POOL");
-  *o = (opts){.seconds = 10, .rounds = 3, .nwriters = 3,
+  *o = (opts){.seconds = 2, .rounds = 3, .nwriters = 3,
               .writers = {1, 2, 3}, .image = 4 << 20,
               .pool = pool && pool[0] ? pool : "b2stream",
               .conf = getenv("B2S_CEPH_CONF")};
