@@ -1,8 +1,8 @@
 /* The key log NAME.index of a distributed frame: "committed" (decimal H),
  * "r.%016llx" (record of chunk i, set in the batch that moves "committed"
- * past i), "series", "closed".  Only the committer writes "committed" and
- * the records; a commit is one batch, so its cost does not depend on the
- * number of chunks. */
+ * past i), "closed" (series updates: dframe_series.c).  Only the committer
+ * writes "committed" and the records; a commit is one batch, so its cost
+ * does not depend on the number of chunks. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,7 +13,6 @@
 
 #define KEY_COMMITTED "committed"
 #define KEY_CLOSED "closed"
-#define KEY_SERIES "series"
 #define REC_KEY_LEN 18               /* "r." + 16 hex digits */
 
 int b2s_dframe_parse_count(const uint8_t *v, size_t len, int64_t *out) {
@@ -217,48 +216,4 @@ int b2s_dframe_records_list(b2s_dframe *df, int64_t from, int64_t n,
   if (rc < 0)
     return rc;
   return w.got == n ? 0 : B2S_E_INDEX;
-}
-
-/* ---- series metadata ------------------------------------------------------- */
-
-int b2s_dframe_series_get(b2s_dframe *df, uint8_t **map, size_t *len) {
-  if (df == NULL || map == NULL || len == NULL)
-    return B2S_E_ARG;
-  int rc = b2s_store_kv_get(df->s, df->index_obj, KEY_SERIES, map, len);
-  if (rc == -ENOENT) {
-    *map = malloc(1);
-    if (*map == NULL)
-      return B2S_E_NOMEM;
-    **map = 0x80;
-    *len = 1;
-    return 0;
-  }
-  if (rc == 0 && b2s_series_check(*map, *len, false) < 0) {
-    free(*map);
-    *map = NULL;
-    return B2S_E_SERIES_FORMAT;
-  }
-  return rc;
-}
-
-int b2s_dframe_series_merge(b2s_dframe *df, const void *upd, size_t len) {
-  if (df == NULL || upd == NULL)
-    return B2S_E_ARG;
-  uint8_t *base;
-  size_t blen;
-  int rc = b2s_dframe_series_get(df, &base, &blen);
-  if (rc < 0)
-    return rc;
-  b2s_mpbuf out;
-  b2s_mpbuf_init(&out);
-  rc = b2s_series_merge(base, blen, upd, len, &out);
-  free(base);
-  if (rc >= 0 && out.len > DF_SERIES_MAX)
-    rc = B2S_E_SERIES_SIZE;
-  if (rc >= 0) {
-    b2s_kv kv = {KEY_SERIES, out.data, out.len};
-    rc = b2s_store_kv_set(df->s, df->index_obj, &kv, 1);
-  }
-  b2s_mpbuf_fini(&out);
-  return rc < 0 ? rc : 0;
 }

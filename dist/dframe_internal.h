@@ -1,6 +1,7 @@
 /* What the files of a distributed frame share (dframe.c: the handle;
  * dframe_meta.c: NAME.meta; dframe_chunk.c: chunk objects; dframe_index.c:
- * the key log NAME.index; dframe_export.c).  dist-internal. */
+ * the key log NAME.index; dframe_series.c: series updates in it;
+ * dframe_export.c).  dist-internal. */
 #ifndef B2S_DFRAME_INTERNAL_H
 #define B2S_DFRAME_INTERNAL_H
 
@@ -11,8 +12,8 @@
 #define DF_OBJ_MAX (B2S_DFRAME_NAME_MAX + 24)
 /* NAME.meta is small: a few dozen bytes plus the b2nd metalayer */
 #define DF_META_MAX (64 << 10)
-/* the series map is one key-log value: the store's 64 KiB limit, below
- * the 256 KiB of a local frame's map */
+/* one series update is one key-log value: the store's 64 KiB limit (the
+ * whole map may reach the 256 KiB of a local frame's) */
 #define DF_SERIES_MAX (64 << 10)
 /* a stored record: its map with a user part of at most 4 KiB */
 #define DF_RECORD_MAX (B2S_RECORD_USER_MAX + 256)

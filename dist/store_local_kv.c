@@ -265,6 +265,45 @@ static int walk(const kv_all *a, const char *after, size_t max, b2s_kv_cb cb,
   return (int)visited;
 }
 
+/* The `max` smallest keys after `after`, with their latest values, kept
+ * sorted while the log is read: a short listing (the head keys of a
+ * frame, a run of records) needs no sort of the whole log. */
+typedef struct kv_best {
+  kv_ent *e;
+  size_t n, max, alen;
+  const char *after;
+} kv_best;
+
+static int best_cb(void *arg, const uint8_t *key, size_t klen,
+                   const uint8_t *val, size_t vlen) {
+  kv_best *b = arg;
+  if (b->after &&
+      key_cmp(key, klen, (const uint8_t *)b->after, b->alen) <= 0)
+    return 0;
+  size_t lo = 0, hi = b->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (key_cmp(b->e[mid].key, b->e[mid].klen, key, klen) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < b->n && key_cmp(b->e[lo].key, b->e[lo].klen, key, klen) == 0) {
+    b->e[lo].val = val;   /* a later setting replaces the value */
+    b->e[lo].vlen = vlen;
+    return 0;
+  }
+  if (lo == b->max)
+    return 0;   /* max smaller keys are already known */
+  size_t keep = b->n < b->max ? b->n : b->max - 1;
+  memmove(&b->e[lo + 1], &b->e[lo], (keep - lo) * sizeof *b->e);
+  b->e[lo] = (kv_ent){key, val, klen, vlen, 0};
+  b->n = keep + 1;
+  return 0;
+}
+
+#define BEST_MAX 4096   /* longer listings sort the whole log instead */
+
 int local_kv_list(b2s_store *s, const char *obj, const char *after,
                   size_t max, b2s_kv_cb cb, void *arg) {
   store_local *ls = (store_local *)s;
@@ -273,15 +312,21 @@ int local_kv_list(b2s_store *s, const char *obj, const char *after,
   int rc = read_log(ls, obj, &buf, &n);
   if (rc)
     return rc;
+  if (max > INT32_MAX)
+    max = INT32_MAX;
   kv_all a = {0};
-  rc = kvlog_parse(buf, n, collect_cb, &a, NULL);
-  if (rc)
-    rc = store_fail(rc, "out of memory listing %s", obj);
-  else {
-    if (a.n)
+  if (max <= BEST_MAX) {
+    kv_best b = {malloc(max * sizeof *b.e), 0, max,
+                 after ? strlen(after) : 0, after};
+    rc = b.e ? kvlog_parse(buf, n, best_cb, &b, NULL) : B2S_E_NOMEM;
+    a = (kv_all){b.e, b.n, max};
+  } else {
+    rc = kvlog_parse(buf, n, collect_cb, &a, NULL);
+    if (!rc && a.n)
       qsort(a.e, a.n, sizeof *a.e, ent_cmp);
-    rc = walk(&a, after, max > INT32_MAX ? INT32_MAX : max, cb, arg);
   }
+  rc = rc ? store_fail(rc, "out of memory listing %s", obj)
+          : walk(&a, after, max, cb, arg);
   free(a.e);
   free(buf);
   return rc;

@@ -490,6 +490,44 @@ static void test_series(void **state) {
   free(map);
   static const uint8_t bad[] = {0x91, 0x01};
   assert_true(b2s_dframe_series_merge(df, bad, sizeof bad) < 0);
+  /* a second writer's merges, interleaved: nothing is lost, the later
+   * update of a key wins */
+  b2s_dframe *other;
+  assert_int_equal(b2s_dframe_open(fx->s, nm(fx, "series"), &other), 0);
+  static const uint8_t u1[] = {0x81, 0xa1, 'd', 0x03};
+  static const uint8_t u2[] = {0x82, 0xa1, 'e', 0x04, 0xa1, 'b', 0xa1, 'y'};
+  assert_int_equal(b2s_dframe_series_merge(other, u1, sizeof u1), 0);
+  assert_int_equal(b2s_dframe_series_merge(df, u2, sizeof u2), 0);
+  static const uint8_t want2[] = {0x84, 0xa1, 'b', 0xa1, 'y', 0xa1, 'c', 0x02,
+                                  0xa1, 'd', 0x03, 0xa1, 'e', 0x04};
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(b2s_dframe_series_get(k ? other : df, &map, &len), 0);
+    assert_int_equal(len, sizeof want2);
+    assert_memory_equal(map, want2, len);
+    free(map);
+  }
+  /* more updates than one listing holds */
+  for (int k = 0; k < 300; k++) {
+    uint8_t u[] = {0x81, 0xa1, 'n', 0xcd, (uint8_t)(k >> 8), (uint8_t)k};
+    assert_int_equal(b2s_dframe_series_merge(k % 2 ? df : other, u, sizeof u),
+                     0);
+  }
+  assert_int_equal(b2s_dframe_series_get(df, &map, &len), 0);
+  assert_int_equal(map[0], 0x85);
+  assert_memory_equal(map + len - 3, "\xcd\x01\x2b", 3);   /* n = 299 */
+  free(map);
+  /* an update over 64 KiB is refused */
+  size_t big = (64 << 10) + 16;
+  uint8_t *u = calloc(1, big);
+  u[0] = 0x81;
+  u[1] = 0xa1;
+  u[2] = 'z';
+  u[3] = 0xc5;                          /* bin16 */
+  u[4] = (uint8_t)((big - 6) >> 8);
+  u[5] = (uint8_t)(big - 6);
+  assert_int_equal(b2s_dframe_series_merge(df, u, big), B2S_E_SERIES_SIZE);
+  free(u);
+  b2s_dframe_free(other);
   b2s_dframe_free(df);
 }
 

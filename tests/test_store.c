@@ -259,6 +259,14 @@ static int seen_cb(void *arg, const char *key, const void *val, size_t len) {
   return s->n == s->stop_at ? 7 : 0;
 }
 
+static int count_cb(void *arg, const char *key, const void *val, size_t len) {
+  (void)key;
+  (void)val;
+  (void)len;
+  (*(int *)arg)++;
+  return 0;
+}
+
 static void set1(const char *obj, const char *key, const char *val) {
   b2s_kv kv = {key, val, strlen(val)};
   assert_int_equal(b2s_store_kv_set(g_s, obj, &kv, 1), 0);
@@ -356,14 +364,32 @@ static void test_kv_list_after_max_stop(void **state) {
                    10);
   assert_string_equal(s.keys[0], "k01001");
   assert_string_equal(s.keys[9], "k01010");
-}
-
-static int count_cb(void *arg, const char *key, const void *val, size_t len) {
-  (void)key;
-  (void)val;
-  (void)len;
-  (*(int *)arg)++;
-  return 0;
+  /* the whole map in one listing, in order */
+  int n = 0;   /* 1500 keys do not fit a seen: count them */
+  assert_int_equal(b2s_store_kv_list(g_s, big, NULL, SIZE_MAX, count_cb, &n),
+                   1500);
+  assert_int_equal(n, 1500);
+  /* smaller keys set after larger ones, some of them set again */
+  const char *late = nm("kvlate");
+  for (int i = 19; i >= 0; i--) {
+    char k[8], v[8];
+    snprintf(k, sizeof k, "k%02d", i);
+    snprintf(v, sizeof v, "v%d", i);
+    set1(late, k, v);
+  }
+  set1(late, "k01", "again");
+  set1(late, "k15", "again");
+  memset(&s, 0, sizeof s);
+  assert_int_equal(b2s_store_kv_list(g_s, late, "k00", 3, seen_cb, &s), 3);
+  assert_string_equal(s.keys[0], "k01");
+  assert_string_equal(s.vals[0], "again");
+  assert_string_equal(s.keys[1], "k02");
+  assert_string_equal(s.vals[1], "v2");
+  assert_string_equal(s.keys[2], "k03");
+  memset(&s, 0, sizeof s);
+  assert_int_equal(b2s_store_kv_list(g_s, late, "k14", 1, seen_cb, &s), 1);
+  assert_string_equal(s.keys[0], "k15");
+  assert_string_equal(s.vals[0], "again");
 }
 
 static void test_kv_torn_tail(void **state) {

@@ -13,7 +13,9 @@
  *   NAME.index         key log: "committed" -> decimal H (chunks 0..H-1 are
  *                      committed), "r.%016llx" -> record of chunk i (set in
  *                      the same batch that moves "committed" past i),
- *                      "series" -> the series map, "closed" -> "1" once the
+ *                      "s.<ns>.<tag>" -> one series update (the series
+ *                      map is their fold in key order, so concurrent
+ *                      merges never lose one), "closed" -> "1" once the
  *                      frame is finished
  * Chunk i is the frame number i: a chunk's place is fixed by its frame
  * number, never by arrival.  A frame missing for good becomes a gap chunk
@@ -118,8 +120,9 @@ int b2s_dframe_chunk_get(b2s_dframe *df, int64_t i, uint8_t **chunk,
                          size_t *cbytes);
 /* Committed record i, decoded (from the index). */
 int b2s_dframe_record_get(b2s_dframe *df, int64_t i, b2s_record *rec);
-/* Series map (0x80 when none), malloc'ed; set merges like
- * b2s_series_merge and is visible at once. */
+/* Series map (0x80 when none), malloc'ed; merge applies like
+ * b2s_series_merge, is visible at once, and is safe against other
+ * writers merging at the same time (an update is at most 64 KiB). */
 int b2s_dframe_series_get(b2s_dframe *df, uint8_t **map, size_t *len);
 int b2s_dframe_series_merge(b2s_dframe *df, const void *upd, size_t len);
 

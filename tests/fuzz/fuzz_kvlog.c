@@ -47,6 +47,21 @@ static void cleanup(void) {
   rmdir(dir);
 }
 
+/* The first keys of a listing, with their values, as one string. */
+typedef struct firsts {
+  char text[4 * (64 + 16)];
+  size_t len;
+} firsts;
+
+static int firsts_cb(void *arg, const char *key, const void *val,
+                     size_t len) {
+  firsts *f = arg;
+  int n = snprintf(f->text + f->len, sizeof f->text - f->len, "%s=%zu:%02x;",
+                   key, len, len ? *(const uint8_t *)val : 0);
+  f->len += (size_t)n < sizeof f->text - f->len ? (size_t)n : 0;
+  return f->len > sizeof f->text / 2;   /* three keys fit: stop after */
+}
+
 static void setup_once(void) {
   if (store)
     return;
@@ -90,6 +105,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   write_log(in, size);
   int rc = b2s_store_kv_list(store, "f", NULL, SIZE_MAX, count_key, &keys);
   if (rc < 0 || (size_t)rc != keys || keys > entries)
+    abort();
+
+  /* a short listing (kept sorted while reading) agrees with the head of
+   * the whole one (sorted at the end) */
+  firsts shortl = {0}, longl = {0};
+  int rs = b2s_store_kv_list(store, "f", NULL, 3, firsts_cb, &shortl);
+  int rl = b2s_store_kv_list(store, "f", NULL, SIZE_MAX, firsts_cb, &longl);
+  if (rs < 0 || rl < 0 || strncmp(shortl.text, longl.text, shortl.len) != 0)
     abort();
 
   const b2s_kv kv = {"zz.fuzz", "v", 1};
