@@ -20,6 +20,7 @@ import b2stream
 from b2stream import _dmsg, dframe, errors
 
 MAKE_DFRAME = os.environ.get("B2S_MAKE_DFRAME", "")
+COMMITTER = os.environ.get("B2S_COMMITTER", "")
 CEPH_CONF = os.environ.get("B2S_CEPH_CONF", "")
 CEPH_POOL = os.environ.get("B2S_CEPH_POOL", "b2stream")
 ITEMS, TS0 = 2048, 1700000000000000000
@@ -221,6 +222,36 @@ def test_follow_committer_messages(store, tmp_path, monkeypatch):
                 assert data == expected(i).tobytes()
     finally:
         pub.close(linger=0)
+
+
+def test_follow_real_committer(tmp_path):
+    """follow() on the PUB of a real b2stream-committer, which commits what
+    rank 0 (played by py_make_dframe) announces and closes the frame at END."""
+    if not MAKE_DFRAME or not COMMITTER or not os.access(COMMITTER, os.X_OK):
+        pytest.skip("B2S_MAKE_DFRAME and B2S_COMMITTER must name the built programs")
+    store = Store("local", tmp_path)
+    name = unique("live")
+    store.make(name, 0, 0)
+    pull, pub = f"ipc://{tmp_path}/pull", f"ipc://{tmp_path}/pub"
+    with open(tmp_path / "committer.log", "wb") as log:
+        committer = subprocess.Popen(
+            [COMMITTER, "--store", store.url, "--pull", pull, "--pub", pub,
+             "--frame", name, "--sync", "none", "--gap-timeout-ms", "60000"],
+            stdout=log, stderr=log)
+    try:
+        store.make(name, 2, 0, f"written={pull}")
+        with b2stream.open(store.frame_url(name)) as f:
+            c = Collector(f, committer_pub=pub, start=0)
+            c.start()
+            assert c.wait_for(2, 20), c.error
+            store.make(name, 4, 0, f"written={pull}", "end")
+            assert c.ended.wait(20), "follow did not end when the committer closed the frame"
+            assert c.error is None and f.closed and len(f) == 4
+            assert [i for i, _ in c.got] == [0, 1, 2, 3]
+            assert all(data == expected(i).tobytes() for i, data in c.got)
+    finally:
+        committer.terminate()
+        committer.wait(20)
 
 
 def test_follow_polls_without_endpoint(store):
