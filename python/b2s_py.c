@@ -1,23 +1,27 @@
 /* A small flat C API for the Python package (python/b2stream/_native.py
  * loads it with ctypes): local frame reading over core/include/frame.h (with
- * the series metadata and records of core/include/b2s_meta.h) and the
- * producer side of the shared-memory slot protocol over proto/shm.h,
- * whose compare-and-swap transitions Python cannot do itself.
+ * the series metadata and records of core/include/b2s_meta.h), reading
+ * distributed frames over dist/include/b2s_dframe.h, and the producer side
+ * of the shared-memory slot protocol over proto/shm.h, whose
+ * compare-and-swap transitions Python cannot do itself.
  *
  * Only plain integers, pointers and NUL-terminated strings cross this
  * boundary, so the ctypes declarations stay trivial and no C structure
  * layout has to be mirrored in Python.
  *
- * Ownership: b2spy_frame_open, b2spy_records_open and b2spy_shm_attach
- * return heap handles released by b2spy_frame_close, b2spy_records_close
- * and b2spy_shm_detach (all accept NULL).
+ * Ownership: b2spy_frame_open, b2spy_records_open, b2spy_dframe_open and
+ * b2spy_shm_attach return heap handles released by b2spy_frame_close,
+ * b2spy_records_close, b2spy_dframe_close and b2spy_shm_detach (all accept
+ * NULL).
  * Buffers passed in belong to the caller.  Threads: a handle is used by one
  * thread at a time (ctypes releases the GIL around every call). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "b2s_dframe.h"
 #include "b2s_errors.h"
 #include "b2s_meta.h"
 #include "curve_key.h"
@@ -127,6 +131,21 @@ B2SPY_API int64_t b2spy_frame_series(void *f, void *dst, size_t cap) {
   return (int64_t)len;
 }
 
+/* Record rec, flat, as b2spy_records_get gives it. */
+static void record_flat(const b2s_record *rec, uint64_t *frame, int64_t *ts,
+                        uint64_t *xxh64, int *present, uint32_t *flags,
+                        int *user_kind, const uint8_t **user,
+                        uint32_t *user_len) {
+  *frame = rec->frame;
+  *ts = rec->ts;
+  *xxh64 = rec->xxh64;
+  *present = (rec->has_frame ? 1 : 0) | (rec->has_ts ? 2 : 0);
+  *flags = rec->flags;
+  *user_kind = rec->user_kind;
+  *user = rec->user;
+  *user_len = rec->user_len;
+}
+
 /* ---- records (the companion frame of a data frame) ---------------------- */
 
 /* Open the records frame of the data frame at data_path: NULL with *code
@@ -159,15 +178,173 @@ B2SPY_API int b2spy_records_get(void *r, int64_t i, uint64_t *frame,
   int rc = b2s_records_get(r, i, &rec);
   if (rc < 0)
     return rc;
-  *frame = rec.frame;
-  *ts = rec.ts;
-  *xxh64 = rec.xxh64;
-  *present = (rec.has_frame ? 1 : 0) | (rec.has_ts ? 2 : 0);
-  *flags = rec.flags;
-  *user_kind = rec.user_kind;
-  *user = rec.user;
-  *user_len = rec.user_len;
+  record_flat(&rec, frame, ts, xxh64, present, flags, user_kind, user,
+              user_len);
   return 0;
+}
+
+/* ---- distributed frames (readers) ------------------------------------------- */
+
+/* A reader's handle: the store, the frame on it, a codec context and the
+ * last chunk read as stored (so its size and bytes need one read). */
+typedef struct b2spy_dframe {
+  b2s_store *store;
+  b2s_dframe *df;
+  b2s_ctx *ctx;
+  uint8_t *chunk;
+  size_t chunk_len;
+  int64_t chunk_i;                 /* -1: none held */
+} b2spy_dframe;
+
+B2SPY_API int b2spy_store_have_rados(void) { return b2s_store_have_rados(); }
+
+B2SPY_API const char *b2spy_store_last_error(void) {
+  return b2s_store_last_error();
+}
+
+B2SPY_API void b2spy_dframe_close(void *h) {
+  b2spy_dframe *d = h;
+  if (d == NULL)
+    return;
+  b2s_dframe_free(d->df);          /* borrows the store: freed first */
+  b2s_store_free(d->store);
+  b2s_ctx_free(d->ctx);
+  free(d->chunk);
+  free(d);
+}
+
+/* Open frame `name` in the store at store_url (b2s_store_open's URL;
+ * ceph_conf may be NULL).  NULL on failure, with the code in *code and the
+ * store's words in msg. */
+B2SPY_API void *b2spy_dframe_open(const char *store_url, const char *name,
+                                  const char *ceph_conf, int *code, char *msg,
+                                  size_t cap) {
+  b2spy_dframe *d = calloc(1, sizeof *d);
+  int rc = d && (d->ctx = b2s_ctx_new()) ? 0 : B2S_E_NOMEM;
+  b2s_store_opts so = {.ceph_conf = ceph_conf};
+  if (rc == 0)
+    rc = b2s_store_open(store_url, &so, &d->store);
+  if (rc == 0)
+    rc = b2s_dframe_open(d->store, name, &d->df);
+  *code = rc < 0 ? rc : 0;
+  if (rc < 0) {
+    const char *words = b2s_store_last_error();
+    if (msg && cap)
+      snprintf(msg, cap, "%s%s%s", b2s_strerror(rc), words[0] ? ": " : "",
+               words);
+    b2spy_dframe_close(d);
+    return NULL;
+  }
+  d->chunk_i = -1;
+  return d;
+}
+
+/* Re-read the committed count and the closed flag. */
+B2SPY_API int b2spy_dframe_refresh(void *h, int64_t *committed, int *closed) {
+  bool c = false;
+  int rc = b2s_dframe_refresh(((b2spy_dframe *)h)->df, committed, &c);
+  *closed = c;
+  return rc;
+}
+
+/* The frame's parameters into out[9]: typesize, chunk_nbytes, ranks,
+ * frames_per_block, codec, clevel, blocksize, splitmode, has_b2nd. */
+B2SPY_API void b2spy_dframe_params(void *h, int32_t *out) {
+  const b2s_dframe_params *p = b2s_dframe_params_get(((b2spy_dframe *)h)->df);
+  const b2s_cparams *cp = &p->cparams;
+  int32_t v[9] = {cp->typesize, p->chunk_nbytes, p->ranks,
+                  p->frames_per_block, cp->codec, cp->clevel, cp->blocksize,
+                  cp->splitmode, p->has_b2nd};
+  memcpy(out, v, sizeof v);
+}
+
+/* The b2nd metadata of the frame's exports, as b2spy_frame_b2nd. */
+B2SPY_API int b2spy_dframe_b2nd(void *h, int64_t *shape, int32_t *chunkshape,
+                                int32_t *blockshape, char *dtype, size_t cap) {
+  const b2s_dframe_params *p = b2s_dframe_params_get(((b2spy_dframe *)h)->df);
+  if (!p->has_b2nd)
+    return 0;
+  const b2s_b2nd *nd = &p->b2nd;
+  for (int d = 0; d < nd->ndim && d < B2S_B2ND_MAX_DIM; d++) {
+    shape[d] = nd->shape[d];
+    chunkshape[d] = nd->chunkshape[d];
+    blockshape[d] = nd->blockshape[d];
+  }
+  size_t n = nd->has_dtype && nd->dtype_len < cap ? nd->dtype_len : 0;
+  if (n)
+    memcpy(dtype, nd->dtype, n);
+  dtype[n] = '\0';
+  return nd->ndim;
+}
+
+/* Committed chunk i as stored, held in the handle. */
+static int dframe_hold(b2spy_dframe *d, int64_t i) {
+  if (d->chunk_i == i)
+    return 0;
+  free(d->chunk);
+  d->chunk = NULL;
+  d->chunk_i = -1;
+  int rc = b2s_dframe_chunk_get(d->df, i, &d->chunk, &d->chunk_len);
+  if (rc == -ENOENT)
+    rc = B2S_E_NCHUNK;             /* beyond the committed count */
+  if (rc >= 0)
+    d->chunk_i = i;
+  return rc;
+}
+
+/* Chunk i as stored: its length, copied into dst when it fits (else call
+ * again with room), or a negative code. */
+B2SPY_API int64_t b2spy_dframe_chunk_raw(void *h, int64_t i, void *dst,
+                                         size_t cap) {
+  b2spy_dframe *d = h;
+  int rc = dframe_hold(d, i);
+  if (rc < 0)
+    return rc;
+  if (d->chunk_len <= cap && d->chunk_len)
+    memcpy(dst, d->chunk, d->chunk_len);
+  return (int64_t)d->chunk_len;
+}
+
+/* Decompress chunk i into dst (cap bytes): its nbytes or a negative code. */
+B2SPY_API int b2spy_dframe_chunk_decompress(void *h, int64_t i, void *dst,
+                                            size_t cap) {
+  b2spy_dframe *d = h;
+  int rc = dframe_hold(d, i);
+  if (rc < 0)
+    return rc;
+  /* uninitialised chunks write nothing: give them defined bytes */
+  memset(dst, 0, cap);
+  return b2s_decompress(d->ctx, d->chunk, d->chunk_len, dst, cap);
+}
+
+/* Committed record i, flat as b2spy_records_get (user valid until the next
+ * call on h). */
+B2SPY_API int b2spy_dframe_record(void *h, int64_t i, uint64_t *frame,
+                                  int64_t *ts, uint64_t *xxh64, int *present,
+                                  uint32_t *flags, int *user_kind,
+                                  const uint8_t **user, uint32_t *user_len) {
+  b2s_record rec;
+  int rc = b2s_dframe_record_get(((b2spy_dframe *)h)->df, i, &rec);
+  if (rc == -ENOENT)
+    rc = B2S_E_NCHUNK;
+  if (rc < 0)
+    return rc;
+  record_flat(&rec, frame, ts, xxh64, present, flags, user_kind, user,
+              user_len);
+  return 0;
+}
+
+/* The series map, as b2spy_frame_series. */
+B2SPY_API int64_t b2spy_dframe_series(void *h, void *dst, size_t cap) {
+  uint8_t *map = NULL;
+  size_t len = 0;
+  int rc = b2s_dframe_series_get(((b2spy_dframe *)h)->df, &map, &len);
+  if (rc < 0)
+    return rc;
+  if (len <= cap)
+    memcpy(dst, map, len);
+  free(map);
+  return (int64_t)len;
 }
 
 /* ---- shared memory, producer side ------------------------------------------ */

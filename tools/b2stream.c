@@ -16,7 +16,11 @@ static const cli_cmd *const commands[] = {
 static int usage(void) {
   printf("usage: b2stream COMMAND [ARGS]   (b2stream COMMAND --help)\n\n"
          "PATH is a contiguous frame file, a sparse frame directory or a\n"
-         "single Blosc2 chunk file.\n\n");
+         "single Blosc2 chunk file.  info, ls, cat, verify, tail and convert\n"
+         "also read a distributed frame in an object store, up to its\n"
+         "committed count: rados://POOL/NAME (a Ceph RADOS pool; --ceph-conf\n"
+         "FILE, else $CEPH_CONF) or dir:///ABS/DIR/NAME (a local store\n"
+         "directory), NAME being the frame's name.\n\n");
   for (size_t k = 0; k < NCOMMANDS; k++)
     printf("  %-8s %s\n", commands[k]->name, commands[k]->summary);
   return cli_flush_stdout() ? CLI_EXIT_OK : CLI_EXIT_FAIL;

@@ -17,6 +17,8 @@
 #include <stdio.h>
 
 #include "b2s_chunk.h"
+#include "b2s_dframe.h"
+#include "b2s_dmsg.h"
 #include "b2s_names.h"
 #include "frame.h"
 #include "b2s_meta.h"
@@ -180,9 +182,41 @@ typedef enum cli_kind {
   CLI_KIND_CHUNK,
   CLI_KIND_CFRAME,
   CLI_KIND_SFRAME,
+  CLI_KIND_DFRAME,                 /* distributed frame in an object store */
 } cli_kind;
 
-const char *cli_kind_name(cli_kind k);      /* chunk / cframe / sframe */
+/* chunk / cframe / sframe / dframe */
+const char *cli_kind_name(cli_kind k);
+
+/* A distributed frame's PATH (cli_dist.c): "rados://POOL/NAME" or
+ * "dir:///ABS/DIR/NAME", the store's URL and, as its last element, the
+ * frame's name. */
+typedef struct cli_dist_url {
+  char store[4096];                /* as b2s_store_open takes it */
+  char name[B2S_DMSG_NAME_MAX + 1];
+} cli_dist_url;
+
+/* Help lines of the read-only commands on a distributed PATH. */
+#define CLI_DIST_HELP                                                          \
+  "  --ceph-conf FILE\n"                                                      \
+  "               the Ceph configuration of a rados:// PATH (default\n"      \
+  "               $CEPH_CONF, else librados's own search)\n"                  \
+  "\n"                                                                         \
+  "PATH may also be a distributed frame in an object store, read up to its\n" \
+  "committed count: rados://POOL/NAME (a Ceph RADOS pool) or\n"               \
+  "dir:///ABS/DIR/NAME (a local store directory), NAME being the frame.\n"
+
+/* 1 with *u filled when path names a distributed frame, 0 when it is a
+ * local path, or B2S_E_ARG (reported) for a malformed rados:// or dir://
+ * URL. */
+int cli_dist_parse(const char *path, cli_dist_url *u);
+
+/* Open the store and the frame of the distributed frame path (NULL
+ * ceph_conf: $CEPH_CONF, then librados's default).  A missing local store
+ * directory is an error (a reader does not make it).  Prints the error;
+ * on failure nothing is left open. */
+int cli_dist_open(const char *path, const char *ceph_conf, b2s_store **s,
+                  b2s_dframe **df);
 
 typedef struct cli_src {
   const char *path;
@@ -194,6 +228,13 @@ typedef struct cli_src {
   b2s_ctx *ctx;
   uint8_t *buf;                    /* chunk bytes as read / decoded */
   size_t cap;
+  b2s_store *store;                /* distributed frame: its store, */
+  b2s_dframe *dframe;              /* the frame, */
+  int64_t committed;               /* its committed count and */
+  bool closed;                     /* closed flag as of the last refresh, */
+  uint8_t *dchunk;                 /* the chunk last read (malloc'ed), */
+  size_t dchunk_len;
+  int64_t dchunk_i;                /* its number (-1: none) */
 } cli_src;
 
 /* Open PATH: a directory is a sparse frame, a file starting with the frame
@@ -206,6 +247,16 @@ int cli_src_open(const char *path, cli_src *src);
  * an error.  Error messages give byte offsets in PATH.  offset < 0: as
  * cli_src_open. */
 int cli_src_open_at(const char *path, int64_t offset, cli_src *src);
+/* Open the distributed frame PATH (cli_dist_parse) with the Ceph
+ * configuration file ceph_conf (NULL: $CEPH_CONF, then librados's
+ * default) and read its committed count. */
+int cli_src_open_dist(const char *path, const char *ceph_conf, cli_src *src);
+/* Re-read a distributed frame's committed count and closed flag. */
+int cli_src_refresh(cli_src *src);
+/* Committed chunk i of a distributed frame into src->dchunk (read once
+ * when asked for the same chunk again), its header checked into *info
+ * (cli_src_chunk and cli_src_decode use it). */
+int cli_dist_chunk_read(cli_src *src, int64_t i, b2s_chunk_info *info);
 void cli_src_close(cli_src *src);
 
 /* The command line of a read-only command: PATH, [--offset N] (the frame
@@ -215,8 +266,11 @@ enum {
   CLI_LINE_JSON = 1,               /* --json */
   CLI_LINE_CHUNK = 2,              /* --chunk N */
 };
+/* --ceph-conf FILE is taken by every read-only command; it only goes with
+ * a rados:// PATH (--offset never goes with a distributed frame). */
 typedef struct cli_src_line {
   bool json;
+  const char *ceph_conf;           /* NULL when not given */
   int64_t chunk;                   /* -1 when not given */
   int64_t offset;                  /* -1 when not given */
   const char *path;                /* PATH, once parsed */
@@ -268,12 +322,38 @@ int cli_src_space(cli_src *src, int64_t *file_size, int64_t *stored,
  * as a string).  Returns 0, or a negative error for malformed input. */
 int cli_mp_json(FILE *out, b2s_mpreader *r, int depth);
 
-/* The records of a frame source: *out NULL (returns 0) when it has none
- * (a chunk file, a frame inside a larger file, or no companion frame).
- * Prints the error and returns it when the companion does not open. */
-int cli_records_open(const cli_src *src, b2s_records **out);
+/* The records of a source: the records frame beside a local frame, or the
+ * index of a distributed frame (one record per committed chunk). */
+typedef struct cli_recs {
+  b2s_records *frame;              /* owned */
+  b2s_dframe *dframe;              /* borrowed from the cli_src */
+  int64_t count;
+} cli_recs;
+
+/* Open src's records: r->count < 0 (returns 0) when it has none (a chunk
+ * file, a frame inside a larger file, or no companion frame).  Prints the
+ * error and returns it when the companion does not open. */
+int cli_recs_open(const cli_src *src, cli_recs *r);
+static inline bool cli_recs_have(const cli_recs *r) { return r->count >= 0; }
+/* Record i (user bytes valid until the next call); prints the error. */
+int cli_recs_get(const cli_src *src, cli_recs *r, int64_t i, b2s_record *rec);
+void cli_recs_close(cli_recs *r);
 
 /* Print the error of record i of src's records. */
 void cli_record_err(const cli_src *src, int64_t i, int code);
+
+/* A series map (msgpack; cli_info): as the JSON object under key, or as
+ * "series:       N keys" and one line per key (its value as JSON). */
+void cli_series_json(cli_json *j, const char *key, const uint8_t *map,
+                     size_t len);
+void cli_series_text(const uint8_t *map, size_t len);
+
+/* The b2nd metalayer as the JSON value of "b2nd" (null for NULL), or as
+ * the line "b2nd:         shape A x B, chunks ..., blocks ...[, dtype D]". */
+void cli_b2nd_json(cli_json *j, const b2s_b2nd *nd);
+void cli_b2nd_text(const b2s_b2nd *nd);
+
+/* info of a distributed frame (cmd_info_dist.c). */
+int cli_info_dist(cli_src *src, bool json);
 
 #endif

@@ -1,5 +1,7 @@
-/* Connecting to b2streamd and reporting its errors (see cli_client.h). */
+/* Connecting to b2streamd, reporting its errors and printing the records
+ * it delivers (see cli_client.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,4 +70,28 @@ int cli_client_connect(const char *endpoint, unsigned roles,
   else if (rc < 0)
     cli_err("%s: %s", endpoint, b2sc_strerror(rc));
   return rc;
+}
+
+void cli_print_record(const b2sc_record *r) {
+  if (r->present & B2SC_REC_FRAME)
+    printf(" frame=%" PRIu64, r->frame);
+  else
+    fputs(" frame=-", stdout);
+  if (r->present & B2SC_REC_TS)
+    printf(" ts=%" PRId64, r->ts_ns);
+  else
+    fputs(" ts=-", stdout);
+  if (r->present & B2SC_REC_XXH64)
+    printf(" xxh64=%016" PRIx64, r->xxh64);
+  else
+    fputs(" xxh64=-", stdout);
+  static const char *const names[] = {"gap", "dropped", "rejected"};
+  const char *sep = " flags=";
+  for (unsigned b = 0; b < 3; b++)
+    if (r->flags & (1u << b)) {
+      printf("%s%s", sep, names[b]);
+      sep = ",";
+    }
+  if (r->flags == 0)
+    fputs(" flags=0", stdout);
 }

@@ -39,4 +39,7 @@ int cli_client_connect(const char *endpoint, unsigned roles,
  * daemon's message is added when it sent one with this code. */
 void cli_client_err(const b2sc_session *s, const char *what, int rc);
 
+/* " frame=N ts=NS xxh64=HEX flags=F" of a record to stdout (tail). */
+void cli_print_record(const b2sc_record *r);
+
 #endif

@@ -16,8 +16,8 @@ static const uint8_t frame_magic[10] = {0x9e, 0xa8, 'b', '2', 'f',
                                         'r',  'a',  'm', 'e', 0};
 
 const char *cli_kind_name(cli_kind k) {
-  return k == CLI_KIND_CHUNK ? "chunk" : k == CLI_KIND_CFRAME ? "cframe"
-                                                              : "sframe";
+  static const char *const names[] = {"chunk", "cframe", "sframe", "dframe"};
+  return names[k];
 }
 
 /* Read exactly n bytes of fd at pos. */
@@ -120,11 +120,16 @@ static int take_option(cli_args *a, unsigned accept, cli_src_line *line) {
     return CLI_EXIT_OK;
   }
   bool chunk = (accept & CLI_LINE_CHUNK) && !strcmp(a->opt, "chunk");
-  if (!chunk && strcmp(a->opt, "offset"))
+  bool conf = !strcmp(a->opt, "ceph-conf");
+  if (!chunk && !conf && strcmp(a->opt, "offset"))
     return cli_unknown_option(a);
   const char *v = cli_args_value(a);
   if (v == NULL)
     return CLI_EXIT_USAGE;
+  if (conf) {
+    line->ceph_conf = v;
+    return CLI_EXIT_OK;
+  }
   if (chunk && cli_parse_int(v, 0, INT64_MAX, &line->chunk) < 0)
     return cli_usage(a, "--chunk needs a chunk number, not '%s'", v);
   if (!chunk && cli_parse_size(v, 0, INT64_MAX, &line->offset) < 0)
@@ -152,12 +157,28 @@ int cli_src_open_args(int argc, char **argv, unsigned accept, cli_src *src,
   if (path == NULL)
     return cli_usage(&a, "missing PATH");
   line->path = path;
-  line->open_rc = cli_src_open_at(path, line->offset, src);
+  cli_dist_url u;
+  int dist = cli_dist_parse(path, &u);
+  if (dist == 0 && line->ceph_conf != NULL)
+    return cli_usage(&a, "--ceph-conf goes with a rados:// PATH");
+  if (dist == 1 && line->offset >= 0)
+    return cli_usage(&a, "--offset goes with a file, not with %s", path);
+  if (dist < 0)
+    return CLI_EXIT_USAGE;         /* a malformed URL: reported */
+  if (dist == 1)
+    line->open_rc = cli_src_open_dist(path, line->ceph_conf, src);
+  else
+    line->open_rc = cli_src_open_at(path, line->offset, src);
   return line->open_rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 int cli_src_open(const char *path, cli_src *src) {
-  return cli_src_open_at(path, -1, src);
+  cli_dist_url u;
+  int dist = cli_dist_parse(path, &u);
+  if (dist < 0)
+    return dist;
+  return dist ? cli_src_open_dist(path, NULL, src)
+              : cli_src_open_at(path, -1, src);
 }
 
 /* offset < 0: no --offset (the kind of PATH decides, frames start at 0). */
@@ -193,7 +214,27 @@ int cli_src_open_at(const char *path, int64_t offset, cli_src *src) {
   return rc;
 }
 
+int cli_src_open_dist(const char *path, const char *ceph_conf, cli_src *src) {
+  memset(src, 0, sizeof *src);
+  src->path = path;
+  src->kind = CLI_KIND_DFRAME;
+  src->dchunk_i = -1;
+  if ((src->ctx = b2s_ctx_new()) == NULL) {
+    cli_err("%s: out of memory", path);
+    return B2S_E_NOMEM;
+  }
+  int rc = cli_dist_open(path, ceph_conf, &src->store, &src->dframe);
+  if (rc >= 0)
+    rc = cli_src_refresh(src);
+  if (rc < 0)
+    cli_src_close(src);
+  return rc;
+}
+
 void cli_src_close(cli_src *src) {
+  b2s_dframe_free(src->dframe);     /* borrows the store: freed first */
+  b2s_store_free(src->store);
+  free(src->dchunk);
   b2s_frame_free(src->frame);
   free(src->chunk);
   free(src->buf);
@@ -204,6 +245,8 @@ void cli_src_close(cli_src *src) {
 }
 
 int64_t cli_src_nchunks(const cli_src *src) {
+  if (src->dframe)
+    return src->committed;
   return src->frame ? b2s_frame_nchunks(src->frame) : src->chunk ? 1 : 0;
 }
 
@@ -244,9 +287,26 @@ static int chunk_file_desc(cli_src *src, int64_t i, cli_chunk *d) {
   return 0;
 }
 
+/* A distributed frame's chunk i: always stored, in an object of its own
+ * (entry: the object's number, which is i). */
+static int dist_chunk_desc(cli_src *src, int64_t i, cli_chunk *d) {
+  int rc = cli_dist_chunk_read(src, i, &d->info);
+  if (rc < 0)
+    return rc;
+  d->nbytes = d->info.nbytes;
+  d->cbytes = d->info.cbytes;
+  d->stored = true;
+  d->entry = i;
+  d->special = d->info.special;
+  d->bytes = src->dchunk;
+  return 0;
+}
+
 int cli_src_chunk(cli_src *src, int64_t i, cli_chunk *d) {
   memset(d, 0, sizeof *d);
   d->index = i;
+  if (src->dframe)
+    return dist_chunk_desc(src, i, d);
   if (src->frame == NULL)
     return chunk_file_desc(src, i, d);
   b2s_frame *f = src->frame;
@@ -273,11 +333,18 @@ int cli_src_chunk(cli_src *src, int64_t i, cli_chunk *d) {
 int cli_src_decode(cli_src *src, int64_t i, const uint8_t **out) {
   int32_t nbytes;
   int rc;
+  const uint8_t *whole = src->chunk;    /* chunk file or distributed chunk */
+  size_t whole_len = src->chunk_len;
   if (src->frame == NULL) {
     cli_chunk d;
-    if ((rc = chunk_file_desc(src, i, &d)) < 0)
+    rc = src->dframe ? dist_chunk_desc(src, i, &d) : chunk_file_desc(src, i, &d);
+    if (rc < 0)
       return rc;
     nbytes = d.nbytes;
+    if (src->dframe) {
+      whole = d.bytes;
+      whole_len = (size_t)d.cbytes;
+    }
   } else if ((rc = b2s_frame_chunk_sizes(src->frame, i, NULL, &nbytes)) < 0) {
     cli_src_frame_err(src, rc);
     return rc;
@@ -287,11 +354,10 @@ int cli_src_decode(cli_src *src, int64_t i, const uint8_t **out) {
   /* uninitialised chunks write nothing: give them defined bytes */
   memset(src->buf, 0, (size_t)nbytes);
   if (src->frame == NULL) {
-    rc = b2s_decompress(src->ctx, src->chunk, src->chunk_len, src->buf,
-                        (size_t)nbytes);
+    rc = b2s_decompress(src->ctx, whole, whole_len, src->buf, (size_t)nbytes);
     if (rc < 0)
-      cli_err("%s: chunk does not decompress: %s (chunk 0)", src->path,
-              b2s_strerror(rc));
+      cli_err("%s: chunk does not decompress: %s (chunk %lld)", src->path,
+              b2s_strerror(rc), (long long)i);
   } else {
     rc = b2s_frame_chunk_decompress(src->frame, i, src->ctx, src->buf,
                                     (size_t)nbytes);

@@ -8,7 +8,7 @@
 #include "cli.h"
 
 static const char cat_help[] =
-    "usage: b2stream cat PATH [--chunk N] [--offset N]\n"
+    "usage: b2stream cat PATH [--chunk N] [--offset N | --ceph-conf FILE]\n"
     "\n"
     "Write the decompressed bytes of every chunk of PATH (a frame file, a\n"
     "sparse frame directory or a chunk file), in order, to stdout.\n"
@@ -17,7 +17,8 @@ static const char cat_help[] =
     "  --chunk N    only chunk N (0-based)\n"
     "  --offset N   the contiguous frame starts at byte N of the file PATH\n"
     "               (a frame inside a larger file; units as pack's\n"
-    "               --chunk-bytes)\n";
+    "               --chunk-bytes)\n"
+    CLI_DIST_HELP;
 
 static const char unpack_help[] =
     "usage: b2stream unpack FRAME OUTPUT [--force]\n"

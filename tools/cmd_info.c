@@ -7,7 +7,7 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: b2stream info PATH [--json] [--offset N]\n"
+    "usage: b2stream info PATH [--json] [--offset N | --ceph-conf FILE]\n"
     "\n"
     "Describe a contiguous frame (file), a sparse frame (directory) or a\n"
     "single chunk file: chunk count, typesize, compression defaults, sizes\n"
@@ -17,7 +17,10 @@ static const char help[] =
     "  --json       print one JSON object (keys documented in tools/README.md)\n"
     "  --offset N   the contiguous frame starts at byte N of the file PATH\n"
     "               (a frame inside a larger file; units as pack's\n"
-    "               --chunk-bytes)\n";
+    "               --chunk-bytes)\n"
+    CLI_DIST_HELP
+    "A distributed frame shows its parameters, the committed count, whether\n"
+    "it is closed, how many committed chunks are gaps and the series map.\n";
 
 typedef struct frame_facts {
   const b2s_frame_header *h;
@@ -41,41 +44,6 @@ static int64_t vlmeta_size(const b2s_frame_meta *m) {
   if (b2s_chunk_info_get(m->content, (size_t)m->len, &info) < 0)
     return -1;
   return info.nbytes;
-}
-
-/* The series map's entries: each key, then its value via `value`. */
-static void series_each(const frame_facts *ff, void *arg,
-                        void (*entry)(void *arg, const b2s_mpval *key,
-                                      b2s_mpreader *r)) {
-  b2s_mpreader r;
-  b2s_mpval v, key;
-  b2s_mpreader_init(&r, ff->series, ff->series_len);
-  if (b2s_mp_read_any(&r, &v) < 0)
-    return;                        /* checked when read */
-  for (uint32_t k = 0; k < v.n && b2s_mp_read_any(&r, &key) == 0; k++)
-    entry(arg, &key, &r);
-}
-
-static uint32_t series_count(const frame_facts *ff) {
-  b2s_mpreader r;
-  b2s_mpval v;
-  b2s_mpreader_init(&r, ff->series, ff->series_len);
-  return b2s_mp_read_any(&r, &v) == 0 ? v.n : 0;
-}
-
-static void series_entry_json(void *arg, const b2s_mpval *key,
-                              b2s_mpreader *r) {
-  cli_json *j = arg;
-  cj_raw_keyn(j, (const char *)key->p, key->n);
-  cli_mp_json(j->out, r, B2S_MP_MAX_DEPTH);
-}
-
-static void series_entry_text(void *arg, const b2s_mpval *key,
-                              b2s_mpreader *r) {
-  (void)arg;
-  printf("  %-31.*s ", (int)key->n, (const char *)key->p);
-  cli_mp_json(stdout, r, B2S_MP_MAX_DEPTH);
-  printf("\n");
 }
 
 /* ---- chunk file ---------------------------------------------------------- */
@@ -142,34 +110,6 @@ static void chunk_text(const cli_src *src, const b2s_chunk_info *ci) {
 }
 
 /* ---- frames --------------------------------------------------------------- */
-
-static void ints_json(cli_json *j, const char *key, const int64_t *v64,
-                      const int32_t *v32, int n) {
-  cj_arr_open(j, key, true);
-  for (int k = 0; k < n; k++)
-    cj_int(j, NULL, v64 ? v64[k] : v32[k]);
-  cj_arr_close(j);
-}
-
-static void b2nd_json(cli_json *j, const frame_facts *ff) {
-  if (!ff->has_b2nd) {
-    cj_null(j, "b2nd");
-    return;
-  }
-  const b2s_b2nd *nd = &ff->nd;
-  cj_obj_open(j, "b2nd");
-  cj_int(j, "version", nd->version);
-  cj_int(j, "ndim", nd->ndim);
-  ints_json(j, "shape", nd->shape, NULL, nd->ndim);
-  ints_json(j, "chunkshape", NULL, nd->chunkshape, nd->ndim);
-  ints_json(j, "blockshape", NULL, nd->blockshape, nd->ndim);
-  if (nd->has_dtype)
-    cj_strn(j, "dtype", nd->dtype, nd->dtype_len);
-  else
-    cj_null(j, "dtype");
-  cj_int(j, "dtype_format", nd->dtype_format);
-  cj_obj_close(j);
-}
 
 static void metas_json(cli_json *j, const b2s_frame *f) {
   const b2s_frame_metas *m = b2s_frame_metalayers(f);
@@ -241,25 +181,11 @@ static void frame_json(const cli_src *src, const frame_facts *ff) {
   cj_int(&j, "trailer_offset", ff->trailer_offset);
   cj_int(&j, "trailer_len", ff->trailer_len);
   metas_json(&j, src->frame);
-  b2nd_json(&j, ff);
+  cli_b2nd_json(&j, ff->has_b2nd ? &ff->nd : NULL);
   vlmetas_json(&j, src->frame);
-  cj_obj_open(&j, "series");
-  series_each(ff, &j, series_entry_json);
-  cj_obj_close(&j);
+  cli_series_json(&j, "series", ff->series, ff->series_len);
   cj_obj_close(&j);
   cj_end(&j);
-}
-
-static void print_dims64(const char *label, const int64_t *v, int n) {
-  printf("%s", label);
-  for (int k = 0; k < n; k++)
-    printf("%s%lld", k ? " x " : "", (long long)v[k]);
-}
-
-static void print_dims32(const char *label, const int32_t *v, int n) {
-  printf("%s", label);
-  for (int k = 0; k < n; k++)
-    printf("%s%d", k ? " x " : "", v[k]);
 }
 
 static void frame_text_metas(const b2s_frame *f, const frame_facts *ff) {
@@ -267,15 +193,8 @@ static void frame_text_metas(const b2s_frame *f, const frame_facts *ff) {
   printf("metalayers:   %d\n", m->n);
   for (int32_t k = 0; k < m->n; k++)
     printf("  %-31s %d bytes\n", m->items[k].name, m->items[k].len);
-  if (ff->has_b2nd) {
-    const b2s_b2nd *nd = &ff->nd;
-    print_dims64("b2nd:         shape ", nd->shape, nd->ndim);
-    print_dims32(", chunks ", nd->chunkshape, nd->ndim);
-    print_dims32(", blocks ", nd->blockshape, nd->ndim);
-    if (nd->has_dtype)
-      printf(", dtype %.*s", (int)nd->dtype_len, nd->dtype);
-    printf("\n");
-  }
+  if (ff->has_b2nd)
+    cli_b2nd_text(&ff->nd);
   m = b2s_frame_vlmetalayers(f);
   printf("vlmetalayers: %d\n", m->n);
   for (int32_t k = 0; k < m->n; k++)
@@ -310,8 +229,7 @@ static void frame_text(const cli_src *src, const frame_facts *ff) {
          (long long)h->cbytes, (long long)ff->holes,
          (long long)ff->file_size);
   frame_text_metas(src->frame, ff);
-  printf("series:       %u keys\n", series_count(ff));
-  series_each(ff, NULL, series_entry_text);
+  cli_series_text(ff->series, ff->series_len);
 }
 
 static const uint8_t empty_series[1] = {B2S_MP_FIXMAP};
@@ -359,7 +277,9 @@ static int run(int argc, char **argv) {
     return opened;
   bool json = line.json;
   int status = CLI_EXIT_OK;
-  if (src.kind == CLI_KIND_CHUNK) {
+  if (src.kind == CLI_KIND_DFRAME) {
+    status = cli_info_dist(&src, json);
+  } else if (src.kind == CLI_KIND_CHUNK) {
     b2s_chunk_info ci;
     b2s_chunk_info_get(src.chunk, src.chunk_len, &ci);  /* checked at open */
     (json ? chunk_json : chunk_text)(&src, &ci);

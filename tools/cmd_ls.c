@@ -5,7 +5,7 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: b2stream ls PATH [--json] [--offset N]\n"
+    "usage: b2stream ls PATH [--json] [--offset N | --ceph-conf FILE]\n"
     "\n"
     "List the chunks of a frame (or the one chunk of a chunk file): index,\n"
     "nbytes, cbytes, ratio, special kind (none/zeros/nan/uninit/value) and,\n"
@@ -18,7 +18,10 @@ static const char help[] =
     "  --json       print one JSON object (keys documented in tools/README.md)\n"
     "  --offset N   the contiguous frame starts at byte N of the file PATH\n"
     "               (a frame inside a larger file; units as pack's\n"
-    "               --chunk-bytes)\n";
+    "               --chunk-bytes)\n"
+    CLI_DIST_HELP
+    "For a distributed frame, one line per committed chunk with the record\n"
+    "its index holds.\n";
 
 static void record_json(cli_json *j, const b2s_record *r) {
   char hex[17];
@@ -143,18 +146,17 @@ static void header_text(bool records) {
 }
 
 /* Record i, or an error when the records frame is shorter or damaged. */
-static int record_at(cli_src *src, b2s_records *recs, int64_t i,
-                     b2s_record *r) {
-  int rc = b2s_records_get(recs, i, r);
-  if (rc == B2S_E_NCHUNK)
-    rc = B2S_E_PAIR;
-  if (rc < 0)
-    cli_record_err(src, i, rc);
-  return rc;
+static int record_at(cli_src *src, cli_recs *recs, int64_t i, b2s_record *r) {
+  if (i >= recs->count) {
+    cli_record_err(src, i, B2S_E_PAIR);
+    return B2S_E_PAIR;
+  }
+  return cli_recs_get(src, recs, i, r);
 }
 
-static int list(cli_src *src, b2s_records *recs, bool json) {
+static int list(cli_src *src, cli_recs *recs, bool json) {
   int64_t n = cli_src_nchunks(src);
+  bool has = cli_recs_have(recs);
   cli_json j;
   if (json) {
     cj_init(&j, stdout);
@@ -162,16 +164,16 @@ static int list(cli_src *src, b2s_records *recs, bool json) {
     cj_str(&j, "path", src->path);
     cj_str(&j, "kind", cli_kind_name(src->kind));
     cj_int(&j, "nchunks", n);
-    cj_bool(&j, "records", recs != NULL);
+    cj_bool(&j, "records", has);
     cj_arr_open(&j, "chunks", false);
   } else {
-    header_text(recs != NULL);
+    header_text(has);
   }
   for (int64_t i = 0; i < n; i++) {
     cli_chunk d;
     b2s_record r;
     int rc = cli_src_chunk(src, i, &d);
-    if (rc >= 0 && recs != NULL)
+    if (rc >= 0 && has)
       rc = record_at(src, recs, i, &r);
     if (rc < 0) {             /* partial output: the error line says why */
       if (json)
@@ -179,9 +181,9 @@ static int list(cli_src *src, b2s_records *recs, bool json) {
       return CLI_EXIT_FAIL;
     }
     if (json)
-      chunk_json(&j, &d, recs ? &r : NULL);
+      chunk_json(&j, &d, has ? &r : NULL);
     else
-      chunk_text(&d, recs ? &r : NULL);
+      chunk_text(&d, has ? &r : NULL);
   }
   if (json) {
     cj_arr_close(&j);
@@ -212,11 +214,10 @@ static int run(int argc, char **argv) {
   }
   if (opened != CLI_EXIT_OK)
     return opened;
-  b2s_records *recs;
-  int status = cli_records_open(&src, &recs) < 0
-                   ? CLI_EXIT_FAIL
-                   : list(&src, recs, line.json);
-  b2s_records_free(recs);
+  cli_recs recs;
+  int status = cli_recs_open(&src, &recs) < 0 ? CLI_EXIT_FAIL
+                                              : list(&src, &recs, line.json);
+  cli_recs_close(&recs);
   cli_src_close(&src);
   if (!cli_flush_stdout())
     status = CLI_EXIT_FAIL;

@@ -1,14 +1,14 @@
 /* b2stream tail: follow a b2streamd stream and print each chunk as it is
  * committed (with its record, protocol version 2), or its decompressed
- * bytes. */
-#include <inttypes.h>
+ * bytes.  A distributed frame's PATH goes to cmd_tail_dist.c. */
 #include <string.h>
 #include <unistd.h>
 
-#include "cli_client.h"
+#include "cli_tail.h"
 
 static const char help[] =
     "usage: b2stream tail [OPTIONS] STREAM\n"
+    "       b2stream tail [OPTIONS] rados://POOL/NAME | dir:///ABS/DIR/NAME\n"
     "\n"
     "Follow STREAM and print one line per committed chunk, as it is\n"
     "committed: its index, nbytes and cbytes.  Runs until --count chunks\n"
@@ -25,13 +25,23 @@ static const char help[] =
     "                     ts=NS xxh64=HEX flags=F (- for a field the record\n"
     "                     does not hold; flags as gap,dropped,rejected or\n"
     "                     0); needs a daemon speaking protocol version 2\n"
-    CLI_ENDPOINT_HELP;
+    CLI_ENDPOINT_HELP
+    "\n"
+    "A distributed frame (rados://POOL/NAME, or dir:///ABS/DIR/NAME for a\n"
+    "local store) is followed up to its committed count, the same lines or\n"
+    "bytes for each chunk, until the frame is closed (then tail exits 0\n"
+    "once every committed chunk is out), --count, --idle or SIGINT:\n"
+    "  --committer-pub E  the committer's PUB endpoint: every COMMITTED\n"
+    "                     message moves the count and the new chunks are\n"
+    "                     read at once; after 2 s without a message the\n"
+    "                     count is re-read from the store, which covers a\n"
+    "                     message sent before the subscription took hold\n"
+    "                     (without it: the count is re-read from the store\n"
+    "                     every 200 ms, i.e. polled)\n"
+    "  --ceph-conf FILE   the Ceph configuration of a rados:// frame\n"
+    "                     (default $CEPH_CONF, else librados's own search)\n";
 
-typedef struct tail_opts {
-  const char *endpoint, *stream;
-  int64_t from, count, idle;
-  bool data, records;
-} tail_opts;
+typedef cli_tail_opts tail_opts;
 
 static int option(cli_args *a, tail_opts *o) {
   if (!strcmp(a->opt, "data") || !strcmp(a->opt, "records")) {
@@ -42,12 +52,17 @@ static int option(cli_args *a, tail_opts *o) {
   }
   const char *v;
   if (strcmp(a->opt, "endpoint") && strcmp(a->opt, "from") &&
-      strcmp(a->opt, "count") && strcmp(a->opt, "idle"))
+      strcmp(a->opt, "count") && strcmp(a->opt, "idle") &&
+      strcmp(a->opt, "committer-pub") && strcmp(a->opt, "ceph-conf"))
     return cli_unknown_option(a);
   if ((v = cli_args_value(a)) == NULL)
     return CLI_EXIT_USAGE;
   if (!strcmp(a->opt, "endpoint"))
     o->endpoint = v;
+  else if (!strcmp(a->opt, "committer-pub"))
+    o->committer_pub = v;
+  else if (!strcmp(a->opt, "ceph-conf"))
+    o->ceph_conf = v;
   else if (!strcmp(a->opt, "from") && cli_parse_int(v, 0, INT64_MAX, &o->from) < 0)
     return cli_usage(a, "--from needs a chunk number, not '%s'", v);
   else if (!strcmp(a->opt, "count") && cli_parse_int(v, 1, INT64_MAX, &o->count) < 0)
@@ -75,32 +90,18 @@ static int parse(int argc, char **argv, tail_opts *o) {
     return cli_usage(&a, "missing STREAM");
   if (o->data && o->records)
     return cli_usage(&a, "--records prints lines; --data writes bytes");
+  cli_dist_url u;
+  int dist = cli_dist_parse(o->stream, &u);
+  if (dist < 0)
+    return CLI_EXIT_USAGE;
+  if (dist == 1 && o->endpoint != NULL)
+    return cli_usage(&a, "--endpoint names a daemon; a distributed frame "
+                         "takes --committer-pub");
+  if (dist == 0 && (o->committer_pub != NULL || o->ceph_conf != NULL))
+    return cli_usage(&a, "--committer-pub and --ceph-conf go with a "
+                         "distributed frame, not a stream");
+  o->dist = dist == 1;
   return CLI_EXIT_OK;
-}
-
-/* " frame=N ts=NS xxh64=HEX flags=F" of a record. */
-static void print_record(const b2sc_record *r) {
-  if (r->present & B2SC_REC_FRAME)
-    printf(" frame=%" PRIu64, r->frame);
-  else
-    fputs(" frame=-", stdout);
-  if (r->present & B2SC_REC_TS)
-    printf(" ts=%" PRId64, r->ts_ns);
-  else
-    fputs(" ts=-", stdout);
-  if (r->present & B2SC_REC_XXH64)
-    printf(" xxh64=%016" PRIx64, r->xxh64);
-  else
-    fputs(" xxh64=-", stdout);
-  static const char *const names[] = {"gap", "dropped", "rejected"};
-  const char *sep = " flags=";
-  for (unsigned b = 0; b < 3; b++)
-    if (r->flags & (1u << b)) {
-      printf("%s%s", sep, names[b]);
-      sep = ",";
-    }
-  if (r->flags == 0)
-    fputs(" flags=0", stdout);
 }
 
 /* One chunk out; false after printing the error. */
@@ -115,7 +116,7 @@ static bool emit(const tail_opts *o, const b2sc_chunk_info *ci,
   printf("%llu %u %u", (unsigned long long)ci->index, ci->nbytes,
          ci->cbytes);
   if (o->records)
-    print_record(rec);
+    cli_print_record(rec);
   putchar('\n');
   return cli_flush_stdout();   /* a line as soon as the chunk is there */
 }
@@ -167,6 +168,8 @@ static int tail_run(int argc, char **argv) {
   int status = parse(argc, argv, &o);
   if (status != CLI_EXIT_OK)
     return status;
+  if (o.dist)
+    return cli_tail_dist(&o);
   b2sc_session *s;
   if (cli_client_connect(o.endpoint, B2SC_ROLE_CONSUMER, &s) < 0)
     return CLI_EXIT_FAIL;
@@ -175,5 +178,6 @@ static int tail_run(int argc, char **argv) {
   return status;
 }
 
-const cli_cmd cli_cmd_tail = {"tail", "follow a b2streamd stream", help,
-                              tail_run};
+const cli_cmd cli_cmd_tail = {"tail",
+                              "follow a b2streamd stream or a distributed "
+                              "frame", help, tail_run};

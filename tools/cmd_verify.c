@@ -6,7 +6,7 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: b2stream verify PATH [--offset N]\n"
+    "usage: b2stream verify PATH [--offset N | --ceph-conf FILE]\n"
     "\n"
     "Open PATH (frame file, sparse frame directory or chunk file), decode\n"
     "every chunk, every vlmetalayer and the b2nd metalayer, and check the\n"
@@ -20,7 +20,10 @@ static const char help[] =
     "\n"
     "  --offset N   the contiguous frame starts at byte N of the file PATH\n"
     "               (a frame inside a larger file; units as pack's\n"
-    "               --chunk-bytes)\n";
+    "               --chunk-bytes)\n"
+    CLI_DIST_HELP
+    "For a distributed frame, every committed chunk against the xxh64 of its\n"
+    "record in the index, then that it decodes.\n";
 
 static int check_b2nd(cli_src *src) {
   b2s_b2nd nd;
@@ -63,8 +66,8 @@ static int check_chunks(cli_src *src, int64_t *total) {
 }
 
 /* Every chunk as stored against the checksum of its record. */
-static int check_records(cli_src *src, b2s_records *recs) {
-  int64_t n = cli_src_nchunks(src), nr = b2s_records_count(recs);
+static int check_records(cli_src *src, cli_recs *recs) {
+  int64_t n = cli_src_nchunks(src), nr = recs->count;
   if (nr != n) {
     cli_err("%s: records frame holds %lld records for %lld chunks: %s",
             src->path, (long long)nr, (long long)n, b2s_strerror(B2S_E_PAIR));
@@ -76,10 +79,8 @@ static int check_records(cli_src *src, b2s_records *recs) {
     int rc = cli_src_chunk(src, i, &d);
     if (rc < 0)
       return rc;
-    if ((rc = b2s_records_get(recs, i, &r)) < 0) {
-      cli_record_err(src, i, rc);
+    if ((rc = cli_recs_get(src, recs, i, &r)) < 0)
       return rc;
-    }
     uint64_t h = b2s_chunk_xxh64(d.bytes, (size_t)d.cbytes);
     if (h != r.xxh64) {
       cli_err("%s: chunk %lld: %s (record %016llx, chunk %016llx)", src->path,
@@ -91,9 +92,9 @@ static int check_records(cli_src *src, b2s_records *recs) {
   return 0;
 }
 
-static int verify(cli_src *src, b2s_records *recs) {
+static int verify(cli_src *src, cli_recs *recs) {
   int64_t total;
-  if (recs != NULL && check_records(src, recs) < 0)
+  if (cli_recs_have(recs) && check_records(src, recs) < 0)
     return CLI_EXIT_FAIL;
   if (src->frame && check_b2nd(src) < 0)
     return CLI_EXIT_FAIL;
@@ -112,8 +113,8 @@ static int verify(cli_src *src, b2s_records *recs) {
   }
   printf("ok: %lld chunks, %lld bytes", (long long)cli_src_nchunks(src),
          (long long)total);
-  if (recs != NULL)
-    printf(", %lld checksums", (long long)b2s_records_count(recs));
+  if (cli_recs_have(recs))
+    printf(", %lld checksums", (long long)recs->count);
   printf("\n");
   return CLI_EXIT_OK;
 }
@@ -124,10 +125,10 @@ static int run(int argc, char **argv) {
   int opened = cli_src_open_args(argc, argv, 0, &src, &line);
   if (opened != CLI_EXIT_OK)
     return opened;
-  b2s_records *recs;
-  int status = cli_records_open(&src, &recs) < 0 ? CLI_EXIT_FAIL
-                                                 : verify(&src, recs);
-  b2s_records_free(recs);
+  cli_recs recs;
+  int status = cli_recs_open(&src, &recs) < 0 ? CLI_EXIT_FAIL
+                                              : verify(&src, &recs);
+  cli_recs_close(&recs);
   cli_src_close(&src);
   if (!cli_flush_stdout())
     status = CLI_EXIT_FAIL;

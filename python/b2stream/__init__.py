@@ -10,6 +10,9 @@ service, on pyzmq and numpy.
   ``(index, data)`` for every committed chunk.
 * :class:`Frame` reads frames on local disk without python-blosc2, with
   their series metadata and chunk records (:class:`Record`).
+* :class:`DistributedFrame` (or :func:`open` with ``rados://POOL/NAME`` or
+  ``dir:///ABS/DIR/NAME``) reads a distributed frame in an object store
+  up to its committed count, and follows it as the committer extends it.
 * Protocol version 2 (records, series metadata) is negotiated, falling
   back to version 1 with an older daemon.
 * :mod:`b2stream.errors` has one exception class per protocol error family.
@@ -27,6 +30,9 @@ from .errors import (ArgumentError, AuthError, B2StreamError, BusyError,
                      OversizeError, ProtocolError, RecordError, SeriesError,
                      ShmError, StoreError, StreamError, StreamNameError,
                      TimeoutError, WrongRankError)
+from .dframe import DistributedFrame, DistributedParams
+# b2stream.open; left out of __all__ so "import *" keeps the built-in open
+from .dframe import open
 from .frame import B2ndInfo, Frame
 from .keys import public_key, read_key
 from .producer import FlushResult, Producer, ProducerStats
@@ -58,6 +64,7 @@ __all__ = [
     "FrameLateError", "FrameDupError", "IntegrityError", "LimitError",
     "LockedError", "RecordError", "SeriesError", "ClusterProducer",
     "ClusterError", "WrongRankError", "NeedFrameError", "StoreError",
+    "DistributedFrame", "DistributedParams",
     "RECEIVED", "WRITTEN", "DURABLE",
     "BLOCK", "DROP_NEWEST", "DROP_OLDEST",
 ]

@@ -72,6 +72,56 @@ def unblock(flat: np.ndarray, chunkshape, blockshape) -> np.ndarray:
     return np.ascontiguousarray(a.transpose(order)).reshape(chunkshape)
 
 
+def native_record(getter, handle: int, j: int, what: str) -> Record:
+    """Record j through a flat C getter of libb2s_py (b2spy_records_get,
+    b2spy_dframe_record)."""
+    frame, xxh, flags, ulen = (ctypes.c_uint64(), ctypes.c_uint64(),
+                               ctypes.c_uint32(), ctypes.c_uint32())
+    ts, present, kind = ctypes.c_int64(), ctypes.c_int(), ctypes.c_int()
+    user = ctypes.c_void_p()
+    rc = getter(handle, j, ctypes.byref(frame), ctypes.byref(ts), ctypes.byref(xxh),
+                ctypes.byref(present), ctypes.byref(flags), ctypes.byref(kind),
+                ctypes.byref(user), ctypes.byref(ulen))
+    if rc < 0:
+        raise error_for(rc, what, ref_index=j)
+    raw = ctypes.string_at(user.value, ulen.value) if kind.value else None
+    return Record(frame.value if present.value & 1 else None,
+                  ts.value if present.value & 2 else None, xxh.value, flags.value,
+                  _msgpack.unpackb(raw) if kind.value == 1 else raw)
+
+
+def read_b2nd(getter, handle: int, typesize: int, what: str) -> B2ndInfo | None:
+    """The b2nd metadata through a flat C getter (b2spy_frame_b2nd,
+    b2spy_dframe_b2nd); None when there is none."""
+    shape = (ctypes.c_int64 * _MAX_DIM)()
+    cs = (ctypes.c_int32 * _MAX_DIM)()
+    bs = (ctypes.c_int32 * _MAX_DIM)()
+    dt = ctypes.create_string_buffer(256)
+    nd = getter(handle, shape, cs, bs, dt, len(dt))
+    if nd < 0:
+        raise error_for(nd, f"{what}: b2nd metalayer")
+    if nd == 0:
+        return None
+    dtype = np.dtype(dt.value.decode()) if dt.value else np.dtype(f"V{typesize}")
+    return B2ndInfo(tuple(shape[:nd]), tuple(cs[:nd]), tuple(bs[:nd]), dtype)
+
+
+def read_series(getter, handle: int, what: str) -> dict:
+    """The series map through a flat C getter (b2spy_frame_series,
+    b2spy_dframe_series) as a dict."""
+    buf = ctypes.create_string_buffer(4096)
+    n = getter(handle, buf, len(buf))
+    if n > len(buf):
+        buf = ctypes.create_string_buffer(int(n))
+        n = getter(handle, buf, len(buf))
+    if n < 0:
+        raise error_for(int(n), f"{what}: series metadata")
+    value = _msgpack.unpackb(buf.raw[:n])
+    if not isinstance(value, dict):
+        raise FrameError(-971, f"{what}: series metadata is no map")
+    return value
+
+
 class Frame:
     """A Blosc2 frame opened read-only.
 
@@ -114,18 +164,7 @@ class Frame:
     def series(self) -> dict:
         """The series metadata (the vlmetalayer ``series``) as a dict;
         empty when the frame has none."""
-        lib = _native.lib()
-        buf = ctypes.create_string_buffer(4096)
-        n = lib.b2spy_frame_series(self._handle(), buf, len(buf))
-        if n > len(buf):
-            buf = ctypes.create_string_buffer(int(n))
-            n = lib.b2spy_frame_series(self._handle(), buf, len(buf))
-        if n < 0:
-            raise error_for(int(n), f"{self.path}: series metadata")
-        value = _msgpack.unpackb(buf.raw[:n])
-        if not isinstance(value, dict):
-            raise FrameError(-971, f"{self.path}: series metadata is no map")
-        return value
+        return read_series(_native.lib().b2spy_frame_series, self._handle(), self.path)
 
     def _records(self) -> int | None:
         """The records frame's handle, opened on first use; None when the
@@ -158,33 +197,11 @@ class Frame:
         lib = _native.lib()
         if j >= lib.b2spy_records_count(r):
             raise error_for(-933, f"{self.path}: no record for chunk {j}", ref_index=j)
-        frame, xxh, flags, ulen = (ctypes.c_uint64(), ctypes.c_uint64(),
-                                   ctypes.c_uint32(), ctypes.c_uint32())
-        ts, present, kind = ctypes.c_int64(), ctypes.c_int(), ctypes.c_int()
-        user = ctypes.c_void_p()
-        rc = lib.b2spy_records_get(r, j, ctypes.byref(frame), ctypes.byref(ts),
-                                   ctypes.byref(xxh), ctypes.byref(present),
-                                   ctypes.byref(flags), ctypes.byref(kind),
-                                   ctypes.byref(user), ctypes.byref(ulen))
-        if rc < 0:
-            raise error_for(rc, f"{self.path}: record {j}", ref_index=j)
-        raw = ctypes.string_at(user.value, ulen.value) if kind.value else None
-        return Record(frame.value if present.value & 1 else None,
-                      ts.value if present.value & 2 else None, xxh.value, flags.value,
-                      _msgpack.unpackb(raw) if kind.value == 1 else raw)
+        return native_record(lib.b2spy_records_get, r, j, f"{self.path}: record {j}")
 
     def _read_b2nd(self) -> B2ndInfo | None:
-        shape = (ctypes.c_int64 * _MAX_DIM)()
-        cs = (ctypes.c_int32 * _MAX_DIM)()
-        bs = (ctypes.c_int32 * _MAX_DIM)()
-        dt = ctypes.create_string_buffer(256)
-        nd = _native.lib().b2spy_frame_b2nd(self._handle(), shape, cs, bs, dt, len(dt))
-        if nd < 0:
-            raise error_for(nd, f"{self.path}: b2nd metalayer")
-        if nd == 0:
-            return None
-        dtype = np.dtype(dt.value.decode()) if dt.value else np.dtype(f"V{self.typesize}")
-        return B2ndInfo(tuple(shape[:nd]), tuple(cs[:nd]), tuple(bs[:nd]), dtype)
+        return read_b2nd(_native.lib().b2spy_frame_b2nd, self._handle(), self.typesize,
+                         self.path)
 
     # -- what the frame holds ----------------------------------------------
 

@@ -1,11 +1,13 @@
 /* libFuzzer target: the b2stream tool's parsers of command-line values
- * (integers, sizes, hex, codec names, filter lists) and its JSON string
- * escaper, which is fed bytes straight from frame files (metalayer names,
- * dtypes).
+ * (integers, sizes, hex, codec names, filter lists, distributed frames'
+ * URLs) and its JSON string escaper, which is fed bytes straight from
+ * frame files (metalayer names, dtypes).
  *
  * Properties checked: parsed values respect their bounds; a filter list
  * printed by cli_filters_str parses back to the same slots, and a size
- * printed by b2s_size_format to the same bytes; the escaper's
+ * printed by b2s_size_format to the same bytes; a URL taken apart into
+ * store and frame name gives the URL back, the name within the name rule;
+ * the escaper's
  * output is valid UTF-8, a well-formed JSON string, and decodes back to the
  * input bytes (invalid UTF-8 bytes read as Latin-1 code points). */
 #include <stdint.h>
@@ -131,6 +133,24 @@ static void check_values(const char *s) {
   }
 }
 
+/* rados://POOL/NAME and dir:///DIR/NAME: store and name put back together
+ * are the URL again; the name is 1..160 bytes and starts with no '.'. */
+static void check_dist_url(const char *s) {
+  cli_dist_url u;
+  if (cli_dist_parse(s, &u) != 1)
+    return;
+  size_t n = strlen(u.name);
+  if (n == 0 || n > B2S_DMSG_NAME_MAX || u.name[0] == '.' ||
+      strchr(u.name, '/') != NULL)
+    abort();
+  char back[sizeof u.store + sizeof u.name + 8];
+  bool rados = !strncmp(u.store, "rados://", 8);
+  snprintf(back, sizeof back, "%s%s/%s", rados ? "" : "dir://", u.store,
+           u.name);
+  if (strcmp(back, s) != 0)
+    abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *s = malloc(size + 1);
   if (s == NULL)
@@ -138,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(s, data, size);
   s[size] = '\0';
   check_values(s);
+  check_dist_url(s);
   free(s);
   check_json(data, size);
   return 0;
