@@ -25,8 +25,11 @@
  * stage and the writer idle while the device worked (the daemon's writer
  * spent 57% of its time blocked in direct writes, 30% copying).  At most
  * one stage is in the helper's hands; every flush, and so every commit and
- * every read of the data, first waits for it.  A write that failed there is tried again by the writer, and its
- * stage is not reused until its bytes are out.  Under fault injection
+ * every read of the data, waits for it, after sending its own pending
+ * bytes beside it (a daemon stream commits every few milliseconds, so
+ * most stages end in a flush, and one write at a time left the device
+ * idle half of each commit).  A write that failed there is tried again by
+ * the writer, and its stage is not reused until its bytes are out.  Under fault injection
  * (write_limit) stages are written in the writer's thread, so the cut falls
  * where the test put it.
  *
@@ -163,18 +166,22 @@ static int dio_pwrite(b2s_fwriter *w, size_t n, int64_t pos) {
   return rc;
 }
 
+/* The pending bytes go out while the helper's stage, which ends where they
+ * begin, may still be in flight: two writes reach the device at once
+ * instead of one after the other, and both are done before this returns
+ * (a commit record must never name bytes still on their way). */
 int fw_dio_flush(b2s_fwriter *w) {
   if (w->dfd < 0)
     return 0;
-  int rc = out_wait(w);
-  if (rc < 0 || !w->stage_ok || w->stage_len == 0)
-    return rc;
+  if (!w->stage_ok || w->stage_len == 0)
+    return out_wait(w);
   int64_t a = w->dio_align;
   size_t len = (size_t)align_up((int64_t)w->stage_len, a);
   memset(w->stage + w->stage_len, 0, len - w->stage_len);
-  rc = dio_pwrite(w, len, w->stage_pos);
-  if (rc < 0)
-    return rc;
+  int rc = dio_pwrite(w, len, w->stage_pos);
+  int rc2 = out_wait(w);
+  if (rc < 0 || rc2 < 0)
+    return rc < 0 ? rc : rc2;
   /* the block the data ends in is written again when it fills */
   size_t keep = (size_t)align_down((int64_t)w->stage_len, a);
   memmove(w->stage, w->stage + keep, w->stage_len - keep);
