@@ -42,6 +42,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +51,7 @@
 #include "fwriter_internal.h"
 
 #define DIO_ALIGN_MIN 4096
+#define STAGE_HUGE ((size_t)2 << 20)   /* x86-64's huge page */
 
 static int64_t align_down(int64_t v, int64_t a) { return v - v % a; }
 static int64_t align_up(int64_t v, int64_t a) { return align_down(v + a - 1, a); }
@@ -73,18 +75,29 @@ static int64_t dio_alignment(int fd) {
   return DIO_ALIGN_MIN;   /* the open with O_DIRECT already succeeded */
 }
 
+/* A stage: aligned for the device and, where the kernel offers huge pages
+ * on request, backed by them.  Every direct write pins its buffer's pages
+ * first; with 4 KiB pages that was 30% of the daemon's writer thread (the
+ * flush's write) and splits each stage into a thousand segments. */
+static void *stage_alloc(int64_t align, size_t cap) {
+  size_t a = (size_t)align < STAGE_HUGE ? STAGE_HUGE : (size_t)align;
+  void *p = NULL;
+  if (posix_memalign(&p, a, cap) != 0)
+    return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(p, cap, MADV_HUGEPAGE);   /* a hint: failure leaves small pages */
+#endif
+  return p;
+}
+
 /* ---- the helper's stage ------------------------------------------------ */
 
 /* The helper's spare stage and its thread, at the first hand-over. */
 static int out_start(fw_helper *h, int64_t align) {
   if (h->started)
     return 0;
-  if (h->buf == NULL) {
-    void *p = NULL;
-    if (posix_memalign(&p, (size_t)align, h->cap) != 0)
-      return B2S_E_NOMEM;
-    h->buf = p;
-  }
+  if (h->buf == NULL && (h->buf = stage_alloc(align, h->cap)) == NULL)
+    return B2S_E_NOMEM;
   return fw_helper_start(h);
 }
 
@@ -130,7 +143,7 @@ void fw_dio_open(b2s_fwriter *w, const char *path) {
   void *stage = NULL;
   if (align == 0 || fstat(fd, &a) < 0 || fstat(w->fd, &b) < 0 ||
       a.st_dev != b.st_dev || a.st_ino != b.st_ino ||
-      posix_memalign(&stage, (size_t)align, cap) != 0) {
+      (stage = stage_alloc(align, cap)) == NULL) {
     close(fd);
     return;
   }
