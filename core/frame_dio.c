@@ -26,9 +26,8 @@
  * spent 57% of its time blocked in direct writes, 30% copying).  At most
  * one stage is in the helper's hands; every flush, and so every commit and
  * every read of the data, waits for it, after sending its own pending
- * bytes beside it (a daemon stream commits every few milliseconds, so
- * most stages end in a flush, and one write at a time left the device
- * idle half of each commit).  A write that failed there is tried again by
+ * bytes beside it (a busy daemon stream commits every group_interval_ms,
+ * a few stages apart, so each commit waited for two writes in a row).  A write that failed there is tried again by
  * the writer, and its stage is not reused until its bytes are out.  Under fault injection
  * (write_limit) stages are written in the writer's thread, so the cut falls
  * where the test put it.
