@@ -113,8 +113,8 @@ static b2sd_chunk *compress_job(b2sd_pool *p, b2s_ctx *ctx, b2sd_job *j) {
 /* Compression is throughput work: as SCHED_BATCH a worker woken up (a job
  * queued, memory freed) does not preempt the thread that woke it.  That
  * thread is a stream's writer or the I/O loop, each serial for all the
- * workers behind it; with as many workers as cores, the writer lost the
- * CPU at nearly every wakeup it made.  Only a hint: an error changes
+ * workers behind it; with as many workers as cores, half of the writer's
+ * context switches were preemptions right after a wakeup it made.  Only a hint: an error changes
  * nothing. */
 static void worker_batch(void) {
   struct sched_param sp = {0};
