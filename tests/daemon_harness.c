@@ -142,13 +142,26 @@ void env_start_as_is(env *e) {
 }
 
 /* Signal the daemon and return its exit status (-1 on a signal death). */
+/* A daemon that exits with a failure says why in its log, which env_fini
+ * removes: show its end with the failure. */
+static void log_tail(const env *e, int rc) {
+  fprintf(stderr, "daemon exited with %d; the end of %s:\n", rc, e->log);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "tail -n 30 '%s' >&2", e->log);
+  if (system(cmd) != 0)
+    fprintf(stderr, "(no log)\n");
+}
+
 int env_stop(env *e, int sig) {
   kill(e->pid, sig);
   for (int i = 0; i < WAIT_MS / 10 * 3; i++) {
     int st;
     if (waitpid(e->pid, &st, WNOHANG) == e->pid) {
       e->pid = 0;
-      return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+      int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+      if (rc != 0)
+        log_tail(e, rc);
+      return rc;
     }
     usleep(10000);
   }
@@ -487,6 +500,10 @@ int harness_run_group(const char *name, const struct CMUnitTest *tests,
                       size_t n) {
   if (harness_init())
     return 1;
+  /* B2S_TEST_FILTER=test_name (cmocka's pattern): replay one test */
+  const char *filter = getenv("B2S_TEST_FILTER");
+  if (filter != NULL && *filter != '\0')
+    cmocka_set_test_filter(filter);
   int rc = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
   harness_fini();
   return rc;
