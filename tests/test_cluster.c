@@ -18,6 +18,8 @@
  *     refuses the others' frames and the tool says which rank owns them;
  *   - series metadata: the configured defaults start the frame's one
  *     series, META and OPEN metadata sent to any rank merge into it;
+ *   - END is repeated until a COMMITTED says the frame is closed, not
+ *     merely committed up to that END;
  *   - FOLLOW on a distributed stream is refused;
  *   - end to end with the committer process (b2stream-committer): three
  *     ranks, two producers sending interleaved frame numbers, one rank
@@ -281,6 +283,61 @@ static void test_wrong_rank_refused(void **state) {
     }
   }
   b2s_store_free(store);
+  reports_close(&r);
+  cluster_fini(&c);
+}
+
+/* Publish COMMITTED(img, h, closed) every 100 ms for ms while taking
+ * reports; the ENDs that came meanwhile. */
+static int publish_for(void *pub, reports *r, int64_t h, bool closed, int ms) {
+  uint8_t msg[64];
+  b2s_dmsg m = {.type = B2S_DMSG_COMMITTED, .name = "img", .name_len = 3,
+                .index = h, .closed = closed};
+  int n = b2s_dmsg_encode(&m, msg, sizeof msg);
+  assert_true(n > 0);
+  int ends = r->ends;
+  uint8_t buf[B2S_DMSG_NAME_MAX + B2S_DMSG_REC_MAX + 64];
+  for (int t = 0; t < ms; t += 100) {
+    assert_int_equal(zmq_send(pub, msg, (size_t)n, 0), n);
+    zmq_pollitem_t it = {.socket = r->pull, .events = ZMQ_POLLIN};
+    while (zmq_poll(&it, 1, 0) == 1) {
+      int k = zmq_recv(r->pull, buf, sizeof buf, 0);
+      assert_true(k > 0 && (size_t)k <= sizeof buf);
+      take(r, buf, (size_t)k);
+    }
+    usleep(100000);
+  }
+  return r->ends - ends;
+}
+
+/* A rank repeats END until the frame is closed: H at its END is not
+ * enough (the committer closes only with every rank's END, and one
+ * restarted after H passed this END would never learn it again). */
+static void test_end_until_closed(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 1, 1, NULL, streams_yaml);
+  reports r;
+  reports_open(&r, &c);
+  void *pub = zmq_socket(zctx, ZMQ_PUB);
+  assert_int_equal(zmq_bind(pub, c.pub), 0);
+  cluster_start(&c);
+  b2sc_cluster *cl;
+  assert_int_equal(b2sc_cluster_open(c.eps, 1, 1, "img", NULL, NULL, &cl), 0);
+  uint8_t buf[CHUNK];
+  for (uint64_t f = 0; f < 4; f++) {
+    frame_fill(buf, f);
+    assert_int_equal(b2sc_cluster_send(cl, f, buf, CHUNK, SEND_MS), 0);
+  }
+  assert_int_equal(b2sc_cluster_close(cl), 0);
+  reports_wait(&r, ends_reported, 1);
+  assert_int_equal(r.end[0], 4);
+  assert_true(publish_for(pub, &r, 4, false, 3000) >= 2);
+  publish_for(pub, &r, 4, true, 1500);       /* taken at the next repeat */
+  assert_int_equal(publish_for(pub, &r, 4, true, 2500), 0);
+  int linger = 0;
+  zmq_setsockopt(pub, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_close(pub);
   reports_close(&r);
   cluster_fini(&c);
 }
@@ -667,6 +724,7 @@ static void test_committed_rados(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wrong_rank_refused),
+      cmocka_unit_test(test_end_until_closed),
       cmocka_unit_test(test_routing_lands_on_owners),
       cmocka_unit_test(test_rank_killed_and_restarted),
       cmocka_unit_test(test_cli_produce),
