@@ -69,6 +69,11 @@
 #define SETTLE_MS 40000            /* producers' final resends */
 #define FOLLOW_MS 40000            /* the frame closes after the producers */
 
+/* What a failed run leaves for the teardown to end: the committer, the
+ * cluster (main thread only). */
+static pid_t g_committer;
+static cluster *g_cluster;
+
 static uint64_t rng_next(uint64_t *s) {   /* xorshift64* */
   *s ^= *s >> 12;
   *s ^= *s << 25;
@@ -410,7 +415,8 @@ static void chaos_kill(run *r, chaos *ch, int64_t t0) {
   if (v == RANKS) {
     assert_int_equal(cluster_committer_stop(ch->committer, SIGKILL), -1);
     usleep(pause);
-    ch->committer = cluster_committer_start(&r->c, r->name, GAP_MS);
+    ch->committer = g_committer =
+        cluster_committer_start(&r->c, r->name, GAP_MS);
     assert_true(ch->committer > 0);
     ch->committer_kills++;
   } else {
@@ -595,7 +601,8 @@ static void run_chaos(const char *storage, const char *name) {
   cluster_init(&r->c, RANKS, FPB, storage, yaml);
   cluster_start(&r->c);
   chaos ch = {.rng = seed};
-  ch.committer = cluster_committer_start(&r->c, name, GAP_MS);
+  g_cluster = &r->c;
+  ch.committer = g_committer = cluster_committer_start(&r->c, name, GAP_MS);
   assert_true(ch.committer > 0);
   pthread_t tp[2], tf;
   int64_t t0 = now_ms();
@@ -621,14 +628,35 @@ static void run_chaos(const char *storage, const char *name) {
     fail_msg("follower: %s (seed %llu)", fw->err, (unsigned long long)seed);
   check_end(r, fw, pr, seed & 1);
   assert_int_equal(cluster_committer_stop(ch.committer, SIGTERM), 0);
+  g_committer = 0;
   b2s_dframe_free(fw->df);
   b2s_store_free(fw->store);
   for (int i = 0; i < NFRAMES; i++)
     free(fw->seen[i]);
   cluster_fini(&r->c);
+  g_cluster = NULL;
   free(fw);
   free(pr);
   free(r);
+}
+
+/* After a failure: no committer or rank left running, no directory left
+ * behind. */
+static int teardown(void **state) {
+  (void)state;
+  if (g_committer > 0)
+    cluster_committer_stop(g_committer, SIGKILL);
+  g_committer = 0;
+  if (g_cluster) {
+    for (int i = 0; i < g_cluster->n; i++)
+      env_fini(&g_cluster->rank[i]);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cluster->dir);
+    if (system(cmd) != 0)
+      fprintf(stderr, "%s failed\n", cmd);
+  }
+  g_cluster = NULL;
+  return 0;
 }
 
 static void test_chaos_local(void **state) {
@@ -651,8 +679,8 @@ static void test_chaos_rados(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_chaos_local),
-      cmocka_unit_test(test_chaos_rados),
+      cmocka_unit_test_teardown(test_chaos_local, teardown),
+      cmocka_unit_test_teardown(test_chaos_rados, teardown),
   };
   return harness_run(tests);
 }
