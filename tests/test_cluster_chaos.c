@@ -125,7 +125,7 @@ typedef struct producer {
   unsigned sent_in[NFRAMES];       /* session of the frame's last send */
   bool acked[NFRAMES];             /* seen acknowledged */
   uint64_t rejected;               /* rejections told, all sessions */
-  int send_errors, conflicts;
+  int send_errors, conflicts, resent;
   char err[512];
 } producer;
 
@@ -167,6 +167,7 @@ static void resend(producer *p, int i) {
   session_end(p, i);
   for (int k = 0; k < n && k < NFRAMES; k++)
     p->sent_in[un[k]] = p->session[i] + 1;
+  p->resent += n > 0 ? n : 0;
   int rc = cluster_resend(p->cl, i, CHUNK, SHORT_MS);
   if (rc == B2S_E_OBJ_CONFLICT)
     p->conflicts++;
@@ -615,10 +616,11 @@ static void run_chaos(const char *storage, const char *name) {
   for (int k = 0; k < 2; k++)
     assert_int_equal(pthread_join(tp[k], NULL), 0);
   follower_wait(r, tf);
-  printf("chaos: %lld ms; producers: %d/%d failed sends, %d/%d conflicts; "
-         "follower: %d COMMITTED, %d rereads, H %lld\n",
-         (long long)(now_ms() - t0), pr[0].send_errors, pr[1].send_errors,
-         pr[0].conflicts, pr[1].conflicts, fw->messages, fw->rereads,
+  printf("chaos: %lld ms; producers: %d/%d resent, %d/%d failed sends, "
+         "%d/%d conflicts; follower: %d COMMITTED, %d rereads, H %lld\n",
+         (long long)(now_ms() - t0), pr[0].resent, pr[1].resent,
+         pr[0].send_errors, pr[1].send_errors, pr[0].conflicts,
+         pr[1].conflicts, fw->messages, fw->rereads,
          (long long)fw->h);
   fflush(stdout);
   for (int k = 0; k < 2; k++)
