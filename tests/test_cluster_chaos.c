@@ -131,7 +131,7 @@ typedef struct producer {
 
 /* Frames of rank i sent in its current session and no longer
  * unacknowledged were acknowledged, unless the session had a rejection
- * (a frame made a gap first): then nothing is claimed. */
+ * (a frame made a gap first) or a drop: then nothing is claimed. */
 static void mark_acked(producer *p, int i) {
   b2sc_producer_stats st;
   b2sc_producer *rp = b2sc_cluster_producer(p->cl, i);
@@ -139,7 +139,7 @@ static void mark_acked(producer *p, int i) {
     return;
   uint64_t un[NFRAMES];
   int n = b2sc_cluster_unacked(p->cl, i, un, NFRAMES);
-  if (n < 0 || n > NFRAMES || st.rejected != 0)
+  if (n < 0 || n > NFRAMES || st.rejected != 0 || st.dropped != 0)
     return;
   bool pending[NFRAMES] = {false};
   for (int k = 0; k < n; k++)
