@@ -218,7 +218,9 @@ static void send_end(dw *w, bool again) {
 }
 
 /* The committer's COMMITTED messages so far: END is confirmed once the
- * frame is closed or committed up to it. */
+ * frame is closed.  H at or past END is no confirmation: the committer
+ * closes only with every rank's END, and one restarted after H passed
+ * this END (before closing) would never learn it again. */
 static void end_confirm(dw *w) {
   uint8_t buf[B2S_DMSG_NAME_MAX + 64];
   int n;
@@ -227,7 +229,7 @@ static void end_confirm(dw *w) {
     if ((size_t)n > sizeof buf || b2s_dmsg_decode(buf, (size_t)n, &m) < 0 ||
         m.type != B2S_DMSG_COMMITTED)
       continue;
-    if (m.closed || m.index >= w->end)
+    if (m.closed)
       w->end_pending = false;
   }
 }

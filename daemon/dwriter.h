@@ -19,8 +19,7 @@
  * sends END: one past the highest frame number this writer stored.  A
  * committer restarted meanwhile has forgotten it, so END goes again every
  * second while no new chunk comes, until the committer's COMMITTED (on
- * committer_pub, when configured) says the frame is closed or committed
- * up to that END. */
+ * committer_pub, when configured) says the frame is closed. */
 #ifndef B2SD_DWRITER_H
 #define B2SD_DWRITER_H
 

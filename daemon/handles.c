@@ -568,6 +568,16 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   b2sd_buffer_accept(srv, h, m, id, &b);
 }
 
+/* Whether h is its stream's last producer not yet closing: a handle
+ * stays listed after its CLOSE until CLOSED goes out, and two producers
+ * closing at once must not each take the other for one still open. */
+static bool last_open_producer(const b2sd_handle *h) {
+  for (const b2sd_handle *o = h->st->handles; o; o = o->next_st)
+    if (o != h && !o->closing)
+      return false;
+  return true;
+}
+
 void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
                            const b2s_wire_msg *m) {
   uint32_t hid = m->type == B2S_WIRE_FLUSH ? m->flush.handle : m->close.handle;
@@ -577,7 +587,7 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
     return;
   }
   if (m->type == B2S_WIRE_CLOSE) {
-    if (h->st->handles == h && !h->next_st) {   /* the last producer */
+    if (last_open_producer(h)) {
       b2sd_stream_drain_mark(h->st);
       b2sd_stream_end_mark(h->st);
     }

@@ -18,6 +18,8 @@
  *     refuses the others' frames and the tool says which rank owns them;
  *   - series metadata: the configured defaults start the frame's one
  *     series, META and OPEN metadata sent to any rank merge into it;
+ *   - END is repeated until a COMMITTED says the frame is closed, not
+ *     merely committed up to that END;
  *   - FOLLOW on a distributed stream is refused;
  *   - end to end with the committer process (b2stream-committer): three
  *     ranks, two producers sending interleaved frame numbers, one rank
@@ -33,7 +35,6 @@
 
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,7 @@
 #include "b2s_store.h"
 #include "msgpack.h"
 #include "b2stream_client.h"
+#include "cluster_util.h"
 #include "daemon_harness.h"
 
 #define CHUNK 4096                 /* bytes of every buffer */
@@ -80,14 +82,9 @@ static const char small_queue_yaml[] =
     "    queue_depth: 4\n"
     "    durability: {ack: write}\n";
 
-/* Buffer of frame f: deterministic, compressible, different per frame. */
+/* Buffer of frame f (cluster_util.h). */
 static void frame_fill(uint8_t *b, uint64_t f) {
-  uint32_t x = (uint32_t)(f * 2654435761u + 12345u);
-  for (size_t i = 0; i < CHUNK; i += 4) {
-    uint32_t v = (uint32_t)(f << 16) + (uint32_t)(i / 4) +
-                 ((x = x * 1103515245u + 12345u) >> 28);
-    memcpy(b + i, &v, 4);
-  }
+  cluster_frame_fill(b, CHUNK, f);
 }
 
 static int32_t owner(const cluster *c, uint64_t f) {
@@ -182,8 +179,7 @@ static bool eight_reported(const reports *r, int n) {
 
 static b2s_store *store_open(const cluster *c) {
   b2s_store *s = NULL;
-  b2s_store_opts o = {.ceph_conf = getenv("B2S_CEPH_CONF")};
-  assert_int_equal(b2s_store_open(c->storage, &o, &s), 0);
+  assert_int_equal(cluster_store_open(c, &s), 0);
   return s;
 }
 
@@ -291,6 +287,61 @@ static void test_wrong_rank_refused(void **state) {
   cluster_fini(&c);
 }
 
+/* Publish COMMITTED(img, h, closed) every 100 ms for ms while taking
+ * reports; the ENDs that came meanwhile. */
+static int publish_for(void *pub, reports *r, int64_t h, bool closed, int ms) {
+  uint8_t msg[64];
+  b2s_dmsg m = {.type = B2S_DMSG_COMMITTED, .name = "img", .name_len = 3,
+                .index = h, .closed = closed};
+  int n = b2s_dmsg_encode(&m, msg, sizeof msg);
+  assert_true(n > 0);
+  int ends = r->ends;
+  uint8_t buf[B2S_DMSG_NAME_MAX + B2S_DMSG_REC_MAX + 64];
+  for (int t = 0; t < ms; t += 100) {
+    assert_int_equal(zmq_send(pub, msg, (size_t)n, 0), n);
+    zmq_pollitem_t it = {.socket = r->pull, .events = ZMQ_POLLIN};
+    while (zmq_poll(&it, 1, 0) == 1) {
+      int k = zmq_recv(r->pull, buf, sizeof buf, 0);
+      assert_true(k > 0 && (size_t)k <= sizeof buf);
+      take(r, buf, (size_t)k);
+    }
+    usleep(100000);
+  }
+  return r->ends - ends;
+}
+
+/* A rank repeats END until the frame is closed: H at its END is not
+ * enough (the committer closes only with every rank's END, and one
+ * restarted after H passed this END would never learn it again). */
+static void test_end_until_closed(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 1, 1, NULL, streams_yaml);
+  reports r;
+  reports_open(&r, &c);
+  void *pub = zmq_socket(zctx, ZMQ_PUB);
+  assert_int_equal(zmq_bind(pub, c.pub), 0);
+  cluster_start(&c);
+  b2sc_cluster *cl;
+  assert_int_equal(b2sc_cluster_open(c.eps, 1, 1, "img", NULL, NULL, &cl), 0);
+  uint8_t buf[CHUNK];
+  for (uint64_t f = 0; f < 4; f++) {
+    frame_fill(buf, f);
+    assert_int_equal(b2sc_cluster_send(cl, f, buf, CHUNK, SEND_MS), 0);
+  }
+  assert_int_equal(b2sc_cluster_close(cl), 0);
+  reports_wait(&r, ends_reported, 1);
+  assert_int_equal(r.end[0], 4);
+  assert_true(publish_for(pub, &r, 4, false, 3000) >= 2);
+  publish_for(pub, &r, 4, true, 1500);       /* taken at the next repeat */
+  assert_int_equal(publish_for(pub, &r, 4, true, 2500), 0);
+  int linger = 0;
+  zmq_setsockopt(pub, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_close(pub);
+  reports_close(&r);
+  cluster_fini(&c);
+}
+
 /* ---- producers that route ------------------------------------------------------ */
 
 /* Send frames first, first + step, ... below NFRAMES through cl. */
@@ -358,21 +409,7 @@ static void test_routing_lands_on_owners(void **state) {
 
 /* Resend what rank i did not acknowledge, through a new session. */
 static void resend(b2sc_cluster *cl, int i) {
-  uint64_t frames[NFRAMES];
-  int n = b2sc_cluster_unacked(cl, i, frames, NFRAMES);
-  assert_true(n >= 0 && n <= NFRAMES);
-  int rc = B2S_E_TIMEOUT;
-  for (int k = 0; k < 200 && rc != 0; k++) {   /* until the rank is back */
-    rc = b2sc_cluster_reconnect(cl, i);
-    if (rc != 0)
-      usleep(50000);
-  }
-  assert_int_equal(rc, 0);
-  uint8_t buf[CHUNK];
-  for (int k = 0; k < n; k++) {
-    frame_fill(buf, frames[k]);
-    assert_int_equal(b2sc_cluster_send(cl, frames[k], buf, CHUNK, SEND_MS), 0);
-  }
+  assert_int_equal(cluster_resend(cl, i, CHUNK, SEND_MS), 0);
 }
 
 static void test_rank_killed_and_restarted(void **state) {
@@ -571,37 +608,16 @@ static void test_follow_refused(void **state) {
 /* ---- end to end, with the committer process ------------------------------------ */
 
 #define GAP_FRAME 61               /* never sent: the committer's gap */
-#define GAP_TIMEOUT "3000"         /* ms: longer than a rank's restart */
+#define GAP_TIMEOUT_MS 3000        /* longer than a rank's restart */
 
 static pid_t committer_start(const cluster *c, const char *frame) {
-  const char *exe = getenv("B2S_COMMITTER");
-  assert_non_null(exe);
-  char log[400];
-  snprintf(log, sizeof log, "%s/committer.log", c->dir);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    if (c->ceph_conf[0])
-      execl(exe, exe, "--store", c->storage, "--pull", c->committer, "--pub",
-            c->pub, "--frame", frame, "--gap-timeout-ms", GAP_TIMEOUT,
-            "--ceph-conf", c->ceph_conf, (char *)NULL);
-    else
-      execl(exe, exe, "--store", c->storage, "--pull", c->committer, "--pub",
-            c->pub, "--frame", frame, "--gap-timeout-ms", GAP_TIMEOUT,
-            (char *)NULL);
-    _exit(127);
-  }
+  pid_t pid = cluster_committer_start(c, frame, GAP_TIMEOUT_MS);
+  assert_true(pid > 0);
   return pid;
 }
 
 static void committer_stop(pid_t pid) {
-  kill(pid, SIGTERM);
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  assert_int_equal(cluster_committer_stop(pid, SIGTERM), 0);
 }
 
 /* Frame f through the producer that owns its parity. */
@@ -708,6 +724,7 @@ static void test_committed_rados(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wrong_rank_refused),
+      cmocka_unit_test(test_end_until_closed),
       cmocka_unit_test(test_routing_lands_on_owners),
       cmocka_unit_test(test_rank_killed_and_restarted),
       cmocka_unit_test(test_cli_produce),
