@@ -31,16 +31,19 @@
  * longer runs need another cluster).  A full cluster fails the writes
  * after 10 s and rados bench after 3 S + 30 s instead of blocking. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "b2s_dframe.h"
 #include "b2s_errors.h"
+#include "b2stream_client.h"
 #include "bench_images.h"
 
 #define NIMAGES 8                 /* distinct images cycled through */
@@ -48,7 +51,8 @@
 #define MAX_ROUNDS 32
 
 typedef struct opts {
-  int seconds, rounds, nwriters;
+  int seconds, rounds, nwriters, window;
+  bool daemons;                    /* real ranks instead of writers */
   int writers[MAX_WRITERS];
   size_t image;
   const char *pool, *conf;
@@ -344,6 +348,332 @@ static int run_writers(const opts *o, int nw, size_t size, summary *sum) {
   return 0;
 }
 
+/* ---- real ranks: b2streamd processes, the committer, a routing producer ------ */
+
+#ifndef B2S_BENCH_DAEMON
+#define B2S_BENCH_DAEMON ""
+#endif
+#ifndef B2S_BENCH_COMMITTER
+#define B2S_BENCH_COMMITTER ""
+#endif
+
+typedef struct ranks_proc {
+  char dir[64];                    /* configs, sockets, logs */
+  char eps[MAX_WRITERS][96];       /* ipc://dir/rK.sock, rank order */
+  int n;
+} ranks_proc;
+
+/* Started processes, killed at exit if still running (a failed run). */
+static pid_t procs[MAX_WRITERS + 1];
+
+static void procs_kill(void) {
+  for (int k = 0; k <= MAX_WRITERS; k++)
+    if (procs[k] > 0) {
+      kill(procs[k], SIGKILL);
+      waitpid(procs[k], NULL, 0);
+      procs[k] = 0;
+    }
+}
+
+/* The build's executable, else the one beside this one's build directory
+ * (sub: "daemon/b2streamd"), else NULL. */
+static const char *exe_locate(const char *built, const char *sub, char *buf,
+                              size_t cap) {
+  if (built[0] && access(built, X_OK) == 0)
+    return built;
+  char self[512];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return NULL;
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  if (slash)
+    *slash = '\0';
+  if (snprintf(buf, cap, "%s/../%s", self, sub) >= (int)cap)
+    return NULL;
+  return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+/* Rank r's configuration: one template, so each round opens a stream (and
+ * a frame in the store) of its own. */
+static int rank_config(const opts *o, const ranks_proc *rp, int r) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/r%d.yaml", rp->dir, r);
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    return -1;
+  size_t mem = 4 * ((size_t)o->window + 4) * o->image;
+  fprintf(f,
+          "listen: [%s]\nrun_dir: %s/run%d\ndata_dir: %s/data%d\n"
+          "workers: 2\nmemory_limit: %zu\nmax_buffer: %zu\n"
+          "log_level: warning\ncluster:\n  storage: rados://%s\n"
+          "  ceph_conf: %s\n  rank: %d\n  committer: ipc://%s/commit.sock\n"
+          "  committer_pub: ipc://%s/pub.sock\n  frames_per_block: 1\n"
+          "  ranks:\n", rp->eps[r], rp->dir, r, rp->dir, r,
+          mem < ((size_t)256 << 20) ? (size_t)256 << 20 : mem, o->image,
+          o->pool, o->conf, r, rp->dir, rp->dir);
+  for (int k = 0; k < rp->n; k++)
+    fprintf(f, "    - %s\n", rp->eps[k]);
+  fprintf(f,
+          "templates:\n  bench:\n    format: distributed\n"
+          "    chunk_nbytes: %zu\n    codec: lz4\n    clevel: 5\n"
+          "    typesize: 2\n    filters: [shuffle]\n"
+          "    durability: {ack: write}\n    backpressure: block\n"
+          "    queue_depth: %d\n", o->image, o->window);
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Fork and exec argv with stderr (and stdout) to log; slot in procs. */
+static pid_t spawn(char *const argv[], const char *log, int slot) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  procs[slot] = pid;
+  return pid;
+}
+
+/* Wait (up to 10 s) for rank r's socket to appear. */
+static int rank_wait(const ranks_proc *rp, int r) {
+  const char *sock = rp->eps[r] + strlen("ipc://");
+  for (int i = 0; i < 1000; i++) {
+    struct stat sb;
+    if (stat(sock, &sb) == 0)
+      return 0;
+    if (waitpid(procs[r], NULL, WNOHANG) == procs[r]) {
+      procs[r] = 0;
+      return -1;
+    }
+    usleep(10000);
+  }
+  return -1;
+}
+
+/* n ranks and the committer, configured and listening. */
+static int ranks_start(const opts *o, ranks_proc *rp, int n) {
+  char dbuf[512], cbuf[512], log[128], cfg[128], url[256], pull[128],
+      pub[128];
+  const char *daemon = exe_locate(B2S_BENCH_DAEMON, "daemon/b2streamd", dbuf,
+                                  sizeof dbuf);
+  const char *committer = exe_locate(B2S_BENCH_COMMITTER,
+                                     "dist/b2stream-committer", cbuf,
+                                     sizeof cbuf);
+  snprintf(rp->dir, sizeof rp->dir, "/tmp/bench-rados-XXXXXX");
+  if (daemon == NULL || committer == NULL || mkdtemp(rp->dir) == NULL) {
+    fprintf(stderr, "bench_rados: no b2streamd or b2stream-committer\n");
+    return -1;
+  }
+  rp->n = n;
+  for (int r = 0; r < n; r++)
+    snprintf(rp->eps[r], sizeof rp->eps[r], "ipc://%s/r%d.sock", rp->dir, r);
+  snprintf(url, sizeof url, "rados://%s", o->pool);
+  snprintf(pull, sizeof pull, "ipc://%s/commit.sock", rp->dir);
+  snprintf(pub, sizeof pub, "ipc://%s/pub.sock", rp->dir);
+  snprintf(log, sizeof log, "%s/committer.log", rp->dir);
+  spawn((char *[]){(char *)committer, "--store", url, "--pull", pull,
+                   "--pub", pub, "--ceph-conf", (char *)o->conf, NULL},
+        log, MAX_WRITERS);
+  for (int r = 0; r < n; r++) {
+    snprintf(cfg, sizeof cfg, "%s/r%d.yaml", rp->dir, r);
+    snprintf(log, sizeof log, "%s/r%d.log", rp->dir, r);
+    if (rank_config(o, rp, r) < 0)
+      return -1;
+    spawn((char *[]){(char *)daemon, "--config", cfg, NULL}, log, r);
+  }
+  for (int r = 0; r < n; r++)
+    if (rank_wait(rp, r) < 0) {
+      fprintf(stderr, "bench_rados: rank %d did not start (%s/r%d.log)\n", r,
+              rp->dir, r);
+      return -1;
+    }
+  return 0;
+}
+
+/* SIGTERM, then SIGKILL after 10 s; 0 when it exited with 0. */
+static int proc_stop(int slot) {
+  if (procs[slot] <= 0)
+    return 0;
+  kill(procs[slot], SIGTERM);
+  int st = 0;
+  for (int i = 0; i < 1000; i++) {
+    if (waitpid(procs[slot], &st, WNOHANG) == procs[slot]) {
+      procs[slot] = 0;
+      return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    }
+    usleep(10000);
+  }
+  kill(procs[slot], SIGKILL);
+  waitpid(procs[slot], NULL, 0);
+  procs[slot] = 0;
+  return -1;
+}
+
+/* Stop the ranks, then the committer; the directory goes unless something
+ * failed (its logs say what). */
+static int ranks_stop(ranks_proc *rp, bool failed) {
+  int rc = 0;
+  for (int r = 0; r < rp->n; r++)
+    rc |= proc_stop(r);
+  rc |= proc_stop(MAX_WRITERS);
+  if (failed || rc != 0) {
+    fprintf(stderr, "bench_rados: logs in %s\n", rp->dir);
+    return -1;
+  }
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", rp->dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Wait (up to 30 s) for the committer to close frame `name`, then add up
+ * the sizes of its chunk objects [0, n) and remove them with the frame's
+ * own objects.  Runs in a child: librados is set up after fork only. */
+static int64_t frame_reap(const opts *o, const char *name, int64_t n) {
+  char url[256], obj[256];
+  snprintf(url, sizeof url, "rados://%s", o->pool);
+  b2s_store_opts so = {.ceph_conf = o->conf, .timeout_ms = 10000};
+  b2s_store *s;
+  b2s_dframe *df = NULL;
+  if (b2s_store_open(url, &so, &s) < 0)
+    return -1;
+  bool closed = false;
+  int64_t committed = 0, bytes = 0;
+  for (int i = 0; i < 300 && !closed; i++) {
+    if (df == NULL && b2s_dframe_open(s, name, &df) < 0)
+      df = NULL;
+    if (df && b2s_dframe_refresh(df, &committed, &closed) < 0)
+      break;
+    if (!closed)
+      usleep(100000);
+  }
+  b2s_dframe_free(df);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t size = 0;
+    b2s_dframe_chunk_name(name, i, obj, sizeof obj);
+    bytes += b2s_store_stat(s, obj, &size) == 0 ? (int64_t)size : 0;
+    b2s_store_remove(s, obj);
+  }
+  static const char *const suffix[] = {".meta", ".index"};
+  for (int k = 0; k < 2; k++) {
+    snprintf(obj, sizeof obj, "%s%s", name, suffix[k]);
+    b2s_store_remove(s, obj);
+  }
+  b2s_store_free(s);
+  if (!closed || committed != n)
+    fprintf(stderr, "bench_rados: %s %s at %lld of %lld frames\n", name,
+            closed ? "closed" : "still open", (long long)committed,
+            (long long)n);
+  return closed && committed == n ? bytes : -1;
+}
+
+/* frame_reap in a child process. */
+static int64_t frame_reap_child(const opts *o, const char *name, int64_t n) {
+  int fd[2];
+  if (pipe(fd) < 0)
+    return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int64_t bytes = frame_reap(o, name, n);
+    _exit(write_all(fd[1], &bytes, sizeof bytes) == 0 ? 0 : 1);
+  }
+  close(fd[1]);
+  int64_t bytes = -1;
+  if (read_all(fd[0], &bytes, sizeof bytes) < 0)
+    bytes = -1;
+  close(fd[0]);
+  waitpid(pid, NULL, 0);
+  return bytes;
+}
+
+typedef struct ranks_result {
+  double images, stored;           /* bytes per second */
+} ranks_result;
+
+/* Route frames 0, 1, ... of the images to the ranks for o->seconds, then
+ * wait for every acknowledgement (ack write: the chunk object is in
+ * RADOS).  A stream, and so a frame, of its own per round. */
+static int ranks_round(const opts *o, const ranks_proc *rp, int round,
+                       uint16_t *const raw[NIMAGES], ranks_result *res) {
+  char name[96];
+  snprintf(name, sizeof name, "bench-%d-%d-%d", (int)getpid(), rp->n, round);
+  const char *eps[MAX_WRITERS];
+  for (int r = 0; r < rp->n; r++)
+    eps[r] = rp->eps[r];
+  b2sc_cluster *c;
+  int rc = b2sc_cluster_open(eps, rp->n, 1, name, "bench", NULL, &c);
+  if (rc < 0) {
+    fprintf(stderr, "bench_rados: cluster open: %s\n", b2s_strerror(rc));
+    return -1;
+  }
+  double t0 = now();
+  int64_t f = 0;
+  for (; rc == 0 && now() - t0 < o->seconds; f++)
+    rc = b2sc_cluster_send(c, (uint64_t)f, raw[f % NIMAGES], o->image, 30000);
+  if (rc == 0)
+    rc = b2sc_cluster_flush(c, 60000);
+  double secs = now() - t0;
+  if (rc < 0)
+    fprintf(stderr, "bench_rados: %s: %s\n", b2s_strerror(rc),
+            b2sc_cluster_last_error(c));
+  rc |= b2sc_cluster_close(c);
+  int64_t stored = frame_reap_child(o, name, f);   /* outside the clock */
+  if (rc < 0 || stored <= 0)
+    return -1;
+  *res = (ranks_result){.images = (double)f * (double)o->image / secs,
+                        .stored = (double)stored / secs};
+  return 0;
+}
+
+typedef struct ranks_summary {
+  int ranks;
+  double images, stored, rados;    /* medians, bytes per second */
+  double rmin, rmed, rmax;         /* per-round ratios stored / rados */
+} ranks_summary;
+
+/* Rounds for n ranks, alternating which side goes first. */
+static int run_ranks(const opts *o, int n, size_t size,
+                     uint16_t *const raw[NIMAGES], ranks_summary *sum) {
+  ranks_proc rp;
+  if (ranks_start(o, &rp, n) < 0) {
+    ranks_stop(&rp, true);
+    return -1;
+  }
+  double im[MAX_ROUNDS], st[MAX_ROUNDS], b[MAX_ROUNDS], ratio[MAX_ROUNDS];
+  int rc = 0;
+  for (int r = 0; rc == 0 && r < o->rounds; r++) {
+    ranks_result a = {0};
+    if (r % 2 == 0)
+      rc = ranks_round(o, &rp, r, raw, &a);
+    b[r] = rc == 0 ? rados_bench(o, n, size) : -1;
+    if (r % 2 == 1 && b[r] > 0)
+      rc = ranks_round(o, &rp, r, raw, &a);
+    if (rc < 0 || b[r] <= 0)
+      rc = -1;
+    im[r] = a.images;
+    st[r] = a.stored;
+    ratio[r] = rc == 0 ? st[r] / b[r] : 0;
+    if (rc == 0)
+      printf("  ranks %d round %d (%s first): images %8.1f MB/s, stored "
+             "%8.1f MB/s, rados bench %8.1f MB/s, ratio %.3f\n", n, r,
+             r % 2 ? "rados" : "ours", im[r] / 1e6, st[r] / 1e6, b[r] / 1e6,
+             ratio[r]);
+  }
+  if (ranks_stop(&rp, rc < 0) < 0 || rc < 0)
+    return -1;
+  *sum = (ranks_summary){.ranks = n, .images = median(im, o->rounds),
+                         .stored = median(st, o->rounds),
+                         .rados = median(b, o->rounds),
+                         .rmed = median(ratio, o->rounds)};
+  sum->rmin = ratio[0];            /* median() sorted them */
+  sum->rmax = ratio[o->rounds - 1];
+  return 0;
+}
+
 static int parse_list(const char *s, opts *o) {
   o->nwriters = 0;
   for (char *end; *s && o->nwriters < MAX_WRITERS; s = *end ? end + 1 : end) {
@@ -358,12 +688,16 @@ static int parse_list(const char *s, opts *o) {
 static int parse(int argc, char **argv, opts *o) {
   const char *pool = getenv("B2S_CEPH_POOL");
   *o = (opts){.seconds = 2, .rounds = 3, .nwriters = 3,
-              .writers = {1, 2, 3}, .image = 4 << 20,
+              .writers = {1, 2, 3}, .image = 4 << 20, .window = 8,
               .pool = pool && pool[0] ? pool : "b2stream",
               .conf = getenv("B2S_CEPH_CONF")};
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = v == NULL;
+    if (!strcmp(argv[i], "--daemons")) {
+      o->daemons = true;
+      continue;
+    }
     if (!bad && !strcmp(argv[i], "--seconds"))
       bad = (o->seconds = atoi(v)) < 1;
     else if (!bad && !strcmp(argv[i], "--rounds"))
@@ -372,17 +706,66 @@ static int parse(int argc, char **argv, opts *o) {
       bad = parse_list(v, o) < 0;
     else if (!bad && !strcmp(argv[i], "--image"))
       bad = (o->image = (size_t)atol(v)) < 1024 || o->image % 2;
+    else if (!bad && !strcmp(argv[i], "--window"))
+      bad = (o->window = atoi(v)) < 1;
     else if (!bad && !strcmp(argv[i], "--pool"))
       o->pool = v;
     else
       bad = 1;
     if (bad) {
-      fprintf(stderr, "usage: bench_rados [--seconds S] [--rounds R] "
-                      "[--writers 1,2,3] [--image BYTES] [--pool POOL]\n");
+      fprintf(stderr, "usage: bench_rados [--daemons] [--seconds S] "
+                      "[--rounds R] [--writers 1,2,3] [--window W] "
+                      "[--image BYTES] [--pool POOL]\n");
       return -1;
     }
     i++;
   }
+  return 0;
+}
+
+/* The writers' table. */
+static int main_writers(const opts *o, size_t size) {
+  summary sums[MAX_WRITERS];
+  for (int k = 0; k < o->nwriters; k++)
+    if (run_writers(o, o->writers[k], size, &sums[k]) < 0)
+      return 1;
+  printf("\n%-8s %16s %18s %22s\n", "writers", "put_chunk MB/s",
+         "rados bench MB/s", "ratio min/med/max");
+  for (int k = 0; k < o->nwriters; k++)
+    printf("%-8d %16.1f %18.1f %10.3f/%.3f/%.3f\n", sums[k].writers,
+           sums[k].ours / 1e6, sums[k].rados / 1e6, sums[k].rmin,
+           sums[k].rmed, sums[k].rmax);
+  return 0;
+}
+
+/* The ranks' table: the producer sends the images uncompressed. */
+static int main_ranks(const opts *o, size_t size) {
+  uint16_t *raw[NIMAGES] = {0};
+  int rc = 0;
+  for (int k = 0; rc == 0 && k < NIMAGES; k++) {
+    raw[k] = malloc(o->image);
+    if (raw[k] == NULL)
+      rc = 1;
+    else
+      bench_detector_image(raw[k], o->image / 2, k);
+  }
+  ranks_summary sums[MAX_WRITERS];
+  printf("ranks: b2streamd each, one b2stream-committer, a routing "
+         "producer with %d buffers in flight per rank (ack write)\n",
+         o->window);
+  for (int k = 0; rc == 0 && k < o->nwriters; k++)
+    if (run_ranks(o, o->writers[k], size, raw, &sums[k]) < 0)
+      rc = 1;
+  for (int k = 0; k < NIMAGES; k++)
+    free(raw[k]);
+  if (rc != 0)
+    return rc;
+  printf("\n%-6s %12s %12s %18s %22s\n", "ranks", "images MB/s",
+         "stored MB/s", "rados bench MB/s", "ratio min/med/max");
+  for (int k = 0; k < o->nwriters; k++)
+    printf("%-6d %12.1f %12.1f %18.1f %10.3f/%.3f/%.3f\n", sums[k].ranks,
+           sums[k].images / 1e6, sums[k].stored / 1e6, sums[k].rados / 1e6,
+           sums[k].rmin, sums[k].rmed, sums[k].rmax);
   return 0;
 }
 
@@ -416,15 +799,7 @@ int main(int argc, char **argv) {
   }
   printf("objects of %zu bytes on average (%zu .. %zu)\n", size, lo, hi);
   images_free(&im);
-  summary sums[MAX_WRITERS];
-  for (int k = 0; k < o.nwriters; k++)
-    if (run_writers(&o, o.writers[k], size, &sums[k]) < 0)
-      return 1;
-  printf("\n%-8s %16s %18s %22s\n", "writers", "put_chunk MB/s",
-         "rados bench MB/s", "ratio min/med/max");
-  for (int k = 0; k < o.nwriters; k++)
-    printf("%-8d %16.1f %18.1f %10.3f/%.3f/%.3f\n", sums[k].writers,
-           sums[k].ours / 1e6, sums[k].rados / 1e6, sums[k].rmin, sums[k].rmed,
-           sums[k].rmax);
-  return 0;
+  int rc = o.daemons ? main_ranks(&o, size) : main_writers(&o, size);
+  procs_kill();
+  return rc;
 }
