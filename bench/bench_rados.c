@@ -16,14 +16,39 @@
  * Objects of both sides are removed after each run, outside the clock
  * (the test cluster keeps its objects in memory).
  *
+ * With --daemons the N are real ranks instead: N b2streamd processes
+ * (the build's, as bench_e2e finds its daemon), each configured as rank r
+ * of N (cluster: storage rados://POOL, ranks and the committer on ipc://
+ * sockets in a temporary directory, frames_per_block 1) with a template
+ * of format distributed (lz4 5 shuffle typesize 2, chunk_nbytes the image
+ * size, ack write, queue_depth W), and one b2stream-committer.  Per round
+ * a routing producer (b2sc_cluster, a stream and so a frame of its own)
+ * sends the images uncompressed with frame numbers 0, 1, ... for S
+ * seconds, W buffers in flight per rank, then waits for every
+ * acknowledgement (the chunk object is in RADOS).  Figures: image bytes
+ * acknowledged per second, compressed bytes stored per second (the sizes
+ * of the chunk objects), and the ratio stored / rados bench with -t N and
+ * objects of the mean compressed size (the ranks' writers store one object
+ * at a time each).  After each round, outside the clock, the frame must
+ * have been closed by the committer with every frame committed; then its
+ * objects are removed.  One run on a shared 2-core VM with one memstore
+ * OSD (the test cluster), where producer, ranks, committer and OSD share
+ * the two cores (--seconds 2 --rounds 2; MB/s, ratio min/med/max):
+ *
+ *   ranks  images  stored  rados bench  ratio
+ *   1       580.8   291.7        608.8  0.470/0.481/0.493
+ *   2       818.4   411.0        681.7  0.596/0.603/0.609
+ *   3       751.3   377.3        727.1  0.486/0.519/0.553
+ *
  * Needs a Ceph cluster: B2S_CEPH_CONF names its configuration
  * (scripts/ceph-test-cluster start prints it); without it the benchmark
  * says so and exits 0.  Nothing asserts on time.
  *
- *   bench_rados [--seconds S] [--rounds R] [--writers 1,2,3]
- *               [--image BYTES] [--pool POOL]
+ *   bench_rados [--daemons] [--seconds S] [--rounds R] [--writers 1,2,3]
+ *               [--window W] [--image BYTES] [--pool POOL]
  *
- * Defaults: 2 s, 3 rounds, 1, 2 and 3 writers, 4 MiB images, pool
+ * Defaults: 2 s, 3 rounds, 1, 2 and 3 writers (or ranks), W 8, 4 MiB
+ * images, pool
  * $B2S_CEPH_POOL or "b2stream".  The test cluster keeps its objects in
  * memory (B2S_CEPH_MEM, 2 GiB by default): one run writes S seconds at the
  * cluster's rate, which must fit (2 s at some 700 MB/s do; here a cluster
