@@ -489,6 +489,7 @@ static int ranks_start(const opts *o, ranks_proc *rp, int n) {
   const char *committer = exe_locate(B2S_BENCH_COMMITTER,
                                      "dist/b2stream-committer", cbuf,
                                      sizeof cbuf);
+  rp->n = 0;                       /* nothing to stop yet */
   snprintf(rp->dir, sizeof rp->dir, "/tmp/bench-rados-XXXXXX");
   if (daemon == NULL || committer == NULL || mkdtemp(rp->dir) == NULL) {
     fprintf(stderr, "bench_rados: no b2streamd or b2stream-committer\n");
