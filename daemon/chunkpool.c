@@ -193,3 +193,21 @@ void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c) {
   if (before >= room && before - cap < room)
     b2sd_wake(srv);
 }
+
+b2sd_chunk *b2sd_chunk_take_ready(b2sd_stream *st, uint64_t next_seq) {
+  b2sd_chunk *batch = NULL, **tail = &batch;
+  while (st->ready && st->ready->seq < next_seq) {   /* of a failed writer */
+    b2sd_chunk *c = st->ready;
+    st->ready = c->next;
+    b2sd_chunk_done(st->srv, c);
+  }
+  while (st->ready && st->ready->seq == next_seq) {
+    b2sd_chunk *c = st->ready;
+    st->ready = c->next;
+    c->next = NULL;
+    *tail = c;
+    tail = &c->next;
+    next_seq++;
+  }
+  return batch;
+}

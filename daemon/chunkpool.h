@@ -29,5 +29,9 @@ int64_t b2sd_chunkpool_idle_bytes(b2sd_chunkpool *cp);
  * the I/O thread when that frees memory credits waited for.  Any thread;
  * accepts a tombstone. */
 void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c);
+/* A stream's writer (plain or distributed) takes from st->ready the chunks
+ * that continue its sequence at next_seq, in order; chunks below it (left
+ * by a writer that failed) are given back.  The caller holds st->lock. */
+b2sd_chunk *b2sd_chunk_take_ready(b2sd_stream *st, uint64_t next_seq);
 
 #endif

@@ -377,32 +377,12 @@ static void publish(dw *w, uint64_t flush_upto) {
 
 /* ---- the thread -------------------------------------------------------------- */
 
-/* Take the chunks that continue the sequence (under the stream lock). */
-static b2sd_chunk *take_ready(dw *w) {
-  b2sd_stream *st = w->st;
-  b2sd_chunk *batch = NULL, **tail = &batch;
-  uint64_t expect = w->next_seq;
-  while (st->ready && st->ready->seq < expect) {   /* of a failed writer */
-    b2sd_chunk *c = st->ready;
-    st->ready = c->next;
-    b2sd_chunk_done(st->srv, c);
-  }
-  while (st->ready && st->ready->seq == expect) {
-    b2sd_chunk *c = st->ready;
-    st->ready = c->next;
-    c->next = NULL;
-    *tail = c;
-    tail = &c->next;
-    expect++;
-  }
-  return batch;
-}
 
 static void run(dw *w) {
   b2sd_stream *st = w->st;
   pthread_mutex_lock(&st->lock);
   for (;;) {
-    b2sd_chunk *batch = take_ready(w);
+    b2sd_chunk *batch = b2sd_chunk_take_ready(w->st, w->next_seq);
     uint64_t flush_upto = st->flush_upto;
     bool stop = st->stop;
     pthread_mutex_unlock(&st->lock);

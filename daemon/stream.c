@@ -665,22 +665,7 @@ static void *writer_main(void *arg) {
   }
   pthread_mutex_lock(&st->lock);
   for (;;) {
-    /* take the chunks that continue the sequence */
-    b2sd_chunk *batch = NULL, **tail = &batch;
-    uint64_t expect = w.g.next_seq;
-    while (st->ready && st->ready->seq < expect) {   /* of a failed writer */
-      b2sd_chunk *c = st->ready;
-      st->ready = c->next;
-      b2sd_chunk_done(st->srv, c);
-    }
-    while (st->ready && st->ready->seq == expect) {
-      b2sd_chunk *c = st->ready;
-      st->ready = c->next;
-      c->next = NULL;
-      *tail = c;
-      tail = &c->next;
-      expect++;
-    }
+    b2sd_chunk *batch = b2sd_chunk_take_ready(st, w.g.next_seq);
     b2s_stream_durability dur = st->cfg.durability;
     bool fsync_now = b2sd_group_fsync(&dur);
     uint64_t flush_upto = st->flush_upto;
