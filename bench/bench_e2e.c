@@ -82,6 +82,7 @@
 #include "b2s_names.h"
 #include "b2stream_client.h"
 #include "bench_images.h"
+#include "bench_proc.h"
 
 #define NFRAMES 8                 /* distinct images cycled through */
 #define MAX_SIZES 4
@@ -687,22 +688,9 @@ static void daemon_kill_at_exit(void) {
 }
 
 static const char *daemon_locate(const char *given, char *buf, size_t cap) {
-  if (given)
-    return given;
-#ifdef B2S_BENCH_DAEMON
-  if (access(B2S_BENCH_DAEMON, X_OK) == 0)
-    return B2S_BENCH_DAEMON;
-#endif
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0)
-    return NULL;
-  self[n] = '\0';
-  char *slash = strrchr(self, '/');
-  if (slash)
-    *slash = '\0';
-  snprintf(buf, cap, "%s/../daemon/b2streamd", self);
-  return access(buf, X_OK) == 0 ? buf : NULL;
+  return given ? given
+               : bench_exe_locate(B2S_BENCH_DAEMON, "daemon/b2streamd", buf,
+                                  cap);
 }
 
 /* The configuration: streams zmq and shm for throughput (ack write, group
@@ -740,46 +728,22 @@ static int daemon_config(const daemon_proc *dp, const opts *o,
 }
 
 static int daemon_start(daemon_proc *dp, const char *path) {
-  pid_t pid = fork();
+  pid_t pid = bench_spawn((char *[]){(char *)path, "--config", dp->config,
+                                     NULL},
+                          dp->log);
   if (pid < 0)
-    return -errno;
-  if (pid == 0) {
-    int fd = open(dp->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0)
-      dup2(fd, 2);
-    execl(path, path, "--config", dp->config, (char *)NULL);
-    _exit(127);
-  }
+    return (int)pid;
   dp->pid = daemon_pid = pid;
-  for (int i = 0; i < 1000; i++) {
-    struct stat sb;
-    if (stat(dp->sock, &sb) == 0)
-      return 0;
-    int st;
-    if (waitpid(pid, &st, WNOHANG) == pid) {
-      dp->pid = daemon_pid = 0;
-      return -ECHILD;
-    }
-    usleep(10000);
-  }
-  return B2S_E_TIMEOUT;
+  int rc = bench_wait_path(pid, dp->sock, 10000);
+  if (rc == -ECHILD)
+    dp->pid = daemon_pid = 0;
+  return rc;
 }
 
 static int daemon_stop(daemon_proc *dp) {
-  if (dp->pid <= 0)
-    return 0;
-  kill(dp->pid, SIGTERM);
-  for (int i = 0; i < 6000; i++) {
-    int st;
-    if (waitpid(dp->pid, &st, WNOHANG) == dp->pid) {
-      dp->pid = daemon_pid = 0;
-      return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -ECHILD;
-    }
-    usleep(10000);
-  }
-  daemon_kill_at_exit();
+  int rc = bench_stop(dp->pid, 60000);
   dp->pid = daemon_pid = 0;
-  return B2S_E_TIMEOUT;
+  return rc;
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag,

@@ -70,6 +70,7 @@
 #include "b2s_errors.h"
 #include "b2stream_client.h"
 #include "bench_images.h"
+#include "bench_proc.h"
 
 #define NIMAGES 8                 /* distinct images cycled through */
 #define MAX_WRITERS 16
@@ -400,25 +401,6 @@ static void procs_kill(void) {
     }
 }
 
-/* The build's executable, else the one beside this one's build directory
- * (sub: "daemon/b2streamd"), else NULL. */
-static const char *exe_locate(const char *built, const char *sub, char *buf,
-                              size_t cap) {
-  if (built[0] && access(built, X_OK) == 0)
-    return built;
-  char self[512];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0)
-    return NULL;
-  self[n] = '\0';
-  char *slash = strrchr(self, '/');
-  if (slash)
-    *slash = '\0';
-  if (snprintf(buf, cap, "%s/../%s", self, sub) >= (int)cap)
-    return NULL;
-  return access(buf, X_OK) == 0 ? buf : NULL;
-}
-
 /* Rank r's configuration: one template, so each round opens a stream (and
  * a frame in the store) of its own. */
 static int rank_config(const opts *o, const ranks_proc *rp, int r) {
@@ -448,47 +430,29 @@ static int rank_config(const opts *o, const ranks_proc *rp, int r) {
   return fclose(f) == 0 ? 0 : -1;
 }
 
-/* Fork and exec argv with stderr (and stdout) to log; slot in procs. */
-static pid_t spawn(char *const argv[], const char *log, int slot) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  procs[slot] = pid;
-  return pid;
+/* Fork and exec argv with its output to log; the pid goes in procs[slot]. */
+static void spawn(char *const argv[], const char *log, int slot) {
+  pid_t pid = bench_spawn(argv, log);
+  procs[slot] = pid > 0 ? pid : 0;
 }
 
 /* Wait (up to 10 s) for rank r's socket to appear. */
 static int rank_wait(const ranks_proc *rp, int r) {
-  const char *sock = rp->eps[r] + strlen("ipc://");
-  for (int i = 0; i < 1000; i++) {
-    struct stat sb;
-    if (stat(sock, &sb) == 0)
-      return 0;
-    if (waitpid(procs[r], NULL, WNOHANG) == procs[r]) {
-      procs[r] = 0;
-      return -1;
-    }
-    usleep(10000);
-  }
-  return -1;
+  int rc = bench_wait_path(procs[r], rp->eps[r] + strlen("ipc://"), 10000);
+  if (rc == -ECHILD)
+    procs[r] = 0;                  /* reaped */
+  return rc < 0 ? -1 : 0;
 }
 
 /* n ranks and the committer, configured and listening. */
 static int ranks_start(const opts *o, ranks_proc *rp, int n) {
   char dbuf[512], cbuf[512], log[128], cfg[128], url[256], pull[128],
       pub[128];
-  const char *daemon = exe_locate(B2S_BENCH_DAEMON, "daemon/b2streamd", dbuf,
-                                  sizeof dbuf);
-  const char *committer = exe_locate(B2S_BENCH_COMMITTER,
-                                     "dist/b2stream-committer", cbuf,
-                                     sizeof cbuf);
+  const char *daemon = bench_exe_locate(B2S_BENCH_DAEMON, "daemon/b2streamd",
+                                        dbuf, sizeof dbuf);
+  const char *committer = bench_exe_locate(B2S_BENCH_COMMITTER,
+                                           "dist/b2stream-committer", cbuf,
+                                           sizeof cbuf);
   rp->n = 0;                       /* nothing to stop yet */
   snprintf(rp->dir, sizeof rp->dir, "/tmp/bench-rados-XXXXXX");
   if (daemon == NULL || committer == NULL || mkdtemp(rp->dir) == NULL) {
@@ -523,21 +487,9 @@ static int ranks_start(const opts *o, ranks_proc *rp, int n) {
 
 /* SIGTERM, then SIGKILL after 10 s; 0 when it exited with 0. */
 static int proc_stop(int slot) {
-  if (procs[slot] <= 0)
-    return 0;
-  kill(procs[slot], SIGTERM);
-  int st = 0;
-  for (int i = 0; i < 1000; i++) {
-    if (waitpid(procs[slot], &st, WNOHANG) == procs[slot]) {
-      procs[slot] = 0;
-      return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-    }
-    usleep(10000);
-  }
-  kill(procs[slot], SIGKILL);
-  waitpid(procs[slot], NULL, 0);
+  int rc = bench_stop(procs[slot], 10000);
   procs[slot] = 0;
-  return -1;
+  return rc == 0 ? 0 : -1;
 }
 
 /* Stop the ranks, then the committer; the directory goes unless something
