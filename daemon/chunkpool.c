@@ -15,16 +15,26 @@
  * credits or be freed again under exactly the load they are for. */
 #define _GNU_SOURCE
 #include "chunkpool.h"
-#include "wire.h"
-#include "segment.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* The lazy list may hold this many times the budget: with the budget a
+ * quarter of memory_limit, the pool's buffers then span memory_limit, the
+ * most the chunks in flight can take. */
+#define LAZY_TIMES 3
 
 struct b2sd_chunkpool {
-  pthread_mutex_t lock;          /* guards head, n, idle; a leaf lock */
+  pthread_mutex_t lock;          /* guards all but idle's reads; a leaf lock */
   b2sd_chunk *head;
   int n;
   int64_t max_bytes;
+  /* buffers past the budget, their pages handed back lazily (MADV_FREE):
+   * up to LAZY_TIMES the budget, not counted in idle */
+  b2sd_chunk *lazy;
+  int64_t lazy_bytes;
   /* the bytes of the idle buffers: written under lock, read without it
    * by b2sd_chunkpool_idle_bytes */
   _Atomic int64_t idle;
@@ -52,7 +62,8 @@ void b2sd_chunkpool_free(b2sd_chunkpool *cp) {
 void b2sd_chunkpool_set_max(b2sd_chunkpool *cp, int64_t max_bytes) {
   pthread_mutex_lock(&cp->lock);
   cp->max_bytes = max_bytes;
-  bool over = b2sd_chunkpool_idle_bytes(cp) > max_bytes;
+  bool over = b2sd_chunkpool_idle_bytes(cp) > max_bytes ||
+              cp->lazy_bytes > LAZY_TIMES * max_bytes;
   pthread_mutex_unlock(&cp->lock);
   if (over)
     b2sd_chunkpool_trim(cp);
@@ -62,6 +73,13 @@ int64_t b2sd_chunkpool_idle_bytes(b2sd_chunkpool *cp) {
   /* relaxed: a figure for statistics and the budget (read under the lock
    * there); pairs with the stores in idle_add */
   return cp ? atomic_load_explicit(&cp->idle, memory_order_relaxed) : 0;
+}
+
+int64_t b2sd_chunkpool_lazy_bytes(b2sd_chunkpool *cp) {
+  pthread_mutex_lock(&cp->lock);
+  int64_t n = cp->lazy_bytes;
+  pthread_mutex_unlock(&cp->lock);
+  return n;
 }
 
 /* Under cp->lock. */
@@ -84,6 +102,13 @@ b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
     *pp = c->next;
     cp->n--;
     idle_add(cp, -(int64_t)c->cap);
+  } else {
+    for (pp = &cp->lazy; *pp && (*pp)->cap < cap; pp = &(*pp)->next)
+      ;
+    if ((c = *pp) != NULL) {
+      *pp = c->next;
+      cp->lazy_bytes -= (int64_t)c->cap;
+    }
   }
   pthread_mutex_unlock(&cp->lock);
   if (!c && (c = malloc(sizeof *c + cap)) != NULL)
@@ -114,9 +139,44 @@ static b2sd_chunk *unlink_smaller(b2sd_chunkpool *cp, size_t cap) {
   return s;
 }
 
+/* A buffer past the budget: its pages go back to the kernel lazily, taken
+ * only when memory runs short, and the buffer waits on the lazy list.  A
+ * worker reusing it before then writes to pages still there: no fault, no
+ * page clear, where a freed and new buffer costs both per 4 KiB (a tenth
+ * of a worker's CPU when the writers' swings exceed the budget).  Freed
+ * when the lazy list is full, or the kernel cannot do it. */
+static void go_lazy(b2sd_chunkpool *cp, b2sd_chunk *c) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)c->data + page - 1) & ~(page - 1);
+  uintptr_t hi = ((uintptr_t)c->data + c->cap) & ~(page - 1);
+  bool keep = false;
+  pthread_mutex_lock(&cp->lock);
+  if (cp->lazy_bytes + (int64_t)c->cap <= LAZY_TIMES * cp->max_bytes) {
+    cp->lazy_bytes += (int64_t)c->cap;   /* reserved before the unlock */
+    keep = true;
+  }
+  pthread_mutex_unlock(&cp->lock);
+#ifdef MADV_FREE
+  if (keep && hi > lo && madvise((void *)lo, hi - lo, MADV_FREE) < 0)
+#endif
+  {
+    if (keep) {
+      pthread_mutex_lock(&cp->lock);
+      cp->lazy_bytes -= (int64_t)c->cap;
+      pthread_mutex_unlock(&cp->lock);
+    }
+    free(c);
+    return;
+  }
+  pthread_mutex_lock(&cp->lock);
+  c->next = cp->lazy;
+  cp->lazy = c;
+  pthread_mutex_unlock(&cp->lock);
+}
+
 /* Keep c for reuse within the byte budget, making room by letting smaller
  * idle buffers go; c itself goes when it cannot fit. */
-static void chunkpool_put(b2sd_chunkpool *cp, b2sd_chunk *c) {
+void b2sd_chunkpool_put(b2sd_chunkpool *cp, b2sd_chunk *c) {
   b2sd_chunk *out = NULL, *s;
   int64_t cap = (int64_t)c->cap;
   pthread_mutex_lock(&cp->lock);
@@ -137,77 +197,35 @@ static void chunkpool_put(b2sd_chunkpool *cp, b2sd_chunk *c) {
   pthread_mutex_unlock(&cp->lock);
   while (out) {
     s = out->next;
-    free(out);
+    go_lazy(cp, out);
     out = s;
   }
 }
 
-void b2sd_chunkpool_trim(b2sd_chunkpool *cp) {
+void b2sd_chunkpool_release(b2sd_chunkpool *cp) {
   pthread_mutex_lock(&cp->lock);
   b2sd_chunk *c = cp->head;
   cp->head = NULL;
   cp->n = 0;
   idle_add(cp, -b2sd_chunkpool_idle_bytes(cp));
   pthread_mutex_unlock(&cp->lock);
-  while (c) {
-    b2sd_chunk *nx = c->next;
-    free(c);
-    c = nx;
+  for (b2sd_chunk *nx; c; c = nx) {
+    nx = c->next;
+    go_lazy(cp, c);
   }
 }
 
-void b2sd_rec_clear(b2sd_rec *r) {
-  free(r->user);
-  *r = (b2sd_rec){0};
-}
-
-void b2sd_rec_record(const b2sd_rec *in, b2s_record *out) {
-  *out = (b2s_record){0};
-  out->has_frame = in->present & B2S_WIRE_REC_FRAME;
-  out->frame = in->frame;
-  out->has_ts = in->present & B2S_WIRE_REC_TS;
-  out->ts = in->ts;
-  if (in->user_len) {
-    out->user_kind = in->present & B2S_WIRE_REC_USER_MAP
-                         ? B2S_RECORD_USER_MAP : B2S_RECORD_USER_BIN;
-    out->user = in->user;
-    out->user_len = in->user_len;
-  }
-}
-
-void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c) {
-  b2sd_rec_clear(&c->rec);
-  free(c->series);
-  c->series = NULL;
-  if (c->cap == 0) {
-    free(c);
-    return;
-  }
-  int64_t room = b2sd_memory_room(srv), cap = (int64_t)c->cap;
-  /* relaxed: the memory bound; pairs with the fetch_add in compress_job
-   * (workers.c) */
-  int64_t before = atomic_fetch_sub_explicit(&srv->inflight_bytes, cap,
-                                             memory_order_relaxed);
-  chunkpool_put(srv->chunks, c);  /* c is gone: another thread may hold it */
-  /* credits held back for memory may come back now */
-  if (before >= room && before - cap < room)
-    b2sd_wake(srv);
-}
-
-b2sd_chunk *b2sd_chunk_take_ready(b2sd_stream *st, uint64_t next_seq) {
-  b2sd_chunk *batch = NULL, **tail = &batch;
-  while (st->ready && st->ready->seq < next_seq) {   /* of a failed writer */
-    b2sd_chunk *c = st->ready;
-    st->ready = c->next;
-    b2sd_chunk_done(st->srv, c);
-  }
-  while (st->ready && st->ready->seq == next_seq) {
-    b2sd_chunk *c = st->ready;
-    st->ready = c->next;
-    c->next = NULL;
-    *tail = c;
-    tail = &c->next;
-    next_seq++;
-  }
-  return batch;
+void b2sd_chunkpool_trim(b2sd_chunkpool *cp) {
+  pthread_mutex_lock(&cp->lock);
+  b2sd_chunk *lists[2] = {cp->head, cp->lazy};
+  cp->head = cp->lazy = NULL;
+  cp->n = 0;
+  cp->lazy_bytes = 0;
+  idle_add(cp, -b2sd_chunkpool_idle_bytes(cp));
+  pthread_mutex_unlock(&cp->lock);
+  for (int i = 0; i < 2; i++)
+    for (b2sd_chunk *c = lists[i], *nx; c; c = nx) {
+      nx = c->next;
+      free(c);
+    }
 }

@@ -755,8 +755,8 @@ static void writer_end(b2sd_stream *st) {
     pthread_mutex_unlock(&st->lock);
     pthread_join(st->thread, NULL);
     st->thread_started = false;
-    b2sd_chunkpool_trim(st->srv->chunks);  /* idle buffers need not
-                                            * outlive a stream */
+    b2sd_chunkpool_release(st->srv->chunks);  /* idle buffers need not
+                                               * hold memory past a stream */
   } else if (st->fw) {
     b2s_pair_close(st->fw);
   }
