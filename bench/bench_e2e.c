@@ -119,6 +119,12 @@ typedef struct opts {
   bool keep;
 } opts;
 
+/* Shared memory slots a producer attaches: the window plus what the workers
+ * and the hand-offs hold. */
+static long shm_slots(const opts *o) {
+  return (long)o->window + o->workers + 2;
+}
+
 static bool phase_on(const opts *o, const char *name) {
   size_t n = strlen(name);
   for (const char *p = o->phases; (p = strstr(p, name)) != NULL; p += n)
@@ -396,6 +402,8 @@ static double cpu_use_print(const char *label, const cpu_use *c0, pid_t daemon,
 
 typedef struct comp_arg {
   const dataset *d;
+  uint8_t *const *in;             /* the inputs cycled through */
+  long nin;
   const b2s_cparams *cp;
   long first, step, count;
   pthread_barrier_t *start;
@@ -423,7 +431,7 @@ static void *comp_main(void *arg) {
   pthread_barrier_wait(a->start);
   double c0 = thread_cpu_s();
   for (long i = a->first; a->rc == 0 && i < a->count; i += a->step) {
-    int n = b2s_compress(ctx, a->cp, a->d->buf[i % NFRAMES],
+    int n = b2s_compress(ctx, a->cp, a->in[i % a->nin],
                          (int32_t)a->d->size, dst, cap);
     if (n < 0)
       a->rc = n;
@@ -437,17 +445,43 @@ static void *comp_main(void *arg) {
   return NULL;
 }
 
+/* The inputs of the in-process baseline: nin buffers, copies of the
+ * dataset's images, so that its inputs take as much memory as the shared
+ * memory slots the daemon's workers read (a detector writes every image
+ * anew: neither side finds its input in the cache because the same few
+ * images came by a moment ago).  NULL when out of memory. */
+static uint8_t **inputs_make(const dataset *d, long nin) {
+  uint8_t **in = calloc((size_t)nin, sizeof *in);
+  for (long k = 0; in && k < nin; k++) {
+    if ((in[k] = malloc(d->size)) == NULL) {
+      while (k-- > 0)
+        free(in[k]);
+      free(in);
+      return NULL;
+    }
+    memcpy(in[k], d->buf[k % NFRAMES], d->size);
+  }
+  return in;
+}
+
 /* GB/s of input; *ratio gets nbytes / cbytes, *cpu_gb the threads' CPU
- * seconds per GB of input (what the daemon's workers are held to). */
+ * seconds per GB of input (what the daemon's workers are held to).  The
+ * threads cycle through nin input buffers. */
 static double bench_compress(const dataset *d, const b2s_cparams *cp,
-                             int nthreads, long count, double *ratio,
+                             int nthreads, long nin, long count, double *ratio,
                              double *cpu_gb) {
   pthread_t th[256];
   comp_arg a[256];
   pthread_barrier_t bar;
+  uint8_t **in = inputs_make(d, nin);
+  if (in == NULL) {
+    fprintf(stderr, "compress: %s\n", b2s_strerror(B2S_E_NOMEM));
+    return 0;
+  }
   pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
   for (int t = 0; t < nthreads; t++) {
-    a[t] = (comp_arg){.d = d, .cp = cp, .first = t, .step = nthreads,
+    a[t] = (comp_arg){.d = d, .in = in, .nin = nin, .cp = cp,
+                      .first = t, .step = nthreads,
                       .count = count, .start = &bar};
     pthread_create(&th[t], NULL, comp_main, &a[t]);
   }
@@ -466,6 +500,9 @@ static double bench_compress(const dataset *d, const b2s_cparams *cp,
       rc = a[t].rc;
   }
   pthread_barrier_destroy(&bar);
+  for (long k = 0; k < nin; k++)
+    free(in[k]);
+  free(in);
   if (rc < 0) {
     fprintf(stderr, "compress: %s\n", b2s_strerror(rc));
     return 0;
@@ -700,7 +737,7 @@ static int daemon_config(const daemon_proc *dp, const opts *o,
   FILE *f = fopen(dp->config, "w");
   if (f == NULL)
     return -errno;
-  size_t slots = (size_t)o->window + (size_t)o->workers + 2;
+  size_t slots = (size_t)shm_slots(o);
   size_t mem = 4 * slots * max_size;
   if (mem < ((size_t)256 << 20))
     mem = (size_t)256 << 20;
@@ -906,7 +943,7 @@ static double bench_e2e(b2sc_session *s, const char *stream, int via,
                         const dataset *d, long count, const opts *o,
                         double *wcpu) {
   shm_fill fill = {.copy_always = o->shm_copy};
-  uint32_t nslots = (uint32_t)(o->window + o->workers + 2);
+  uint32_t nslots = (uint32_t)shm_slots(o);
   long warm = count / 8 < 2L * o->window ? count / 8 : 2L * o->window;
   int64_t rc = e2e_pass(s, stream, via, d, warm, count, &fill, nslots, wcpu);
   if (rc == -EOPNOTSUPP && via_shm(via)) {
@@ -1269,7 +1306,8 @@ static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
   double v, q = 0;
   int k = i < 0 ? 0 : i;
   if (ph == PH_COMPRESS && phase_on(o, "compress")) {
-    v = bench_compress(d, cp, o->workers, count, &q, &R->comp_cpu[k]);
+    v = bench_compress(d, cp, o->workers, shm_slots(o), count, &q,
+                       &R->comp_cpu[k]);
     R->comp[k] = v, R->ratio[k] = q;
   } else if (ph == PH_RAW && phase_on(o, "raw")) {
     R->raw[k] = bench_raw(d, ep, count, o->window);
@@ -1299,15 +1337,16 @@ static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
   }
 }
 
-/* A short warm-up round, then o->repeat (even) rounds running the phases
+/* A warm-up round of full passes (the daemon's buffer pools grow to what
+ * the load needs, as in a service's first minutes, so no timed round pays
+ * for that growth), then o->repeat (even) rounds running the phases
  * forward on even rounds and backward on odd ones: each figure is taken as
  * often before its baseline as after it, and ratios are taken per round. */
 static void run_rounds(const opts *o, const daemon_proc *dp, b2sc_session *s,
                        const b2s_cparams *cp, const dataset *d, long count,
                        const char *ep, rounds *R) {
-  long warm = count / 8 > 0 ? count / 8 : 1;
   for (int ph = 0; ph < NPHASES; ph++)
-    run_phase(ph, -1, o, dp, s, cp, d, warm, ep, R);
+    run_phase(ph, -1, o, dp, s, cp, d, count, ep, R);
   for (int i = 0; i < o->repeat; i++) {
     for (int j = 0; j < NPHASES; j++)
       run_phase(i % 2 == 0 ? j : NPHASES - 1 - j, i, o, dp, s, cp, d, count, ep, R);
