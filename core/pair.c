@@ -156,8 +156,9 @@ static int put_record(b2s_pair *p, const b2s_record *in, uint64_t hash,
 
 /* Append record + chunk; the record is taken back when the chunk fails. */
 static int64_t append_both(b2s_pair *p, const void *chunk, size_t cbytes,
-                           const b2s_record *rec, uint32_t extra_flags) {
-  int rc = put_record(p, rec, b2s_chunk_xxh64(chunk, cbytes), extra_flags);
+                           const b2s_record *rec, uint64_t hash,
+                           uint32_t extra_flags) {
+  int rc = put_record(p, rec, hash, extra_flags);
   if (rc < 0)
     return rc;
   int64_t n = b2s_fwriter_append(p->data, chunk, cbytes);
@@ -186,8 +187,10 @@ static int as_repeat(const b2s_chunk_info *ci, uint8_t out[64]) {
   return b2s_chunk_repeatval(&cp, ci->nbytes, out, 64, val, vs);
 }
 
-int64_t b2s_pair_append(b2s_pair *p, const void *chunk, size_t cbytes,
-                        const b2s_record *rec) {
+/* hashed: xxh64 is the checksum of chunk[cbytes] as given */
+static int64_t append_chunk(b2s_pair *p, const void *chunk, size_t cbytes,
+                            const b2s_record *rec, bool hashed,
+                            uint64_t xxh64) {
   if (p == NULL || chunk == NULL)
     return B2S_E_ARG;
   b2s_chunk_info ci;
@@ -202,8 +205,20 @@ int64_t b2s_pair_append(b2s_pair *p, const void *chunk, size_t cbytes,
       return rc;
     chunk = repl;
     cbytes = (size_t)rc;
+    hashed = false;               /* the bytes stored are other bytes */
   }
-  return append_both(p, chunk, cbytes, rec, 0);
+  return append_both(p, chunk, cbytes, rec,
+                     hashed ? xxh64 : b2s_chunk_xxh64(chunk, cbytes), 0);
+}
+
+int64_t b2s_pair_append(b2s_pair *p, const void *chunk, size_t cbytes,
+                        const b2s_record *rec) {
+  return append_chunk(p, chunk, cbytes, rec, false, 0);
+}
+
+int64_t b2s_pair_append_hashed(b2s_pair *p, const void *chunk, size_t cbytes,
+                               const b2s_record *rec, uint64_t xxh64) {
+  return append_chunk(p, chunk, cbytes, rec, true, xxh64);
 }
 
 int b2s_gap_chunk(int32_t nbytes, uint8_t *out, size_t cap) {
@@ -224,7 +239,8 @@ int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
   int rc = b2s_gap_chunk(nbytes, chunk, sizeof chunk);
   if (rc < 0)
     return rc;
-  return append_both(p, chunk, (size_t)rc, rec, B2S_RECORD_GAP | flags);
+  return append_both(p, chunk, (size_t)rc, rec,
+                     b2s_chunk_xxh64(chunk, (size_t)rc), B2S_RECORD_GAP | flags);
 }
 
 int b2s_pair_commit(b2s_pair *p) {

@@ -131,6 +131,7 @@ typedef struct b2sd_chunk {
   struct b2sd_chunk *next;
   uint64_t seq;
   int32_t cbytes, nbytes;        /* cbytes 0: tombstone (dropped / failed) */
+  uint64_t xxh64;                /* of data[cbytes], by the worker */
   int err;                       /* compression error, 0 when none */
   uint32_t gap;                  /* tombstone: 0 (skipped), or the record
                                     flags of the gap it leaves (gaps: fill) */

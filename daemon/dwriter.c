@@ -253,7 +253,7 @@ static int encode_record(dw *w, const b2sd_chunk *c, uint64_t f) {
   b2sd_rec_record(&c->rec, &r);
   r.has_frame = true;
   r.frame = f;
-  r.xxh64 = b2s_chunk_xxh64(c->data, (size_t)c->cbytes);
+  r.xxh64 = c->xxh64;
   w->rec.len = 0;
   return b2s_record_encode(&r, &w->rec);
 }

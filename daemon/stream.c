@@ -484,7 +484,8 @@ static int64_t store(b2sd_stream *st, const b2sd_chunk *c) {
   b2s_record rec;
   b2sd_rec_record(&c->rec, &rec);
   if (c->cbytes > 0)
-    return b2s_pair_append(st->fw, c->data, (size_t)c->cbytes, &rec);
+    return b2s_pair_append_hashed(st->fw, c->data, (size_t)c->cbytes, &rec,
+                                  c->xxh64);
   return b2s_pair_append_gap(st->fw, c->nbytes, c->gap & ~B2S_RECORD_GAP,
                              &rec);
 }

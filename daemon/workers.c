@@ -94,6 +94,10 @@ static b2sd_chunk *compress_job(b2sd_pool *p, b2s_ctx *ctx, b2sd_job *j) {
     rc = b2s_compress(ctx, &j->cparams, j->data, (int32_t)j->len, c->data,
                       (int32_t)need);
     if (rc > 0) {
+      /* the record's checksum, here while the chunk is in this core's
+       * cache and the workers run in parallel; the writer is one thread
+       * for the stream and would read it back cold */
+      c->xxh64 = b2s_chunk_xxh64(c->data, (size_t)rc);
       c->cbytes = rc;
       c->nbytes = (int32_t)j->len;
       c->err = 0;

@@ -541,6 +541,49 @@ static void test_pair_special_chunk(void **state) {
   b2s_records_free(rs);
 }
 
+/* A checksum given by the caller (the daemon's workers take it where they
+ * compressed) is the one stored; a special chunk, stored as other bytes,
+ * gets the checksum of those bytes instead. */
+static void test_pair_append_hashed(void **state) {
+  (void)state;
+  char path[300];
+  path_in(path, sizeof path, "hashed.b2frame");
+  b2s_pair *p;
+  assert_int_equal(b2s_pair_create(path, false, NULL, NULL, &p), 0);
+  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+  uint8_t src[4000], chunk[4000 + B2S_MAX_OVERHEAD], z[64];
+  for (size_t i = 0; i < sizeof src; i++)
+    src[i] = (uint8_t)(i * 7 / 5);
+  b2s_ctx *ctx = b2s_ctx_new();
+  int cb = b2s_compress(ctx, &cp, src, sizeof src, chunk, sizeof chunk);
+  b2s_ctx_free(ctx);
+  assert_true(cb > 0);
+  int zb = b2s_chunk_zeros(&cp, 8000, z, sizeof z);
+  assert_true(zb > 0);
+  uint64_t h = XXH64(chunk, (size_t)cb, 0);
+  assert_int_equal(b2s_pair_append_hashed(p, chunk, (size_t)cb, NULL, h), 1);
+  /* what the caller says is stored as said */
+  assert_int_equal(b2s_pair_append_hashed(p, chunk, (size_t)cb, NULL, h ^ 1), 2);
+  assert_int_equal(b2s_pair_append_hashed(p, z, (size_t)zb, NULL, 12345), 3);
+  assert_int_equal(b2s_pair_close(p), 0);
+  b2s_records *rs;
+  b2s_frame *f;
+  assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  b2s_record r;
+  assert_int_equal(b2s_records_get(rs, 0, &r), 0);
+  assert_true(r.xxh64 == h);
+  assert_int_equal(b2s_records_get(rs, 1, &r), 0);
+  assert_true(r.xxh64 == (h ^ 1));
+  assert_int_equal(b2s_records_get(rs, 2, &r), 0);
+  uint8_t stored[64];
+  int sb = b2s_frame_chunk_read(f, 2, stored, sizeof stored);
+  assert_true(sb > 0);
+  assert_true(r.xxh64 == XXH64(stored, (size_t)sb, 0));
+  b2s_frame_free(f);
+  b2s_records_free(rs);
+}
+
 static void test_pair_open_backfills(void **state) {
   (void)state;
   char path[300];
@@ -689,6 +732,7 @@ int main(void) {
     cmocka_unit_test(test_pair_contiguous),
     cmocka_unit_test(test_pair_sparse),
     cmocka_unit_test(test_pair_special_chunk),
+    cmocka_unit_test(test_pair_append_hashed),
     cmocka_unit_test(test_pair_open_backfills),
     cmocka_unit_test(test_crash_records_ahead),
     cmocka_unit_test(test_crash_data_ahead),

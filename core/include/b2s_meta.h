@@ -162,6 +162,12 @@ void b2s_pair_free(b2s_pair *p);
 int64_t b2s_pair_append(b2s_pair *p, const void *chunk, size_t cbytes,
                         const b2s_record *rec);
 
+/* b2s_pair_append with the checksum of chunk[cbytes] computed by the
+ * caller (XXH64, seed 0: b2s_chunk_xxh64), e.g. where it was compressed,
+ * while the bytes were in that core's cache. */
+int64_t b2s_pair_append_hashed(b2s_pair *p, const void *chunk, size_t cbytes,
+                               const b2s_record *rec, uint64_t xxh64);
+
 /* Append a placeholder chunk of nbytes (a repeated-zero special chunk, a
  * few dozen bytes on disk) whose record has B2S_RECORD_GAP plus `flags`;
  * rec (may be NULL) gives frame, ts and user.  Returns the new count. */
