@@ -375,16 +375,21 @@ static void cpu_use_begin(cpu_use *c, pid_t daemon) {
 }
 
 /* Print CPU seconds per GB of input since cpu_use_begin; returns the
- * workers' (0 without a daemon). */
+ * workers' (0 without a daemon).  *busy (may be NULL) gets the share of
+ * the machine's CPUs that the daemon and this process kept busy. */
 static double cpu_use_print(const char *label, const cpu_use *c0, pid_t daemon,
-                            size_t bytes, uint64_t ns) {
+                            size_t bytes, uint64_t ns, double *busy) {
   cpu_use c;
   cpu_use_begin(&c, daemon);
-  double gb = (double)bytes / 1e9, d[CPU_KINDS], s[CPU_KINDS];
+  double gb = (double)bytes / 1e9, d[CPU_KINDS], s[CPU_KINDS], all = 0;
   for (int k = 0; k < CPU_KINDS; k++) {
     d[k] = (c.daemon[k] - c0->daemon[k]) / gb;
     s[k] = (c.self[k] - c0->self[k]) / gb;
+    all += (d[k] + s[k]) * gb;
   }
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  if (busy)
+    *busy = ncpu > 0 ? all / ((double)ns * 1e-9 * (double)ncpu) : 0;
   if (daemon > 0)
     printf("  %s: %.3f GB/s; CPU s per GB of input: daemon I/O loop %.3f, "
            "zmq I/O %.3f, workers %.3f (%.0f minor faults), writer %.3f; "
@@ -705,7 +710,7 @@ static double bench_raw(const dataset *d, const char *endpoint, long count,
   uint64_t dt = now_ns() - t0;
   pthread_join(th, NULL);
   if (rc == 0 && r.rc == 0)
-    cpu_use_print(ep, &cu, 0, d->size * (size_t)count, dt);
+    cpu_use_print(ep, &cu, 0, d->size * (size_t)count, dt, NULL);
   int zero = 0;
   zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
   zmq_setsockopt(r.sock, ZMQ_LINGER, &zero, sizeof zero);
@@ -916,7 +921,8 @@ static int send_all(b2sc_producer *p, int via, const dataset *d, long count,
  * (written).  Returns the ns of the timed part, or a negative code. */
 static int64_t e2e_pass(b2sc_session *s, const char *stream, int via,
                         const dataset *d, long warm, long count,
-                        shm_fill *fill, uint32_t nslots, double *wcpu) {
+                        shm_fill *fill, uint32_t nslots, double *wcpu,
+                        double *busy) {
   b2sc_producer *p;
   int rc = b2sc_producer_open(s, stream, NULL, &p);
   if (rc < 0)
@@ -949,19 +955,21 @@ static int64_t e2e_pass(b2sc_session *s, const char *stream, int via,
     *wcpu = cpu_use_print(via_shm(via) ? (via_rec(via) ? "e2e shm+records" : "e2e shm")
                                : (via_rec(via) ? "e2e zmq+records" : "e2e zmq"),
                   &cu, daemon_pid,
-                  d->size * (size_t)count, dt);
+                  d->size * (size_t)count, dt, busy);
   return rc < 0 ? rc : (int64_t)dt;
 }
 
-/* Returns GB/s, or -1 after printing why not; *wcpu gets the workers' CPU
+/* Returns GB/s, or -1 after printing why not; *busy (may be NULL) the
+ * share of the CPUs kept busy (cpu_use_print); *wcpu gets the workers' CPU
  * seconds per GB of input. */
 static double bench_e2e(b2sc_session *s, const char *stream, int via,
                         const dataset *d, long count, const opts *o,
-                        double *wcpu) {
+                        double *wcpu, double *busy) {
   shm_fill fill = {.copy_always = o->shm_copy};
   uint32_t nslots = (uint32_t)shm_slots(o);
   long warm = count / 8 < 2L * o->window ? count / 8 : 2L * o->window;
-  int64_t rc = e2e_pass(s, stream, via, d, warm, count, &fill, nslots, wcpu);
+  int64_t rc = e2e_pass(s, stream, via, d, warm, count, &fill, nslots, wcpu,
+                        busy);
   if (rc == -EOPNOTSUPP && via_shm(via)) {
     printf("  shm: not offered by this daemon\n");
     return -1;
@@ -1037,7 +1045,7 @@ static double bench_e2e_followed(b2sc_session *s, const char *endpoint,
     for (int i = 0; i < nf; i++)
       ok &= f[i].rc == 0;
     if (ok)
-      v = bench_e2e(s, stream, VIA_ZMQ, d, count, o, &(double){0});
+      v = bench_e2e(s, stream, VIA_ZMQ, d, count, o, &(double){0}, NULL);
   }
   atomic_store(&stop, true);
   for (int i = 0; i < started; i++)
@@ -1311,6 +1319,7 @@ typedef struct rounds {
   /* CPU seconds per GB of input: in-process threads, the daemon's workers */
   double comp_cpu[MAX_REPEAT], ez_cpu[MAX_REPEAT], es_cpu[MAX_REPEAT];
   double comp_only_cpu[MAX_REPEAT];  /* comp_cpu less the checksums */
+  double ez_busy[MAX_REPEAT], es_busy[MAX_REPEAT];  /* CPUs kept busy */
   bool ez_failed, es_failed, ef_failed, ezr_failed, esr_failed;
 } rounds;
 
@@ -1332,11 +1341,12 @@ static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
   } else if (ph == PH_DISK && i >= 0 && phase_on(o, "disk")) {
     R->disk[k] = bench_disk(dp->dir);   /* nothing to warm: no warm-up */
   } else if (ph == PH_ZMQ && !R->ez_failed && phase_on(o, "zmq")) {
-    R->ez[k] = bench_e2e(s, "zmq", VIA_ZMQ, d, count, o, &R->ez_cpu[k]);
+    R->ez[k] = bench_e2e(s, "zmq", VIA_ZMQ, d, count, o, &R->ez_cpu[k],
+                        &R->ez_busy[k]);
     R->ez_failed = R->ez[k] < 0;
     /* right after the plain pass: the cost of a record per buffer */
     if (o->records && !R->ez_failed && !R->ezr_failed) {
-      R->ezr[k] = bench_e2e(s, "zmq", VIA_ZMQ_REC, d, count, o, &(double){0});
+      R->ezr[k] = bench_e2e(s, "zmq", VIA_ZMQ_REC, d, count, o, &(double){0}, NULL);
       R->ezr_failed = R->ezr[k] < 0;
     }
     /* right after a plain zmq pass, so both see the same conditions */
@@ -1345,10 +1355,11 @@ static void run_phase(int ph, int i, const opts *o, const daemon_proc *dp,
       R->ef_failed = R->ef[k] < 0;
     }
   } else if (ph == PH_SHM && !R->es_failed && phase_on(o, "shm")) {
-    R->es[k] = bench_e2e(s, "shm", VIA_SHM, d, count, o, &R->es_cpu[k]);
+    R->es[k] = bench_e2e(s, "shm", VIA_SHM, d, count, o, &R->es_cpu[k],
+                        &R->es_busy[k]);
     R->es_failed = R->es[k] < 0;
     if (o->records && !R->es_failed && !R->esr_failed) {
-      R->esr[k] = bench_e2e(s, "shm", VIA_SHM_REC, d, count, o, &(double){0});
+      R->esr[k] = bench_e2e(s, "shm", VIA_SHM_REC, d, count, o, &(double){0}, NULL);
       R->esr_failed = R->esr[k] < 0;
     }
   }
@@ -1382,6 +1393,18 @@ static row *row_median(const char *label, const double *v, int n, const char *un
     if (v[i] > 0)
       m[k++] = v[i];
   return k ? row_add(label, median(m, k), unit) : NULL;
+}
+
+/* A row of v against baseline bv, none when bv was not measured (a phase
+ * left out), so a figure is not repeated without its ratio. */
+static row *row_against(const char *label, const double *v, int n,
+                        const char *unit, const char *base, const double *bv) {
+  bool any = false;
+  for (int i = 0; i < n; i++)
+    any = any || bv[i] > 0;
+  row *r = any ? row_median(label, v, n, unit) : NULL;
+  row_base(r, base, v, bv, n);
+  return r;
 }
 
 /* The cost of a record per buffer: throughput with records over the same
@@ -1423,12 +1446,11 @@ static void report_worker_cpu(const opts *o, const char *sz, const rounds *R) {
   const double *v[] = {R->ez_cpu, R->es_cpu};
   for (int t = 0; t < 2; t++) {
     snprintf(label, sizeof label, "[%s] workers CPU per GB, e2e %s", sz, via[t]);
-    row *r = row_median(label, v[t], o->repeat, "s/GB");
-    row_base(r, work, v[t], R->comp_cpu, o->repeat);
-    if (r && r->base[0])
+    row *r = row_against(label, v[t], o->repeat, "s/GB", work, R->comp_cpu);
+    if (r)
       row_target(r, -2, 1.1);
-    r = row_median(label, v[t], o->repeat, "s/GB");
-    row_base(r, comp, v[t], R->comp_only_cpu, o->repeat);
+    if (!row_against(label, v[t], o->repeat, "s/GB", comp, R->comp_only_cpu))
+      row_median(label, v[t], o->repeat, "s/GB");
   }
 }
 
@@ -1452,27 +1474,23 @@ static void report_size(const opts *o, const char *sz, const rounds *R,
   row_median(label, R->ceiling, n, "GB/s");
   static const char *const ceiling = "ceiling: min(compress, disk x ratio)";
   snprintf(label, sizeof label, "[%s] e2e zmq (ipc)", sz);
-  row *r = row_median(label, R->ez, n, "GB/s");
-  if (r) {
-    row_base(r, "raw zmq ipc", R->ez, R->raw, n);
-    if (r->base[0])
-      row_target(r, 1, 0.8);
-    row_base(row_median(label, R->ez, n, "GB/s"), "in-process compress", R->ez, R->comp, n);
-    r = row_median(label, R->ez, n, "GB/s");
-    row_base(r, ceiling, R->ez, R->ceiling, n);
-    if (r->base[0])
-      row_target(r, 1, 0.8);
-  }
+  row_median(label, R->ez, n, "GB/s");
+  row *r = row_against(label, R->ez, n, "GB/s", "raw zmq ipc", R->raw);
+  if (r)
+    row_target(r, 1, 0.8);
+  row_against(label, R->ez, n, "GB/s", "in-process compress", R->comp);
+  if ((r = row_against(label, R->ez, n, "GB/s", ceiling, R->ceiling)))
+    row_target(r, 1, 0.8);
+  snprintf(label, sizeof label, "[%s] e2e zmq, CPUs busy", sz);
+  row_median(label, R->ez_busy, n, "x");
   snprintf(label, sizeof label, "[%s] e2e shm%s", sz, o->shm_copy ? " (copy in)" : "");
-  r = row_median(label, R->es, n, "GB/s");
-  if (r) {
-    row_base(r, "in-process compress", R->es, R->comp, n);
-    row_base(row_median(label, R->es, n, "GB/s"), "raw zmq ipc", R->es, R->raw, n);
-    r = row_median(label, R->es, n, "GB/s");
-    row_base(r, ceiling, R->es, R->ceiling, n);
-    if (r->base[0])
-      row_target(r, 1, 0.9);
-  }
+  row_median(label, R->es, n, "GB/s");
+  row_against(label, R->es, n, "GB/s", "in-process compress", R->comp);
+  row_against(label, R->es, n, "GB/s", "raw zmq ipc", R->raw);
+  if ((r = row_against(label, R->es, n, "GB/s", ceiling, R->ceiling)))
+    row_target(r, 1, 0.9);
+  snprintf(label, sizeof label, "[%s] e2e shm, CPUs busy", sz);
+  row_median(label, R->es_busy, n, "x");
   report_worker_cpu(o, sz, R);
   snprintf(label, sizeof label, "[%s] e2e zmq, %d followers", sz, o->followers);
   r = row_median(label, R->ef, n, "GB/s");
