@@ -202,14 +202,14 @@ static inline uint32_t hash32(uint32_t v, unsigned hlog)
  * past the first mismatch at or after a+4, capped at bound.  Inlined: most
  * candidates end within the first word, so a call costs more than the
  * work on data that barely compresses. */
-static inline __attribute__((always_inline)) int32_t match_end(const uint8_t *p, int32_t a, uint32_t dist,
-                         int32_t bound)
+static inline __attribute__((always_inline)) ptrdiff_t
+match_end(const uint8_t *p, ptrdiff_t a, uint32_t dist, ptrdiff_t bound)
 {
-  int32_t m = a + 4;
+  ptrdiff_t m = a + 4;
   while (m + 8 <= bound) {
     uint64_t x = ld64(p + m) ^ ld64(p + m - dist);
     if (x)
-      return m + (int32_t)first_diff(x) + 1;
+      return m + (ptrdiff_t)first_diff(x) + 1;
     m += 8;
   }
   for (; m < bound; m++)
@@ -219,22 +219,25 @@ static inline __attribute__((always_inline)) int32_t match_end(const uint8_t *p,
 }
 
 /* Entropy probe: a dry run of the compressor that only counts output bytes
- * (spec 2.5 step 1).  Returns input consumed / estimated output. */
-static double probe_ratio(const uint8_t *p, int32_t plen, unsigned hlog,
-                          uint32_t *tab)
+ * (spec 2.5 step 1).  Returns input consumed / estimated output.  Indices
+ * are pointer-wide, so no loop step sign-extends one; hlog is a constant
+ * where the caller is inlined (see b2s_blosclz_compress). */
+static inline __attribute__((always_inline)) double
+probe_ratio(const uint8_t *p, int32_t plen, unsigned hlog, uint32_t *tab)
 {
-  int32_t lim = plen < (1 << hlog) ? plen : (1 << hlog);
-  int32_t i = 0, oc = 5;
+  ptrdiff_t lim = plen < (1 << hlog) ? plen : (1 << hlog);
+  ptrdiff_t i = 0, stop = lim - 12;
+  int32_t oc = 5;
   unsigned lit = 4;
 
   memset(tab, 0, sizeof(*tab) << hlog);
-  while (i < lim - 12) {
-    int32_t a = i;
+  while (i < stop) {
+    ptrdiff_t a = i;
     uint32_t h = hash32(rd32(p + a), hlog);
     uint32_t dist = (uint32_t)a - tab[h];
     tab[h] = (uint32_t)a;
-    int32_t len = 0;
-    if (dist != 0 && dist < FAR_LIMIT && rd32(p + a - dist) == rd32(p + a))
+    ptrdiff_t len = 0;
+    if (dist - 1 < FAR_LIMIT - 1 && rd32(p + a - dist) == rd32(p + a))
       len = match_end(p, a, dist, lim - 1) - 4 - a;
     if (len < 4) {
       oc++;
@@ -249,9 +252,9 @@ static double probe_ratio(const uint8_t *p, int32_t plen, unsigned hlog,
       oc--; /* the run byte assumed after the last match is not needed */
     lit = 0;
     if (len >= 7)
-      oc += (len - 7) / 255 + 1;
+      oc += (int32_t)(len - 7) / 255 + 1;
     oc += dist - 1 < NEAR_LIMIT ? 2 : 4;
-    int32_t q = a + len;
+    ptrdiff_t q = a + len;
     tab[hash32(rd32(p + q), hlog)] = (uint32_t)q;
     i = q + 2;
     oc++;
@@ -267,7 +270,7 @@ struct lz_out {
 /* c-blosc2 wants room for two bytes before every literal. */
 static bool put_literal(struct lz_out *o, uint8_t b)
 {
-  if (o->end - o->op < 2)
+  if (o->op + 2 > o->end)
     return false;
   *o->op++ = b;
   if (++o->lit == RUN_MAX) {
@@ -315,10 +318,11 @@ static bool put_match(struct lz_out *o, uint32_t len, uint32_t d)
   return true;
 }
 
-static bool encode(int clevel, const uint8_t *in, int32_t n, unsigned hlog,
-                   uint32_t *tab, struct lz_out *o)
+static inline __attribute__((always_inline)) bool
+encode(int clevel, const uint8_t *in, int32_t n, unsigned hlog, uint32_t *tab,
+       struct lz_out *o)
 {
-  int32_t i = 4;
+  ptrdiff_t i = 4, stop = (ptrdiff_t)n - 12;
 
   memset(tab, 0, sizeof(*tab) << hlog);
   *o->op++ = RUN_MAX - 1;
@@ -326,13 +330,13 @@ static bool encode(int clevel, const uint8_t *in, int32_t n, unsigned hlog,
   o->op += 4;
   o->lit = 4;
 
-  while (i < n - 12) {
-    int32_t a = i;
+  while (i < stop) {
+    ptrdiff_t a = i;
     uint32_t h = hash32(rd32(in + a), hlog);
     uint32_t dist = (uint32_t)a - tab[h];
     tab[h] = (uint32_t)a;
-    int32_t len = 0;
-    if (dist != 0 && dist < FAR_LIMIT && rd32(in + a - dist) == rd32(in + a))
+    ptrdiff_t len = 0;
+    if (dist - 1 < FAR_LIMIT - 1 && rd32(in + a - dist) == rd32(in + a))
       len = match_end(in, a, dist, n - 1) - 4 - a;
     /* short far matches cost more to decode than they save */
     if (len < 4 || (len <= 5 && dist - 1 >= NEAR_LIMIT)) {
@@ -344,7 +348,7 @@ static bool encode(int clevel, const uint8_t *in, int32_t n, unsigned hlog,
     close_run(o);
     if (!put_match(o, (uint32_t)len, dist - 1))
       return false;
-    int32_t q = a + len;
+    ptrdiff_t q = a + len;
     uint32_t v = rd32(in + q);
     tab[hash32(v, hlog)] = (uint32_t)q;
     if (clevel == 9)
@@ -356,6 +360,20 @@ static bool encode(int clevel, const uint8_t *in, int32_t n, unsigned hlog,
       return false;
   close_run(o);
   return true;
+}
+
+static __attribute__((noinline)) int
+compress_with(int clevel, const uint8_t *in, int32_t n, uint8_t *out,
+              int32_t cap, unsigned hlog, int32_t plen, double min_ratio)
+{
+  uint32_t tab[1u << HASH_LOG_MAX];
+  if (probe_ratio(in + (n - plen), plen, hlog, tab) < min_ratio)
+    return 0;
+  struct lz_out o = {out, out + cap, 0};
+  if (!encode(clevel, in, n, hlog, tab, &o))
+    return 0;
+  out[0] |= 0x20; /* format marker */
+  return (int)(o.op - out);
 }
 
 int b2s_blosclz_compress(int clevel, const uint8_t *in, int32_t n, uint8_t *out,
@@ -370,16 +388,17 @@ int b2s_blosclz_compress(int clevel, const uint8_t *in, int32_t n, uint8_t *out,
   if (n < 16 || cap < 66)
     return 0;
 
-  uint32_t tab[1u << HASH_LOG_MAX];
   unsigned hlog = clevel == 1 ? 12 : clevel == 2 ? 13 : 14;
   int32_t plen = clevel == 1 ? n / 8 : clevel <= 3 ? n / 4
                                      : clevel <= 6 ? n / 2 : n;
-  if (probe_ratio(in + (n - plen), plen, hlog, tab) < min_ratio[clevel])
-    return 0;
-
-  struct lz_out o = {out, out + cap, 0};
-  if (!encode(clevel, in, n, hlog, tab, &o))
-    return 0;
-  out[0] |= 0x20; /* format marker */
-  return (int)(o.op - out);
+  /* one copy of the loops per table size: the hash's shift is then a
+   * constant, not a count reloaded into %cl on every byte */
+  switch (hlog) {
+  case 12:
+    return compress_with(clevel, in, n, out, cap, 12, plen, min_ratio[clevel]);
+  case 13:
+    return compress_with(clevel, in, n, out, cap, 13, plen, min_ratio[clevel]);
+  default:
+    return compress_with(clevel, in, n, out, cap, 14, plen, min_ratio[clevel]);
+  }
 }
