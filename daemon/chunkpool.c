@@ -139,39 +139,40 @@ static b2sd_chunk *unlink_smaller(b2sd_chunkpool *cp, size_t cap) {
   return s;
 }
 
+/* Under cp->lock: whether c fits on the lazy list. */
+static bool lazy_room(const b2sd_chunkpool *cp, const b2sd_chunk *c) {
+  return cp->lazy_bytes + (int64_t)c->cap <= LAZY_TIMES * cp->max_bytes;
+}
+
 /* A buffer past the budget: its pages go back to the kernel lazily, taken
  * only when memory runs short, and the buffer waits on the lazy list.  A
- * worker reusing it before then writes to pages still there: no fault, no
- * page clear, where a freed and new buffer costs both per 4 KiB (a tenth
- * of a worker's CPU when the writers' swings exceed the budget).  Freed
- * when the lazy list is full, or the kernel cannot do it. */
+ * worker reusing it before then writes to pages still there: no fault and
+ * no page clear, which a freed and new buffer costs per 4 KiB.  Freed when
+ * the lazy list is full, or the kernel cannot do it.  The madvise runs
+ * outside the lock; the room is checked again after it. */
 static void go_lazy(b2sd_chunkpool *cp, b2sd_chunk *c) {
+  pthread_mutex_lock(&cp->lock);
+  bool keep = lazy_room(cp, c);
+  pthread_mutex_unlock(&cp->lock);
+#ifdef MADV_FREE
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t lo = ((uintptr_t)c->data + page - 1) & ~(page - 1);
   uintptr_t hi = ((uintptr_t)c->data + c->cap) & ~(page - 1);
-  bool keep = false;
-  pthread_mutex_lock(&cp->lock);
-  if (cp->lazy_bytes + (int64_t)c->cap <= LAZY_TIMES * cp->max_bytes) {
-    cp->lazy_bytes += (int64_t)c->cap;   /* reserved before the unlock */
-    keep = true;
-  }
-  pthread_mutex_unlock(&cp->lock);
-#ifdef MADV_FREE
-  if (keep && hi > lo && madvise((void *)lo, hi - lo, MADV_FREE) < 0)
+  keep = keep && (hi <= lo || madvise((void *)lo, hi - lo, MADV_FREE) == 0);
+#else
+  keep = false;
 #endif
-  {
-    if (keep) {
-      pthread_mutex_lock(&cp->lock);
-      cp->lazy_bytes -= (int64_t)c->cap;
-      pthread_mutex_unlock(&cp->lock);
+  if (keep) {
+    pthread_mutex_lock(&cp->lock);
+    if ((keep = lazy_room(cp, c))) {
+      c->next = cp->lazy;
+      cp->lazy = c;
+      cp->lazy_bytes += (int64_t)c->cap;
     }
-    free(c);
-    return;
+    pthread_mutex_unlock(&cp->lock);
   }
-  pthread_mutex_lock(&cp->lock);
-  c->next = cp->lazy;
-  cp->lazy = c;
-  pthread_mutex_unlock(&cp->lock);
+  if (!keep)
+    free(c);
 }
 
 /* Keep c for reuse within the byte budget, making room by letting smaller
