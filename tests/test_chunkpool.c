@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <string.h>
 
 #include "chunkpool.h"
@@ -103,11 +104,79 @@ static void test_release_then_trim(void **state) {
   b2sd_chunkpool_free(cp);
 }
 
+/* Workers and writers share the pool: threads taking and giving back
+ * buffers of several sizes, one now and then releasing the idle ones as a
+ * stream's end does, never get a buffer another holds, and the pool's
+ * bounds hold after.  (Run under ThreadSanitizer in CI.) */
+#define THREADS 4
+#define ROUNDS 3000
+
+typedef struct racer {
+  b2sd_chunkpool *cp;
+  int id;
+  int bad;
+} racer;
+
+static void *race_main(void *arg) {
+  racer *r = arg;
+  uint32_t x = (uint32_t)r->id * 2654435761u + 1;
+  b2sd_chunk *held[3] = {0};
+  for (int i = 0; i < ROUNDS; i++) {
+    x = x * 1103515245u + 12345u;
+    int k = (int)(x >> 16) % 3;
+    if (held[k]) {
+      b2sd_chunk *c = held[k];
+      if (c->data[0] != (uint8_t)r->id || c->data[c->cap - 1] != (uint8_t)r->id)
+        r->bad++;
+      b2sd_chunkpool_put(r->cp, c);
+      held[k] = NULL;
+    } else {
+      size_t cap = (size_t)(64 << 10) << (x >> 24) % 3;
+      b2sd_chunk *c = b2sd_chunkpool_get(r->cp, cap);
+      if (!c || c->cap < cap) {
+        r->bad++;
+        continue;
+      }
+      c->data[0] = (uint8_t)r->id;       /* another holder would overwrite */
+      c->data[c->cap - 1] = (uint8_t)r->id;
+      held[k] = c;
+    }
+    if (i % 500 == 499 && r->id == 0)
+      b2sd_chunkpool_release(r->cp);
+  }
+  for (int j = 0; j < 3; j++)
+    if (held[j])
+      b2sd_chunkpool_put(r->cp, held[j]);
+  return NULL;
+}
+
+static void test_threads_share_the_pool(void **state) {
+  (void)state;
+  b2sd_chunkpool *cp;
+  int64_t max = 1 << 20;
+  assert_int_equal(b2sd_chunkpool_new(max, &cp), 0);
+  pthread_t th[THREADS];
+  racer r[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    r[t] = (racer){.cp = cp, .id = t + 1};
+    assert_int_equal(pthread_create(&th[t], NULL, race_main, &r[t]), 0);
+  }
+  for (int t = 0; t < THREADS; t++) {
+    pthread_join(th[t], NULL);
+    assert_int_equal(r[t].bad, 0);
+  }
+  assert_true(b2sd_chunkpool_idle_bytes(cp) <= max);
+  assert_true(b2sd_chunkpool_lazy_bytes(cp) <= 3 * max);
+  assert_true(b2sd_chunkpool_idle_bytes(cp) + b2sd_chunkpool_lazy_bytes(cp) > 0);
+  b2sd_chunkpool_free(cp);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_past_budget_buffers_come_back),
       cmocka_unit_test(test_lazy_list_is_bounded),
       cmocka_unit_test(test_release_then_trim),
+      cmocka_unit_test(test_threads_share_the_pool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
