@@ -92,23 +92,25 @@ static void idle_add(b2sd_chunkpool *cp, int64_t bytes) {
                         memory_order_relaxed);
 }
 
-b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
-  pthread_mutex_lock(&cp->lock);
-  b2sd_chunk **pp = &cp->head;
+/* Unlink the first buffer of the list at *pp that holds cap bytes; NULL
+ * when none does. */
+static b2sd_chunk *unlink_fit(b2sd_chunk **pp, size_t cap) {
   while (*pp && (*pp)->cap < cap)
     pp = &(*pp)->next;
   b2sd_chunk *c = *pp;
-  if (c) {
+  if (c)
     *pp = c->next;
+  return c;
+}
+
+b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
+  pthread_mutex_lock(&cp->lock);
+  b2sd_chunk *c = unlink_fit(&cp->head, cap);
+  if (c) {
     cp->n--;
     idle_add(cp, -(int64_t)c->cap);
-  } else {
-    for (pp = &cp->lazy; *pp && (*pp)->cap < cap; pp = &(*pp)->next)
-      ;
-    if ((c = *pp) != NULL) {
-      *pp = c->next;
-      cp->lazy_bytes -= (int64_t)c->cap;
-    }
+  } else if ((c = unlink_fit(&cp->lazy, cap)) != NULL) {
+    cp->lazy_bytes -= (int64_t)c->cap;
   }
   pthread_mutex_unlock(&cp->lock);
   if (!c && (c = malloc(sizeof *c + cap)) != NULL)
@@ -203,12 +205,18 @@ void b2sd_chunkpool_put(b2sd_chunkpool *cp, b2sd_chunk *c) {
   }
 }
 
-void b2sd_chunkpool_release(b2sd_chunkpool *cp) {
-  pthread_mutex_lock(&cp->lock);
+/* Under cp->lock: take the whole idle list. */
+static b2sd_chunk *detach_idle(b2sd_chunkpool *cp) {
   b2sd_chunk *c = cp->head;
   cp->head = NULL;
   cp->n = 0;
   idle_add(cp, -b2sd_chunkpool_idle_bytes(cp));
+  return c;
+}
+
+void b2sd_chunkpool_release(b2sd_chunkpool *cp) {
+  pthread_mutex_lock(&cp->lock);
+  b2sd_chunk *c = detach_idle(cp);
   pthread_mutex_unlock(&cp->lock);
   for (b2sd_chunk *nx; c; c = nx) {
     nx = c->next;
@@ -218,11 +226,9 @@ void b2sd_chunkpool_release(b2sd_chunkpool *cp) {
 
 void b2sd_chunkpool_trim(b2sd_chunkpool *cp) {
   pthread_mutex_lock(&cp->lock);
-  b2sd_chunk *lists[2] = {cp->head, cp->lazy};
-  cp->head = cp->lazy = NULL;
-  cp->n = 0;
+  b2sd_chunk *lists[2] = {detach_idle(cp), cp->lazy};
+  cp->lazy = NULL;
   cp->lazy_bytes = 0;
-  idle_add(cp, -b2sd_chunkpool_idle_bytes(cp));
   pthread_mutex_unlock(&cp->lock);
   for (int i = 0; i < 2; i++)
     for (b2sd_chunk *c = lists[i], *nx; c; c = nx) {
