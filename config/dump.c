@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "config_internal.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 typedef struct dumper {
   FILE *f;

@@ -1,4 +1,4 @@
-/* Frame reader (see frame.h).
+/* Frame reader (see b2s_frame.h).
  *
  * Opening runs the reader algorithm of BLOSC2_FORMAT.md 4.8 with every
  * bound checked: fixed header, metalayer section, trailer (located from the
@@ -7,7 +7,7 @@
  * of it; they differ only in where the index starts (after the data section
  * or right after the header) and in where a chunk is read from (an offset
  * in the data section or a file named after the chunk id). */
-#include "frame.h"
+#include "b2s_frame.h"
 #include "frame_io.h"
 
 #include <errno.h>

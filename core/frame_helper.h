@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 enum { FW_STAGE_IDLE, FW_STAGE_QUEUED, FW_STAGE_DONE };
 

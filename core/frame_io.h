@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 /* Writes go out in pieces: one large write makes the page cache use large
  * folios there, and every later small write into such a folio (the index

@@ -1,6 +1,6 @@
 /* Frame writer: create, open (our own frames, or a one-time rewrite of a
  * frame written elsewhere into our layout) and close.  A writer holds its
- * frame's lock (frame_lock.h) from before it reads anything until it is
+ * frame's lock (b2s_frame_lock.h) from before it reads anything until it is
  * freed. */
 #define _GNU_SOURCE   /* renameat2 */
 #include <errno.h>

@@ -6,9 +6,9 @@
 #ifndef B2S_FWRITER_INTERNAL_H
 #define B2S_FWRITER_INTERNAL_H
 
-#include "frame_lock.h"
-#include "frame_writer.h"
-#include "msgpack.h"
+#include "b2s_frame_lock.h"
+#include "b2s_frame_writer.h"
+#include "b2s_msgpack.h"
 
 /* The commit area: AREA bytes right after the natural header.  The two
  * records sit in its second half so that the trailer of an empty
@@ -47,7 +47,7 @@ struct b2s_fwriter {
   bool sparse;
   int fd;                          /* cframe file, or chunks.b2frame */
   int dirfd;                       /* sparse frame directory, or -1 */
-  int lockfd;                      /* holds the frame's lock (frame_lock.h),
+  int lockfd;                      /* holds the frame's lock (b2s_frame_lock.h),
                                       or -1 */
   b2s_fwriter_opts opts;
 
@@ -152,7 +152,22 @@ int fw_open_locked(const char *path, const b2s_fwriter_opts *opts,
                    int *lockfd, b2s_fwriter **out, b2s_frame_error *err,
                    bool lost_ok);
 
-/* frame_recover.c: 1 when path has valid commit records, 0 when not. */
+/* frame_rfile.c: a frame file opened for recovery (with `lock`, the
+ * frame's lock taken first: recovery rewrites the header and removes
+ * files, which must never happen beside a writer) at its natural header
+ * length (`base`, from the metalayer section, which no commit rewrites). */
+typedef struct fw_rfile {
+  bool sparse;
+  int fd, dirfd;
+  int lockfd;                      /* the frame's lock, or -1 */
+  int64_t size, base;
+} fw_rfile;
+int fw_rfile_open(const char *path, bool lock, fw_rfile *r);
+/* fw_rfile_open, then the commit records (*nvalid of them valid). */
+int fw_rfile_records(const char *path, bool lock, fw_rfile *r,
+                     fw_record rec[2], int *nvalid);
+void fw_rfile_close(fw_rfile *r);
+/* 1 when path has valid commit records, 0 when not. */
 int fw_has_records(const char *path);
 
 #endif

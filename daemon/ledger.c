@@ -3,7 +3,7 @@
 #include "ledger.h"
 
 #include "b2s_errors.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,7 @@
 #include "dwriter.h"
 #include "groupcommit.h"
 #include "progress.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,8 +16,8 @@
 #include <zmq.h>
 
 #include "b2stream_client.h"
-#include "shm.h"
-#include "wire.h"
+#include "b2s_shm.h"
+#include "b2s_wire.h"
 
 /* A ZeroMQ message received and decoded: the header frame, the decoded
  * header (its strings borrow from hdr), the payload and the record frame

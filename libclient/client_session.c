@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "client_internal.h"
-#include "curve_key.h"
+#include "b2s_curve_key.h"
 
 _Static_assert(B2SC_CURVE_KEY_LEN == B2S_CURVE_KEY_Z85_LEN, "one key length");
 

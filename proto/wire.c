@@ -6,13 +6,13 @@
  * disagree about a layout; the few rules that tie two fields together live
  * in check_rules(), which both also call.  Everything decode accepts is
  * therefore something encode would write, byte for byte. */
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <stddef.h>
 #include <string.h>
 
 #include "b2s_errors.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 enum field_kind { K_U8, K_U16, K_U32, K_I32, K_U64, K_STR };
 

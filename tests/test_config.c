@@ -19,8 +19,8 @@
 
 #include "b2s_config.h"
 #include "b2s_names.h"
-#include "frame_format.h"
-#include "msgpack.h"
+#include "b2s_frame_format.h"
+#include "b2s_msgpack.h"
 
 #define BASE "/srv/b2"
 #define MIB (INT64_C(1) << 20)

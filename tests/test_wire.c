@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "b2s_errors.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 static const int all_types[] = {
   B2S_WIRE_HELLO, B2S_WIRE_OPEN, B2S_WIRE_DATA, B2S_WIRE_FLUSH,

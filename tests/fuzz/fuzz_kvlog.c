@@ -1,5 +1,5 @@
 /* libFuzzer target for the local store's key-log reader: the input is a
- * key-log file (dist/store_kvlog.h) as found on disk after a crash or on
+ * key-log file (cluster/store_kvlog.h) as found on disk after a crash or on
  * a damaged disk.
  *
  * The parser must stay inside the input and see only whole, valid

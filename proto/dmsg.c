@@ -6,7 +6,7 @@
 
 #include "b2s_dmsg.h"
 #include "b2s_errors.h"
-#include "dname.h"
+#include "b2s_dname.h"
 
 #define DMSG_MAGIC "B2DM"
 #define DMSG_VERSION 1

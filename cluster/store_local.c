@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "b2s_errors.h"
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 #include "store_local.h"
 
 #define TMP_NAME_MAX 64

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "b2s_errors.h"
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 #include "store_kvlog.h"
 #include "store_local.h"
 

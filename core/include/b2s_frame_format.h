@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 #define B2S_FRAME_MAGIC "b2frame"          /* + NUL: 8 bytes */
 #define B2S_FRAME_HEADER_FIXED 87          /* bytes before the metalayers */

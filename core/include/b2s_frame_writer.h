@@ -47,8 +47,8 @@
 #include <stdint.h>
 
 #include "b2s_chunk.h"
-#include "frame.h"
-#include "frame_format.h"
+#include "b2s_frame.h"
+#include "b2s_frame_format.h"
 
 typedef struct b2s_fwriter b2s_fwriter;
 
@@ -117,7 +117,7 @@ const b2s_frame_header *b2s_fwriter_header(const b2s_fwriter *w);
 /* Contiguous frame: the file offset where its chunk data ends (holes
  * included; the next appended chunk goes there).  0 for a sparse frame. */
 int64_t b2s_fwriter_data_end(const b2s_fwriter *w);
-/* Whether the writer holds its frame's lock (frame_lock.h): false only on a
+/* Whether the writer holds its frame's lock (b2s_frame_lock.h): false only on a
  * file system without flock, where nothing keeps a second writer out. */
 bool b2s_fwriter_locked(const b2s_fwriter *w);
 /* Whether chunk data goes out with direct I/O (asked for, and the file
@@ -212,7 +212,7 @@ typedef struct b2s_recover_report {
  * only checked.  A sparse frame whose index names chunk files that are
  * gone keeps every other chunk, in order: those entries are removed with
  * one more commit (rep->missing_files).  Fails with B2S_E_LOCKED while a
- * writer holds the frame (frame_lock.h).  rep and err may be NULL. */
+ * writer holds the frame (b2s_frame_lock.h).  rep and err may be NULL. */
 int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
                       b2s_frame_error *err);
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "committer.h"
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 #define FRAMES_ARG_MAX 256
 

@@ -45,7 +45,7 @@ typedef struct b2s_store_opts {
   const char *ceph_conf;   /* rados: ceph.conf path; NULL = $CEPH_CONF or
                               librados's default search */
   const char *client_id;   /* rados: client id, NULL = "admin" */
-  int sync;                /* local: enum b2s_sync (frame_writer.h) */
+  int sync;                /* local: enum b2s_sync (b2s_frame_writer.h) */
   int timeout_ms;          /* rados: operation timeout, 0 = 30000 */
 } b2s_store_opts;
 

@@ -43,7 +43,7 @@
 #include "b2s_chunk.h"
 #include "b2s_meta.h"
 #include "b2s_store.h"
-#include "frame_format.h"
+#include "b2s_frame_format.h"
 
 typedef struct b2s_dframe b2s_dframe;
 

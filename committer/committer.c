@@ -10,7 +10,7 @@
 #include <zmq.h>
 
 #include "committer.h"
-#include "dname.h"
+#include "b2s_dname.h"
 
 #define HEARTBEAT_MS 1000
 #define FRAMES_MAX 1024             /* frames one committer keeps open */

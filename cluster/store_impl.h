@@ -1,6 +1,6 @@
 /* Internals of the object stores behind b2s_store.h: the operations table
  * every backend fills, the checks store.c makes before dispatching, and
- * the per-thread last error.  Owned by dist/store*.c only.
+ * the per-thread last error.  Owned by cluster/store*.c only.
  *
  * store.c validates names, keys, values and pointers, so a backend's
  * operation may assume well-formed arguments. */

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "b2s_errors.h"
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 #include "store_local.h"
 
 void local_rel(char rel[LOCAL_REL_MAX], const char *prefix, const char *name) {

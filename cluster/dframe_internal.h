@@ -6,7 +6,7 @@
 #define B2S_DFRAME_INTERNAL_H
 
 #include "b2s_dframe.h"
-#include "dname.h"
+#include "b2s_dname.h"
 
 /* "NAME.c." + 16 hex digits, "NAME.index", "NAME.meta" */
 #define DF_OBJ_MAX (B2S_DFRAME_NAME_MAX + 24)

@@ -3,7 +3,7 @@
  *
  * Opening parses and checks the header, metalayers, trailer, vlmetalayers
  * and the whole chunk index, and keeps them in memory (the model of
- * frame_format.h plus an int64 index array, which a writer can extend).
+ * b2s_frame_format.h plus an int64 index array, which a writer can extend).
  * Chunk data stay on disk: each chunk is read with pread when asked for, so
  * a frame of any size opens in memory proportional to its index.
  *
@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "b2s_chunk.h"
-#include "frame_format.h"
+#include "b2s_frame_format.h"
 
 /* Largest decoded size accepted for an index or a vlmetalayer that is
  * stored in `stored` bytes: a frame only gets to claim much more data than

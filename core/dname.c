@@ -1,5 +1,5 @@
-/* The frame-name rule of dname.h. */
-#include "dname.h"
+/* The frame-name rule of b2s_dname.h. */
+#include "b2s_dname.h"
 
 static bool name_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||

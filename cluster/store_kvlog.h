@@ -1,7 +1,7 @@
 /* The local store's key-log file format (store_local_kv.c): an
  * append-only sequence of batches, each set atomically by being complete
  * and checksummed.  Pure functions on buffers (no I/O), so the reader can
- * be fuzzed on its own.  Owned by dist/store_kvlog.c.
+ * be fuzzed on its own.  Owned by cluster/store_kvlog.c.
  *
  * batch   := u32le 0x564B3242 ("B2KV")  u32le plen  payload[plen]
  *            u64le xxh64(magic .. payload, seed 0)  u32le plen
