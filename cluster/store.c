@@ -16,16 +16,16 @@ bool b2s_store_have_rados(void) {
 }
 
 static int bad_name(const char *name) {
-  if (store_name_ok(name, STORE_NAME_MAX, 0))
+  if (b2s_store_name_ok(name, STORE_NAME_MAX, 0))
     return 0;
-  return store_fail(B2S_E_ARG, "invalid object name (1..200 bytes of "
+  return b2s_store_fail(B2S_E_ARG, "invalid object name (1..200 bytes of "
                     "[A-Za-z0-9._-], not starting with '.')");
 }
 
 static int bad_key(const char *key) {
-  if (store_name_ok(key, STORE_KEY_MAX, 1))
+  if (b2s_store_name_ok(key, STORE_KEY_MAX, 1))
     return 0;
-  return store_fail(B2S_E_ARG,
+  return b2s_store_fail(B2S_E_ARG,
                     "invalid key (1..64 bytes of [A-Za-z0-9._-])");
 }
 
@@ -36,28 +36,28 @@ int b2s_store_open(const char *url, const b2s_store_opts *opts,
   if (out)
     *out = NULL;
   if (!url || !url[0] || !out)
-    return store_fail(B2S_E_ARG, "no store URL");
+    return b2s_store_fail(B2S_E_ARG, "no store URL");
   if (!opts)
     opts = &defaults;
   if (strncmp(url, "rados://", 8) == 0) {
     const char *pool = url + 8;
     if (!pool[0] || strchr(pool, '/'))
-      return store_fail(B2S_E_ARG, "rados URL needs one pool name: %s", url);
+      return b2s_store_fail(B2S_E_ARG, "rados URL needs one pool name: %s", url);
 #ifdef B2S_HAVE_RADOS
-    return store_rados_open(pool, opts, out);
+    return b2s_store_rados_open(pool, opts, out);
 #else
-    return store_fail(B2S_E_STORE, "this build has no RADOS support");
+    return b2s_store_fail(B2S_E_STORE, "this build has no RADOS support");
 #endif
   }
   if (strncmp(url, "file://", 7) == 0) {
     if (url[7] != '/')
-      return store_fail(B2S_E_ARG, "file URL needs an absolute path "
+      return b2s_store_fail(B2S_E_ARG, "file URL needs an absolute path "
                         "(file:///DIR): %s", url);
-    return store_local_open(url + 7, opts, out);
+    return b2s_store_local_open(url + 7, opts, out);
   }
   if (strstr(url, "://"))
-    return store_fail(B2S_E_ARG, "unknown store URL scheme: %s", url);
-  return store_local_open(url, opts, out);
+    return b2s_store_fail(B2S_E_ARG, "unknown store URL scheme: %s", url);
+  return b2s_store_local_open(url, opts, out);
 }
 
 void b2s_store_free(b2s_store *s) {
@@ -72,7 +72,7 @@ const char *b2s_store_kind(const b2s_store *s) {
 int b2s_store_put_once(b2s_store *s, const char *name, const void *data,
                        size_t len, const void *attr, size_t attrlen) {
   if (!s || (len && !data) || (attrlen && !attr))
-    return store_fail(B2S_E_ARG, "put_once: missing store or buffer");
+    return b2s_store_fail(B2S_E_ARG, "put_once: missing store or buffer");
   int rc = bad_name(name);
   return rc ? rc : s->ops->put_once(s, name, data, len, attr, attrlen);
 }
@@ -80,7 +80,7 @@ int b2s_store_put_once(b2s_store *s, const char *name, const void *data,
 int b2s_store_put(b2s_store *s, const char *name, const void *data,
                   size_t len) {
   if (!s || (len && !data))
-    return store_fail(B2S_E_ARG, "put: missing store or buffer");
+    return b2s_store_fail(B2S_E_ARG, "put: missing store or buffer");
   int rc = bad_name(name);
   return rc ? rc : s->ops->put(s, name, data, len);
 }
@@ -88,7 +88,7 @@ int b2s_store_put(b2s_store *s, const char *name, const void *data,
 int b2s_store_get(b2s_store *s, const char *name, size_t max, uint8_t **data,
                   size_t *len) {
   if (!s || !data || !len)
-    return store_fail(B2S_E_ARG, "get: missing store or output");
+    return b2s_store_fail(B2S_E_ARG, "get: missing store or output");
   *data = NULL;
   *len = 0;
   int rc = bad_name(name);
@@ -98,7 +98,7 @@ int b2s_store_get(b2s_store *s, const char *name, size_t max, uint8_t **data,
 int b2s_store_get_attr(b2s_store *s, const char *name, size_t max,
                        uint8_t **attr, size_t *len) {
   if (!s || !attr || !len)
-    return store_fail(B2S_E_ARG, "get_attr: missing store or output");
+    return b2s_store_fail(B2S_E_ARG, "get_attr: missing store or output");
   *attr = NULL;
   *len = 0;
   int rc = bad_name(name);
@@ -107,14 +107,14 @@ int b2s_store_get_attr(b2s_store *s, const char *name, size_t max,
 
 int b2s_store_stat(b2s_store *s, const char *name, uint64_t *size) {
   if (!s || !size)
-    return store_fail(B2S_E_ARG, "stat: missing store or output");
+    return b2s_store_fail(B2S_E_ARG, "stat: missing store or output");
   int rc = bad_name(name);
   return rc ? rc : s->ops->stat(s, name, size);
 }
 
 int b2s_store_remove(b2s_store *s, const char *name) {
   if (!s)
-    return store_fail(B2S_E_ARG, "remove: no store");
+    return b2s_store_fail(B2S_E_ARG, "remove: no store");
   int rc = bad_name(name);
   return rc ? rc : s->ops->remove(s, name);
 }
@@ -122,14 +122,14 @@ int b2s_store_remove(b2s_store *s, const char *name) {
 int b2s_store_kv_set(b2s_store *s, const char *obj, const b2s_kv *kv,
                      size_t n) {
   if (!s || (n && !kv))
-    return store_fail(B2S_E_ARG, "kv_set: missing store or keys");
+    return b2s_store_fail(B2S_E_ARG, "kv_set: missing store or keys");
   int rc = bad_name(obj);
   for (size_t i = 0; !rc && i < n; i++) {
     rc = bad_key(kv[i].key);
     if (!rc && kv[i].len > STORE_VAL_MAX)
-      rc = store_fail(B2S_E_ARG, "value of key %s over 64 KiB", kv[i].key);
+      rc = b2s_store_fail(B2S_E_ARG, "value of key %s over 64 KiB", kv[i].key);
     if (!rc && kv[i].len && !kv[i].val)
-      rc = store_fail(B2S_E_ARG, "value of key %s missing", kv[i].key);
+      rc = b2s_store_fail(B2S_E_ARG, "value of key %s missing", kv[i].key);
   }
   if (rc || n == 0)
     return rc;
@@ -139,7 +139,7 @@ int b2s_store_kv_set(b2s_store *s, const char *obj, const b2s_kv *kv,
 int b2s_store_kv_get(b2s_store *s, const char *obj, const char *key,
                      uint8_t **val, size_t *len) {
   if (!s || !val || !len)
-    return store_fail(B2S_E_ARG, "kv_get: missing store or output");
+    return b2s_store_fail(B2S_E_ARG, "kv_get: missing store or output");
   *val = NULL;
   *len = 0;
   int rc = bad_name(obj);
@@ -151,12 +151,12 @@ int b2s_store_kv_get(b2s_store *s, const char *obj, const char *key,
 int b2s_store_kv_list(b2s_store *s, const char *obj, const char *after,
                       size_t max, b2s_kv_cb cb, void *arg) {
   if (!s || !cb)
-    return store_fail(B2S_E_ARG, "kv_list: missing store or callback");
+    return b2s_store_fail(B2S_E_ARG, "kv_list: missing store or callback");
   int rc = bad_name(obj);
   if (rc)
     return rc;
   if (after && after[0] && strlen(after) > STORE_KEY_MAX)
-    return store_fail(B2S_E_ARG, "kv_list: 'after' longer than a key");
+    return b2s_store_fail(B2S_E_ARG, "kv_list: 'after' longer than a key");
   if (max == 0)
     return 0;
   return s->ops->kv_list(s, obj, after && after[0] ? after : NULL, max, cb,

@@ -40,21 +40,21 @@ struct b2s_store {
 };
 
 /* Record the store's words for this thread's last failure; returns code. */
-int store_fail(int code, const char *fmt, ...)
+int b2s_store_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* 1 when name is 1..max bytes of [A-Za-z0-9._-] (and, unless dot_ok, not
  * starting with '.'). */
-int store_name_ok(const char *name, size_t max, int dot_ok);
+int b2s_store_name_ok(const char *name, size_t max, int dot_ok);
 
 /* A copy of len bytes in a fresh malloc'ed buffer (never NULL on success,
  * even for len 0); B2S_E_NOMEM. */
-int store_dup(const void *src, size_t len, uint8_t **out);
+int b2s_store_dup(const void *src, size_t len, uint8_t **out);
 
-int store_local_open(const char *dir, const b2s_store_opts *opts,
+int b2s_store_local_open(const char *dir, const b2s_store_opts *opts,
                      b2s_store **out);
 #ifdef B2S_HAVE_RADOS
-int store_rados_open(const char *pool, const b2s_store_opts *opts,
+int b2s_store_rados_open(const char *pool, const b2s_store_opts *opts,
                      b2s_store **out);
 #endif
 

@@ -30,16 +30,16 @@ static uint64_t get64(const uint8_t *p) {
   return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
-int kvlog_encode(const b2s_kv *kv, size_t n, uint8_t **out, size_t *len) {
+int b2s_kvlog_encode(const b2s_kv *kv, size_t n, uint8_t **out, size_t *len) {
   uint64_t plen = 4;
   for (size_t i = 0; i < n; i++)
     plen += 5 + strlen(kv[i].key) + kv[i].len;
   if (n > UINT32_MAX || plen > KVLOG_PAYLOAD_MAX)
-    return store_fail(B2S_E_ARG, "key batch over 1 GiB");
+    return b2s_store_fail(B2S_E_ARG, "key batch over 1 GiB");
   size_t total = KVLOG_HEAD + (size_t)plen + KVLOG_TAIL;
   uint8_t *b = malloc(total), *p = b + KVLOG_HEAD + 4;
   if (!b)
-    return store_fail(B2S_E_NOMEM, "out of memory (%zu bytes)", total);
+    return b2s_store_fail(B2S_E_NOMEM, "out of memory (%zu bytes)", total);
   put32(b, KVLOG_MAGIC);
   put32(b + 4, (uint32_t)plen);
   put32(b + 8, (uint32_t)n);
@@ -76,7 +76,7 @@ static int payload_ok(const uint8_t *p, size_t plen) {
     char key[STORE_KEY_MAX + 1];
     memcpy(key, p + off + 5, kl);
     key[kl] = '\0';
-    if (!store_name_ok(key, STORE_KEY_MAX, 1))
+    if (!b2s_store_name_ok(key, STORE_KEY_MAX, 1))
       return 0;
     off += 5 + kl + vl;
   }
@@ -96,7 +96,7 @@ static int payload_visit(const uint8_t *p, kvlog_entry_cb cb, void *arg) {
   return 0;
 }
 
-size_t kvlog_batch_len(const uint8_t *buf, size_t len) {
+size_t b2s_kvlog_batch_len(const uint8_t *buf, size_t len) {
   if (len < KVLOG_HEAD + KVLOG_TAIL || get32(buf) != KVLOG_MAGIC)
     return 0;
   size_t plen = get32(buf + 4);
@@ -110,12 +110,12 @@ size_t kvlog_batch_len(const uint8_t *buf, size_t len) {
   return KVLOG_HEAD + plen + KVLOG_TAIL;
 }
 
-int kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
+int b2s_kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
                 size_t *valid_end) {
   size_t off = 0, end = 0;
   int rc = 0;
   while (!rc && off < len) {
-    size_t blen = kvlog_batch_len(buf + off, len - off);
+    size_t blen = b2s_kvlog_batch_len(buf + off, len - off);
     if (blen == 0) {   /* torn or damaged: the next batch starts later */
       off++;
       continue;
@@ -130,7 +130,7 @@ int kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
   return rc;
 }
 
-size_t kvlog_last_batch_len(const uint8_t tail[KVLOG_TAIL],
+size_t b2s_kvlog_last_batch_len(const uint8_t tail[KVLOG_TAIL],
                             uint64_t file_len) {
   uint64_t plen = get32(tail + 8);
   if (get32(tail + 12) != KVLOG_END || plen > KVLOG_PAYLOAD_MAX ||

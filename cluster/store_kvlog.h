@@ -30,7 +30,7 @@
 
 /* Encode one batch into a malloc'ed buffer; B2S_E_ARG when the batch is
  * larger than KVLOG_PAYLOAD_MAX, B2S_E_NOMEM. */
-int kvlog_encode(const b2s_kv *kv, size_t n, uint8_t **out, size_t *len);
+int b2s_kvlog_encode(const b2s_kv *kv, size_t n, uint8_t **out, size_t *len);
 
 /* One entry of a batch; key is not NUL-terminated. */
 typedef int (*kvlog_entry_cb)(void *arg, const uint8_t *key, size_t klen,
@@ -40,16 +40,16 @@ typedef int (*kvlog_entry_cb)(void *arg, const uint8_t *key, size_t klen,
  * a nonzero cb return stops the walk and is returned).  *valid_end gets
  * the end of the last valid batch (0 when none): what follows is a torn
  * tail an appender cuts.  Returns 0 (or cb's value). */
-int kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
+int b2s_kvlog_parse(const uint8_t *buf, size_t len, kvlog_entry_cb cb, void *arg,
                 size_t *valid_end);
 
 /* Length of the complete, valid batch at the start of buf, or 0. */
-size_t kvlog_batch_len(const uint8_t *buf, size_t len);
+size_t b2s_kvlog_batch_len(const uint8_t *buf, size_t len);
 
 /* Length of the batch that ends at file_len, read from its trailer (the
  * KVLOG_TAIL bytes before file_len), when the trailer is well formed and
  * the batch fits; 0 otherwise.  The caller checks the batch itself with
- * kvlog_batch_len. */
-size_t kvlog_last_batch_len(const uint8_t tail[KVLOG_TAIL], uint64_t file_len);
+ * b2s_kvlog_batch_len. */
+size_t b2s_kvlog_last_batch_len(const uint8_t tail[KVLOG_TAIL], uint64_t file_len);
 
 #endif

@@ -21,8 +21,8 @@ static int read_rel(store_local *ls, const char *rel, size_t max,
                     uint8_t **out, size_t *len) {
   int fd = openat(ls->dirfd, rel, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return errno == ENOENT ? -ENOENT : local_errno(ls, errno, "open", rel);
-  int rc = local_read_fd(ls, fd, rel, max, out, len);
+    return errno == ENOENT ? -ENOENT : b2s_local_errno(ls, errno, "open", rel);
+  int rc = b2s_local_read_fd(ls, fd, rel, max, out, len);
   close(fd);
   return rc;
 }
@@ -33,15 +33,15 @@ static int same_file(store_local *ls, const char *rel, const void *data,
                      size_t len) {
   int fd = openat(ls->dirfd, rel, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return errno == ENOENT ? -ENOENT : local_errno(ls, errno, "open", rel);
+    return errno == ENOENT ? -ENOENT : b2s_local_errno(ls, errno, "open", rel);
   struct stat st;
-  int rc = fstat(fd, &st) ? local_errno(ls, errno, "fstat", rel)
+  int rc = fstat(fd, &st) ? b2s_local_errno(ls, errno, "fstat", rel)
                           : (uint64_t)st.st_size == len;
   uint8_t buf[16384];
   for (size_t off = 0; rc == 1 && off < len; off += sizeof buf) {
     size_t n = len - off < sizeof buf ? len - off : sizeof buf;
-    int r = local_pread_all(fd, buf, n, off);
-    rc = r ? local_errno(ls, -r, "read", rel)
+    int r = b2s_local_pread_all(fd, buf, n, off);
+    rc = r ? b2s_local_errno(ls, -r, "read", rel)
            : memcmp(buf, (const uint8_t *)data + off, n) == 0;
   }
   close(fd);
@@ -56,13 +56,13 @@ static int compare_existing(store_local *ls, const char *name,
   char rel[LOCAL_REL_MAX];
   int rc = same_file(ls, name, data, len);
   if (rc == 1) {
-    local_rel(rel, ".a.", name);
+    b2s_local_rel(rel, ".a.", name);
     rc = same_file(ls, rel, attr, attrlen);
     if (rc == -ENOENT)
       rc = attrlen == 0;
   }
   if (rc == 0)
-    return store_fail(B2S_E_OBJ_CONFLICT, "%s/%s exists with other bytes",
+    return b2s_store_fail(B2S_E_OBJ_CONFLICT, "%s/%s exists with other bytes",
                       ls->dir, name);
   return rc < 0 ? rc : 0;
 }
@@ -83,17 +83,17 @@ static int write_temp(store_local *ls, const void *data, size_t len,
     fd = openat(ls->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                 0640);
     if (fd < 0 && errno != EEXIST)
-      return local_errno(ls, errno, "create", tmp);
+      return b2s_local_errno(ls, errno, "create", tmp);
   }
   if (fd < 0)
-    return local_errno(ls, EEXIST, "create", tmp);
-  int rc = local_pwrite_all(fd, data, len, 0);
+    return b2s_local_errno(ls, EEXIST, "create", tmp);
+  int rc = b2s_local_pwrite_all(fd, data, len, 0);
   if (!rc && ls->sync == B2S_SYNC_FULL && fsync(fd) != 0)
     rc = -errno;
   close(fd);
   if (rc) {
     unlinkat(ls->dirfd, tmp, 0);
-    return local_errno(ls, -rc, "write", tmp);
+    return b2s_local_errno(ls, -rc, "write", tmp);
   }
   return 0;
 }
@@ -102,10 +102,10 @@ static int write_temp(store_local *ls, const void *data, size_t len,
 static int lock_dir(store_local *ls) {
   int fd = openat(ls->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return local_errno(ls, errno, "open", ".");
+    return b2s_local_errno(ls, errno, "open", ".");
   while (flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
-      int rc = local_errno(ls, errno, "flock", ".");
+      int rc = b2s_local_errno(ls, errno, "flock", ".");
       close(fd);
       return rc;
     }
@@ -119,18 +119,18 @@ static int publish_locked(store_local *ls, const char *name,
                           const char *tdata, const char *tattr) {
   char arel[LOCAL_REL_MAX];
   struct stat st;
-  local_rel(arel, ".a.", name);
+  b2s_local_rel(arel, ".a.", name);
   if (fstatat(ls->dirfd, name, &st, 0) == 0)
     return 1;
   if (errno != ENOENT)
-    return local_errno(ls, errno, "stat", name);
+    return b2s_local_errno(ls, errno, "stat", name);
   /* An attribute without object is left over by a writer that died. */
   if (tattr ? renameat(ls->dirfd, tattr, ls->dirfd, arel) != 0
             : unlinkat(ls->dirfd, arel, 0) != 0 && errno != ENOENT)
-    return local_errno(ls, errno, "publish", arel);
-  int rc = local_sync_dir(ls);   /* the attribute is durable first */
+    return b2s_local_errno(ls, errno, "publish", arel);
+  int rc = b2s_local_sync_dir(ls);   /* the attribute is durable first */
   if (!rc && linkat(ls->dirfd, tdata, ls->dirfd, name, 0) != 0)
-    rc = errno == EEXIST ? 1 : local_errno(ls, errno, "link", name);
+    rc = errno == EEXIST ? 1 : b2s_local_errno(ls, errno, "link", name);
   return rc;
 }
 
@@ -139,7 +139,7 @@ static int local_put_once(b2s_store *s, const char *name, const void *data,
   store_local *ls = (store_local *)s;
   int rc = compare_existing(ls, name, data, len, attr, attrlen);
   if (rc != -ENOENT)   /* a retry still makes sure the entry is durable */
-    return rc ? rc : local_sync_dir(ls);
+    return rc ? rc : b2s_local_sync_dir(ls);
   char tdata[TMP_NAME_MAX], tattr[TMP_NAME_MAX] = "";
   rc = write_temp(ls, data, len, tdata);
   if (rc)
@@ -158,7 +158,7 @@ static int local_put_once(b2s_store *s, const char *name, const void *data,
     unlinkat(ls->dirfd, tattr, 0);   /* ENOENT once renamed */
   if (rc == 1)
     return compare_existing(ls, name, data, len, attr, attrlen);
-  return rc ? rc : local_sync_dir(ls);
+  return rc ? rc : b2s_local_sync_dir(ls);
 }
 
 static int local_put(b2s_store *s, const char *name, const void *data,
@@ -176,11 +176,11 @@ static int local_put(b2s_store *s, const char *name, const void *data,
     return lk;
   }
   if (renameat(ls->dirfd, tmp, ls->dirfd, name) != 0) {
-    rc = local_errno(ls, errno, "rename", name);
+    rc = b2s_local_errno(ls, errno, "rename", name);
     unlinkat(ls->dirfd, tmp, 0);
   }
   close(lk);
-  return rc ? rc : local_sync_dir(ls);
+  return rc ? rc : b2s_local_sync_dir(ls);
 }
 
 static int local_get(b2s_store *s, const char *name, size_t max,
@@ -188,7 +188,7 @@ static int local_get(b2s_store *s, const char *name, size_t max,
   store_local *ls = (store_local *)s;
   int rc = read_rel(ls, name, max, data, len);
   if (rc == -ENOENT)
-    return store_fail(rc, "%s/%s: no such object", ls->dir, name);
+    return b2s_store_fail(rc, "%s/%s: no such object", ls->dir, name);
   return rc;
 }
 
@@ -196,7 +196,7 @@ static int local_stat(b2s_store *s, const char *name, uint64_t *size) {
   store_local *ls = (store_local *)s;
   struct stat st;
   if (fstatat(ls->dirfd, name, &st, 0) != 0)
-    return local_errno(ls, errno, "stat", name);
+    return b2s_local_errno(ls, errno, "stat", name);
   *size = (uint64_t)st.st_size;
   return 0;
 }
@@ -209,9 +209,9 @@ static int local_get_attr(b2s_store *s, const char *name, size_t max,
   if (rc)
     return rc;
   char rel[LOCAL_REL_MAX];
-  local_rel(rel, ".a.", name);
+  b2s_local_rel(rel, ".a.", name);
   rc = read_rel(ls, rel, max, attr, len);
-  return rc == -ENOENT ? store_dup(NULL, 0, attr) : rc;
+  return rc == -ENOENT ? b2s_store_dup(NULL, 0, attr) : rc;
 }
 
 static int local_remove(b2s_store *s, const char *name) {
@@ -222,16 +222,16 @@ static int local_remove(b2s_store *s, const char *name) {
     return lk;
   for (size_t i = 0; i < 3 && !rc; i++) {
     char rel[LOCAL_REL_MAX];
-    local_rel(rel, prefixes[i], name);
+    b2s_local_rel(rel, prefixes[i], name);
     if (unlinkat(ls->dirfd, rel, 0) == 0)
       removed++;
     else if (errno != ENOENT)
-      rc = local_errno(ls, errno, "unlink", rel);
+      rc = b2s_local_errno(ls, errno, "unlink", rel);
   }
   close(lk);
   if (!rc && !removed)
-    return store_fail(-ENOENT, "%s/%s: no such object", ls->dir, name);
-  return rc ? rc : local_sync_dir(ls);
+    return b2s_store_fail(-ENOENT, "%s/%s: no such object", ls->dir, name);
+  return rc ? rc : b2s_local_sync_dir(ls);
 }
 
 static void local_free(b2s_store *s) {
@@ -250,9 +250,9 @@ static const store_ops local_ops = {
     .get_attr = local_get_attr,
     .stat = local_stat,
     .remove = local_remove,
-    .kv_set = local_kv_set,
-    .kv_get = local_kv_get,
-    .kv_list = local_kv_list,
+    .kv_set = b2s_local_kv_set,
+    .kv_get = b2s_local_kv_get,
+    .kv_list = b2s_local_kv_list,
 };
 
 /* mkdir -p with mode 0750 for what is created. */
@@ -269,20 +269,20 @@ static int make_dirs(char *path) {
   }
 }
 
-int store_local_open(const char *dir, const b2s_store_opts *opts,
+int b2s_store_local_open(const char *dir, const b2s_store_opts *opts,
                      b2s_store **out) {
   store_local *ls = calloc(1, sizeof *ls);
   char *path = strdup(dir);
   if (!ls || !path) {
     free(ls);
     free(path);
-    return store_fail(B2S_E_NOMEM, "out of memory");
+    return b2s_store_fail(B2S_E_NOMEM, "out of memory");
   }
   int rc = make_dirs(path);
   ls->dirfd = rc ? -1 : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (ls->dirfd < 0) {
     rc = rc ? rc : -errno;
-    store_fail(rc, "store directory %s: %s", dir, strerror(-rc));
+    b2s_store_fail(rc, "store directory %s: %s", dir, strerror(-rc));
     free(path);
     free(ls);
     return rc;

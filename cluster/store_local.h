@@ -31,29 +31,29 @@ typedef struct store_local {
 #define LOCAL_REL_MAX (STORE_NAME_MAX + 4)
 
 /* rel = prefix + name (prefix "" for the object itself). */
-void local_rel(char rel[LOCAL_REL_MAX], const char *prefix, const char *name);
+void b2s_local_rel(char rel[LOCAL_REL_MAX], const char *prefix, const char *name);
 
 /* A failed system call: records "what rel: strerror" and returns -err. */
-int local_errno(const store_local *ls, int err, const char *what,
+int b2s_local_errno(const store_local *ls, int err, const char *what,
                 const char *rel);
 
 /* fsync the directory when the store syncs (B2S_SYNC_FULL). */
-int local_sync_dir(store_local *ls);
+int b2s_local_sync_dir(store_local *ls);
 
 /* Read all of fd (size at most max, else B2S_E_LIMIT) into a malloc'ed
  * buffer. */
-int local_read_fd(store_local *ls, int fd, const char *rel, size_t max,
+int b2s_local_read_fd(store_local *ls, int fd, const char *rel, size_t max,
                   uint8_t **out, size_t *len);
 
 /* Write, or read, all len bytes at offset off; -errno (-EIO when the
  * file is shorter). */
-int local_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
-int local_pread_all(int fd, void *buf, size_t len, uint64_t off);
+int b2s_local_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+int b2s_local_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
-int local_kv_set(b2s_store *s, const char *obj, const b2s_kv *kv, size_t n);
-int local_kv_get(b2s_store *s, const char *obj, const char *key,
+int b2s_local_kv_set(b2s_store *s, const char *obj, const b2s_kv *kv, size_t n);
+int b2s_local_kv_get(b2s_store *s, const char *obj, const char *key,
                  uint8_t **val, size_t *len);
-int local_kv_list(b2s_store *s, const char *obj, const char *after,
+int b2s_local_kv_list(b2s_store *s, const char *obj, const char *after,
                   size_t max, b2s_kv_cb cb, void *arg);
 
 #endif

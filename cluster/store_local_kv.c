@@ -28,19 +28,19 @@ static int log_valid_end(store_local *ls, int fd, const char *rel,
   if (size == 0)
     return 0;
   if (size >= KVLOG_TAIL &&
-      local_pread_all(fd, tail, KVLOG_TAIL, size - KVLOG_TAIL) == 0)
-    blen = kvlog_last_batch_len(tail, size);
+      b2s_local_pread_all(fd, tail, KVLOG_TAIL, size - KVLOG_TAIL) == 0)
+    blen = b2s_kvlog_last_batch_len(tail, size);
   if (blen && (buf = malloc(blen)) != NULL) {
-    int ok = local_pread_all(fd, buf, blen, size - blen) == 0 &&
-             kvlog_batch_len(buf, blen) == blen;
+    int ok = b2s_local_pread_all(fd, buf, blen, size - blen) == 0 &&
+             b2s_kvlog_batch_len(buf, blen) == blen;
     free(buf);
     if (ok)
       return 0;
   }
-  int rc = local_read_fd(ls, fd, rel, LOG_MAX, &buf, &n);
+  int rc = b2s_local_read_fd(ls, fd, rel, LOG_MAX, &buf, &n);
   if (rc)
     return rc;
-  kvlog_parse(buf, n, NULL, NULL, &valid);
+  b2s_kvlog_parse(buf, n, NULL, NULL, &valid);
   free(buf);
   *end = valid;
   return 0;
@@ -51,9 +51,9 @@ static int log_valid_end(store_local *ls, int fd, const char *rel,
 static int ensure_object(store_local *ls, const char *obj) {
   int fd = openat(ls->dirfd, obj, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0)
-    return local_errno(ls, errno, "create", obj);
+    return b2s_local_errno(ls, errno, "create", obj);
   close(fd);
-  return local_sync_dir(ls);
+  return b2s_local_sync_dir(ls);
 }
 
 static int append_locked(store_local *ls, int fd, const char *obj,
@@ -61,15 +61,15 @@ static int append_locked(store_local *ls, int fd, const char *obj,
   struct stat st;
   uint64_t end;
   if (fstat(fd, &st) != 0)
-    return local_errno(ls, errno, "fstat", rel);
+    return b2s_local_errno(ls, errno, "fstat", rel);
   int rc = log_valid_end(ls, fd, rel, (uint64_t)st.st_size, &end);
   if (rc)
     return rc;
   if (end != (uint64_t)st.st_size && ftruncate(fd, (off_t)end) != 0)
-    return local_errno(ls, errno, "truncate", rel);
+    return b2s_local_errno(ls, errno, "truncate", rel);
   if (end == 0 && (rc = ensure_object(ls, obj)) != 0)
     return rc;
-  rc = local_pwrite_all(fd, batch, blen, end);
+  rc = b2s_local_pwrite_all(fd, batch, blen, end);
   if (!rc && ls->sync == B2S_SYNC_FULL && fsync(fd) != 0)
     rc = -errno;
   if (rc) {
@@ -77,28 +77,28 @@ static int append_locked(store_local *ls, int fd, const char *obj,
      * the reader would ignore one anyway. */
     int trc = ftruncate(fd, (off_t)end);
     (void)trc;
-    return local_errno(ls, -rc, "append", rel);
+    return b2s_local_errno(ls, -rc, "append", rel);
   }
   return 0;
 }
 
-int local_kv_set(b2s_store *s, const char *obj, const b2s_kv *kv, size_t n) {
+int b2s_local_kv_set(b2s_store *s, const char *obj, const b2s_kv *kv, size_t n) {
   store_local *ls = (store_local *)s;
   uint8_t *batch;
   size_t blen;
-  int rc = kvlog_encode(kv, n, &batch, &blen);
+  int rc = b2s_kvlog_encode(kv, n, &batch, &blen);
   if (rc)
     return rc;
   char rel[LOCAL_REL_MAX];
-  local_rel(rel, ".k.", obj);
+  b2s_local_rel(rel, ".k.", obj);
   int fd = openat(ls->dirfd, rel, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) {
     free(batch);
-    return local_errno(ls, errno, "open", rel);
+    return b2s_local_errno(ls, errno, "open", rel);
   }
   while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
     continue;
-  rc = rc ? local_errno(ls, errno, "flock", rel)
+  rc = rc ? b2s_local_errno(ls, errno, "flock", rel)
           : append_locked(ls, fd, obj, rel, batch, blen);
   close(fd);   /* releases the flock */
   free(batch);
@@ -111,19 +111,19 @@ static int read_log(store_local *ls, const char *obj, uint8_t **buf,
                     size_t *len) {
   char rel[LOCAL_REL_MAX];
   struct stat st;
-  local_rel(rel, ".k.", obj);
+  b2s_local_rel(rel, ".k.", obj);
   *buf = NULL;
   *len = 0;
   int fd = openat(ls->dirfd, rel, O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    int rc = local_read_fd(ls, fd, rel, LOG_MAX, buf, len);
+    int rc = b2s_local_read_fd(ls, fd, rel, LOG_MAX, buf, len);
     close(fd);
     return rc;
   }
   if (errno != ENOENT)
-    return local_errno(ls, errno, "open", rel);
+    return b2s_local_errno(ls, errno, "open", rel);
   if (fstatat(ls->dirfd, obj, &st, 0) != 0)
-    return local_errno(ls, errno, "stat", obj);
+    return b2s_local_errno(ls, errno, "stat", obj);
   return 0;
 }
 
@@ -156,15 +156,15 @@ static int find_backward(int fd, uint64_t size, kv_find *f, uint8_t **hold) {
   for (uint64_t pos = size; pos > 0;) {
     size_t blen = 0;
     if (pos >= KVLOG_TAIL &&
-        local_pread_all(fd, tail, KVLOG_TAIL, pos - KVLOG_TAIL) == 0)
-      blen = kvlog_last_batch_len(tail, pos);
+        b2s_local_pread_all(fd, tail, KVLOG_TAIL, pos - KVLOG_TAIL) == 0)
+      blen = b2s_kvlog_last_batch_len(tail, pos);
     uint8_t *b = blen ? malloc(blen) : NULL;
-    if (!b || local_pread_all(fd, b, blen, pos - blen) != 0 ||
-        kvlog_batch_len(b, blen) != blen) {
+    if (!b || b2s_local_pread_all(fd, b, blen, pos - blen) != 0 ||
+        b2s_kvlog_batch_len(b, blen) != blen) {
       free(b);
       return -1;
     }
-    kvlog_parse(b, blen, find_cb, f, NULL);
+    b2s_kvlog_parse(b, blen, find_cb, f, NULL);
     if (f->found) {
       *hold = b;
       return 1;
@@ -175,7 +175,7 @@ static int find_backward(int fd, uint64_t size, kv_find *f, uint8_t **hold) {
   return 0;
 }
 
-int local_kv_get(b2s_store *s, const char *obj, const char *key,
+int b2s_local_kv_get(b2s_store *s, const char *obj, const char *key,
                  uint8_t **val, size_t *len) {
   store_local *ls = (store_local *)s;
   char rel[LOCAL_REL_MAX];
@@ -183,23 +183,23 @@ int local_kv_get(b2s_store *s, const char *obj, const char *key,
   uint8_t *buf = NULL;
   size_t n;
   kv_find f = {.key = key, .klen = strlen(key)};
-  local_rel(rel, ".k.", obj);
+  b2s_local_rel(rel, ".k.", obj);
   int rc = 0, fd = openat(ls->dirfd, rel, O_RDONLY | O_CLOEXEC);
   if (fd < 0 && errno != ENOENT)
-    return local_errno(ls, errno, "open", rel);
+    return b2s_local_errno(ls, errno, "open", rel);
   if (fd >= 0 && fstat(fd, &st) != 0)
-    rc = local_errno(ls, errno, "fstat", rel);
+    rc = b2s_local_errno(ls, errno, "fstat", rel);
   if (fd >= 0 && !rc &&
       find_backward(fd, (uint64_t)st.st_size, &f, &buf) < 0) {
-    rc = local_read_fd(ls, fd, rel, LOG_MAX, &buf, &n);
+    rc = b2s_local_read_fd(ls, fd, rel, LOG_MAX, &buf, &n);
     if (!rc)
-      kvlog_parse(buf, n, find_cb, &f, NULL);
+      b2s_kvlog_parse(buf, n, find_cb, &f, NULL);
   }
   if (fd >= 0)
     close(fd);
   if (!rc)
-    rc = f.found ? store_dup(f.val, f.vlen, val)
-                 : store_fail(-ENOENT, "%s/%s: no key %s", ls->dir, obj, key);
+    rc = f.found ? b2s_store_dup(f.val, f.vlen, val)
+                 : b2s_store_fail(-ENOENT, "%s/%s: no key %s", ls->dir, obj, key);
   if (!rc)
     *len = f.vlen;
   free(buf);
@@ -304,7 +304,7 @@ static int best_cb(void *arg, const uint8_t *key, size_t klen,
 
 #define BEST_MAX 4096   /* longer listings sort the whole log instead */
 
-int local_kv_list(b2s_store *s, const char *obj, const char *after,
+int b2s_local_kv_list(b2s_store *s, const char *obj, const char *after,
                   size_t max, b2s_kv_cb cb, void *arg) {
   store_local *ls = (store_local *)s;
   uint8_t *buf;
@@ -318,14 +318,14 @@ int local_kv_list(b2s_store *s, const char *obj, const char *after,
   if (max <= BEST_MAX) {
     kv_best b = {malloc(max * sizeof *b.e), 0, max,
                  after ? strlen(after) : 0, after};
-    rc = b.e ? kvlog_parse(buf, n, best_cb, &b, NULL) : B2S_E_NOMEM;
+    rc = b.e ? b2s_kvlog_parse(buf, n, best_cb, &b, NULL) : B2S_E_NOMEM;
     a = (kv_all){b.e, b.n, max};
   } else {
-    rc = kvlog_parse(buf, n, collect_cb, &a, NULL);
+    rc = b2s_kvlog_parse(buf, n, collect_cb, &a, NULL);
     if (!rc && a.n)
       qsort(a.e, a.n, sizeof *a.e, ent_cmp);
   }
-  rc = rc ? store_fail(rc, "out of memory listing %s", obj)
+  rc = rc ? b2s_store_fail(rc, "out of memory listing %s", obj)
           : walk(&a, after, max, cb, arg);
   free(a.e);
   free(buf);

@@ -25,7 +25,7 @@ typedef struct store_rados {
 
 static int rados_err(const store_rados *rs, int rc, const char *what,
                      const char *name) {
-  return store_fail(rc, "rados %s %s/%s: %s", what, rs->pool, name,
+  return b2s_store_fail(rc, "rados %s %s/%s: %s", what, rs->pool, name,
                     strerror(-rc));
 }
 
@@ -38,16 +38,16 @@ static int read_object(store_rados *rs, const char *name, size_t max,
     time_t mtime;
     int rc = rados_stat(rs->io, name, &size, &mtime);
     if (rc)
-      return rc == -ENOENT ? store_fail(rc, "rados %s/%s: no such object",
+      return rc == -ENOENT ? b2s_store_fail(rc, "rados %s/%s: no such object",
                                         rs->pool, name)
                            : rados_err(rs, rc, "stat", name);
     if (size > max)
-      return store_fail(B2S_E_LIMIT, "rados %s/%s: %llu bytes, over the "
+      return b2s_store_fail(B2S_E_LIMIT, "rados %s/%s: %llu bytes, over the "
                         "bound %zu", rs->pool, name,
                         (unsigned long long)size, max);
     uint8_t *b = malloc((size_t)size + 1);
     if (!b)
-      return store_fail(B2S_E_NOMEM, "out of memory (%llu bytes)",
+      return b2s_store_fail(B2S_E_NOMEM, "out of memory (%llu bytes)",
                         (unsigned long long)size);
     size_t got = 0;
     int prval = 0;
@@ -64,7 +64,7 @@ static int read_object(store_rados *rs, const char *name, size_t max,
     if (rc)
       return rados_err(rs, rc, "read", name);
   }
-  return store_fail(B2S_E_STORE, "rados %s/%s keeps changing while read",
+  return b2s_store_fail(B2S_E_STORE, "rados %s/%s keeps changing while read",
                     rs->pool, name);
 }
 
@@ -80,7 +80,7 @@ static int read_attr(store_rados *rs, const char *name, size_t max,
   if (rc && it)   /* librados makes the iterator with the operation */
     rados_getxattrs_end(it);
   if (rc)
-    return rc == -ENOENT ? store_fail(rc, "rados %s/%s: no such object",
+    return rc == -ENOENT ? b2s_store_fail(rc, "rados %s/%s: no such object",
                                       rs->pool, name)
                          : rados_err(rs, rc, "getxattrs", name);
   const char *xname, *val = NULL;
@@ -90,17 +90,17 @@ static int read_attr(store_rados *rs, const char *name, size_t max,
     if (strcmp(xname, STORE_ATTR_XATTR) != 0)
       continue;
     if (vlen > max)
-      rc = store_fail(B2S_E_LIMIT, "rados %s/%s: attribute of %zu bytes, "
+      rc = b2s_store_fail(B2S_E_LIMIT, "rados %s/%s: attribute of %zu bytes, "
                       "over the bound %zu", rs->pool, name, vlen, max);
     else
-      rc = store_dup(val, vlen, out);
+      rc = b2s_store_dup(val, vlen, out);
     if (!rc)
       *len = vlen;
     rados_getxattrs_end(it);
     return rc;
   }
   rados_getxattrs_end(it);
-  return store_dup(NULL, 0, out);
+  return b2s_store_dup(NULL, 0, out);
 }
 
 /* put_once against an existing object: 0 when it holds these bytes, else
@@ -124,7 +124,7 @@ static int compare_existing(store_rados *rs, const char *name,
     if (rc && rc != B2S_E_LIMIT)
       return rc;
   }
-  return same ? 0 : store_fail(B2S_E_OBJ_CONFLICT, "rados %s/%s exists "
+  return same ? 0 : b2s_store_fail(B2S_E_OBJ_CONFLICT, "rados %s/%s exists "
                                "with other bytes", rs->pool, name);
 }
 
@@ -181,7 +181,7 @@ static int rados_kv_set(b2s_store *s, const char *obj, const b2s_kv *kv,
   size_t *lens = malloc(n * sizeof *lens);
   int rc = 0;
   if (!keys || !vals || !lens) {
-    rc = store_fail(B2S_E_NOMEM, "out of memory (%zu keys)", n);
+    rc = b2s_store_fail(B2S_E_NOMEM, "out of memory (%zu keys)", n);
   } else {
     for (size_t i = 0; i < n; i++) {
       keys[i] = kv[i].key;
@@ -218,11 +218,11 @@ static int rados_kv_get(b2s_store *s, const char *obj, const char *key,
   size_t klen = 0, vlen = 0;
   rc = rados_omap_get_next2(it, &k, &v, &klen, &vlen);
   if (!rc && k && klen == strlen(key) && memcmp(k, key, klen) == 0) {
-    rc = store_dup(v, vlen, val);
+    rc = b2s_store_dup(v, vlen, val);
     if (!rc)
       *len = vlen;
   } else if (!rc) {
-    rc = store_fail(-ENOENT, "rados %s/%s: no key %s", rs->pool, obj, key);
+    rc = b2s_store_fail(-ENOENT, "rados %s/%s: no key %s", rs->pool, obj, key);
   }
   rados_omap_get_end(it);
   return rc;
@@ -249,7 +249,7 @@ static int list_page(store_rados *rs, const char *obj, char *after,
   while (!rc && rados_omap_get_next2(it, &k, &v, &klen, &vlen) == 0 && k) {
     char key[STORE_KEY_MAX + 1];
     if (klen > STORE_KEY_MAX) {
-      rc = store_fail(B2S_E_STORE, "rados %s/%s: key of %zu bytes",
+      rc = b2s_store_fail(B2S_E_STORE, "rados %s/%s: key of %zu bytes",
                       rs->pool, obj, klen);
       break;
     }
@@ -308,12 +308,12 @@ static int connect_cluster(store_rados *rs, const b2s_store_opts *opts) {
            opts->client_id ? opts->client_id : "admin");
   int rc = rados_create2(&rs->cluster, "ceph", user, 0);
   if (rc)
-    return store_fail(B2S_E_STORE, "rados_create2(%s): %s", user,
+    return b2s_store_fail(B2S_E_STORE, "rados_create2(%s): %s", user,
                       strerror(-rc));
   const char *conf = opts->ceph_conf ? opts->ceph_conf : getenv("CEPH_CONF");
   rc = rados_conf_read_file(rs->cluster, conf);
   if (rc) {
-    store_fail(B2S_E_STORE, "ceph configuration %s: %s",
+    b2s_store_fail(B2S_E_STORE, "ceph configuration %s: %s",
                conf ? conf : "(default search)", strerror(-rc));
     goto fail;
   }
@@ -325,13 +325,13 @@ static int connect_cluster(store_rados *rs, const b2s_store_opts *opts) {
     rados_conf_set(rs->cluster, timeouts[i], secs);
   rc = rados_connect(rs->cluster);
   if (rc) {
-    store_fail(B2S_E_STORE, "cannot connect to the Ceph cluster (%s): %s",
+    b2s_store_fail(B2S_E_STORE, "cannot connect to the Ceph cluster (%s): %s",
                conf ? conf : "default configuration", strerror(-rc));
     goto fail;
   }
   rc = rados_ioctx_create(rs->cluster, rs->pool, &rs->io);
   if (rc) {
-    store_fail(B2S_E_STORE, "rados pool %s: %s", rs->pool, strerror(-rc));
+    b2s_store_fail(B2S_E_STORE, "rados pool %s: %s", rs->pool, strerror(-rc));
     goto fail;
   }
   return 0;
@@ -340,13 +340,13 @@ fail:
   return B2S_E_STORE;
 }
 
-int store_rados_open(const char *pool, const b2s_store_opts *opts,
+int b2s_store_rados_open(const char *pool, const b2s_store_opts *opts,
                      b2s_store **out) {
   if (strlen(pool) >= sizeof ((store_rados *)0)->pool)
-    return store_fail(B2S_E_ARG, "rados pool name too long: %s", pool);
+    return b2s_store_fail(B2S_E_ARG, "rados pool name too long: %s", pool);
   store_rados *rs = calloc(1, sizeof *rs);
   if (!rs)
-    return store_fail(B2S_E_NOMEM, "out of memory");
+    return b2s_store_fail(B2S_E_NOMEM, "out of memory");
   snprintf(rs->pool, sizeof rs->pool, "%s", pool);
   int rc = connect_cluster(rs, opts);
   if (rc) {

@@ -10,7 +10,7 @@
 
 static _Thread_local char store_last_err[256];
 
-int store_fail(int code, const char *fmt, ...) {
+int b2s_store_fail(int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(store_last_err, sizeof store_last_err, fmt, ap);
@@ -20,7 +20,7 @@ int store_fail(int code, const char *fmt, ...) {
 
 const char *b2s_store_last_error(void) { return store_last_err; }
 
-int store_name_ok(const char *name, size_t max, int dot_ok) {
+int b2s_store_name_ok(const char *name, size_t max, int dot_ok) {
   if (!name || !name[0] || (!dot_ok && name[0] == '.'))
     return 0;
   size_t i = 0;
@@ -33,10 +33,10 @@ int store_name_ok(const char *name, size_t max, int dot_ok) {
   return i <= max;
 }
 
-int store_dup(const void *src, size_t len, uint8_t **out) {
+int b2s_store_dup(const void *src, size_t len, uint8_t **out) {
   uint8_t *p = malloc(len ? len : 1);
   if (!p)
-    return store_fail(B2S_E_NOMEM, "out of memory (%zu bytes)", len);
+    return b2s_store_fail(B2S_E_NOMEM, "out of memory (%zu bytes)", len);
   if (len)
     memcpy(p, src, len);
   *out = p;

@@ -69,18 +69,18 @@ static int bool_text(const char *s) {
 static int put_scalar(cfg_ctx *c, const cfg_node *v, const char *kp,
                       b2s_mpbuf *b) {
   if (v->kind != CN_SCALAR)
-    return cfg_fail(c, v, kp, "expected a scalar, got %s",
-                    cfg_node_kind_name(v));
-  if (cfg_node_is_null(v))
-    return cfg_fail(c, v, kp, "null is not a series value (leave the key "
+    return b2s_cfg_fail(c, v, kp, "expected a scalar, got %s",
+                    b2s_cfg_node_kind_name(v));
+  if (b2s_cfg_node_is_null(v))
+    return b2s_cfg_fail(c, v, kp, "null is not a series value (leave the key "
                     "out)");
   if (v->quoted)
     return b2s_mp_put_str(b, v->str, v->len);
   int64_t i;
   double x;
   if (int_like(v->str)) {
-    if (cfg_parse_int(v->str, &i) < 0)
-      return cfg_fail(c, v, kp, "%s is out of the 64-bit integer range",
+    if (b2s_cfg_parse_int(v->str, &i) < 0)
+      return b2s_cfg_fail(c, v, kp, "%s is out of the 64-bit integer range",
                       v->str);
     return b2s_mp_put_int(b, i);
   }
@@ -110,8 +110,8 @@ static int put_key(cfg_ctx *c, const cfg_node *k, const char *kp,
   if (k->kind != CN_SCALAR || k->len == 0 || k->len > B2S_SERIES_KEY_MAX ||
       !b2s_utf8_valid((const uint8_t *)k->str, k->len)) {
     char q[96];
-    cfg_quote(q, sizeof q, k->kind == CN_SCALAR ? k->str : "", k->len);
-    return cfg_fail(c, k, kp, "series key %s is not 1..%d bytes of UTF-8", q,
+    b2s_cfg_quote(q, sizeof q, k->kind == CN_SCALAR ? k->str : "", k->len);
+    return b2s_cfg_fail(c, k, kp, "series key %s is not 1..%d bytes of UTF-8", q,
                     B2S_SERIES_KEY_MAX);
   }
   return b2s_mp_put_str(b, k->str, k->len);
@@ -121,7 +121,7 @@ static int dup_check(cfg_ctx *c, const cfg_node *map, const cfg_node *k,
                      const char *kp) {
   for (const cfg_node *p = map->child; p != k; p = p->next->next)
     if (p->len == k->len && memcmp(p->str, k->str, k->len) == 0)
-      return cfg_fail(c, k, kp, "duplicate key '%s' (first at line %d)",
+      return b2s_cfg_fail(c, k, kp, "duplicate key '%s' (first at line %d)",
                       k->str, p->line);
   return 0;
 }
@@ -141,26 +141,26 @@ static int encode(cfg_ctx *c, const cfg_node *map, const char *kp,
       rc = put_value(c, k->next, vkp, b);
   }
   if (rc == B2S_E_NOMEM)
-    return cfg_nomem(c);
+    return b2s_cfg_nomem(c);
   return rc;
 }
 
-int cfg_series_set(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+int b2s_cfg_series_set(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                    void *obj, const char *kp) {
   uint16_t len = 0;
-  if (!cfg_node_is_null(v) && v->kind != CN_MAP)
-    return cfg_fail(c, v, kp, "expected a mapping of keys to values, got %s",
-                    cfg_node_kind_name(v));
+  if (!b2s_cfg_node_is_null(v) && v->kind != CN_MAP)
+    return b2s_cfg_fail(c, v, kp, "expected a mapping of keys to values, got %s",
+                    b2s_cfg_node_kind_name(v));
   b2s_mpbuf b = {0};
   int rc = 0;
   if (v->kind == CN_MAP && v->n > 0) {
     rc = encode(c, v, kp, &b);
     if (rc == 0 && b.len > d->size)
-      rc = cfg_fail(c, v, kp, "encodes to %zu bytes, more than %u", b.len,
+      rc = b2s_cfg_fail(c, v, kp, "encodes to %zu bytes, more than %u", b.len,
                     (unsigned)d->size);
     int n = rc == 0 ? b2s_series_check(b.data, b.len, false) : 0;
     if (n < 0)
-      rc = cfg_fail(c, v, kp, "%s", b2s_strerror(n));
+      rc = b2s_cfg_fail(c, v, kp, "%s", b2s_strerror(n));
     len = (uint16_t)b.len;
   }
   if (rc == 0) {

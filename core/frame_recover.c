@@ -66,7 +66,7 @@ static int try_record(const char *path, fw_rfile *r, const fw_record *rec,
                       bool deep, b2s_recover_report *rep,
                       b2s_frame_error *err) {
   b2s_fwriter io = {.write_limit = -1, .dfd = -1};
-  int rc = fw_pwrite(&io, r->fd, rec->header, B2S_FRAME_HEADER_FIXED, 0);
+  int rc = b2s_fw_pwrite(&io, r->fd, rec->header, B2S_FRAME_HEADER_FIXED, 0);
   if (rc < 0)
     return rc;
   b2s_frame *f;
@@ -88,9 +88,9 @@ static int promote(fw_rfile *r, const fw_record *rec, uint64_t newest) {
     return 0;
   p.seq = newest + 1;
   uint8_t raw[FW_REC_SIZE];
-  fw_record_encode(&p, raw);
+  b2s_fw_record_encode(&p, raw);
   b2s_fwriter io = {.write_limit = -1, .dfd = -1};
-  return fw_pwrite(&io, r->fd, raw, FW_REC_USED,
+  return b2s_fw_pwrite(&io, r->fd, raw, FW_REC_USED,
                    r->base + FW_REC_OFF + (int64_t)(p.seq & 1) * FW_REC_SIZE);
 }
 
@@ -141,7 +141,7 @@ static int drop_entries(b2s_fwriter *w, const bool *gone) {
   int rc = 0;
   for (int64_t i = 0; rc == 0 && i < w->n; i++) {
     int32_t cb = 0;
-    if (!gone[i] && (rc = fw_entry_sizes(w, i, &nb[i], &cb)) == 0) {
+    if (!gone[i] && (rc = b2s_fw_entry_sizes(w, i, &nb[i], &cb)) == 0) {
       nbytes += nb[i];
       stored += cb;
     }
@@ -161,7 +161,7 @@ static int drop_entries(b2s_fwriter *w, const bool *gone) {
   w->n = k;
   w->hdr.nbytes = nbytes;
   w->stored_bytes = stored;
-  fw_touch(w, first);
+  b2s_fw_touch(w, first);
   return b2s_fwriter_commit(w);
 }
 
@@ -174,7 +174,7 @@ static int drop_missing(const char *path, fw_rfile *r, b2s_recover_report *rep) 
   if (lockfd < 0)
     return -errno;
   b2s_fwriter *w = NULL;
-  int rc = fw_open_locked(path, &o, &lockfd, &w, NULL, true);
+  int rc = b2s_fw_open_locked(path, &o, &lockfd, &w, NULL, true);
   if (lockfd >= 0)
     close(lockfd);
   bool *gone = rc == 0 ? calloc((size_t)w->n + 1, 1) : NULL;
@@ -206,7 +206,7 @@ static int recover_from_records(const char *path, fw_rfile *r, fw_record *rec,
                                 int nvalid, bool deep, b2s_recover_report *rep,
                                 b2s_frame_error *err) {
   uint8_t orig[B2S_FRAME_HEADER_FIXED];
-  int rc = fw_pread(r->fd, orig, sizeof orig, 0);
+  int rc = b2s_fw_pread(r->fd, orig, sizeof orig, 0);
   if (rc < 0)
     return rc;
   for (int k = 0; k < nvalid; k++) {
@@ -222,7 +222,7 @@ static int recover_from_records(const char *path, fw_rfile *r, fw_record *rec,
     }
   }
   b2s_fwriter io = {.write_limit = -1, .dfd = -1};
-  fw_pwrite(&io, r->fd, orig, sizeof orig, 0);
+  b2s_fw_pwrite(&io, r->fd, orig, sizeof orig, 0);
   return B2S_E_UNRECOVERABLE;
 }
 
@@ -249,13 +249,13 @@ int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
   fw_rfile r;
   fw_record rec[2];
   int nvalid;
-  int rc = fw_rfile_records(path, true, &r, rec, &nvalid);
+  int rc = b2s_fw_rfile_records(path, true, &r, rec, &nvalid);
   if (rc < 0) {
-    fw_rfile_close(&r);
+    b2s_fw_rfile_close(&r);
     return rc;
   }
   uint8_t cur[B2S_FRAME_HEADER_FIXED];
-  rc = fw_pread(r.fd, cur, sizeof cur, 0);
+  rc = b2s_fw_pread(r.fd, cur, sizeof cur, 0);
   b2s_frame *f = NULL;
   bool opens = rc == 0 && b2s_frame_open(path, &f, err) == 0;
   bool current = nvalid > 0 && memcmp(cur, rec[0].header, sizeof cur) == 0;
@@ -283,6 +283,6 @@ int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
     rc = drop_missing(path, &r, rep);
     rep->nchunks -= rep->missing_files;
   }
-  fw_rfile_close(&r);
+  b2s_fw_rfile_close(&r);
   return rc;
 }

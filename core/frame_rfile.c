@@ -14,7 +14,7 @@
 
 #define BASE_SCAN_MAX (INT64_C(64) << 20)
 
-void fw_rfile_close(fw_rfile *r) {
+void b2s_fw_rfile_close(fw_rfile *r) {
   if (r->lockfd >= 0)
     close(r->lockfd);
   if (r->fd >= 0)
@@ -34,7 +34,7 @@ static int find_base(fw_rfile *r) {
     return B2S_E_NOMEM;
   b2s_frame_metas m;
   b2s_frame_metas_init(&m);
-  int rc = fw_pread(r->fd, buf, (size_t)len, 0);
+  int rc = b2s_fw_pread(r->fd, buf, (size_t)len, 0);
   if (rc == 0)
     rc = b2s_frame_metas_parse(buf, (size_t)len, &m, NULL);
   if (rc == 0) {
@@ -48,7 +48,7 @@ static int find_base(fw_rfile *r) {
 
 /* With `lock`, the frame's lock is taken first: recovery rewrites the
  * header and removes files, which must never happen beside a writer. */
-int fw_rfile_open(const char *path, bool lock, fw_rfile *r) {
+int b2s_fw_rfile_open(const char *path, bool lock, fw_rfile *r) {
   *r = (fw_rfile){.fd = -1, .dirfd = -1, .lockfd = -1};
   struct stat sb;
   int rc = lock ? b2s_frame_lock(path, &r->lockfd) : 0;
@@ -72,22 +72,22 @@ int fw_rfile_open(const char *path, bool lock, fw_rfile *r) {
 }
 
 /* Open path's frame file and read its commit records. */
-int fw_rfile_records(const char *path, bool lock, fw_rfile *r,
+int b2s_fw_rfile_records(const char *path, bool lock, fw_rfile *r,
                         fw_record rec[2], int *nvalid) {
   *nvalid = 0;
-  int rc = fw_rfile_open(path, lock, r);
+  int rc = b2s_fw_rfile_open(path, lock, r);
   if (rc == 0)
-    rc = fw_records_read(r->fd, r->base, rec, nvalid);
+    rc = b2s_fw_records_read(r->fd, r->base, rec, nvalid);
   return rc;
 }
 
-int fw_has_records(const char *path) {
+int b2s_fw_has_records(const char *path) {
   fw_rfile r;
   fw_record rec[2];
   int nvalid;
   /* a writer asks, holding the lock already */
-  int rc = fw_rfile_records(path, false, &r, rec, &nvalid);
-  fw_rfile_close(&r);
+  int rc = b2s_fw_rfile_records(path, false, &r, rec, &nvalid);
+  b2s_fw_rfile_close(&r);
   return rc < 0 ? rc : nvalid > 0;
 }
 
