@@ -1499,7 +1499,7 @@ static void test_v2_msgpack_maps(void **state) {
 /* ---- the error table of PROTOCOL.md 6.3 --------------------------------- */
 
 static const struct { const char *name; int value; } codes[] = {
-#define B2S_CODE_(name, msg) {#name, name},
+#define B2S_CODE_(name, value, msg) {#name, value},
   B2S_ERROR_LIST(B2S_CODE_)
 #undef B2S_CODE_
 };
