@@ -541,8 +541,16 @@ static const struct b2s_shuffle_kernels sse2_kernels = {
 static const struct b2s_shuffle_kernels avx2_kernels = {
     b2s_shuffle_avx2, b2s_unshuffle_avx2, b2s_bitrow_fwd_avx2, b2s_bitrow_inv_avx2,
 };
+#ifdef B2S_HAVE_GFNI
+static const struct b2s_shuffle_kernels gfni_kernels = {
+    b2s_shuffle_avx2, b2s_unshuffle_avx2, b2s_bitrow_fwd_gfni, b2s_bitrow_inv_gfni,
+};
+#endif
 static const struct b2s_shuffle_kernels *const level_kernels[] = {
     &scalar_kernels, &sse2_kernels, &avx2_kernels,
+#ifdef B2S_HAVE_GFNI
+    &gfni_kernels,
+#endif
 };
 #else
 static const struct b2s_shuffle_kernels *const level_kernels[] = {
@@ -558,6 +566,10 @@ static int detect_level(void)
 {
 #ifdef B2S_HAVE_X86_SIMD
     __builtin_cpu_init();
+#ifdef B2S_HAVE_GFNI
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("gfni"))
+        return 3;
+#endif
     if (__builtin_cpu_supports("avx2"))
         return 2;
     if (__builtin_cpu_supports("sse2"))
