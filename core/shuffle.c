@@ -493,7 +493,9 @@ static void bitshuffle_with(const struct b2s_shuffle_kernels *k, size_t ts,
     } else if (m8 > 0) {
         _Alignas(64) uint8_t tmp[BIT_TILE_BYTES];
         size_t tile = bit_tile_items(ts);
-        for (size_t i0 = 0; i0 < m8; i0 += tile) {
+        /* A one-pass kernel, where there is one, leaves the tiles the rest. */
+        size_t done = k->bitshuffle_items ? k->bitshuffle_items(ts, m8, src, dst, rowlen) : 0;
+        for (size_t i0 = done; i0 < m8; i0 += tile) {
             size_t cnt = m8 - i0 < tile ? m8 - i0 : tile;
             k->shuffle(ts, cnt * ts, src + i0 * ts, tmp);
             for (size_t j = 0; j < ts; j++)
@@ -532,18 +534,22 @@ static void bitunshuffle_with(const struct b2s_shuffle_kernels *k, size_t ts,
 
 static const struct b2s_shuffle_kernels scalar_kernels = {
     b2s_shuffle_scalar, b2s_unshuffle_scalar, bitrow_fwd_scalar, bitrow_inv_scalar,
+    NULL,
 };
 
 #ifdef B2S_HAVE_X86_SIMD
 static const struct b2s_shuffle_kernels sse2_kernels = {
     b2s_shuffle_sse2, b2s_unshuffle_sse2, b2s_bitrow_fwd_sse2, b2s_bitrow_inv_sse2,
+    NULL,
 };
 static const struct b2s_shuffle_kernels avx2_kernels = {
     b2s_shuffle_avx2, b2s_unshuffle_avx2, b2s_bitrow_fwd_avx2, b2s_bitrow_inv_avx2,
+    NULL,
 };
 #ifdef B2S_HAVE_GFNI
 static const struct b2s_shuffle_kernels gfni_kernels = {
     b2s_shuffle_avx2, b2s_unshuffle_avx2, b2s_bitrow_fwd_gfni, b2s_bitrow_inv_gfni,
+    b2s_bitshuffle_items_gfni,
 };
 #endif
 static const struct b2s_shuffle_kernels *const level_kernels[] = {

@@ -16,7 +16,13 @@
  * lane is row b of both groups, then transpose 8x8 words across the eight
  * registers (three interleave rounds), after which register b holds 32 bytes
  * of row b.  Lane 1 is loaded from the second 128 bytes, so each register
- * comes out as 32 consecutive columns.  Inverse: the same steps reversed. */
+ * comes out as 32 consecutive columns.  Inverse: the same steps reversed.
+ *
+ * For typesize 2 the byte shuffle folds into the same pass: one in-lane
+ * byte shuffle turns a group of 8 items straight into one byte-reversed word
+ * per byte position, so the items go from the source to the bit rows without
+ * the scratch tile.  (The same for typesize 4, with a dword permute, measured
+ * slower than the scratch tile with GFNI bit rows, so it is not done.) */
 #include <immintrin.h>
 #include <string.h>
 
@@ -24,6 +30,11 @@
 #include "shuffle_simd.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+#define SHUF_VEC __m256i
+#define SHUF_UNPACKLO _mm256_unpacklo_epi8
+#define SHUF_UNPACKHI _mm256_unpackhi_epi8
+#include "shuffle_interleave.h"
 
 /* Per lane, 8x8 16-bit words across the registers: afterwards word w of
  * v[r] is the former word r of v[w].  Each interleave round rotates the index
@@ -131,4 +142,59 @@ void b2s_bitrow_inv_gfni(const uint8_t *in, size_t stride, size_t nbytes, uint8_
         }
     }
     b2s_bitrow_inv_avx2(in + c, stride, nbytes - 8 * c, out + 8 * c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Typesize 2: byte shuffle and bit rows in one pass                         */
+
+/* 256 items per step.  Lane 0 of v[k] is group k (items 8k..8k+7), lane 1
+ * group 16 + k.  After the in-lane shuffle and the transpose, byte y of a
+ * lane is byte y % 8 of row y (= 8 * byte position + bit), so four byte
+ * interleave rounds over the 16 registers leave row y in v[y]: 16 groups per
+ * lane, 32 consecutive output bytes. */
+static size_t bitshuffle2(size_t n, const uint8_t *src, uint8_t *dst, size_t rowlen)
+{
+    size_t i = 0;
+    for (; i + 256 <= n; i += 256) {
+        __m256i v[16];
+        const uint8_t *s = src + 2 * i;
+        #pragma GCC unroll 16
+        for (size_t k = 0; k < 16; k++)
+            v[k] = transpose_groups(unpair_reversed(load_lanes(s + 16 * k, s + 256 + 16 * k)));
+        interleave_rounds(v, 16, 4);
+        #pragma GCC unroll 16
+        for (size_t y = 0; y < 16; y++)
+            _mm256_storeu_si256((__m256i *)(dst + y * rowlen + i / 8), v[y]);
+    }
+    return i;
+}
+
+/* The 16 rows would all fall in the same L1 sets at the usual
+ * power-of-two row lengths, and with more rows than ways each line is
+ * evicted before it is complete.  So each tile of 4 KiB of items goes
+ * through a stage, and every row is then copied out as one run. */
+enum { STAGE_BYTES = 4096 };
+
+ALWAYS_INLINE size_t staged(size_t ts, size_t n, const uint8_t *src, uint8_t *dst,
+                            size_t rowlen,
+                            size_t (*step)(size_t, const uint8_t *, uint8_t *, size_t))
+{
+    _Alignas(32) uint8_t stage[STAGE_BYTES];
+    const size_t tile = STAGE_BYTES / ts, run = tile / 8;
+    size_t i = 0;
+    for (; i + tile <= n; i += tile) {
+        step(tile, src + i * ts, stage, run);
+        for (size_t r = 0; r < 8 * ts; r++)
+            memcpy(dst + r * rowlen + i / 8, stage + r * run, run);
+    }
+    return i;
+}
+
+size_t b2s_bitshuffle_items_gfni(size_t ts, size_t n, const uint8_t *src, uint8_t *dst,
+                                 size_t rowlen)
+{
+    switch (ts) {
+    case 2: return staged(2, n, src, dst, rowlen, bitshuffle2);
+    default: return 0;
+    }
 }
