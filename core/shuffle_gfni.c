@@ -169,32 +169,11 @@ static size_t bitshuffle2(size_t n, const uint8_t *src, uint8_t *dst, size_t row
     return i;
 }
 
-/* The 16 rows would all fall in the same L1 sets at the usual
- * power-of-two row lengths, and with more rows than ways each line is
- * evicted before it is complete.  So each tile of 4 KiB of items goes
- * through a stage, and every row is then copied out as one run. */
-enum { STAGE_BYTES = 4096 };
-
-ALWAYS_INLINE size_t staged(size_t ts, size_t n, const uint8_t *src, uint8_t *dst,
-                            size_t rowlen,
-                            size_t (*step)(size_t, const uint8_t *, uint8_t *, size_t))
-{
-    _Alignas(32) uint8_t stage[STAGE_BYTES];
-    const size_t tile = STAGE_BYTES / ts, run = tile / 8;
-    size_t i = 0;
-    for (; i + tile <= n; i += tile) {
-        step(tile, src + i * ts, stage, run);
-        for (size_t r = 0; r < 8 * ts; r++)
-            memcpy(dst + r * rowlen + i / 8, stage + r * run, run);
-    }
-    return i;
-}
-
 size_t b2s_bitshuffle_items_gfni(size_t ts, size_t n, const uint8_t *src, uint8_t *dst,
                                  size_t rowlen)
 {
     switch (ts) {
-    case 2: return staged(2, n, src, dst, rowlen, bitshuffle2);
+    case 2: return bitshuffle2(n, src, dst, rowlen);
     default: return 0;
     }
 }

@@ -24,9 +24,10 @@ typedef void (*b2s_bitrow_inv_fn)(const uint8_t *in, size_t stride,
 typedef void (*b2s_shuffle_fn)(size_t typesize, size_t size,
                                const uint8_t *src, uint8_t *dst);
 
-/* Whole bit shuffle of the first items of n (a multiple of 8) items of
- * `typesize` bytes, rows of rowlen = n / 8 bytes at dst; returns how many
- * items it did (a multiple of 8, 0 for typesizes it has no kernel for). */
+/* Whole bit shuffle, in one pass, of the first items of n items of
+ * `typesize` bytes, writing 8 * typesize rows rowlen bytes apart; returns how
+ * many items it did (a multiple of 8; 0 for typesizes it has no kernel for).
+ * Rows start at dst + r * rowlen, item i's bits at byte i / 8 of them. */
 typedef size_t (*b2s_bitshuffle_items_fn)(size_t typesize, size_t n,
                                           const uint8_t *src, uint8_t *dst,
                                           size_t rowlen);
@@ -63,6 +64,8 @@ void b2s_shuffle_avx2(size_t typesize, size_t size, const uint8_t *src, uint8_t 
 void b2s_unshuffle_avx2(size_t typesize, size_t size, const uint8_t *src, uint8_t *dst);
 void b2s_bitrow_fwd_avx2(const uint8_t *in, size_t nbytes, uint8_t *out, size_t stride);
 void b2s_bitrow_inv_avx2(const uint8_t *in, size_t stride, size_t nbytes, uint8_t *out);
+size_t b2s_bitshuffle_items_avx2(size_t typesize, size_t n, const uint8_t *src,
+                                 uint8_t *dst, size_t rowlen);
 
 /* AVX2 with GFNI: bit rows only (the byte shuffles are the AVX2 ones); only
  * linked when B2S_HAVE_GFNI is defined. */
