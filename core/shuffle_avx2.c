@@ -171,39 +171,3 @@ void b2s_bitrow_inv_avx2(const uint8_t *in, size_t stride, size_t nbytes, uint8_
     }
     b2s_bitrow_inv_scalar_from(in, stride, 8 * c, nbytes, out);
 }
-
-/* ------------------------------------------------------------------------ */
-/* Typesize 2: byte shuffle and bit rows in one pass                         */
-
-/* 256 items per step.  Lane 0 of v[k] is group k (items 8k..8k+7), lane 1
- * group 16 + k.  An in-lane shuffle puts byte j of item m at byte 8j + m of
- * the lane; four interleave rounds over the 16 registers then leave in
- * v[8j + m] byte j of item m of all 32 groups, and the bit transpose of
- * v[8j..8j+7] turns those into the 8 bit rows of byte j. */
-static size_t bitshuffle2(size_t n, const uint8_t *src, uint8_t *dst, size_t rowlen)
-{
-    const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11,
-                                           13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5,
-                                           7, 9, 11, 13, 15);
-    size_t i = 0;
-    for (; i + 256 <= n; i += 256) {
-        __m256i v[16];
-        const uint8_t *s = src + 2 * i;
-        #pragma GCC unroll 16
-        for (size_t k = 0; k < 16; k++)
-            v[k] = _mm256_shuffle_epi8(load_lanes(s + 16 * k, s + 256 + 16 * k), split);
-        interleave_rounds(v, 16, 4);
-        transpose_bits8(v);
-        transpose_bits8(v + 8);
-        #pragma GCC unroll 16
-        for (size_t y = 0; y < 16; y++)
-            _mm256_storeu_si256((__m256i *)(dst + y * rowlen + i / 8), v[y]);
-    }
-    return i;
-}
-
-size_t b2s_bitshuffle_items_avx2(size_t ts, size_t n, const uint8_t *src, uint8_t *dst,
-                                 size_t rowlen)
-{
-    return ts == 2 ? bitshuffle2(n, src, dst, rowlen) : 0;
-}

@@ -64,8 +64,6 @@ void b2s_shuffle_avx2(size_t typesize, size_t size, const uint8_t *src, uint8_t 
 void b2s_unshuffle_avx2(size_t typesize, size_t size, const uint8_t *src, uint8_t *dst);
 void b2s_bitrow_fwd_avx2(const uint8_t *in, size_t nbytes, uint8_t *out, size_t stride);
 void b2s_bitrow_inv_avx2(const uint8_t *in, size_t stride, size_t nbytes, uint8_t *out);
-size_t b2s_bitshuffle_items_avx2(size_t typesize, size_t n, const uint8_t *src,
-                                 uint8_t *dst, size_t rowlen);
 
 /* AVX2 with GFNI: bit rows only (the byte shuffles are the AVX2 ones); only
  * linked when B2S_HAVE_GFNI is defined. */
