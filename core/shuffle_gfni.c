@@ -148,10 +148,11 @@ void b2s_bitrow_inv_gfni(const uint8_t *in, size_t stride, size_t nbytes, uint8_
 /* Typesize 2: byte shuffle and bit rows in one pass                         */
 
 /* 256 items per step.  Lane 0 of v[k] is group k (items 8k..8k+7), lane 1
- * group 16 + k.  After the in-lane shuffle and the transpose, byte y of a
- * lane is byte y % 8 of row y (= 8 * byte position + bit), so four byte
- * interleave rounds over the 16 registers leave row y in v[y]: 16 groups per
- * lane, 32 consecutive output bytes. */
+ * group 16 + k.  The in-lane shuffle makes word j of a lane byte j of the
+ * group's items (reversed), and after the transpose byte y of a lane is the
+ * group's byte of row y (row 8j + b: bit b of byte j).  Four byte interleave
+ * rounds over the 16 registers then leave row y in v[y]: 16 groups per lane,
+ * 32 consecutive output bytes. */
 static size_t bitshuffle2(size_t n, const uint8_t *src, uint8_t *dst, size_t rowlen)
 {
     size_t i = 0;

@@ -65,8 +65,8 @@ void b2s_unshuffle_avx2(size_t typesize, size_t size, const uint8_t *src, uint8_
 void b2s_bitrow_fwd_avx2(const uint8_t *in, size_t nbytes, uint8_t *out, size_t stride);
 void b2s_bitrow_inv_avx2(const uint8_t *in, size_t stride, size_t nbytes, uint8_t *out);
 
-/* AVX2 with GFNI: bit rows only (the byte shuffles are the AVX2 ones); only
- * linked when B2S_HAVE_GFNI is defined. */
+/* AVX2 with GFNI: bit rows and the one-pass typesize-2 bit shuffle (the byte
+ * shuffles are the AVX2 ones); only linked when B2S_HAVE_GFNI is defined. */
 void b2s_bitrow_fwd_gfni(const uint8_t *in, size_t nbytes, uint8_t *out, size_t stride);
 void b2s_bitrow_inv_gfni(const uint8_t *in, size_t stride, size_t nbytes, uint8_t *out);
 size_t b2s_bitshuffle_items_gfni(size_t typesize, size_t n, const uint8_t *src,
