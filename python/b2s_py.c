@@ -23,6 +23,7 @@
 
 #include "b2s_chunk.h"
 #include "b2s_dframe.h"
+#include "b2s_py_gather.h"
 #include "b2s_errors.h"
 #include "b2s_meta.h"
 #include "curve_key.h"
@@ -98,71 +99,6 @@ B2SPY_API int64_t b2spy_frame_chunk_raw(void *f, int64_t i, void *dst,
   if ((size_t)cbytes > cap)
     return cbytes;
   return b2s_frame_chunk_read(f, i, dst, cap);
-}
-
-/* Bytes [start, start + nbytes) of chunk src decompressed into dst,
- * decoding only the blocks that hold them; the whole chunk when the range
- * does not fall on its items (a repeated-value chunk's item may be one
- * byte of a wider type, or three). */
-static int gather_one(b2s_ctx *ctx, const uint8_t *src, size_t len,
-                      int64_t start, size_t nbytes, uint8_t *dst) {
-  b2s_chunk_info ci;
-  int rc = b2s_chunk_info_get(src, len, &ci);
-  if (rc < 0)
-    return rc;
-  int64_t isz = ci.special == B2S_SPECIAL_VALUE ? ci.cbytes - ci.header_len
-                                                : ci.typesize;
-  if (start < 0 || start + (int64_t)nbytes > ci.nbytes)
-    return B2S_E_RANGE;
-  if (isz > 0 && start % isz == 0 && (int64_t)nbytes % isz == 0 &&
-      !ci.vl_blocks) {
-    rc = b2s_getitem(ctx, src, len, (int32_t)(start / isz),
-                     (int32_t)((int64_t)nbytes / isz), dst, nbytes);
-    return rc < 0 ? rc : (size_t)rc == nbytes ? 0 : B2S_E_RANGE;
-  }
-  uint8_t *all = calloc(1, (size_t)ci.nbytes ? (size_t)ci.nbytes : 1);
-  if (all == NULL)
-    return B2S_E_NOMEM;
-  rc = b2s_decompress(ctx, src, len, all, (size_t)ci.nbytes);
-  if (rc >= 0)
-    memcpy(dst, all + start, nbytes);
-  free(all);
-  return rc < 0 ? rc : 0;
-}
-
-/* Bytes [start, start + nbytes) of each chunk chunks[0..n) into dst, one
- * after the other, decoding only the blocks that hold them: the reads of
- * an N-d selection (python/b2stream/_ndarray.py) in one call.  0, or a
- * negative code with *bad the position in chunks of the chunk that
- * failed. */
-B2SPY_API int b2spy_frame_gather(void *f, const int64_t *chunks, int64_t n,
-                                 int64_t start, void *dst, size_t nbytes,
-                                 int64_t *bad) {
-  b2s_ctx *ctx = b2s_ctx_new();
-  uint8_t *buf = NULL;
-  size_t cap = 0;
-  int rc = ctx ? 0 : B2S_E_NOMEM;
-  int64_t k = 0;
-  memset(dst, 0, (size_t)n * nbytes);  /* uninitialised chunks write nothing */
-  for (; rc >= 0 && k < n; k++) {
-    int32_t cbytes = 0;
-    rc = b2s_frame_chunk_sizes(f, chunks[k], &cbytes, NULL);
-    if (rc >= 0 && (size_t)cbytes > cap) {
-      uint8_t *p = realloc(buf, (size_t)cbytes);
-      rc = p ? 0 : B2S_E_NOMEM;
-      buf = p ? p : buf;
-      cap = p ? (size_t)cbytes : cap;
-    }
-    if (rc >= 0)
-      rc = b2s_frame_chunk_read(f, chunks[k], buf, cap);
-    if (rc >= 0)
-      rc = gather_one(ctx, buf, (size_t)rc, start, nbytes,
-                      (uint8_t *)dst + k * nbytes);
-  }
-  *bad = rc < 0 ? k - 1 : -1;
-  free(buf);
-  b2s_ctx_free(ctx);
-  return rc < 0 ? rc : 0;
 }
 
 /* Reason of the last failed chunk or metalayer call on f ("" when none). */
@@ -408,7 +344,7 @@ B2SPY_API int b2spy_dframe_gather(void *h, const int64_t *chunks, int64_t n,
   for (; rc >= 0 && k < n; k++) {
     rc = dframe_hold(d, chunks[k]);
     if (rc >= 0)
-      rc = gather_one(d->ctx, d->chunk, d->chunk_len, start, nbytes,
+      rc = b2spy_gather_one(d->ctx, d->chunk, d->chunk_len, start, nbytes,
                       (uint8_t *)dst + k * nbytes);
   }
   *bad = rc < 0 ? k - 1 : -1;

@@ -112,7 +112,7 @@ class NdArray:
     """Mixin of Frame and DistributedFrame.  The host gives ``b2nd``,
     ``_nd_count()`` (chunks readable), ``_nd_chunk(j)`` (chunk j decoded,
     flat, in stored order) and ``_nd_gather()`` (its libb2s_py gather
-    function and handle)."""
+    function, its arguments before the chunks and after the sizes)."""
 
     _nd_pos: Any = None
 
@@ -164,6 +164,8 @@ class NdArray:
     def __getitem__(self, key: Any) -> Any:
         info = self._nd_need()
         shape = real_shape(info, self._nd_count())
+        if isinstance(key, int) and info.chunkshape[0] == 1 and len(shape) > 1:
+            return self._nd_image(info, shape, key)
         sel = normalize(key, shape)
         idx = [a for a, _ in sel]
         drop = tuple(0 if dropped else slice(None) for _, dropped in sel)
@@ -173,6 +175,23 @@ class NdArray:
             out = self._nd_select(info, shape, idx)[drop]
         if out.ndim == 0:
             return out[()]
+        out.flags.writeable = False
+        return out
+
+    def _nd_image(self, info, shape, i: int) -> np.ndarray:
+        """f[i] of a frame of one image a chunk: the chunks of image i."""
+        j = i + shape[0] if i < 0 else i
+        if not 0 <= j < shape[0]:
+            raise IndexError(f"index {i} is out of bounds for axis 0 with size {shape[0]}")
+        if tuple(info.chunkshape[1:]) != tuple(shape[1:]):
+            return self[(i,)]                  # images over several chunks
+        _, _, c_order = self._nd_posmap(info)
+        n = int(np.prod(info.chunkshape))
+        out = np.empty(n, dtype=info.dtype)
+        self._nd_run(np.array([j], dtype=np.int64), 0, n, out, info.dtype.itemsize)
+        if not c_order:
+            out = info.chunk_from_bytes(out)
+        out = out.reshape(shape[1:])
         out.flags.writeable = False
         return out
 
@@ -216,10 +235,10 @@ class NdArray:
         return np.take(out, p - start, axis=1)
 
     def _nd_run(self, chunks, start, nitems, out, itemsize) -> None:
-        fn, handle = self._nd_gather()
+        fn, before, after = self._nd_gather()
         bad = ctypes.c_int64(-1)
-        rc = fn(handle, chunks.ctypes.data, chunks.size, start * itemsize,
-                out.ctypes.data, nitems * itemsize, ctypes.byref(bad))
+        rc = fn(*before, chunks.ctypes.data, chunks.size, start * itemsize,
+                out.ctypes.data, nitems * itemsize, *after, ctypes.byref(bad))
         if rc < 0:
             j = int(chunks[bad.value]) if 0 <= bad.value < chunks.size else -1
             raise self._error(rc, j)

@@ -155,7 +155,7 @@ class DistributedFrame(NdArray):
         return self.chunk(j, raw=True)
 
     def _nd_gather(self):
-        return _native.lib().b2spy_dframe_gather, self._handle()
+        return _native.lib().b2spy_dframe_gather, (self._handle(),), ()
 
     @property
     def b2nd(self) -> B2ndInfo | None:

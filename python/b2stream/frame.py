@@ -153,6 +153,9 @@ class Frame(NdArray):
     ...     whole = f.to_numpy()
     """
 
+    #: threads a selection decodes on (as python-blosc2's nthreads)
+    nthreads: int = os.cpu_count() or 1
+
     def __init__(self, path: str | os.PathLike, retries: int = 3) -> None:
         self.path = os.fspath(path)
         self._h: int | None = None
@@ -255,7 +258,8 @@ class Frame(NdArray):
         return self.chunk(j, raw=True)
 
     def _nd_gather(self):
-        return _native.lib().b2spy_frame_gather, self._handle()
+        return (_native.lib().b2spy_frame_gather, (self._handle(), self.path.encode()),
+                (max(1, int(self.nthreads)),))
 
     @property
     def sparse(self) -> bool:
