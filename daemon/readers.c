@@ -28,7 +28,7 @@
  * I/O thread decides who gets it.
  *
  * Counts: at most B2SD_READS_SESSION reads issued per session and
- * B2SD_READS_FOLLOW per push follow, from the issue until the result was
+ * B2SD_READS_FOLLOW per push follow, from issuing one until its result was
  * sent or discarded; at most B2SD_READS_MAX admitted in the daemon until
  * then.  READs beyond the session's count wait in their session (at most
  * B2SD_READS_WAIT, then B2S_E_BUSY); push follows simply issue more when
@@ -486,8 +486,9 @@ static b2sd_session *session_by_id(b2sd_server *srv, uint32_t id) {
 /* Answer a READ; false when the peer's queue is full (r stays ours). */
 static bool read_reply(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   if (r->rc < 0) {
-    b2sd_send_error(srv, s, r->tag, r->rc, 0, B2S_WIRE_READ, r->follow_id,
-                    r->index, NULL);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = r->tag, .code = r->rc, .ref_type = B2S_WIRE_READ,
+        .ref_id = r->follow_id, .ref_index = r->index});
     return true;
   }
   return b2sd_send_chunk(srv, s, r) != -EAGAIN;

@@ -18,7 +18,7 @@
 
 #include "b2s_errors.h"
 #include "b2s_py_gather.h"
-#include "frame.h"
+#include "b2s_frame.h"
 
 #define B2SPY_API __attribute__((visibility("default")))
 #define MAX_THREADS 16

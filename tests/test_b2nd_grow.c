@@ -13,8 +13,8 @@
 #include <cmocka.h>
 
 #include "b2s_errors.h"
-#include "frame.h"
-#include "frame_writer.h"
+#include "b2s_frame.h"
+#include "b2s_frame_writer.h"
 
 static char dir[256];
 
