@@ -226,8 +226,8 @@ static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
   int rc = push_flush(srv, f);
   if (rc == PUSH_ENDED)
     return true;
-  while (f->req < committed && b2sd_read_follow_room(f->nreads) &&
-         b2sd_reads_room(srv, f->sess)) {
+  while (f->req < committed && b2sd_read_follow_headroom(f->nreads) &&
+         b2sd_reads_headroom(srv, f->sess)) {
     b2sd_read *r = read_new(f->st, f->req,
                             f->push & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED,
                             f->sess, f->id);
@@ -269,7 +269,7 @@ static bool records_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed,
     b2sd_read_release(srv, f->sess, r);
     *sent = true;
   }
-  if (f->nreads == 0 && f->next < committed && b2sd_reads_room(srv, f->sess)) {
+  if (f->nreads == 0 && f->next < committed && b2sd_reads_headroom(srv, f->sess)) {
     b2s_wire_msg m;              /* the run a NOTIFY may announce */
     uint32_t n = b2sd_notify_build(&m, f->id, f->next, committed, true);
     b2sd_read *q = read_new(f->st, f->next, false, f->sess, f->id);

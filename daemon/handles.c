@@ -5,7 +5,7 @@
  * thread only. */
 #define _GNU_SOURCE
 #include "dwriter.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "outbox.h"
 #include "progress.h"
 #include "wiremap.h"
@@ -103,7 +103,7 @@ static int stream_create_from_template(b2sd_server *srv, const char *name,
     if (strcmp(st->path, sc.full_path) == 0)
       return B2S_E_CONFIG;
   char why[128];
-  if ((rc = b2sd_room_stream(srv, why, sizeof why)) < 0)
+  if ((rc = b2sd_headroom_stream(srv, why, sizeof why)) < 0)
     return rc;
   b2sd_stream *st;
   rc = b2sd_stream_open(srv, &sc, &st);
@@ -494,7 +494,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   size_t plen = b->len;
   bool full = b2sd_pool_stream_queued(srv->pool, st) >=
                   (size_t)cfg.queue_depth ||
-              (!b->seg && inflight + (int64_t)plen > b2sd_memory_room(srv));
+              (!b->seg && inflight + (int64_t)plen > b2sd_memory_headroom(srv));
   if (full && cfg.backpressure == B2S_BP_DROP_NEWEST) {
     b2sd_gap_put(h, B2S_RECORD_DROPPED, plen, &b->rec);
     source_drop(b);

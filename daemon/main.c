@@ -9,7 +9,7 @@
 #include "b2sd.h"
 #include "dirlock.h"
 #include "endpoint.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "notify.h"
 
 #include <errno.h>

@@ -12,7 +12,7 @@
 #include "clock.h"
 #include "endpoint.h"
 #include "drain.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "notify.h"
 #include "outbox.h"
 #include "peers.h"
@@ -87,7 +87,7 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
     session_end(srv, s);
   b2sd_peers_turn(srv);          /* no older event may name this session */
   char why[128];
-  if (b2sd_room_session(srv, why, sizeof why) < 0) {
+  if (b2sd_headroom_session(srv, why, sizeof why) < 0) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
               m->version,
               &(b2sd_errreply){.tag = m->tag, .code = B2S_E_LIMIT,
@@ -417,7 +417,7 @@ static bool scan(b2sd_server *srv) {
    * b2sd_chunk_done */
   bool memory_ok = atomic_load_explicit(&srv->inflight_bytes,
                                         memory_order_relaxed) <
-                   b2sd_memory_room(srv);
+                   b2sd_memory_headroom(srv);
   for (b2sd_stream *st = srv->streams; st; st = st->next) {
     b2sd_progress p;
     b2sd_progress_load(st, &p);
