@@ -36,16 +36,7 @@ static bool b2nd_ok(const b2s_b2nd *nd) {
 }
 
 static bool cparams_ok(const b2s_cparams *c) {
-  if (b2s_codec_name(c->codec) == NULL || c->clevel < 0 || c->clevel > 9 ||
-      c->typesize < 1 || c->typesize > B2S_MAX_TYPESIZE || c->blocksize < 0 ||
-      c->blocksize > B2S_MAX_BLOCKSIZE || c->splitmode < B2S_SPLIT_ALWAYS ||
-      c->splitmode > B2S_SPLIT_FORWARD_COMPAT)
-    return false;
-  for (int k = 0; k < B2S_MAX_FILTERS; k++)
-    if (b2s_filter_name(c->filters[k]) == NULL)
-      return false;
-  return !c->use_dict || c->codec == B2S_CODEC_ZSTD ||
-         c->codec == B2S_CODEC_LZ4 || c->codec == B2S_CODEC_LZ4HC;
+  return b2s_cparams_check(c) == 0;
 }
 
 int b2s_dframe_params_check(const b2s_dframe_params *p) {

@@ -235,5 +235,10 @@ int b2s_cfg_stream_finish(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s
     rc = finish_b2nd(c, d, s, loc);
   if (rc == 0 && s->format == B2S_FORMAT_DISTRIBUTED)
     rc = finish_distributed(c, d, s, loc);
+  /* what the writers will check, so a stream the configuration accepts
+   * can always be written */
+  if (rc == 0 && (rc = b2s_cparams_check(&s->cparams)) < 0)
+    rc = b2s_cfg_loc_fail(c, loc, SI("codec"), "these compression parameters "
+                          "cannot be written: %s", b2s_strerror(rc));
   return rc;
 }

@@ -128,11 +128,11 @@ int b2s_fwriter_create(const char *path, bool sparse,
   if (w == NULL)
     return B2S_E_NOMEM;
   const b2s_cparams *cp = &w->opts.cparams;
-  if (cp->clevel < 0 || cp->clevel > 9 || cp->typesize < 1 ||
-      cp->splitmode < 1 || cp->splitmode > 4)
-    return fail(w, B2S_E_ARG);
+  int rc = b2s_cparams_check(cp);
+  if (rc < 0)
+    return fail(w, rc);
   b2s_fw_header_defaults(&w->hdr, cp, sparse);
-  int rc = b2s_fw_copy_metas(&w->metas, metas);
+  rc = b2s_fw_copy_metas(&w->metas, metas);
   if (rc < 0)
     return fail(w, rc);
   struct stat sb;

@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "b2s_wire_types.h"
+
 #define B2S_WIRE_VERSION 1           /* base version: b2s_wire_init, decode */
 #define B2S_WIRE_VERSION_MAX 2       /* highest version this codec speaks */
 #define B2S_WIRE_MAGIC "B2SW"        /* first 4 bytes of every header */
@@ -44,38 +46,11 @@
 /* Bit 7 of the type is set on every message the daemon sends. */
 #define B2S_WIRE_FROM_DAEMON 0x80
 
+/* The types themselves: b2s_wire_types.h (one list). */
 typedef enum b2s_wire_type {
-  /* client -> daemon */
-  B2S_WIRE_HELLO = 0x01,
-  B2S_WIRE_OPEN = 0x02,
-  B2S_WIRE_DATA = 0x03,              /* + payload: the buffer */
-  B2S_WIRE_FLUSH = 0x04,
-  B2S_WIRE_CLOSE = 0x05,
-  B2S_WIRE_SHM_ATTACH = 0x06,
-  B2S_WIRE_SHM_SUBMIT = 0x07,
-  B2S_WIRE_FOLLOW = 0x08,
-  B2S_WIRE_READ = 0x09,
-  B2S_WIRE_UNFOLLOW = 0x0A,
-  B2S_WIRE_STATS = 0x0B,
-  B2S_WIRE_PING = 0x0C,
-  B2S_WIRE_BYE = 0x0D,
-  B2S_WIRE_META = 0x0E,              /* v2; + payload: msgpack map */
-  /* daemon -> client */
-  B2S_WIRE_WELCOME = 0x81,
-  B2S_WIRE_OPENED = 0x82,
-  B2S_WIRE_ACK = 0x83,
-  B2S_WIRE_DROPPED = 0x84,
-  B2S_WIRE_FLUSHED = 0x85,
-  B2S_WIRE_CLOSED = 0x86,
-  B2S_WIRE_SHM_ATTACHED = 0x87,
-  B2S_WIRE_FOLLOWING = 0x88,
-  B2S_WIRE_NOTIFY = 0x89,
-  B2S_WIRE_CHUNK = 0x8A,             /* + payload: chunk bytes */
-  B2S_WIRE_UNFOLLOWED = 0x8B,
-  B2S_WIRE_STATS_REPLY = 0x8C,       /* + payload: JSON text */
-  B2S_WIRE_PONG = 0x8D,
-  B2S_WIRE_ERROR = 0x8E,
-  B2S_WIRE_META_OK = 0x8F,           /* v2 */
+#define B2S_WIRE_ENUM_(name, value, since) B2S_WIRE_##name = value,
+  B2S_WIRE_TYPES(B2S_WIRE_ENUM_)
+#undef B2S_WIRE_ENUM_
 } b2s_wire_type;
 
 /* Flag bits, per type; every bit not listed for a type must be zero. */
