@@ -203,9 +203,11 @@ double b2sd_latency_quantile_us(const b2sd_latency *l, double q);
 /* ---- streams (stream.c) ---------------------------------------------------- */
 
 /* A buffer of a distributed stream its writer could not store: the frame
- * number was taken in the store (B2S_E_OBJ_CONFLICT). */
+ * number was taken in the store (B2S_E_OBJ_CONFLICT), or the frame is
+ * closed (B2S_E_CLOSED). */
 typedef struct b2sd_conflict {
   uint64_t seq, frame;
+  int code;
 } b2sd_conflict;
 
 struct b2sd_stream {

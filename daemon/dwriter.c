@@ -39,6 +39,9 @@ typedef struct dw {
   void *push;
   void *sub;                     /* COMMITTED of this frame, or NULL */
   bool end_pending;              /* END sent, not yet confirmed */
+  bool check_closed;             /* at start and after an END: the frame
+                                    may be closed in the store by now */
+  bool closed;                   /* it is: nothing more is stored */
   uint64_t end_sent_ns;
   bool durable_store;            /* rados, or local with full sync */
   uint64_t next_seq, written, durable;
@@ -207,6 +210,7 @@ static void send_end(dw *w, bool again) {
   b2s_dmsg m = {.type = B2S_DMSG_END, .index = w->end};
   report(w, &m);
   w->end_pending = true;
+  w->check_closed = true;
   w->end_sent_ns = b2sd_now_ns();
   if (again)
     LOG_D("stream %s: end sent again (frames below %lld)", w->st->name,
@@ -230,7 +234,7 @@ static void end_confirm(dw *w) {
         m.type != B2S_DMSG_COMMITTED)
       continue;
     if (m.closed)
-      w->end_pending = false;
+      w->end_pending = false, w->closed = true;
   }
 }
 
@@ -260,7 +264,7 @@ static int encode_record(dw *w, const b2sd_chunk *c, uint64_t f) {
 
 /* Tell the I/O thread that c's buffer was not stored: its producer gets
  * an ERROR instead of an acknowledgement. */
-static void conflict(dw *w, const b2sd_chunk *c) {
+static void conflict(dw *w, const b2sd_chunk *c, int code) {
   b2sd_stream *st = w->st;
   pthread_mutex_lock(&st->lock);
   if (st->nconflicts == st->capconflicts) {
@@ -274,10 +278,35 @@ static void conflict(dw *w, const b2sd_chunk *c) {
   bool kept = st->nconflicts < st->capconflicts;
   if (kept)
     st->conflicts[st->nconflicts++] =
-        (b2sd_conflict){.seq = c->seq, .frame = c->rec.frame};
+        (b2sd_conflict){.seq = c->seq, .frame = c->rec.frame, .code = code};
   pthread_mutex_unlock(&st->lock);
   if (!kept)                     /* never acknowledge what is not stored */
     dw_fail(w, B2S_E_NOMEM, "noting a buffer not stored");
+}
+
+/* Whether the committer has closed the frame in the store.  Asked at
+ * the writer's start and after each END this writer sent (the committer
+ * closes only with every rank's END), for the first chunk stored after
+ * it, before that chunk is acknowledged: a closed frame stays closed. */
+static bool frame_closed(dw *w) {
+  if (w->closed)
+    return true;
+  if (!w->check_closed)
+    return false;
+  bool closed = false;
+  int64_t h = 0;
+  int rc = b2s_dframe_refresh(w->df, &h, &closed);
+  if (rc < 0) {
+    dw_fail(w, rc, "reading whether the frame is closed");
+    return true;
+  }
+  if (closed) {
+    w->closed = true;
+    LOG_E("stream %s: the distributed frame is closed in the store at %lld "
+          "chunks; buffers written to it are refused (a closed frame is "
+          "not written again: use a new name)", w->st->name, (long long)h);
+  }
+  return closed;
 }
 
 static void store_chunk(dw *w, const b2sd_chunk *c) {
@@ -285,6 +314,11 @@ static void store_chunk(dw *w, const b2sd_chunk *c) {
   uint64_t f = c->rec.frame;
   if (!(c->rec.present & B2S_WIRE_REC_FRAME)) {   /* refused at ingest */
     LOG_E("stream %s: a chunk without frame number; not stored", st->name);
+    return;
+  }
+  if (frame_closed(w)) {
+    if (!w->failed)
+      conflict(w, c, B2S_E_CLOSED);
     return;
   }
   b2s_record rec;
@@ -301,13 +335,20 @@ static void store_chunk(dw *w, const b2sd_chunk *c) {
           (unsigned long long)f);
     /* relaxed: statistics counter */
     atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
-    conflict(w, c);
+    conflict(w, c, B2S_E_OBJ_CONFLICT);
     return;
   }
   if (rc < 0) {
     dw_fail(w, rc, "storing a chunk");
     return;
   }
+  /* closed while it was stored: not acknowledged, and never committed */
+  if (frame_closed(w)) {
+    if (!w->failed)
+      conflict(w, c, B2S_E_CLOSED);
+    return;
+  }
+  w->check_closed = false;
   w->stored++;
   if ((int64_t)f + 1 > w->end)
     w->end = (int64_t)f + 1;
@@ -433,6 +474,7 @@ void *b2sd_dwriter_main(void *stream) {
   w->cfg = st->cfg;
   pthread_mutex_unlock(&st->lock);
   w->next_seq = w->written = w->durable = st->seq_base;
+  w->check_closed = true;
   b2s_mpbuf_init(&w->rec);
   if (open_frame(w) == 0 && open_push(w) == 0)
     LOG_I("stream %s: distributed frame in %s (%s), rank %d of %d, "

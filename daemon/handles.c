@@ -366,14 +366,20 @@ void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st) {
   st->nconflicts = st->capconflicts = 0;
   pthread_mutex_unlock(&st->lock);
   for (size_t i = 0; i < n; i++) {
-    char why[160];
-    snprintf(why, sizeof why, "frame number %llu is in the store with other "
-             "bytes (made a gap meanwhile?); this buffer was not stored",
-             (unsigned long long)v[i].frame);
+    char why[200];
+    if (v[i].code == B2S_E_CLOSED)
+      snprintf(why, sizeof why, "frame number %llu: the distributed frame "
+               "is closed in the store, and a closed frame is not written "
+               "again (write under a new name); this buffer was not stored",
+               (unsigned long long)v[i].frame);
+    else
+      snprintf(why, sizeof why, "frame number %llu is in the store with "
+               "other bytes (made a gap meanwhile?); this buffer was not "
+               "stored", (unsigned long long)v[i].frame);
     for (b2sd_handle *h = st->handles; h; h = h->next_st) {
       int64_t id = b2sd_ledger_reject_seq(&h->lg, v[i].seq);
       if (id >= 0) {
-        b2sd_send_error(srv, h->sess, 0, B2S_E_OBJ_CONFLICT, 0,
+        b2sd_send_error(srv, h->sess, 0, v[i].code, 0,
                         B2S_WIRE_DATA, h->id, (uint64_t)id, why);
         break;
       }

@@ -126,7 +126,7 @@ static void handle(committer *c, const uint8_t *buf, size_t len) {
     cm_log(CM_WARN, "frame %s: chunk %lld is more than the window ahead of "
            "committed %lld: refused", name, (long long)m.index,
            (long long)b2s_dcommit_committed(f->dc));
-  if (rc < 0)
+  if (rc < 0 && rc != B2S_E_CLOSED)    /* a late chunk: logged already */
     refuse(c, len, rc, name);
 }
 

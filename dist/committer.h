@@ -41,6 +41,7 @@ typedef struct cm_frame {
   int64_t retry_at;                 /* after a store error: not before */
   bool closed;                      /* "closed" is set in the store */
   int64_t gaps, lost_found;         /* gaps written, records probed back */
+  int64_t late;                     /* WRITTEN refused after the close */
 } cm_frame;
 
 /* Open the frame and rebuild its state from the store: H from

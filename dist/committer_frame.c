@@ -59,9 +59,9 @@ int cm_frame_open(cm_frame *f, b2s_store *s, const cm_opts *o) {
   rc = h < 0 ? (int)h : b2s_dcommit_new(h, &co, &f->dc);
   int64_t found = 0;
   if (rc == 0)
-    rc = rebuild(f, &found);
-  if (rc == 0)
     rc = b2s_dframe_refresh(f->df, NULL, &f->closed);
+  if (rc == 0 && !f->closed)    /* nothing is committed past a close */
+    rc = rebuild(f, &found);
   if (rc < 0) {
     cm_frame_fini(f);
     return rc;
@@ -85,6 +85,18 @@ int cm_frame_message(cm_frame *f, const b2s_dmsg *m) {
   if (m->type != B2S_DMSG_WRITTEN)
     return B2S_E_PROTO;
   int rc = record_ok(m->index, m->rec, m->rec_len);
+  if (rc == 0 && f->closed && m->index >= b2s_dcommit_committed(f->dc)) {
+    /* a closed frame stays closed: the rank refuses such a buffer too
+     * once it sees the close */
+    if (f->late++ % 1000 == 0)
+      cm_log(CM_WARN, "frame %s: closed at %lld chunks; chunk %lld from rank "
+             "%d written after the close is not committed (%lld so far)",
+             f->name, (long long)b2s_dcommit_committed(f->dc),
+             (long long)m->index, (int)m->rank, (long long)f->late);
+    return B2S_E_CLOSED;
+  }
+  if (rc == 0)
+    rc = b2s_dcommit_wrote(f->dc, m->rank, m->index);
   if (rc == 0)
     rc = b2s_dcommit_written(f->dc, m->index, m->rec, m->rec_len);
   return rc < 0 ? rc : 0;

