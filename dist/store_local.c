@@ -253,6 +253,9 @@ static const store_ops local_ops = {
     .kv_set = local_kv_set,
     .kv_get = local_kv_get,
     .kv_list = local_kv_list,
+    .lease_take = local_lease_take,
+    .lease_renew = local_lease_renew,
+    .lease_drop = local_lease_drop,
 };
 
 /* mkdir -p with mode 0750 for what is created. */

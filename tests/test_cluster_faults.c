@@ -157,9 +157,148 @@ static void test_closed_frame_refused(void **state) {
   cluster_fini(&c);
 }
 
+/* ---- one committer per frame ----------------------------------------------- */
+
+/* The exit status of pid within ms, or -2 while it still runs. */
+static int exit_within(pid_t pid, int ms) {
+  for (int t = 0; t <= ms; t += 50) {
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid)
+      return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    usleep(50000);
+  }
+  return -2;
+}
+
+/* Whether the committers' log holds text (within ms). */
+static bool log_has(const cluster *c, const char *text, int ms) {
+  char path[400];
+  snprintf(path, sizeof path, "%s/committer.log", c->dir);
+  for (int t = 0; t <= ms; t += 50) {
+    FILE *f = fopen(path, "r");
+    if (f) {
+      char line[1024];
+      bool found = false;
+      while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, text) != NULL;
+      fclose(f);
+      if (found)
+        return true;
+    }
+    usleep(50000);
+  }
+  return false;
+}
+
+static void test_second_committer_refused(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 1, 1, NULL, streams_yaml);
+  cluster_start(&c);
+  pid_t a = cluster_committer_start(&c, "img", GAP_MS);
+  assert_true(a > 0);
+  assert_true(log_has(&c, "started:", WAIT_MS));
+  /* the same frame and the same endpoints: refused, naming the holder,
+   * before it binds anything */
+  pid_t b = cluster_committer_start(&c, "img", GAP_MS);
+  assert_true(b > 0);
+  int st = exit_within(b, 5000);
+  if (st == -2)
+    cluster_committer_stop(b, SIGKILL);
+  assert_int_equal(st, 1);
+  char holder[512];
+  snprintf(holder, sizeof holder, "frame img: committed by another "
+           "committer: b2stream-committer on ");
+  assert_true(log_has(&c, holder, 0));
+  snprintf(holder, sizeof holder, " pid %ld, pull %s", (long)a, c.committer);
+  assert_true(log_has(&c, holder, 0));
+  /* the first one still has its endpoints and commits */
+  b2sc_cluster *cl;
+  assert_int_equal(b2sc_cluster_open(c.eps, 1, 1, "img", NULL, NULL, &cl), 0);
+  send_range(cl, 0, 6);
+  assert_int_equal(b2sc_cluster_flush(cl, FLUSH_MS), 0);
+  assert_int_equal(b2sc_cluster_close(cl), 0);
+  assert_int_equal(wait_closed(&c, 20000), 6);
+  /* killed: its successor takes the frame over */
+  assert_int_equal(cluster_committer_stop(a, SIGKILL), -1);
+  pid_t d = cluster_committer_start(&c, "img", GAP_MS);
+  assert_true(d > 0);
+  char opened[128];
+  snprintf(opened, sizeof opened, "frame img: opened, 1 ranks, committed 6");
+  assert_true(log_has(&c, opened, WAIT_MS));
+  assert_int_equal(exit_within(d, 500), -2);
+  assert_int_equal(cluster_committer_stop(d, SIGTERM), 0);
+  check_chunks(&c, 6);
+  cluster_fini(&c);
+}
+
+/* On RADOS the lease is cls_lock's with a duration: a committer killed
+ * keeps it until it expires, its successor waits for that and is back
+ * within the lease (10 s by default); a second one is refused. */
+static void test_second_committer_rados(void **state) {
+  (void)state;
+  if (!getenv("B2S_CEPH_CONF")) {
+    printf("rados committer lease test skipped: B2S_CEPH_CONF not set\n");
+    skip();
+  }
+  char name[64], yaml[256];   /* the pool outlives the test */
+  snprintf(name, sizeof name, "lease-%d-%ld", (int)getpid(), (long)time(NULL));
+  snprintf(yaml, sizeof yaml, "streams:\n  %s:\n    format: distributed\n"
+           "    chunk_nbytes: 4096\n", name);
+  cluster c;
+  cluster_init(&c, 1, 1, "rados://b2stream", yaml);
+  b2s_store *s = NULL;
+  assert_int_equal(cluster_store_open(&c, &s), 0);
+  b2s_dframe_params p = {.cparams = B2S_CPARAMS_DEFAULTS,
+                         .chunk_nbytes = CHUNK, .ranks = 1,
+                         .frames_per_block = 1};
+  b2s_dframe *df;
+  assert_int_equal(b2s_dframe_create(s, name, &p, &df), 0);
+  b2s_dframe_free(df);
+  pid_t a = cluster_committer_start(&c, name, GAP_MS);
+  char opened[160];
+  snprintf(opened, sizeof opened, "frame %s: opened", name);
+  assert_true(log_has(&c, opened, WAIT_MS));
+  pid_t b = cluster_committer_start(&c, name, GAP_MS);
+  int st = exit_within(b, 15000);   /* waits out one lease first */
+  if (st == -2)
+    cluster_committer_stop(b, SIGKILL);
+  assert_int_equal(st, 1);
+  char holder[512];
+  snprintf(holder, sizeof holder, " pid %ld, pull %s", (long)a, c.committer);
+  assert_true(log_has(&c, holder, 0));
+  assert_int_equal(cluster_committer_stop(a, SIGKILL), -1);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pid_t d = cluster_committer_start(&c, name, GAP_MS);
+  /* "opened" a second time: the successor's */
+  char path[400], line[1024];
+  snprintf(path, sizeof path, "%s/committer.log", c.dir);
+  int seen = 0;
+  for (int t = 0; seen < 2 && t < WAIT_MS; t += 100) {
+    usleep(100000);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    for (seen = 0; fgets(line, sizeof line, f);)
+      seen += strstr(line, opened) != NULL;
+    fclose(f);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double secs = (double)(t1.tv_sec - t0.tv_sec) +
+                (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  printf("rados: committer back %.1f s after kill -9 (lease 10 s)\n", secs);
+  assert_int_equal(seen, 2);
+  assert_true(secs < 12.0);
+  assert_int_equal(cluster_committer_stop(d, SIGTERM), 0);
+  b2s_store_free(s);
+  cluster_fini(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_closed_frame_refused),
+      cmocka_unit_test(test_second_committer_refused),
+      cmocka_unit_test(test_second_committer_rados),
   };
   return harness_run(tests);
 }

@@ -57,6 +57,8 @@ static void start(fixture *fx) {
     const char *argv[] = {exe, "--store", fx->store, "--pull", fx->pull,
                           "--pub", fx->pub, "--gap-timeout-ms", gap,
                           "--sync", "none", "--frame", fx->run,
+                          /* RADOS: a killed one's lease expires soon */
+                          "--lease-ms", "2000",
                           g_rados ? "--ceph-conf" : NULL,
                           getenv("B2S_CEPH_CONF"), NULL};
     execv(exe, (char *const *)argv);
