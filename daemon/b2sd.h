@@ -277,6 +277,9 @@ struct b2sd_stream {
    * by the I/O thread before the writer starts, then read only; NULL for
    * other formats. */
   struct b2sd_dist *dist;
+  /* distributed: when END is due because the last producer went away
+   * without CLOSE (0: not due; I/O thread only) */
+  uint64_t end_due_ns;
   /* Under lock: buffers the distributed writer could not store, appended
    * before it publishes a written level past them; the I/O thread takes
    * them (b2sd_dist_conflicts) after loading the progress and before it

@@ -4,6 +4,7 @@
  * acknowledgements the handle's ledger (ledger.c) says are due.  I/O
  * thread only. */
 #define _GNU_SOURCE
+#include "clock.h"
 #include "dwriter.h"
 #include "fdroom.h"
 #include "outbox.h"
@@ -18,8 +19,18 @@
 
 /* ---- handles ---------------------------------------------------------------- */
 
+/* Whether st has a producer that has not sent CLOSE. */
+static bool has_open_producer(const b2sd_stream *st) {
+  for (const b2sd_handle *o = st->handles; o; o = o->next_st)
+    if (!o->closing)
+      return true;
+  return false;
+}
+
 void b2sd_handle_free(b2sd_handle *h) {
   b2sd_session *s = h->sess;
+  b2sd_stream *st = h->st;
+  bool gone = !h->closing;       /* freed without its CLOSE */
   for (b2sd_handle **pp = &s->handles; *pp; pp = &(*pp)->next_s)
     if (*pp == h) {
       *pp = h->next_s;
@@ -35,6 +46,22 @@ void b2sd_handle_free(b2sd_handle *h) {
     b2sd_seg_end(h->seg);     /* the producer's slots come back */
   b2sd_ledger_fini(&h->lg);
   free(h);
+  /* a distributed stream's last producer gone without CLOSE (killed,
+   * connection lost): END after B2SD_GONE_END_MS unless one comes back,
+   * so the frame does not stay open until the rank stops */
+  if (gone && st->dist && !has_open_producer(st))
+    st->end_due_ns = b2sd_now_ns() + B2SD_GONE_END_MS * UINT64_C(1000000);
+}
+
+void b2sd_dist_gone_tick(b2sd_stream *st) {
+  if (!st->end_due_ns || b2sd_now_ns() < st->end_due_ns)
+    return;
+  st->end_due_ns = 0;
+  if (has_open_producer(st))     /* one came back: its CLOSE ends */
+    return;
+  LOG_W("stream %s: its producers went away without CLOSE %d s ago; end "
+        "sent to the committer", st->name, B2SD_GONE_END_MS / 1000);
+  b2sd_stream_end_mark(st);
 }
 
 /* Progress of one handle: credits, ACKs, FLUSHED, CLOSED, as its ledger

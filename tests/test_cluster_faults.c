@@ -157,6 +157,59 @@ static void test_closed_frame_refused(void **state) {
   cluster_fini(&c);
 }
 
+/* ---- a producer killed without CLOSE ------------------------------------------ */
+
+/* A producer process: frames 0..n-1 acknowledged, then SIGKILL to itself,
+ * no CLOSE. */
+static pid_t producer_killed(const cluster *c, int n) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    b2sc_cluster *cl;
+    if (b2sc_cluster_open(c->eps, c->n, c->frames_per_block, "img", NULL,
+                          NULL, &cl) != 0)
+      _exit(2);
+    uint8_t buf[CHUNK];
+    for (int f = 0; f < n; f++) {
+      cluster_frame_fill(buf, CHUNK, (uint64_t)f);
+      if (b2sc_cluster_send(cl, (uint64_t)f, buf, CHUNK, SEND_MS) != 0)
+        _exit(3);
+    }
+    if (b2sc_cluster_flush(cl, FLUSH_MS) != 0)
+      _exit(4);
+    kill(getpid(), SIGKILL);
+    _exit(5);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  return pid;
+}
+
+static void test_producer_killed_ends(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 2, 2, NULL, streams_yaml);
+  cluster_start(&c);
+  pid_t cm = cluster_committer_start(&c, "img", GAP_MS);
+  assert_true(cm > 0);
+  struct timespec t0, t1;
+  producer_killed(&c, 12);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* each rank ends the stream once its producer has been gone 10 s */
+  assert_int_equal(wait_closed(&c, 25000), 12);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double secs = (double)(t1.tv_sec - t0.tv_sec) +
+                (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  printf("frame closed %.1f s after its producer was killed\n", secs);
+  assert_true(secs >= 9.0);
+  check_chunks(&c, 12);
+  for (int r = 0; r < 2; r++)
+    assert_true(env_log_count(&c.rank[r], "went away without CLOSE") == 1);
+  assert_int_equal(cluster_committer_stop(cm, SIGTERM), 0);
+  cluster_fini(&c);
+}
+
 /* ---- one committer per frame ----------------------------------------------- */
 
 /* The exit status of pid within ms, or -2 while it still runs. */
@@ -297,6 +350,7 @@ static void test_second_committer_rados(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_closed_frame_refused),
+      cmocka_unit_test(test_producer_killed_ends),
       cmocka_unit_test(test_second_committer_refused),
       cmocka_unit_test(test_second_committer_rados),
   };
