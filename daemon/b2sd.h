@@ -280,6 +280,9 @@ struct b2sd_stream {
   /* distributed: when END is due because the last producer went away
    * without CLOSE (0: not due; I/O thread only) */
   uint64_t end_due_ns;
+  /* distributed: a producer sent frames of other ranks since the last
+   * END (I/O thread only) */
+  bool misrouted;
   /* Under lock: buffers the distributed writer could not store, appended
    * before it publishes a written level past them; the I/O thread takes
    * them (b2sd_dist_conflicts) after loading the progress and before it

@@ -59,9 +59,21 @@ void b2sd_dist_gone_tick(b2sd_stream *st) {
   st->end_due_ns = 0;
   if (has_open_producer(st))     /* one came back: its CLOSE ends */
     return;
-  LOG_W("stream %s: its producers went away without CLOSE %d s ago; end "
-        "sent to the committer", st->name, B2SD_GONE_END_MS / 1000);
-  b2sd_stream_end_mark(st);
+  LOG_W("stream %s: its producers went away without CLOSE %d s ago",
+        st->name, B2SD_GONE_END_MS / 1000);
+  b2sd_misrouted_end(st);
+}
+
+void b2sd_misrouted_end(b2sd_stream *st) {
+  if (!st->misrouted) {
+    b2sd_stream_end_mark(st);
+    return;
+  }
+  st->misrouted = false;         /* the next producer's CLOSE ends */
+  LOG_W("stream %s: no END at this CLOSE: a producer sent frames of other "
+        "ranks since the last END (a wrong rank list or frames-per-block), "
+        "and a run with the producers misconfigured must not close the "
+        "frame for good", st->name);
 }
 
 /* Progress of one handle: credits, ACKs, FLUSHED, CLOSED, as its ledger
@@ -434,8 +446,18 @@ static int rank_check(b2sd_server *srv, const b2sd_stream *st,
 int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
                      char *why, size_t cap) {
   why[0] = '\0';
-  if (h->st->dist)
-    return rank_check(srv, h->st, rec, why, cap);
+  if (h->st->dist) {
+    int rc = rank_check(srv, h->st, rec, why, cap);
+    if (rc == B2S_E_WRONG_RANK && !h->st->misrouted) {
+      /* a producer with another rank list or frames_per_block: its
+       * CLOSE must not end (and so close for good) the frame */
+      h->st->misrouted = true;
+      LOG_W("stream %s: a producer sends frames of other ranks (%s): its "
+            "rank list or frames-per-block differ from the cluster's; the "
+            "stream's next CLOSE sends no END", h->st->name, why);
+    }
+    return rc;
+  }
   if (!h->st->ordered)
     return 0;
   if (!(rec->present & B2S_WIRE_REC_FRAME))
@@ -622,7 +644,7 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
   if (m->type == B2S_WIRE_CLOSE) {
     if (last_open_producer(h)) {
       b2sd_stream_drain_mark(h->st);
-      b2sd_stream_end_mark(h->st);
+      b2sd_misrouted_end(h->st);
     }
     h->closing = true;
     h->close_tag = m->tag;

@@ -191,6 +191,10 @@ void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st);
  * committer can then close the frame. */
 #define B2SD_GONE_END_MS 10000
 void b2sd_dist_gone_tick(b2sd_stream *st);
+/* END for a distributed stream's last CLOSE, unless a producer sent
+ * frames of other ranks since the last END (then the flag is cleared and
+ * the next one ends). */
+void b2sd_misrouted_end(b2sd_stream *st);
 /* Whether a buffer refused with code keeps its place (b2sd_gap_put): one
  * refused for what it is, not for how it was sent. */
 bool b2sd_leaves_gap(int code);

@@ -210,6 +210,74 @@ static void test_producer_killed_ends(void **state) {
   cluster_fini(&c);
 }
 
+/* ---- a producer configured wrongly ---------------------------------------------- */
+
+/* Run the b2stream tool with args; its exit status, stderr in err. */
+static int run_cli(const cluster *c, const char *args, char *err, size_t cap) {
+  const char *cli = getenv("B2S_CLI");
+  assert_non_null(cli);
+  char cmd[2048], errf[400];
+  snprintf(errf, sizeof errf, "%s/cli.err", c->dir);
+  snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", cli, args, errf);
+  int st = system(cmd);
+  FILE *f = fopen(errf, "r");
+  assert_non_null(f);
+  size_t n = fread(err, 1, cap - 1, f);
+  err[n] = '\0';
+  fclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_misconfigured_producer(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 2, 1, NULL, streams_yaml);
+  cluster_start(&c);
+  pid_t cm = cluster_committer_start(&c, "img", GAP_MS);
+  assert_true(cm > 0);
+  /* frames-per-block 2 where the cluster has 1 */
+  b2sc_cluster *cl;
+  assert_int_equal(b2sc_cluster_open(c.eps, 2, 2, "img", NULL, NULL, &cl), 0);
+  send_range(cl, 0, 8);
+  assert_int_equal(b2sc_cluster_flush(cl, FLUSH_MS), B2S_E_WRONG_RANK);
+  b2sc_cluster_close(cl);
+  /* one rank missing from the list: the refusal names the owner */
+  char in[400], args[1500], err[4096];
+  snprintf(in, sizeof in, "%s/in.bin", c.dir);
+  FILE *f = fopen(in, "w");
+  assert_non_null(f);
+  uint8_t buf[CHUNK];
+  for (uint64_t k = 0; k < 4; k++) {
+    cluster_frame_fill(buf, CHUNK, k);
+    assert_int_equal(fwrite(buf, 1, CHUNK, f), CHUNK);
+  }
+  fclose(f);
+  snprintf(args, sizeof args, "produce --ranks %s --frames-per-block 1 "
+           "--frame-number 0 --stream img --chunk-bytes 4096 '%s'",
+           c.eps[0], in);
+  assert_int_equal(run_cli(&c, args, err, sizeof err), 1);
+  char want[600];
+  snprintf(want, sizeof want, "belongs to rank 1, not to this rank 0 (%s)",
+           c.eps[1]);
+  if (!strstr(err, want))
+    fail_msg("produce with one rank missing said: %s", err);
+  /* neither run closed the frame */
+  sleep(3);
+  bool closed;
+  store_state(&c, &closed);
+  assert_false(closed);
+  assert_true(env_log_count(&c.rank[0], "no END at this CLOSE") >= 1);
+  /* the right producer afterwards: everything stored, then closed */
+  assert_int_equal(b2sc_cluster_open(c.eps, 2, 1, "img", NULL, NULL, &cl), 0);
+  send_range(cl, 0, 8);
+  assert_int_equal(b2sc_cluster_flush(cl, FLUSH_MS), 0);
+  assert_int_equal(b2sc_cluster_close(cl), 0);
+  assert_int_equal(wait_closed(&c, 20000), 8);
+  check_chunks(&c, 8);
+  assert_int_equal(cluster_committer_stop(cm, SIGTERM), 0);
+  cluster_fini(&c);
+}
+
 /* ---- one committer per frame ----------------------------------------------- */
 
 /* The exit status of pid within ms, or -2 while it still runs. */
@@ -351,6 +419,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_closed_frame_refused),
       cmocka_unit_test(test_producer_killed_ends),
+      cmocka_unit_test(test_misconfigured_producer),
       cmocka_unit_test(test_second_committer_refused),
       cmocka_unit_test(test_second_committer_rados),
   };
