@@ -438,6 +438,52 @@ static void test_convert(void **state) {
   b2s_store_free(w.store);
 }
 
+/* An export whose chunk 0 is a gap (frame 0 never sent) opens in
+ * c-blosc2 3.3 (python-blosc2 of $B2S_VENV), contiguous and sparse, every
+ * chunk decompressed and compared: zeros for the gap, the items else. */
+static void test_convert_gap0_blosc2(void **state) {
+  (void)state;
+  const char *venv = getenv("B2S_VENV");
+  if (!venv)
+    venv = getenv("B2S_VENV_DEFAULT");
+  char py[400];
+  snprintf(py, sizeof py, "%s/bin/python", venv ? venv : "");
+  if (!venv || access(py, X_OK) != 0) {
+    printf("c-blosc2 check skipped: no venv at $B2S_VENV or .venv\n");
+    skip();
+  }
+  where w = local_store();
+  char name[96], url[512];
+  unique_name("gap0", name, sizeof name);
+  b2s_dframe *df = make_frame(&w, name, 5, 5, 0);
+  frame_url(&w, name, url, sizeof url);
+  for (int sparse = 0; sparse < 2; sparse++) {
+    char out[400], cmd[2000];
+    snprintf(out, sizeof out, "%s/gap0-%d.b2frame", tmpdir, sparse);
+    run_result r;
+    run_w(&r, &w, "convert", url, out, sparse ? "--sparse" : "--contiguous",
+          NULL);
+    expect_status(&r, 0, "convert");
+    run_free(&r);
+    snprintf(cmd, sizeof cmd,
+             "'%s' -c 'import sys, numpy as np, blosc2\n"
+             "a = blosc2.open(sys.argv[1])\n"
+             "s = getattr(a, \"schunk\", a)\n"
+             "assert s.nchunks == 5, s.nchunks\n"
+             "for k in range(5):\n"
+             "    got = np.frombuffer(s.decompress_chunk(k), dtype=\"<u2\")\n"
+             "    want = np.zeros(%d, \"<u2\") if k == 0 else "
+             "((k * 7 + np.arange(%d)) %% 65536).astype(\"<u2\")\n"
+             "    assert (got == want).all(), k\n"
+             "print(\"ok\")' '%s'", py, DFILL_ITEMS, DFILL_ITEMS, out);
+    if (system(cmd) != 0)
+      fail_msg("c-blosc2 does not open the %s export with chunk 0 a gap",
+               sparse ? "sparse" : "contiguous");
+  }
+  b2s_dframe_free(df);
+  b2s_store_free(w.store);
+}
+
 /* verify passes, then finds one flipped byte in a chunk object, which its
  * checksum catches even where the codec might still decode it. */
 static void test_verify(void **state) {
@@ -910,6 +956,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_cat),
       cmocka_unit_test(test_verify),
       cmocka_unit_test(test_convert),
+      cmocka_unit_test(test_convert_gap0_blosc2),
       cmocka_unit_test(test_tail_committer),
       cmocka_unit_test(test_tail_poll_data),
       cmocka_unit_test(test_tail_records_count_idle),
