@@ -3,6 +3,7 @@
  * the caller does, after a commit returned, so H is never announced
  * before the key-log batch that holds it was acknowledged. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "committer.h"
@@ -157,11 +158,24 @@ static int do_close(cm_frame *f, bool *published) {
   return rc;
 }
 
-/* One decision; 1 when there is nothing more to do now. */
+/* One decision; 1 when there is nothing more to do now.  *what names it
+ * for a failure's message. */
 static int step_one(cm_frame *f, int64_t now, bool gaps, bool *published,
-                    int64_t *wait_ms) {
+                    int64_t *wait_ms, char *what, size_t cap) {
   b2s_dcommit_decision d;
   b2s_dcommit_next(f->dc, now, CM_BATCH_MAX, &d);
+  int64_t h = b2s_dcommit_committed(f->dc);
+  if (d.kind == B2S_DCOMMIT_COMMIT)
+    snprintf(what, cap, "committing chunks %lld..%lld", (long long)h,
+             (long long)(h + d.n - 1));
+  else if (d.kind == B2S_DCOMMIT_PROBE || d.kind == B2S_DCOMMIT_GAP)
+    snprintf(what, cap, "%s chunk %lld", d.kind == B2S_DCOMMIT_PROBE
+             ? "reading the stored record of" : "writing a gap at",
+             (long long)d.index);
+  else
+    snprintf(what, cap, "closing at %lld", (long long)h);
+  /* the store's words in a message are this step's only */
+  b2s_store_clear_error();
   int rc;
   switch (d.kind) {
   case B2S_DCOMMIT_COMMIT:
@@ -192,12 +206,13 @@ void cm_frame_step(cm_frame *f, int64_t now_ms, bool gaps, bool *published,
     return;
   }
   for (int k = 0; k < CM_STEPS_MAX; k++) {
-    int rc = step_one(f, now_ms, gaps, published, wait_ms);
+    char what[96];
+    int rc = step_one(f, now_ms, gaps, published, wait_ms, what, sizeof what);
     if (rc == 1)
       return;
     if (rc < 0) {
       /* the store failed: state is unchanged, try again in a second */
-      cm_log(CM_ERR, "frame %s: %s%s%s; retrying in 1 s", f->name,
+      cm_log(CM_ERR, "frame %s: %s: %s%s%s; retrying in 1 s", f->name, what,
              b2s_strerror(rc), *b2s_store_last_error() ? ": " : "",
              b2s_store_last_error());
       f->retry_at = now_ms + 1000;

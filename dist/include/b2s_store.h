@@ -59,6 +59,9 @@ void b2s_store_free(b2s_store *s);                /* accepts NULL */
 const char *b2s_store_kind(const b2s_store *s);
 /* The store's own words on the last failure of this thread ("" if none). */
 const char *b2s_store_last_error(void);
+/* Forget this thread's last failure (so a later message does not show
+ * the words of one already handled). */
+void b2s_store_clear_error(void);
 
 /* ---- objects -------------------------------------------------------------- */
 
