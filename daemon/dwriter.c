@@ -42,6 +42,7 @@ typedef struct dw {
   bool check_closed;             /* at start and after an END: the frame
                                     may be closed in the store by now */
   bool closed;                   /* it is: nothing more is stored */
+  bool misconfigured;            /* NAME.meta has other parameters */
   uint64_t end_sent_ns;
   bool durable_store;            /* rados, or local with full sync */
   uint64_t next_seq, written, durable;
@@ -105,6 +106,43 @@ static int series_defaults(dw *w) {
   return rc;
 }
 
+/* NAME.meta once a majority of the ranks propose the same parameters
+ * (b2s_dframe_create_agreed), waiting a second at a time, until the
+ * stream stops.  Parameters other than the frame's leave this writer
+ * refusing every buffer (B2S_E_CONFIG): a misconfigured rank says so to
+ * its producers instead of failing the stream again at every OPEN. */
+static int create_agreed(dw *w, const b2s_dframe_params *p) {
+  char why[512], said[512] = "";
+  for (;;) {
+    int rc = b2s_dframe_create_agreed(w->store, w->st->name, w->d->rank.rank,
+                                      p, &w->df, why, sizeof why);
+    if (rc == B2S_E_OBJ_CONFLICT) {
+      w->misconfigured = true;
+      LOG_E("stream %s: this rank's parameters differ from the frame's: %s; "
+            "every buffer is refused until its configuration is fixed",
+            w->st->name, why);
+    }
+    if (rc != B2S_E_BUSY)
+      return rc;
+    if (strcmp(why, said) != 0)
+      LOG_W("stream %s: waiting for a majority of the ranks before "
+            "creating the frame: %s", w->st->name, why);
+    snprintf(said, sizeof said, "%s", why);
+    pthread_mutex_lock(&w->st->lock);
+    bool stop = w->st->stop;
+    if (!stop) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);   /* the cond's clock */
+      ts.tv_sec += 1;
+      pthread_cond_timedwait(&w->st->cond, &w->st->lock, &ts);
+      stop = w->st->stop;
+    }
+    pthread_mutex_unlock(&w->st->lock);
+    if (stop)
+      return B2S_E_CLOSED;
+  }
+}
+
 static int open_frame(dw *w) {
   b2s_store_opts so = {
       .ceph_conf = w->d->ceph_conf[0] ? w->d->ceph_conf : NULL,
@@ -125,15 +163,14 @@ static int open_frame(dw *w) {
                          .has_b2nd = w->cfg.b2nd.enabled};
   if (p.has_b2nd)
     b2s_stream_cfg_b2nd(&w->cfg, &p.b2nd);
-  rc = b2s_dframe_create(w->store, w->st->name, &p, &w->df);
+  rc = create_agreed(w, &p);
   if (rc == 0)
     rc = series_defaults(w);
   slow_check(w, "opening the frame", t0);
+  if (rc == B2S_E_OBJ_CONFLICT)
+    return 0;                    /* refusing every buffer, said */
   if (rc < 0)
-    dw_fail(w, rc, rc == B2S_E_OBJ_CONFLICT
-                       ? "opening the frame (its parameters in the store "
-                         "differ from this configuration)"
-                       : "opening the frame");
+    dw_fail(w, rc, "opening the frame");
   return rc;
 }
 
@@ -205,7 +242,7 @@ static void report(dw *w, b2s_dmsg *m) {
 }
 
 static void send_end(dw *w, bool again) {
-  if (!w->push)
+  if (!w->push || w->misconfigured)   /* not a rank of this frame */
     return;
   b2s_dmsg m = {.type = B2S_DMSG_END, .index = w->end};
   report(w, &m);
@@ -289,7 +326,7 @@ static void conflict(dw *w, const b2sd_chunk *c, int code) {
  * closes only with every rank's END), for the first chunk stored after
  * it, before that chunk is acknowledged: a closed frame stays closed. */
 static bool frame_closed(dw *w) {
-  if (w->closed)
+  if (w->closed || w->misconfigured)
     return true;
   if (!w->check_closed)
     return false;
@@ -318,7 +355,7 @@ static void store_chunk(dw *w, const b2sd_chunk *c) {
   }
   if (frame_closed(w)) {
     if (!w->failed)
-      conflict(w, c, B2S_E_CLOSED);
+      conflict(w, c, w->misconfigured ? B2S_E_CONFIG : B2S_E_CLOSED);
     return;
   }
   b2s_record rec;
@@ -371,6 +408,8 @@ static void act(dw *w, const b2sd_chunk *c) {
   if (w->failed)
     return;
   if (c->series) {
+    if (w->misconfigured)
+      return;                    /* not this frame's rank: nothing merged */
     int rc = b2s_dframe_series_merge(w->df, c->series, c->series_len);
     if (rc < 0)
       dw_fail(w, rc, "series metadata");

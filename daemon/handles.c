@@ -406,7 +406,13 @@ void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st) {
   pthread_mutex_unlock(&st->lock);
   for (size_t i = 0; i < n; i++) {
     char why[200];
-    if (v[i].code == B2S_E_CLOSED)
+    if (v[i].code == B2S_E_CONFIG)
+      snprintf(why, sizeof why, "frame number %llu: this rank's cluster "
+               "settings differ from the distributed frame's in the store "
+               "(ranks, frames_per_block or the stream's parameters; its "
+               "log says which); this buffer was not stored",
+               (unsigned long long)v[i].frame);
+    else if (v[i].code == B2S_E_CLOSED)
       snprintf(why, sizeof why, "frame number %llu: the distributed frame "
                "is closed in the store, and a closed frame is not written "
                "again (write under a new name); this buffer was not stored",

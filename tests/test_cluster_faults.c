@@ -368,6 +368,80 @@ static void test_cli_produce_survives_restart(void **state) {
   cluster_fini(&c);
 }
 
+/* ---- a rank configured with another N -------------------------------------------- */
+
+/* Rank r's configuration without rank `drop`'s endpoint: N one less. */
+static void config_without(cluster *c, int r, int drop) {
+  FILE *f = fopen(c->rank[r].config, "r");
+  assert_non_null(f);
+  static char yaml[16384];
+  size_t n = fread(yaml, 1, sizeof yaml - 1, f);
+  fclose(f);
+  yaml[n] = '\0';
+  char line[400];
+  snprintf(line, sizeof line, "    - %s\n", c->rank[drop].sock);
+  char *at = strstr(yaml, line);
+  assert_non_null(at);
+  memmove(at, at + strlen(line), strlen(at + strlen(line)) + 1);
+  env_write_config(&c->rank[r], yaml);
+}
+
+static void test_rank_with_other_n(void **state) {
+  (void)state;
+  cluster c;
+  cluster_init(&c, 3, 1, NULL, streams_yaml);
+  config_without(&c, 1, 2);        /* rank 1 thinks there are 2 ranks */
+  /* the wrong rank first (a configured stream's writer starts with its
+   * daemon): it proposes, it does not create */
+  env_start(&c.rank[1]);
+  pid_t cm = cluster_committer_start(&c, "img", 60000);
+  assert_true(cm > 0);
+  b2sc_session *s;
+  b2sc_producer *p;
+  assert_int_equal(b2sc_connect(c.eps[1], "wrong", &s), 0);
+  assert_int_equal(b2sc_producer_open(s, "img", NULL, &p), 0);
+  uint8_t buf[CHUNK];
+  cluster_frame_fill(buf, CHUNK, 1);
+  b2sc_record rec = {.present = B2SC_REC_FRAME, .frame = 1};
+  assert_int_equal(b2sc_send_rec(p, buf, CHUNK, &rec, SEND_MS), 0);
+  sleep(2);
+  bool closed;
+  assert_int_equal(store_state(&c, &closed), -1);   /* no NAME.meta */
+  assert_true(env_log_count(&c.rank[1], "waiting for a majority") >= 1);
+  /* the right ones: two of three agree, the frame is theirs */
+  env_start(&c.rank[0]);
+  env_start(&c.rank[2]);
+  b2sc_cluster *cl;
+  assert_int_equal(b2sc_cluster_open(c.eps, 3, 1, "img", NULL, NULL, &cl), 0);
+  send_range(cl, 0, 9);
+  /* rank 1 refuses 1 and 7 (settings) and 4 (by its N, rank 0's) */
+  int rc = b2sc_cluster_flush(cl, FLUSH_MS);
+  assert_true(rc == B2S_E_CONFIG || rc == B2S_E_WRONG_RANK);
+  assert_int_equal(b2sc_flush(p, FLUSH_MS), B2S_E_CONFIG);
+  assert_non_null(strstr(b2sc_last_error(s),
+                         "this rank's cluster settings differ"));
+  b2s_store *st = NULL;
+  assert_int_equal(cluster_store_open(&c, &st), 0);
+  b2s_dframe *df;
+  assert_int_equal(b2s_dframe_open(st, "img", &df), 0);
+  assert_int_equal(b2s_dframe_params_get(df)->ranks, 3);
+  b2s_dframe_free(df);
+  b2s_store_free(st);
+  assert_true(env_log_count(&c.rank[1], "img.meta in the store has ranks "
+                            "3") == 1);
+  /* refused per buffer, the stream stays: no writer restarted */
+  b2sc_producer_stats ps;
+  assert_int_equal(b2sc_producer_stats_get(b2sc_cluster_producer(cl, 1), &ps),
+                   0);
+  assert_int_equal(ps.rejected, 3);
+  assert_true(env_log_count(&c.rank[1], "distributed frame in") <= 1);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  b2sc_cluster_close(cl);
+  assert_int_equal(cluster_committer_stop(cm, SIGTERM), 0);
+  cluster_fini(&c);
+}
+
 /* ---- one committer per frame ----------------------------------------------- */
 
 /* The exit status of pid within ms, or -2 while it still runs. */
@@ -511,6 +585,7 @@ int main(void) {
       cmocka_unit_test(test_producer_killed_ends),
       cmocka_unit_test(test_misconfigured_producer),
       cmocka_unit_test(test_cli_produce_survives_restart),
+      cmocka_unit_test(test_rank_with_other_n),
       cmocka_unit_test(test_second_committer_refused),
       cmocka_unit_test(test_second_committer_rados),
   };
