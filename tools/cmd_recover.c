@@ -5,7 +5,7 @@
 #include "cli.h"
 #include "cli_recover.h"
 #include "b2s_meta.h"
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 static const char help[] =
     "usage: b2stream recover PATH [--deep]\n"
