@@ -4,7 +4,8 @@
  * hosts, the committer on a fourth, `b2stream produce --ranks` on a
  * fifth, all over tcp://, sharing a directory store (the namespaces share
  * the file system).  While the producer runs, rank 1's host and then the
- * committer's host are cut off (ip link set down) for 2 s and healed.
+ * committer's host are cut off (ip link set down) for 2 s and healed,
+ * then the committer and rank 2 are killed with SIGKILL and restarted.
  * Checked: the producer acknowledges every buffer, the committed prefix
  * read from the store never shrinks, every committed chunk holds its
  * frame bit for bit when first seen and at the end, the frame closes.
@@ -234,11 +235,14 @@ static void test_netns_cut_and_heal(void **state) {
   pid_t cm = spawn_in(3, clog, cm_argv);
   env ranks[3];
   pid_t rp[3];
+  char *rank_argv[3][4];
   for (int r = 0; r < 3; r++) {
     rank_config(&ranks[r], r, store);
-    char *argv[] = {(char *)getenv("B2S_DAEMON"), "--config", ranks[r].config,
-                    NULL};
-    rp[r] = spawn_in(r, ranks[r].log, argv);
+    rank_argv[r][0] = (char *)getenv("B2S_DAEMON");
+    rank_argv[r][1] = "--config";
+    rank_argv[r][2] = ranks[r].config;
+    rank_argv[r][3] = NULL;
+    rp[r] = spawn_in(r, ranks[r].log, rank_argv[r]);
   }
   for (int r = 0; r < 3; r++)
     wait_log(&ranks[r], "listening on tcp://");
@@ -272,8 +276,19 @@ static void test_netns_cut_and_heal(void **state) {
       link_set(phase == 1 ? 1 : 3, "up");
       phase++;
     }
-    if (phase >= 4 && waitpid(prod, &st, WNOHANG) == prod)
+    if (phase == 4 && fo.h >= NFRAMES * 2 / 3) {
+      assert_int_equal(stop(cm, SIGKILL), -1);
+      assert_int_equal(stop(rp[2], SIGKILL), -1);
+      usleep(300000);
+      cm = spawn_in(3, clog, cm_argv);
+      rp[2] = spawn_in(2, ranks[2].log, rank_argv[2]);
+      faults += 2;
+      phase++;
+    }
+    if (phase >= 5 && waitpid(prod, &st, WNOHANG) == prod)
       break;
+    if (phase < 5 && waitpid(prod, &st, WNOHANG) == prod)
+      fail_msg("the producer ended before the faults (phase %d)", phase);
     usleep(50000);
   }
   char out[4096] = "";
@@ -303,8 +318,9 @@ static void test_netns_cut_and_heal(void **state) {
     check_chunk(&fo, i);
   assert_int_equal(fo.regressions, 0);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  printf("netns: %d acknowledged, 0 lost, %lld prefix regressions, %d link "
-         "cuts, %lld chunk checks, %.1f s\n", NFRAMES,
+  printf("netns: %d acknowledged, 0 lost, %lld prefix regressions, %d "
+         "faults (2 link cuts, 2 kill -9), %lld chunk checks, %.1f s\n",
+         NFRAMES,
          (long long)fo.regressions, faults, (long long)fo.checked,
          (double)(t1.tv_sec - t0.tv_sec) +
              (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
