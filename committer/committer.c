@@ -118,8 +118,12 @@ static void handle(committer *c, const uint8_t *buf, size_t len) {
       refuse(c, len, B2S_E_LIMIT, name);
       return;
     }
-    if ((rc = frame_try_open(c, f)) < 0 && rc != B2S_E_BUSY)
-      c->nframes--;               /* leased elsewhere: kept, retried */
+    /* kept and retried when leased elsewhere; else the slot goes, and
+     * the lease this committer may have taken with it */
+    if ((rc = frame_try_open(c, f)) < 0 && rc != B2S_E_BUSY) {
+      cm_lease_drop(f);
+      c->nframes--;
+    }
   } else {
     rc = frame_try_open(c, f);
   }
