@@ -234,7 +234,7 @@ int64_t b2s_h5_chunk_bound(const void *src, size_t srcsize) {
   int64_t bs = block < nbytes ? block : nbytes;
   int64_t nblocks = bs ? (nbytes + bs - 1) / bs : 0;
   int64_t rewrite = (int64_t)srcsize + B2S_HEADER_LEN + 4 * nblocks + bs + 8;
-  int64_t again = nbytes + B2S_MAX_OVERHEAD;
+  int64_t again = nbytes + bs + B2S_MAX_OVERHEAD;   /* padded: < bs more */
   return rewrite > again ? rewrite : again;
 }
 
@@ -244,7 +244,7 @@ typedef struct rw {
   const b2s_h5_params *p;
   uint8_t *d;
   int64_t dcap, pos;
-  uint8_t *tmp;
+  uint8_t *tmp, *tmp2;
 } rw;
 
 static int put_stream(rw *r, const uint8_t *s, int32_t csize) {
@@ -306,29 +306,55 @@ static int rewrite_stream(rw *r, walk *w, const uint8_t *s, int32_t cs,
   return rc < 0 ? rc : 0;
 }
 
-static int rewrite(rw *r, walk *w, int32_t bsize, b2s_h5_result *res) {
-  int32_t nblocks = (int32_t)((w->nbytes + bsize - 1) / bsize);
+/* The chunk's last block when it is not the input's last stream as it is:
+ * that stream decoded (s NULL: none), the bslz4 raw tail, zero padding up
+ * to bsz, filtered again as Blosc2 filters a block of bsz bytes. */
+static int put_last(rw *r, walk *w, const uint8_t *s, int32_t cs, int32_t ne,
+                    int32_t bsz) {
+  bool bs = w->kind == B2S_H5_BSLZ4;
+  uint8_t *plain = r->tmp, *shuf = r->tmp2;
+  int32_t have = 0;
+  const uint8_t *tail;
+  int rc;
+  if (s) {
+    if ((rc = decode_stream(w, s, cs, ne, bs ? shuf : plain)) < 0)
+      return rc;
+    if (bs)
+      b2s_bitunshuffle((size_t)w->es, (size_t)ne, shuf, plain);
+    have = ne;
+  }
+  if ((rc = walk_tail(w, &tail)) < 0)
+    return rc;
+  memcpy(plain + have, tail, (size_t)w->tail);
+  have += (int32_t)w->tail;
+  memset(plain + have, 0, (size_t)(bsz - have));
+  if (bs)
+    b2s_bitshuffle((size_t)w->es, (size_t)bsz, plain, shuf);
+  return put_encoded(r, bs ? shuf : plain, bsz);
+}
+
+static int rewrite(rw *r, walk *w, int32_t bsize, int64_t cnbytes,
+                   b2s_h5_result *res) {
+  int32_t nblocks = (int32_t)((cnbytes + bsize - 1) / bsize);
+  int32_t lastsz = (int32_t)(cnbytes - (int64_t)(nblocks - 1) * bsize);
+  bool rebuild = w->tail > 0 || cnbytes > w->nbytes;
   r->pos = B2S_HEADER_LEN + 4 * (int64_t)nblocks;
   if (r->pos > r->dcap)
     return B2S_E_DEST_SMALL;
   res->nblocks = nblocks;
   const uint8_t *s, *tail;
   int32_t cs, ne, i = 0;
+  bool last_done = false;
   int rc;
   while ((rc = walk_next(w, &s, &cs, &ne)) > 0) {
     if (i >= nblocks)
       return B2S_E_DECODE;
     b2s_wr32(r->d + B2S_HEADER_LEN + 4 * i++, (int32_t)r->pos);
-    if (w->idx == w->nstreams && w->tail > 0 && w->last > 0) {
-      /* Last block: decoded bitshuffled elements, then the raw tail. */
-      if ((rc = decode_stream(w, s, cs, ne, r->tmp)) < 0)
-        return rc;
-      if ((rc = walk_tail(w, &tail)) < 0)
-        return rc;
-      memcpy(r->tmp + ne, tail, (size_t)w->tail);
-      if ((rc = put_encoded(r, r->tmp, ne + (int32_t)w->tail)) < 0)
+    if (w->idx == w->nstreams && ne < bsize && rebuild) {
+      if ((rc = put_last(r, w, s, cs, ne, lastsz)) < 0)
         return rc;
       res->reencoded++;
+      last_done = true;
       continue;
     }
     if ((rc = rewrite_stream(r, w, s, cs, ne)) < 0)
@@ -337,32 +363,31 @@ static int rewrite(rw *r, walk *w, int32_t bsize, b2s_h5_result *res) {
   }
   if (rc < 0)
     return rc;
-  if (w->tail > 0 && w->last == 0) {
+  if (!last_done && w->tail > 0) {
     /* Fewer than 8 elements after the full blocks: a block of their own. */
-    if ((rc = walk_tail(w, &tail)) < 0)
-      return rc;
     if (i >= nblocks)
       return B2S_E_DECODE;
     b2s_wr32(r->d + B2S_HEADER_LEN + 4 * i++, (int32_t)r->pos);
-    if ((rc = put_stream(r, tail, (int32_t)w->tail)) < 0)
+    if ((rc = put_last(r, w, NULL, 0, 0, lastsz)) < 0)
       return rc;
     res->reencoded++;
-  } else if (w->tail == 0 && (rc = walk_tail(w, &tail)) < 0) {
+  } else if (!last_done && (rc = walk_tail(w, &tail)) < 0) {
     return rc;
   }
   if (i != nblocks)
     return B2S_E_DECODE;
-  put_header(r, (int32_t)w->nbytes, bsize);
+  put_header(r, (int32_t)cnbytes, bsize);
   return (int)r->pos;
 }
 
 /* Decode everything, then compress with the stream's own parameters. */
 static int recompress(b2s_ctx *ctx, const b2s_h5_params *p, const void *src,
-                      size_t srcsize, int64_t nbytes, int64_t block, void *dst,
-                      size_t dstsize) {
-  uint8_t *buf = malloc(nbytes ? (size_t)nbytes : 1);
+                      size_t srcsize, int64_t nbytes, int64_t cnbytes,
+                      int64_t block, void *dst, size_t dstsize) {
+  uint8_t *buf = malloc(cnbytes ? (size_t)cnbytes : 1);
   if (!buf)
     return B2S_E_NOMEM;
+  memset(buf + nbytes, 0, (size_t)(cnbytes - nbytes));
   int rc = b2s_h5_decompress(p, src, srcsize, buf, (size_t)nbytes);
   if (rc >= 0) {
     b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
@@ -374,7 +399,7 @@ static int recompress(b2s_ctx *ctx, const b2s_h5_params *p, const void *src,
     cp.blocksize = block <= B2S_MAX_BLOCKSIZE && block % p->typesize == 0
                        ? (int32_t)block : 0;
     int32_t cap = dstsize > (size_t)INT32_MAX ? INT32_MAX : (int32_t)dstsize;
-    rc = b2s_compress(ctx, &cp, buf, (int32_t)nbytes, dst, cap);
+    rc = b2s_compress(ctx, &cp, buf, (int32_t)cnbytes, dst, cap);
   }
   free(buf);
   return rc;
@@ -395,26 +420,34 @@ int b2s_h5_to_chunk(b2s_ctx *ctx, const b2s_h5_params *p, const void *src,
   if (rc < 0)
     return rc;
   int64_t bsize = w.block < w.nbytes ? w.block : w.nbytes;
+  int64_t cnbytes = w.nbytes;
+  if (p->pad_blocks && bsize > 0)
+    cnbytes = (w.nbytes + bsize - 1) / bsize * bsize;
+  if (cnbytes > B2S_MAX_BUFFERSIZE)
+    return B2S_E_NBYTES;
   bool maps = w.nbytes >= B2S_MIN_BUFFERSIZE && bsize <= B2S_MAX_BLOCKSIZE &&
               (p->kind != B2S_H5_BSLZ4 || p->elem_size == p->typesize);
   if (maps) {
     rw r = {.ctx = ctx, .p = p, .d = dst,
             .dcap = dstsize > (size_t)INT32_MAX ? INT32_MAX : (int64_t)dstsize};
     /* One block plus the bslz4 tail (< 8 elements of <= 255 bytes). */
-    if (!(r.tmp = b2s_ctx_scratch(ctx, 0, (size_t)bsize + 8 * 255)))
+    size_t sb = (size_t)bsize + 8 * 255;
+    if (!b2s_ctx_scratch(ctx, 0, sb))
       return B2S_E_NOMEM;
-    rc = rewrite(&r, &w, (int32_t)bsize, res);
+    r.tmp = b2s_ctx_scratch(ctx, 0, sb);
+    r.tmp2 = b2s_ctx_scratch(ctx, 1, sb);
+    rc = rewrite(&r, &w, (int32_t)bsize, cnbytes, res);
     if (rc < 0 && rc != B2S_E_DEST_SMALL)
       return rc;
     /* Larger than the data + 32 (incompressible): c-blosc2 would store it
      * memcpy'ed, so let the encoder decide as it does. */
-    if (rc >= 0 && rc <= w.nbytes + B2S_MAX_OVERHEAD) {
+    if (rc >= 0 && rc <= cnbytes + B2S_MAX_OVERHEAD) {
       res->path = res->reencoded ? B2S_H5_PATCHED : B2S_H5_VERBATIM;
       return rc;
     }
   }
   *res = (b2s_h5_result){.path = B2S_H5_RECOMPRESSED};
-  rc = recompress(ctx, p, src, srcsize, w.nbytes, w.block, dst, dstsize);
+  rc = recompress(ctx, p, src, srcsize, w.nbytes, cnbytes, bsize, dst, dstsize);
   if (rc >= 0) {
     b2s_chunk_info ci;
     if (b2s_chunk_info_get(dst, (size_t)rc, &ci) == 0)

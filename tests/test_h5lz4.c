@@ -146,6 +146,47 @@ static void test_bslz4_odd_blocks(void **state) {
   }
 }
 
+/* pad_blocks: the chunk holds the pixels then zeros up to whole blocks,
+ * only the last block re-encoded. */
+static void test_padded(void **state) {
+  (void)state;
+  struct { int kind; int32_t es; size_t n; uint32_t block; } cases[] = {
+    {B2S_H5_BSLZ4, 2, 514 * 1030, 0}, {B2S_H5_BSLZ4, 4, 4096 + 3, 0},
+    {B2S_H5_BSLZ4, 1, 8192 * 2 + 8, 0}, {B2S_H5_LZ4, 2, 10007, 4096},
+  };
+  for (int k = 0; k < 4; k++) {
+    b2s_h5_params p = {.kind = cases[k].kind, .elem_size = cases[k].es,
+                       .typesize = cases[k].es, .clevel = 5, .verify = true,
+                       .pad_blocks = true};
+    size_t n = cases[k].n * (size_t)cases[k].es;
+    uint8_t *pix = malloc(n);
+    fill(pix, n, 0, 3);
+    size_t fb = b2s_h5_compress_bound(&p, cases[k].block, n);
+    uint8_t *f = malloc(fb);
+    int64_t fl = b2s_h5_compress(&p, cases[k].block, pix, n, f, fb);
+    int64_t cb = b2s_h5_chunk_bound(f, (size_t)fl);
+    uint8_t *chunk = malloc((size_t)cb);
+    b2s_ctx *ctx = b2s_ctx_new();
+    b2s_h5_result res;
+    int cl = b2s_h5_to_chunk(ctx, &p, f, (size_t)fl, (int64_t)n, chunk, (size_t)cb, &res);
+    assert_true(cl > 0);
+    assert_int_equal(res.path, B2S_H5_PATCHED);
+    assert_int_equal(res.reencoded, 1);
+    b2s_chunk_info ci;
+    assert_int_equal(b2s_chunk_info_get(chunk, (size_t)cl, &ci), 0);
+    assert_int_equal(ci.nbytes % ci.blocksize, 0);
+    assert_true((size_t)ci.nbytes > n && (size_t)ci.nbytes < n + (size_t)ci.blocksize);
+    uint8_t *back = malloc((size_t)ci.nbytes);
+    assert_int_equal(b2s_decompress(ctx, chunk, (size_t)cl, back, (size_t)ci.nbytes),
+                     ci.nbytes);
+    assert_memory_equal(back, pix, n);
+    for (size_t i = n; i < (size_t)ci.nbytes; i++)
+      assert_int_equal(back[i], 0);
+    b2s_ctx_free(ctx);
+    free(back); free(chunk); free(f); free(pix);
+  }
+}
+
 static void test_lz4_verbatim(void **state) {
   (void)state;
   conv c = roundtrip(B2S_H5_LZ4, 2, 2 * 514 * 1030, 0, 0, 1);
@@ -231,6 +272,7 @@ int main(void) {
     cmocka_unit_test(test_bslz4_tail_patched),
     cmocka_unit_test(test_bslz4_incompressible_block),
     cmocka_unit_test(test_bslz4_odd_blocks),
+    cmocka_unit_test(test_padded),
     cmocka_unit_test(test_lz4_verbatim),
     cmocka_unit_test(test_malformed),
   };

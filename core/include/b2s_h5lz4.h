@@ -48,6 +48,12 @@ typedef struct b2s_h5_params {
   int32_t typesize;      /* item size of the chunk to make (1..255) */
   int clevel;            /* for re-encoded blocks and the fallback (1..9) */
   bool verify;           /* decode every copied LZ4 stream to check it */
+  /* Zero-pad the chunk to a whole number of blocks.  A b2nd array with
+   * one-dimensional blocks of the framing's block size needs it: c-blosc2
+   * reads b2nd slices block by block and wants the chunk's blocks to be
+   * the array's (a 2-D image whose rows do not divide the block cannot
+   * have them), so such frames hold images flattened, padded. */
+  bool pad_blocks;
 } b2s_h5_params;
 
 typedef struct b2s_h5_result {
@@ -65,7 +71,8 @@ int b2s_h5_header(const void *src, size_t srcsize, int64_t *nbytes,
  * negative error when its header is invalid. */
 int64_t b2s_h5_chunk_bound(const void *src, size_t srcsize);
 
-/* Convert src[0..srcsize) into one Blosc2 chunk in dst.  The framing must
+/* Convert src[0..srcsize) into one Blosc2 chunk in dst (of the image's
+ * size, or padded, see pad_blocks).  The framing must
  * describe exactly `expect_nbytes` bytes (the image's declared size) and be
  * consumed exactly.  Returns the chunk size; res says how it was made.
  * Malformed input gives B2S_E_DECODE (or another negative code) and dst

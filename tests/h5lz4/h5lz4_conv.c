@@ -1,7 +1,9 @@
 /* Test helper: convert one HDF5 LZ4 framed buffer (bslz4 or lz4) into a
  * Blosc2 chunk, or frame raw pixels first with our own encoder.
- *   h5lz4_conv bslz4|lz4 ELEM_SIZE TYPESIZE NBYTES IN OUT [frame]
+ *   h5lz4_conv bslz4|lz4 ELEM_SIZE TYPESIZE NBYTES IN OUT [frame] [pad]
+ * frame: IN holds raw pixels, framed here first; pad: pad_blocks.
  * Prints the path taken (verbatim, patched, recompressed). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +40,12 @@ int main(int argc, char **argv) {
   unsigned char *in = slurp(argv[5], &len);
   if (!in)
     return 2;
-  if (argc > 7 && !strcmp(argv[7], "frame")) {
+  bool frame = false;
+  for (int i = 7; i < argc; i++) {
+    frame |= !strcmp(argv[i], "frame");
+    p.pad_blocks |= !strcmp(argv[i], "pad");
+  }
+  if (frame) {
     size_t cap = b2s_h5_compress_bound(&p, 0, len);
     unsigned char *f = malloc(cap);
     int64_t fl = b2s_h5_compress(&p, 0, in, len, f, cap);
@@ -66,6 +73,10 @@ int main(int argc, char **argv) {
     return 2;
   static const char *names[] = {"verbatim", "patched", "recompressed"};
   printf("%s %d %d\n", names[res.path], res.nblocks, res.reencoded);
+  /* the block size in the chunk header, for a b2nd blockshape */
+  int32_t bs;
+  memcpy(&bs, out + 8, 4);
+  printf("%d\n", bs);
   b2s_ctx_free(ctx);
   free(in);
   free(out);

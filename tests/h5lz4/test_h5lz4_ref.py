@@ -51,6 +51,27 @@ def generate(python, where):
     return True
 
 
+def check_b2nd(args, pix, name):
+    """Padded chunks as rows of a flattened b2nd array whose 1-D blocks are
+    the chunk's blocks: python-blosc2 slices them like any array."""
+    import blosc2
+    import numpy as np
+    r = subprocess.run(args + ["pad"], capture_output=True, text=True)
+    assert r.returncode == 0, (name, r.stderr)
+    path, blocksize = r.stdout.split()[0], int(r.stdout.split()[3])
+    chunk = open(args[6], "rb").read()
+    npix, es = pix.size, pix.dtype.itemsize
+    a = blosc2.zeros(shape=(2, npix), chunks=(1, npix),
+                     blocks=(1, blocksize // es), dtype=pix.dtype)
+    assert a.schunk.chunksize == len(blosc2.decompress2(chunk)), name
+    a.schunk.update_chunk(1, chunk)
+    flat = pix.ravel()
+    assert np.array_equal(a[1], flat), name
+    assert np.array_equal(a[:, npix // 3: npix // 2 + 7][1], flat[npix // 3: npix // 2 + 7]), name
+    assert not a[0].any()
+    return path
+
+
 def check_set(label, where, own):
     import blosc2
     import numpy as np
@@ -73,6 +94,8 @@ def check_set(label, where, own):
                 back = blosc2.decompress2(chunk)
                 assert back == pix.tobytes(), name
                 n += 1
+                if pix.nbytes >= 32:
+                    check_b2nd(args + (["frame"] if own else []), pix, name)
     share = (paths["verbatim"] + paths["patched"]) / n
     print("%s: %d images, %s, stored without recompression: %.0f%%"
           % (label, n, paths, 100 * share))
