@@ -420,12 +420,17 @@ int b2s_h5_to_chunk(b2s_ctx *ctx, const b2s_h5_params *p, const void *src,
   if (rc < 0)
     return rc;
   int64_t bsize = w.block < w.nbytes ? w.block : w.nbytes;
+  bool block_ok = true;
+  if (p->want_block > 0) {
+    block_ok = w.block == (int64_t)p->want_block;
+    bsize = p->want_block;
+  }
   int64_t cnbytes = w.nbytes;
   if (p->pad_blocks && bsize > 0)
     cnbytes = (w.nbytes + bsize - 1) / bsize * bsize;
   if (cnbytes > B2S_MAX_BUFFERSIZE)
     return B2S_E_NBYTES;
-  bool maps = w.nbytes >= B2S_MIN_BUFFERSIZE && bsize <= B2S_MAX_BLOCKSIZE &&
+  bool maps = block_ok && w.nbytes >= B2S_MIN_BUFFERSIZE && bsize <= B2S_MAX_BLOCKSIZE &&
               (p->kind != B2S_H5_BSLZ4 || p->elem_size == p->typesize);
   if (maps) {
     rw r = {.ctx = ctx, .p = p, .d = dst,

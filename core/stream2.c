@@ -11,6 +11,7 @@
 #include <cbor.h>
 
 #include "b2s_stream2.h"
+#include "msgpack.h"
 
 #define MAX_ARRAY_BYTES (INT64_C(2147483647) - 32)  /* one Blosc2 chunk */
 #define TAG_DATETIME 0
@@ -543,4 +544,58 @@ int b2s_s2_decode(const void *buf, size_t len, b2s_s2_msg *m) {
     }
   }
   return check_required(m);
+}
+
+/* ---- CBOR -> msgpack, for metadata and records ---------------------- */
+
+static int mp(int rc) { return rc < 0 ? B2S_S2_E_LIMIT : 0; }
+
+static int transcode(rd *r, b2s_mpbuf *out, int depth) {
+  tok t;
+  int rc = next(r, &t);
+  if (rc < 0)
+    return rc;
+  if (depth > B2S_S2_MAX_DEPTH)
+    return B2S_S2_E_LIMIT;
+  switch (t.k) {
+  case TK_UINT: return mp(b2s_mp_put_uint(out, t.u));
+  case TK_NEG:
+    if (t.u > (uint64_t)INT64_MAX)
+      return B2S_S2_E_SIZE;
+    return mp(b2s_mp_put_int(out, -1 - (int64_t)t.u));
+  case TK_BYTES: return mp(b2s_mp_put_bin(out, t.p, t.len));
+  case TK_TEXT: return mp(b2s_mp_put_str(out, t.p, t.len));
+  case TK_FLOAT: return mp(b2s_mp_put_float64(out, t.f));
+  case TK_BOOL: return mp(b2s_mp_write_bool(out, t.u != 0));
+  case TK_NULL:
+  case TK_UNDEF: return mp(b2s_mp_put_nil(out));
+  case TK_TAG: return transcode(r, out, depth + 1);   /* the content */
+  case TK_ARRAY:
+  case TK_MAP: {
+    if (t.u > UINT32_MAX)
+      return B2S_S2_E_LIMIT;
+    rc = t.k == TK_ARRAY ? b2s_mp_put_array(out, (uint32_t)t.u)
+                         : b2s_mp_put_map(out, (uint32_t)t.u);
+    if (rc < 0)
+      return B2S_S2_E_LIMIT;
+    uint64_t n = t.k == TK_ARRAY ? t.u : 2 * t.u;
+    for (uint64_t i = 0; i < n; i++)
+      if ((rc = transcode(r, out, depth + 1)) < 0)
+        return rc;
+    return 0;
+  }
+  default:
+    return B2S_S2_E_CBOR;   /* indefinite lengths: msgpack needs counts */
+  }
+}
+
+int b2s_s2_to_msgpack(b2s_s2_span s, b2s_mpbuf *out, size_t max) {
+  rd r = span_reader(s);
+  size_t start = out->len;
+  int rc = ended(&r, transcode(&r, out, 0));
+  if (rc == 0 && out->len - start > max)
+    rc = B2S_S2_E_LIMIT;
+  if (rc < 0)
+    out->len = start;
+  return rc;
 }

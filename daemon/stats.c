@@ -7,6 +7,7 @@
 #include "session.h"
 #include "fdroom.h"
 #include "progress.h"
+#include "source_s2.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,7 +74,9 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
         "\"commit_latency_max_us\":%.1f,\"notifies\":%llu,"
         "\"notify_latency_p50_us\":%.1f,\"notify_latency_p99_us\":%.1f,"
         "\"notify_latency_max_us\":%.1f,\"slow_disk_calls\":%llu,"
-        "\"errors\":%llu,\"failed\":%d",
+        "\"errors\":%llu,\"failed\":%d,\"images_rewritten\":%llu,"
+        "\"images_patched\":%llu,\"images_recompressed\":%llu,"
+        "\"images_refused\":%llu",
      (unsigned long long)LD(st->st_buffers_in),
      (unsigned long long)in, (unsigned long long)LD(st->st_chunks),
      (unsigned long long)out, out ? (double)in / (double)out : 0.0,
@@ -87,7 +90,11 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
      b2sd_latency_quantile_us(&st->notify_lat, 0.99),
      (double)st->notify_lat.max_ns / 1e3,
      (unsigned long long)LD(st->st_slow_calls),
-     (unsigned long long)LD(st->st_errors), b2sd_progress_failed_stat(st));
+     (unsigned long long)LD(st->st_errors), b2sd_progress_failed_stat(st),
+     (unsigned long long)LD(st->st_h5_path[B2S_H5_VERBATIM]),
+     (unsigned long long)LD(st->st_h5_path[B2S_H5_PATCHED]),
+     (unsigned long long)LD(st->st_h5_path[B2S_H5_RECOMPRESSED]),
+     (unsigned long long)LD(st->st_h5_failed));
   /* why, for a failed stream (fail_reason: I/O thread, as STATS) */
   int failed = b2sd_progress_failed_stat(st);
   if (failed) {
@@ -128,7 +135,9 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
     first = false;
     stream_json(&b, srv, st);
   }
-  jp(&b, "}}");
+  char *src = b2sd_sources_json(srv);
+  jp(&b, "},\"sources\":%s}", src ? src : "[]");
+  free(src);
   if (b.oom) {
     free(b.p);
     return NULL;

@@ -54,6 +54,9 @@ typedef struct b2s_h5_params {
    * the array's (a 2-D image whose rows do not divide the block cannot
    * have them), so such frames hold images flattened, padded. */
   bool pad_blocks;
+  /* 0, or the block size the chunk must have (a b2nd array's blocks): a
+   * framing with other blocks is decoded and compressed again. */
+  int32_t want_block;
 } b2s_h5_params;
 
 typedef struct b2s_h5_result {

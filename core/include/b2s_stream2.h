@@ -99,6 +99,12 @@ int b2s_s2_array_map(b2s_s2_span s, b2s_s2_named *out, uint32_t max,
 /* Find a top-level field of a decoded message; NULL when absent. */
 const b2s_s2_field *b2s_s2_field_get(const b2s_s2_msg *m, const char *key);
 
+/* Append the CBOR item s as msgpack to out (tags dropped, their content
+ * kept; typed arrays become bin; indefinite lengths refused), at most max
+ * bytes.  0, or an error with out as it was. */
+struct b2s_mpbuf;
+int b2s_s2_to_msgpack(b2s_s2_span s, struct b2s_mpbuf *out, size_t max);
+
 /* A rational time in nanoseconds, exact when den divides num * 1e9 (else
  * rounded down); false when it does not fit in int64. */
 bool b2s_s2_rational_ns(b2s_s2_rational r, int64_t *ns);
