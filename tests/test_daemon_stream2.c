@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -98,17 +99,17 @@ static void send_series(void *push, const series *s, int hostile) {
     s2_image(&e, s->id, uid, id, parts, s->nch, id * 1000003, id * 1000003 + 999,
              999, 100000000, i % 2 ? "odd" : NULL);
     send_msg(push, &e);
-    for (int c = 0; c < s->nch; c++)
-      free(bufs[c]);
     if (hostile && i == 1) {
       static const uint8_t junk[] = {0xa2, 0x64, 't', 'y', 'p', 'e', 0x65,
                                      'i', 'm', 'a', 'g', 'e', 0xff};
       assert_int_equal(zmq_send(push, junk, sizeof junk, 0), (int)sizeof junk);
       /* an image of a series that is not open */
       s2_reset(&e);
-      s2_image(&e, s->id + 1000, "x", 1, parts, 0, 0, 1, 1, 1, NULL);
+      s2_image(&e, s->id + 1000, "x", 1, parts, s->nch, 0, 1, 1, 1, NULL);
       send_msg(push, &e);
     }
+    for (int c = 0; c < s->nch; c++)
+      free(bufs[c]);
   }
   s2_reset(&e);
   s2_end(&e, s->id, uid);
@@ -199,6 +200,31 @@ static void check_series(env *e, const series *s) {
   free(pix);
 }
 
+/* One number of one stream's STATS_REPLY (as test_daemon.c reads it);
+ * stream NULL: the first occurrence of name anywhere (the sources). */
+static double stats_value(void *s, const char *stream, const char *name) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_STATS);
+  m.tag = 11;
+  m.stats.stream = b2s_wire_cstr(stream ? stream : "");
+  cli_send(s, &m, NULL, 0);
+  rx r;
+  cli_expect(s, B2S_WIRE_STATS_REPLY, &r);
+  char key[80];
+  char *at = (char *)r.payload;
+  if (stream) {
+    snprintf(key, sizeof key, "\"%s\":{", stream);
+    at = strstr(at, key);
+    assert_non_null(at);
+  }
+  snprintf(key, sizeof key, "\"%s\":", name);
+  char *d = strstr(at, key);
+  assert_non_null(d);
+  double v = strtod(d + strlen(key), NULL);
+  rx_free(&r);
+  return v;
+}
+
 static void *pusher(env *e) {
   void *push = zmq_socket(zctx, ZMQ_PUSH);
   char ep[400];
@@ -227,6 +253,94 @@ static void test_series(void **state) {
     check_series(&e, &all[k]);
   /* the broken message and the stray image were refused, logged once */
   assert_int_equal(env_log_count(&e, "logged once"), 2);
+  /* how the images became chunks: bslz4 with blocks of the frame's by
+   * rewriting (the last block re-encoded when the image is not a whole
+   * number of blocks), lz4 (one block per image) compressed again */
+  void *c = cli_producer(&e);
+  assert_true(stats_value(c, "det-5-threshold_1", "images_patched") == 5);
+  assert_true(stats_value(c, "det-5-threshold_2", "images_recompressed") == 5);
+  assert_true(stats_value(c, "det-6-threshold_3", "images_patched") == 5);
+  assert_true(stats_value(c, "det-7-threshold_1", "images_rewritten") == 4);
+  assert_true(stats_value(c, "det-7-threshold_1", "images_refused") == 0);
+  assert_true(stats_value(c, NULL, "unknown_series") == 1);
+  assert_true(stats_value(c, NULL, "refused") == 2);
+  assert_true(stats_value(c, NULL, "series") == 3);
+  assert_true(stats_value(c, NULL, "images") == 5 + 5 + 4);
+  zmq_close(c);
+  zmq_close(push);
+  env_down(&e);
+}
+
+/* Images of one series up to `upto` (no end message). */
+static void send_part(void *push, const series *s, int from, int upto) {
+  s2enc e = {0};
+  char uid[32];
+  snprintf(uid, sizeof uid, "u-%llu", (unsigned long long)s->id);
+  if (from == 0) {
+    s2_start(&e, s->id, uid, CH, s->nch, "uint16", s->ny, s->nx, 100);
+    send_msg(push, &e);
+  }
+  uint8_t *pix = malloc(s->ny * s->nx * 2);
+  for (int i = from; i < upto; i++) {
+    uint8_t *buf;
+    size_t len = framed(s, 1 + (uint64_t)i, 0, pix, &buf);
+    s2_image_part part = {CH[0], 2, s->ny, s->nx, "bslz4", buf, len};
+    s2_reset(&e);
+    s2_image(&e, s->id, uid, 1 + (uint64_t)i, &part, 1, 0, 1, 1, 1, NULL);
+    send_msg(push, &e);
+    free(buf);
+  }
+  free(pix);
+  s2_free(&e);
+}
+
+/* kill -9 in the middle of a series: every image committed before is in
+ * the frame, intact; the restarted daemon takes the next series. */
+static void test_kill_mid_series(void **state) {
+  (void)state;
+  env e;
+  char yaml[1024];
+  env_init_config(&e, "");
+  config(&e, yaml, sizeof yaml);
+  env_write_config(&e, yaml);
+  void *push = pusher(&e);
+  env_start(&e);
+  series s = {.id = 9, .nch = 1, .ts = 2, .ny = 100, .nx = 200, .nimages = 8};
+  send_part(push, &s, 0, 8);
+  char path[512];
+  frame_path(&e, "det-9-threshold_1", path, sizeof path);
+  b2s_frame *f = NULL;
+  for (int t = 0; t < WAIT_MS / 20; t++) {     /* some images committed */
+    if (f)
+      b2s_frame_free(f);
+    f = NULL;
+    if (b2s_frame_open(path, &f, NULL) == 0 && b2s_frame_nchunks(f) >= 3)
+      break;
+    usleep(20000);
+  }
+  assert_non_null(f);
+  b2s_frame_free(f);
+  send_part(push, &s, 8, 40);                  /* more on their way */
+  assert_int_equal(env_stop(&e, SIGKILL), -1);
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  int64_t n = b2s_frame_nchunks(f);
+  assert_true(n >= 3);
+  b2s_ctx *ctx = b2s_ctx_new();
+  size_t nb = 100 * 200 * 2, padded = (nb + 8191) / 8192 * 8192;
+  uint8_t *out = malloc(padded), *pix = malloc(nb);
+  for (int64_t i = 0; i < n; i++) {
+    assert_int_equal(b2s_frame_chunk_decompress(f, i, ctx, out, padded), (int)padded);
+    pixels(pix, 100 * 200, 2, 1 + (uint64_t)i, 0);
+    assert_memory_equal(out, pix, nb);
+  }
+  b2s_frame_free(f);
+  free(out);
+  free(pix);
+  b2s_ctx_free(ctx);
+  env_start(&e);
+  series next = {.id = 10, .nch = 1, .ts = 2, .ny = 16, .nx = 16, .nimages = 3};
+  send_series(push, &next, 0);
+  check_series(&e, &next);
   zmq_close(push);
   env_down(&e);
 }
@@ -234,6 +348,7 @@ static void test_series(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_series),
+    cmocka_unit_test(test_kill_mid_series),
   };
   return harness_run(tests);
 }
