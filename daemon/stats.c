@@ -108,6 +108,7 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
 char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
   jbuf b = {0};
   size_t nsess = 0;
+  char *src = b2sd_sources_json(srv);
   for (b2sd_session *s = srv->sessions; s; s = s->next)
     nsess++;
   jp(&b, "{\"daemon\":{\"version\":\"%s\",\"workers\":%d,\"streams\":%zu,"
@@ -116,7 +117,8 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
          "\"limit_refused\":%llu,\"fd_open\":%ld,\"fd_limit\":%ld,"
          "\"queued\":%zu,\"inflight_bytes\":%lld,"
          "\"shm_bytes\":%lld,\"stage_bytes\":%lld,"
-         "\"memory_limit\":%lld,\"draining\":%s},\"streams\":{",
+         "\"memory_limit\":%lld,\"draining\":%s,\"sources\":%s},"
+         "\"streams\":{",
      B2SD_VERSION, srv->nworkers, srv->nstreams, nsess,
      (unsigned long long)srv->sessions_reclaimed,
      (unsigned long long)srv->connections,
@@ -125,7 +127,8 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
      b2sd_pool_queued(srv->pool),
      (long long)LD(srv->inflight_bytes), (long long)LD(srv->shm_bytes),
      (long long)LD(srv->stage_bytes), (long long)srv->dcfg.memory_limit,
-     srv->draining ? "true" : "false");
+     srv->draining ? "true" : "false", src ? src : "[]");
+  free(src);
   bool first = true;
   for (b2sd_stream *st = srv->streams; st; st = st->next) {
     if (only && st != only)
@@ -135,9 +138,7 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
     first = false;
     stream_json(&b, srv, st);
   }
-  char *src = b2sd_sources_json(srv);
-  jp(&b, "},\"sources\":%s}", src ? src : "[]");
-  free(src);
+  jp(&b, "}}");
   if (b.oom) {
     free(b.p);
     return NULL;
