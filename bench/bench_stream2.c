@@ -2,7 +2,7 @@
  *
  * Single-channel 16-bit photon-counting images (bench_counting_image),
  * bslz4-framed by the project's encoder and wrapped in Stream V2 messages
- * (tests/support/s2enc.c), are pushed as fast as ZeroMQ takes them.  Three
+ * (tests/support/b2s_s2enc.c), are pushed as fast as ZeroMQ takes them.  Three
  * sides, alternating round by round:
  *   raw      - the same messages over a bare PUSH/PULL pair (a receiving
  *              thread that only counts them): the transport's ceiling;
@@ -32,8 +32,8 @@
 #include "b2s_h5lz4.h"
 #include "bench_images.h"
 #include "bench_proc.h"
-#include "frame.h"
-#include "s2enc.h"
+#include "b2s_frame.h"
+#include "b2s_s2enc.h"
 
 static double now_s(void) {
   struct timespec t;
@@ -81,19 +81,19 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
   b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2, .clevel = 5};
   size_t cap = b2s_h5_compress_bound(&p, block, m->nbytes);
   uint8_t *fr = malloc(cap);
-  s2enc e = {0};
+  b2s_s2enc e = {0};
   for (int i = 0; i < n; i++) {
     bench_counting_image(px, ny * nx, i);
     int64_t fl = b2s_h5_compress(&p, block, px, m->nbytes, fr, cap);
-    s2_image_part part = {"threshold_1", 2, ny, nx, "bslz4", fr, (size_t)fl};
-    s2_reset(&e);
-    s2_image(&e, SID_PLACEHOLDER, "bench", (uint64_t)i + 1, &part, 1, (uint64_t)i, (uint64_t)i + 1,
+    b2s_s2e_part part = {"threshold_1", 2, ny, nx, "bslz4", fr, (size_t)fl};
+    b2s_s2e_reset(&e);
+    b2s_s2e_image(&e, SID_PLACEHOLDER, "bench", (uint64_t)i + 1, &part, 1, (uint64_t)i, (uint64_t)i + 1,
              1, 1000, NULL);
     m->b[i] = malloc(e.n);
     memcpy(m->b[i], e.b, e.n);
     m->len[i] = e.n;
   }
-  s2_free(&e);
+  b2s_s2e_free(&e);
   free(fr);
   free(px);
 }
@@ -102,8 +102,8 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
  * writes its series id there. */
 static void send_series(void *push, const msgs *m, uint64_t sid) {
   static const char *const ch[] = {"threshold_1"};
-  s2enc e = {0};
-  s2_start(&e, sid, "bench", ch, 1, "uint16", m->ny, m->nx, (uint64_t)m->n);
+  b2s_s2enc e = {0};
+  b2s_s2e_start(&e, sid, "bench", ch, 1, "uint16", m->ny, m->nx, (uint64_t)m->n);
   zmq_send(push, e.b, e.n, 0);
   for (int i = 0; i < m->n; i++) {
     uint8_t *b = m->b[i];
@@ -112,10 +112,10 @@ static void send_series(void *push, const msgs *m, uint64_t sid) {
     at[12] = (uint8_t)(sid >> 8); at[13] = (uint8_t)sid;
     zmq_send(push, b, m->len[i], 0);
   }
-  s2_reset(&e);
-  s2_end(&e, sid, "bench");
+  b2s_s2e_reset(&e);
+  b2s_s2e_end(&e, sid, "bench");
   zmq_send(push, e.b, e.n, 0);
-  s2_free(&e);
+  b2s_s2e_free(&e);
 }
 
 typedef struct sink { void *pull; int want; } sink;

@@ -8,7 +8,7 @@
 
 #include "config_internal.h"
 
-#define KI(path) cfg_schema_index(CFG_SOURCE, path)
+#define KI(path) b2s_cfg_schema_index(CFG_SOURCE, path)
 
 /* Placeholders a name pattern may use. */
 static const char *const placeholders[] = {
@@ -47,30 +47,30 @@ static const char *pattern_problem(const char *p) {
 static int finish_source(cfg_ctx *c, const b2s_source_cfg *s,
                          const cfg_loc *loc) {
   if (!loc->at[KI("kind")])
-    return cfg_loc_fail(c, loc, KI("kind"), "required in a source");
+    return b2s_cfg_loc_fail(c, loc, KI("kind"), "required in a source");
   if (!s->endpoint[0])
-    return cfg_loc_fail(c, loc, KI("endpoint"), "required in a source");
+    return b2s_cfg_loc_fail(c, loc, KI("endpoint"), "required in a source");
   if (!s->template_name[0])
-    return cfg_loc_fail(c, loc, KI("template"), "required in a source");
+    return b2s_cfg_loc_fail(c, loc, KI("template"), "required in a source");
   if (!b2s_config_template_find(c->cfg, s->template_name))
-    return cfg_loc_fail(c, loc, KI("template"), "no template named '%s'",
+    return b2s_cfg_loc_fail(c, loc, KI("template"), "no template named '%s'",
                         s->template_name);
   const char *why = pattern_problem(s->name);
   if (why)
-    return cfg_loc_fail(c, loc, KI("name"), "%s", why);
+    return b2s_cfg_loc_fail(c, loc, KI("name"), "%s", why);
   return 0;
 }
 
-int cfg_sources_load(cfg_ctx *c) {
+int b2s_cfg_sources_load(cfg_ctx *c) {
   if (!c->sources_node)
     return 0;
   b2s_config *cfg = c->cfg;
   if (c->sources_node->n > B2S_CONFIG_MAX_SOURCES)
-    return cfg_fail(c, c->sources_node, "sources", "at most %d sources",
+    return b2s_cfg_fail(c, c->sources_node, "sources", "at most %d sources",
                     B2S_CONFIG_MAX_SOURCES);
   cfg_loc *loc = calloc(1, sizeof *loc);
   if (!loc)
-    return cfg_nomem(c);
+    return b2s_cfg_nomem(c);
   int rc = 0;
   for (const cfg_node *v = c->sources_node->child; v && rc == 0; v = v->next) {
     size_t i = cfg->nsources;
@@ -79,17 +79,17 @@ int cfg_sources_load(cfg_ctx *c) {
     loc->self = v;
     snprintf(loc->path, sizeof loc->path, "sources[%zu]", i);
     if (v->kind != CN_MAP) {
-      rc = cfg_fail(c, v, loc->path, "a mapping of source settings expected");
+      rc = b2s_cfg_fail(c, v, loc->path, "a mapping of source settings expected");
       break;
     }
-    rc = cfg_apply_defaults(c, CFG_SOURCE, s, false);
+    rc = b2s_cfg_apply_defaults(c, CFG_SOURCE, s, false);
     if (rc == 0)
-      rc = cfg_apply_map(c, CFG_SOURCE, "", v, s, false, loc, loc->path);
+      rc = b2s_cfg_apply_map(c, CFG_SOURCE, "", v, s, false, loc, loc->path);
     if (rc == 0)
       rc = finish_source(c, s, loc);
     for (size_t j = 0; rc == 0 && j < i; j++)
       if (!strcmp(cfg->sources[j].endpoint, s->endpoint))
-        rc = cfg_loc_fail(c, loc, KI("endpoint"), "also the endpoint of "
+        rc = b2s_cfg_loc_fail(c, loc, KI("endpoint"), "also the endpoint of "
                           "sources[%zu]", j);
     if (rc == 0)
       cfg->nsources++;

@@ -11,7 +11,7 @@
 #include <cbor.h>
 
 #include "b2s_stream2.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 #define MAX_ARRAY_BYTES (INT64_C(2147483647) - 32)  /* one Blosc2 chunk */
 #define TAG_DATETIME 0

@@ -20,9 +20,9 @@
 
 #include "clock.h"
 #include "fdroom.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 #include "segment.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #define RECV_BATCH 64
 #define BSLZ4_BLOCK 8192    /* the bitshuffle filter's default block, bytes */

@@ -1,5 +1,5 @@
 /* The daemon as a DECTRIS Stream V2 receiver: a sender written from the
- * spec (tests/support/s2enc.c) pushes start, image and end messages with
+ * spec (tests/support/b2s_s2enc.c) pushes start, image and end messages with
  * bslz4 and lz4 images, 8/16/32-bit, 1-3 channels, through a real PUSH
  * socket to the real daemon's source; every image must be in its
  * channel's frame bit for bit at index image_id - first, gaps filled, with
@@ -21,9 +21,9 @@
 #include "b2s_h5lz4.h"
 #include "b2s_meta.h"
 #include "daemon_harness.h"
-#include "frame.h"
-#include "msgpack.h"
-#include "s2enc.h"
+#include "b2s_frame.h"
+#include "b2s_msgpack.h"
+#include "b2s_s2enc.h"
 
 static const char *const CH[] = {"threshold_1", "threshold_2", "threshold_3"};
 
@@ -56,7 +56,7 @@ typedef struct series {
   uint64_t skip;             /* an image id never sent (a gap) */
 } series;
 
-static void send_msg(void *push, const s2enc *e) {
+static void send_msg(void *push, const b2s_s2enc *e) {
   assert_int_equal(zmq_send(push, e->b, e->n, 0), (int)e->n);
 }
 
@@ -75,11 +75,11 @@ static size_t framed(const series *s, uint64_t i, int c, uint8_t *pix,
 }
 
 static void send_series(void *push, const series *s, int hostile) {
-  s2enc e = {0};
+  b2s_s2enc e = {0};
   static const char *const dt[] = {NULL, "uint8", "uint16", NULL, "uint32"};
   char uid[32];
   snprintf(uid, sizeof uid, "u-%llu", (unsigned long long)s->id);
-  s2_start(&e, s->id, uid, CH, s->nch, dt[s->ts], s->ny, s->nx,
+  b2s_s2e_start(&e, s->id, uid, CH, s->nch, dt[s->ts], s->ny, s->nx,
            (uint64_t)s->nimages);
   send_msg(push, &e);
   size_t n = s->ny * s->nx * (size_t)s->ts;
@@ -88,15 +88,15 @@ static void send_series(void *push, const series *s, int hostile) {
     uint64_t id = 1 + (uint64_t)i;        /* the detector counts from 1 */
     if (id == s->skip)
       continue;
-    s2_image_part parts[3];
+    b2s_s2e_part parts[3];
     uint8_t *bufs[3];
     for (int c = 0; c < s->nch; c++) {
       size_t len = framed(s, id, c, pix, &bufs[c]);
-      parts[c] = (s2_image_part){CH[c], (uint32_t)s->ts, s->ny, s->nx,
+      parts[c] = (b2s_s2e_part){CH[c], (uint32_t)s->ts, s->ny, s->nx,
                                  c % 2 ? "lz4" : "bslz4", bufs[c], len};
     }
-    s2_reset(&e);
-    s2_image(&e, s->id, uid, id, parts, s->nch, id * 1000003, id * 1000003 + 999,
+    b2s_s2e_reset(&e);
+    b2s_s2e_image(&e, s->id, uid, id, parts, s->nch, id * 1000003, id * 1000003 + 999,
              999, 100000000, i % 2 ? "odd" : NULL);
     send_msg(push, &e);
     if (hostile && i == 1) {
@@ -104,18 +104,18 @@ static void send_series(void *push, const series *s, int hostile) {
                                      'i', 'm', 'a', 'g', 'e', 0xff};
       assert_int_equal(zmq_send(push, junk, sizeof junk, 0), (int)sizeof junk);
       /* an image of a series that is not open */
-      s2_reset(&e);
-      s2_image(&e, s->id + 1000, "x", 1, parts, s->nch, 0, 1, 1, 1, NULL);
+      b2s_s2e_reset(&e);
+      b2s_s2e_image(&e, s->id + 1000, "x", 1, parts, s->nch, 0, 1, 1, 1, NULL);
       send_msg(push, &e);
     }
     for (int c = 0; c < s->nch; c++)
       free(bufs[c]);
   }
-  s2_reset(&e);
-  s2_end(&e, s->id, uid);
+  b2s_s2e_reset(&e);
+  b2s_s2e_end(&e, s->id, uid);
   send_msg(push, &e);
   free(pix);
-  s2_free(&e);
+  b2s_s2e_free(&e);
 }
 
 /* The expected record map of image id (as source_s2.c writes it). */
@@ -273,25 +273,25 @@ static void test_series(void **state) {
 
 /* Images of one series up to `upto` (no end message). */
 static void send_part(void *push, const series *s, int from, int upto) {
-  s2enc e = {0};
+  b2s_s2enc e = {0};
   char uid[32];
   snprintf(uid, sizeof uid, "u-%llu", (unsigned long long)s->id);
   if (from == 0) {
-    s2_start(&e, s->id, uid, CH, s->nch, "uint16", s->ny, s->nx, 100);
+    b2s_s2e_start(&e, s->id, uid, CH, s->nch, "uint16", s->ny, s->nx, 100);
     send_msg(push, &e);
   }
   uint8_t *pix = malloc(s->ny * s->nx * 2);
   for (int i = from; i < upto; i++) {
     uint8_t *buf;
     size_t len = framed(s, 1 + (uint64_t)i, 0, pix, &buf);
-    s2_image_part part = {CH[0], 2, s->ny, s->nx, "bslz4", buf, len};
-    s2_reset(&e);
-    s2_image(&e, s->id, uid, 1 + (uint64_t)i, &part, 1, 0, 1, 1, 1, NULL);
+    b2s_s2e_part part = {CH[0], 2, s->ny, s->nx, "bslz4", buf, len};
+    b2s_s2e_reset(&e);
+    b2s_s2e_image(&e, s->id, uid, 1 + (uint64_t)i, &part, 1, 0, 1, 1, 1, NULL);
     send_msg(push, &e);
     free(buf);
   }
   free(pix);
-  s2_free(&e);
+  b2s_s2e_free(&e);
 }
 
 /* kill -9 in the middle of a series: every image committed before is in

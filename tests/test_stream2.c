@@ -13,7 +13,7 @@
 
 #include "b2s_h5lz4.h"
 #include "b2s_stream2.h"
-#include "s2enc.h"
+#include "b2s_s2enc.h"
 
 static const char *const CH[] = {"threshold_1", "threshold_2", "threshold_3"};
 
@@ -23,8 +23,8 @@ static int str_is(b2s_s2_str s, const char *c) {
 
 static void test_start(void **state) {
   (void)state;
-  s2enc e = {0};
-  s2_start(&e, 42, "uid-42", CH, 2, "uint16", 514, 1030, 100);
+  b2s_s2enc e = {0};
+  b2s_s2e_start(&e, 42, "uid-42", CH, 2, "uint16", 514, 1030, 100);
   b2s_s2_msg *m = malloc(sizeof *m);
   assert_int_equal(b2s_s2_decode(e.b, e.n, m), 0);
   assert_int_equal(m->type, B2S_S2_START);
@@ -44,7 +44,7 @@ static void test_start(void **state) {
   assert_int_equal(g->value.p[0], 0xa1);        /* map(1) */
   assert_null(b2s_s2_field_get(m, "flatfield"));
   free(m);
-  s2_free(&e);
+  b2s_s2e_free(&e);
 }
 
 static void test_image(void **state) {
@@ -58,12 +58,12 @@ static void test_image(void **state) {
   uint8_t framed[16384];
   int64_t fl = b2s_h5_compress(&hp, 0, pix, sizeof pix, framed, sizeof framed);
   assert_true(fl > 12);
-  s2_image_part parts[2] = {
+  b2s_s2e_part parts[2] = {
     {"threshold_1", 2, NY, NX, "bslz4", framed, (size_t)fl},
     {"threshold_2", 2, NY, NX, NULL, pix, sizeof pix},
   };
-  s2enc e = {0};
-  s2_image(&e, 7, "u7", 1234, parts, 2, 3 * 10000000ull, 3 * 10000000ull + 9999999,
+  b2s_s2enc e = {0};
+  b2s_s2e_image(&e, 7, "u7", 1234, parts, 2, 3 * 10000000ull, 3 * 10000000ull + 9999999,
            9999999, 10000000, "hello");
   b2s_s2_msg *m = malloc(sizeof *m);
   assert_int_equal(b2s_s2_decode(e.b, e.n, m), 0);
@@ -100,13 +100,13 @@ static void test_image(void **state) {
   for (size_t cut = 0; cut < e.n; cut++)
     assert_true(b2s_s2_decode(e.b, cut, m) < 0);
   free(m);
-  s2_free(&e);
+  b2s_s2e_free(&e);
 }
 
 static void test_end_and_rationals(void **state) {
   (void)state;
-  s2enc e = {0};
-  s2_end(&e, 9, "u9");
+  b2s_s2enc e = {0};
+  b2s_s2e_end(&e, 9, "u9");
   b2s_s2_msg *m = malloc(sizeof *m);
   assert_int_equal(b2s_s2_decode(e.b, e.n, m), 0);
   assert_int_equal(m->type, B2S_S2_END);
@@ -117,37 +117,37 @@ static void test_end_and_rationals(void **state) {
   assert_false(b2s_s2_rational_ns((b2s_s2_rational){UINT64_MAX, 1}, &ns));
   assert_false(b2s_s2_rational_ns((b2s_s2_rational){1, 0}, &ns));
   free(m);
-  s2_free(&e);
+  b2s_s2e_free(&e);
 }
 
 /* Build an image message whose single channel is given as raw CBOR. */
 static int decode_with_data(const uint8_t *arr, size_t n) {
-  s2enc e = {0};
-  s2_map(&e, 4);
-  s2_text(&e, "type"); s2_text(&e, "image");
-  s2_text(&e, "series_id"); s2_uint(&e, 1);
-  s2_text(&e, "image_id"); s2_uint(&e, 0);
-  s2_text(&e, "data"); s2_map(&e, 1); s2_text(&e, "c");
-  s2_raw(&e, arr, n);
+  b2s_s2enc e = {0};
+  b2s_s2e_map(&e, 4);
+  b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "image");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 1);
+  b2s_s2e_text(&e, "image_id"); b2s_s2e_uint(&e, 0);
+  b2s_s2e_text(&e, "data"); b2s_s2e_map(&e, 1); b2s_s2e_text(&e, "c");
+  b2s_s2e_raw(&e, arr, n);
   b2s_s2_msg *m = malloc(sizeof *m);
   int rc = b2s_s2_decode(e.b, e.n, m);
   free(m);
-  s2_free(&e);
+  b2s_s2e_free(&e);
   return rc;
 }
 
-static int decode_part(const s2_image_part *p) {
-  s2enc a = {0};
-  s2_mdarray(&a, p);
+static int decode_part(const b2s_s2e_part *p) {
+  b2s_s2enc a = {0};
+  b2s_s2e_mdarray(&a, p);
   int rc = decode_with_data(a.b, a.n);
-  s2_free(&a);
+  b2s_s2e_free(&a);
   return rc;
 }
 
 static void test_hostile_arrays(void **state) {
   (void)state;
   uint8_t buf[64] = {0};
-  s2_image_part p = {"c", 2, 4, 8, NULL, buf, 64};
+  b2s_s2e_part p = {"c", 2, 4, 8, NULL, buf, 64};
   assert_int_equal(decode_part(&p), 0);
   p.len = 62;                                      /* bytes != shape */
   assert_int_equal(decode_part(&p), B2S_S2_E_SIZE);
@@ -191,55 +191,55 @@ static int decode_bytes(const uint8_t *b, size_t n) {
 
 static void test_hostile_messages(void **state) {
   (void)state;
-  s2enc e = {0};
+  b2s_s2enc e = {0};
   /* not a map; no type; unknown type; duplicate key; missing fields */
-  s2_array(&e, 0);
+  b2s_s2e_array(&e, 0);
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_TYPE);
-  s2_reset(&e); s2_map(&e, 1); s2_text(&e, "series_id"); s2_uint(&e, 1);
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 1); b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 1);
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_TYPE);
-  s2_reset(&e); s2_map(&e, 1); s2_text(&e, "type"); s2_text(&e, "stop");
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 1); b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "stop");
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_TYPE);
-  s2_reset(&e); s2_map(&e, 3); s2_text(&e, "type"); s2_text(&e, "end");
-  s2_text(&e, "series_id"); s2_uint(&e, 1); s2_text(&e, "series_id"); s2_uint(&e, 2);
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 3); b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "end");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 1); b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 2);
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_DUP);
-  s2_reset(&e); s2_map(&e, 1); s2_text(&e, "type"); s2_text(&e, "end");
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 1); b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "end");
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_MISSING);
-  s2_reset(&e); s2_map(&e, 3); s2_text(&e, "type"); s2_text(&e, "image");
-  s2_text(&e, "series_id"); s2_uint(&e, 1); s2_text(&e, "image_id"); s2_uint(&e, 1);
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 3); b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "image");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 1); b2s_s2e_text(&e, "image_id"); b2s_s2e_uint(&e, 1);
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_MISSING);
   /* wrong field types */
-  s2_reset(&e); s2_map(&e, 2); s2_text(&e, "type"); s2_text(&e, "end");
-  s2_text(&e, "series_id"); s2_text(&e, "1");
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 2); b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "end");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_text(&e, "1");
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_FIELD);
-  s2_reset(&e); s2_map(&e, 5); s2_text(&e, "type"); s2_text(&e, "image");
-  s2_text(&e, "series_id"); s2_uint(&e, 1); s2_text(&e, "image_id"); s2_uint(&e, 1);
-  s2_text(&e, "data"); s2_map(&e, 0);
-  s2_text(&e, "real_time"); s2_rational(&e, 1, 0);
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 5); b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "image");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 1); b2s_s2e_text(&e, "image_id"); b2s_s2e_uint(&e, 1);
+  b2s_s2e_text(&e, "data"); b2s_s2e_map(&e, 0);
+  b2s_s2e_text(&e, "real_time"); b2s_s2e_rational(&e, 1, 0);
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_FIELD);
   /* 17 channels */
-  s2_reset(&e); s2_map(&e, 3); s2_text(&e, "type"); s2_text(&e, "start");
-  s2_text(&e, "series_id"); s2_uint(&e, 1); s2_text(&e, "channels"); s2_array(&e, 17);
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 3); b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "start");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 1); b2s_s2e_text(&e, "channels"); b2s_s2e_array(&e, 17);
   for (int i = 0; i < 17; i++)
-    s2_text(&e, "c");
+    b2s_s2e_text(&e, "c");
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_LIMIT);
   /* nesting bomb inside user_data */
-  s2_reset(&e); s2_map(&e, 3); s2_text(&e, "type"); s2_text(&e, "end");
-  s2_text(&e, "series_id"); s2_uint(&e, 1); s2_text(&e, "user_data");
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 3); b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "end");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 1); b2s_s2e_text(&e, "user_data");
   for (int i = 0; i < 100; i++)
-    s2_array(&e, 1);
-  s2_uint(&e, 0);
+    b2s_s2e_array(&e, 1);
+  b2s_s2e_uint(&e, 0);
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_LIMIT);
   /* trailing garbage after the map; a map claiming 2^60 entries */
-  s2_reset(&e); s2_end(&e, 1, "u"); s2_uint(&e, 0);
+  b2s_s2e_reset(&e); b2s_s2e_end(&e, 1, "u"); b2s_s2e_uint(&e, 0);
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_CBOR);
-  s2_reset(&e); s2_map(&e, 1ull << 60);
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 1ull << 60);
   assert_true(decode_bytes(e.b, e.n) < 0);
   /* a byte string longer than the message */
-  s2_reset(&e); s2_map(&e, 2); s2_text(&e, "type"); s2_text(&e, "end");
-  s2_text(&e, "x"); s2_head(&e, 2, 1u << 30);
+  b2s_s2e_reset(&e); b2s_s2e_map(&e, 2); b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "end");
+  b2s_s2e_text(&e, "x"); b2s_s2e_head(&e, 2, 1u << 30);
   assert_int_equal(decode_bytes(e.b, e.n), B2S_S2_E_CBOR);
   assert_int_equal(decode_bytes(NULL, 0), B2S_S2_E_CBOR);
-  s2_free(&e);
+  b2s_s2e_free(&e);
 }
 
 /* Seeds written by python3-cbor2 (tests/fuzz/stream2_seeds.py). */
