@@ -17,7 +17,7 @@
  * process's for raw).
  *
  * usage: bench_stream2 [--rounds R] [--small N] [--large N] [--daemon PATH]
- *                      [--dir DIR] */
+ *                      [--dir DIR] [--verify true|false] */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -167,7 +167,7 @@ static void round_daemon(void *push, pid_t pid, const msgs *m, const char *dir,
   double c0 = cpu_s(pid), t0 = now_s();
   send_series(push, m, sid);
   while (frame_chunks(path) < m->n)
-    usleep(1000);
+    usleep(2000);
   double dt = now_s() - t0, dc = cpu_s(pid) - c0;
   *ips = m->n / dt;
   *cpu_gb = dc / ((double)m->nbytes * m->n / 1e9);
@@ -228,13 +228,14 @@ static void run_size(void *ctx, pid_t pid, void *push, const char *dir,
 
 int main(int argc, char **argv) {
   int rounds = 5, nsmall = 400, nlarge = 12;
-  const char *daemon = NULL, *dir = NULL;
+  const char *daemon = NULL, *dir = NULL, *verify = "true";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--small")) nsmall = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--large")) nlarge = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--daemon")) daemon = argv[i + 1];
     else if (!strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    else if (!strcmp(argv[i], "--verify")) verify = argv[i + 1];
   }
   if (rounds < 1 || rounds > MAXR)
     rounds = 5;
@@ -259,7 +260,8 @@ int main(int argc, char **argv) {
              "templates:\n  eiger: {queue_depth: 64}\n"
              "sources:\n  - kind: dectris-stream2\n"
              "    endpoint: 'ipc://%s/det.sock'\n    template: eiger\n"
-             "    name: 'bench-{series_id}-{channel}'\n", dir);
+             "    name: 'bench-{series_id}-{channel}'\n    verify: %s\n", dir,
+          verify);
   fclose(f);
   void *ctx = zmq_ctx_new();
   char ep[600];
@@ -274,8 +276,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "daemon did not start (log %s)\n", log);
     return 1;
   }
-  printf("bench_stream2: Stream V2 bslz4 images, 1 channel, daemon %s, dir %s\n\n",
-         daemon, dir);
+  printf("bench_stream2: Stream V2 bslz4 images, 1 channel, verify %s, daemon "
+         "%s, dir %s\n\n", verify, daemon, dir);
   uint64_t sid = 100;
   run_size(ctx, pid, push, dir, 514, 1030, nsmall, rounds, &sid);
   run_size(ctx, pid, push, dir, 4362, 4148, nlarge, rounds, &sid);

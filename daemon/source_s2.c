@@ -424,7 +424,10 @@ static bool room(b2sd_server *srv, source *s) {
     return true;
   int64_t inflight =
       atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
-  if (inflight + s->img_nbytes * (int64_t)s->nch > b2sd_memory_room(srv))
+  /* with nothing in flight an image is always taken: one larger than the
+   * room must not stop the source for good */
+  if (inflight > 0 &&
+      inflight + s->img_nbytes * (int64_t)s->nch > b2sd_memory_room(srv))
     return false;
   for (uint32_t i = 0; i < s->nch; i++) {
     if (!s->st[i])
