@@ -225,13 +225,16 @@ int64_t b2s_h5_compress(const b2s_h5_params *p, uint32_t block,
   return (int64_t)(pos + nbytes - end);
 }
 
-int64_t b2s_h5_chunk_bound(const void *src, size_t srcsize) {
+int64_t b2s_h5_chunk_bound(const b2s_h5_params *p, const void *src,
+                           size_t srcsize) {
   int64_t nbytes;
   uint32_t block;
   int rc = b2s_h5_header(src, srcsize, &nbytes, &block);
   if (rc < 0)
     return rc;
   int64_t bs = block < nbytes ? block : nbytes;
+  if (p && p->want_block > bs)     /* padding to the wanted blocks */
+    bs = p->want_block;
   int64_t nblocks = bs ? (nbytes + bs - 1) / bs : 0;
   int64_t rewrite = (int64_t)srcsize + B2S_HEADER_LEN + 4 * nblocks + bs + 8;
   int64_t again = nbytes + bs + B2S_MAX_OVERHEAD;   /* padded: < bs more */

@@ -103,11 +103,8 @@ static int convert_job(b2s_ctx *ctx, b2sd_job *j, b2sd_chunk *c, size_t need) {
 static b2sd_chunk *compress_job(b2sd_pool *p, b2s_ctx *ctx, b2sd_job *j) {
   size_t need = j->len + B2S_MAX_OVERHEAD;
   if (j->h5) {
-    /* the framing's own bound, or a chunk padded to the frame's blocks */
-    int64_t bound = b2s_h5_chunk_bound(j->data, j->len);
-    int64_t padded = (int64_t)j->h5_chunk_nbytes + B2S_MAX_OVERHEAD;
-    need = bound > 0 ? (size_t)(bound > padded ? bound : padded) +
-                           (size_t)j->h5p.want_block + 64 : 0;
+    int64_t bound = b2s_h5_chunk_bound(&j->h5p, j->data, j->len);
+    need = bound > 0 ? (size_t)bound : 0;
   }
   b2sd_chunk *c = ctx && need ? b2sd_chunkpool_get(p->srv->chunks, need) : NULL;
   int rc = c ? 0 : need ? B2S_E_NOMEM : B2S_E_DECODE;

@@ -45,7 +45,7 @@ static conv roundtrip(int kind, int32_t es, size_t n, uint32_t block, int noisy,
   c.framed = malloc(fb);
   c.flen = b2s_h5_compress(&p, block, c.pix, n, c.framed, fb);
   assert_true(c.flen >= B2S_H5_HEADER_LEN);
-  int64_t cb = b2s_h5_chunk_bound(c.framed, (size_t)c.flen);
+  int64_t cb = b2s_h5_chunk_bound(&p, c.framed, (size_t)c.flen);
   assert_true(cb >= (int64_t)n);
   c.chunk = malloc((size_t)cb);
   b2s_ctx *ctx = b2s_ctx_new();
@@ -164,7 +164,7 @@ static void test_padded(void **state) {
     size_t fb = b2s_h5_compress_bound(&p, cases[k].block, n);
     uint8_t *f = malloc(fb);
     int64_t fl = b2s_h5_compress(&p, cases[k].block, pix, n, f, fb);
-    int64_t cb = b2s_h5_chunk_bound(f, (size_t)fl);
+    int64_t cb = b2s_h5_chunk_bound(&p, f, (size_t)fl);
     uint8_t *chunk = malloc((size_t)cb);
     b2s_ctx *ctx = b2s_ctx_new();
     b2s_h5_result res;
@@ -185,6 +185,42 @@ static void test_padded(void **state) {
     b2s_ctx_free(ctx);
     free(back); free(chunk); free(f); free(pix);
   }
+}
+
+/* want_block: a framing with the frame's block size is rewritten, one with
+ * another block size is decoded and compressed again with the frame's. */
+static void test_want_block(void **state) {
+  (void)state;
+  size_t n = 2 * 514 * 1030;
+  uint8_t *pix = malloc(n);
+  fill(pix, n, 0, 11);
+  uint32_t blocks[] = {8192, 16384, 4096};
+  for (int k = 0; k < 3; k++) {
+    b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2,
+                       .clevel = 5, .verify = true, .pad_blocks = true,
+                       .want_block = 8192};
+    size_t fb = b2s_h5_compress_bound(&p, blocks[k], n);
+    uint8_t *f = malloc(fb);
+    int64_t fl = b2s_h5_compress(&p, blocks[k], pix, n, f, fb);
+    size_t cap = (size_t)b2s_h5_chunk_bound(&p, f, (size_t)fl);
+    uint8_t *chunk = malloc(cap);
+    b2s_ctx *ctx = b2s_ctx_new();
+    b2s_h5_result res;
+    int cl = b2s_h5_to_chunk(ctx, &p, f, (size_t)fl, (int64_t)n, chunk, cap, &res);
+    assert_true(cl > 0);
+    assert_int_equal(res.path, k == 0 ? B2S_H5_PATCHED : B2S_H5_RECOMPRESSED);
+    b2s_chunk_info ci;
+    assert_int_equal(b2s_chunk_info_get(chunk, (size_t)cl, &ci), 0);
+    assert_int_equal(ci.blocksize, 8192);
+    assert_int_equal(ci.nbytes, (n + 8191) / 8192 * 8192);
+    uint8_t *back = malloc((size_t)ci.nbytes);
+    assert_int_equal(b2s_decompress(ctx, chunk, (size_t)cl, back, (size_t)ci.nbytes),
+                     ci.nbytes);
+    assert_memory_equal(back, pix, n);
+    b2s_ctx_free(ctx);
+    free(back); free(chunk); free(f);
+  }
+  free(pix);
 }
 
 static void test_lz4_verbatim(void **state) {
@@ -273,6 +309,7 @@ int main(void) {
     cmocka_unit_test(test_bslz4_incompressible_block),
     cmocka_unit_test(test_bslz4_odd_blocks),
     cmocka_unit_test(test_padded),
+    cmocka_unit_test(test_want_block),
     cmocka_unit_test(test_lz4_verbatim),
     cmocka_unit_test(test_malformed),
   };

@@ -70,9 +70,10 @@ typedef struct b2s_h5_result {
 int b2s_h5_header(const void *src, size_t srcsize, int64_t *nbytes,
                   uint32_t *block);
 
-/* Bytes a destination needs for b2s_h5_to_chunk() of this buffer, or a
- * negative error when its header is invalid. */
-int64_t b2s_h5_chunk_bound(const void *src, size_t srcsize);
+/* Bytes a destination needs for b2s_h5_to_chunk() of this buffer with
+ * these parameters, or a negative error when its header is invalid. */
+int64_t b2s_h5_chunk_bound(const b2s_h5_params *p, const void *src,
+                           size_t srcsize);
 
 /* Convert src[0..srcsize) into one Blosc2 chunk in dst (of the image's
  * size, or padded, see pad_blocks).  The framing must

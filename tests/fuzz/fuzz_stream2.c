@@ -29,7 +29,7 @@ static void convert(b2s_ctx *ctx, const b2s_s2_array *a) {
   b2s_h5_params p = {.kind = a->comp == B2S_S2_BSLZ4 ? B2S_H5_BSLZ4 : B2S_H5_LZ4,
                      .elem_size = (int32_t)(a->comp_elem ? a->comp_elem : a->elem_size),
                      .typesize = (int32_t)a->elem_size, .clevel = 5, .verify = true};
-  int64_t bound = b2s_h5_chunk_bound(a->data.p, a->data.len);
+  int64_t bound = b2s_h5_chunk_bound(&p, a->data.p, a->data.len);
   if (bound < 0 || bound > 4 * MAX_IMAGE)
     return;
   uint8_t *chunk = malloc((size_t)bound), *x = malloc((size_t)a->nbytes + 1),

@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     in = f;
     len = (size_t)fl;
   }
-  int64_t bound = b2s_h5_chunk_bound(in, len);
+  int64_t bound = b2s_h5_chunk_bound(&p, in, len);
   if (bound < 0) {
     fprintf(stderr, "bad header: %s\n", b2s_strerror((int)bound));
     return 1;
