@@ -36,6 +36,8 @@ typedef struct source {
   bool open;
   uint64_t series_id, first;
   bool have_first;
+  uint64_t nimages;                /* declared by the start (0: unknown) */
+  uint64_t max_frame;              /* highest frame number queued + 1 */
   uint32_t nch;
   char ch[B2S_S2_MAX_CHANNELS][B2S_S2_MAX_NAME + 1];
   b2sd_stream *st[B2S_S2_MAX_CHANNELS];
@@ -138,7 +140,9 @@ static void series_cfg(const source *s, b2s_stream_cfg *sc, const char *dtype) {
   sc->cparams.typesize = s->ts;
   sc->b2nd = (b2s_stream_b2nd){.enabled = true, .ndim = 2, .nshape = 2,
                                .nchunkshape = 2, .nblockshape = 2};
-  sc->b2nd.shape[0] = 0;
+  /* the declared image count, so c-blosc2 sees every row; the frame gets
+   * that many chunks (series_close); 0 (unknown): a growing array */
+  sc->b2nd.shape[0] = (int64_t)s->nimages;
   sc->b2nd.shape[1] = npix;
   sc->b2nd.chunkshape[0] = 1;
   sc->b2nd.chunkshape[1] = (int32_t)npix;
@@ -217,10 +221,29 @@ static void series_meta(source *s, b2sd_stream *st, const char *channel) {
   b2s_mpbuf_fini(&head);
 }
 
+/* A gap chunk at frame number f (the writer fills the ones before it). */
+static void gap_at(source *s, b2sd_stream *st, uint64_t f) {
+  if (b2sd_window_check(&st->win, f) < 0)
+    return;
+  b2sd_chunk *c = calloc(1, sizeof *c);
+  if (!c)
+    return;
+  c->seq = st->seq_next++;
+  c->gap = B2S_RECORD_GAP | B2S_RECORD_DROPPED;
+  c->nbytes = s->chunk_nbytes;
+  c->rec.present = B2S_WIRE_REC_FRAME;
+  c->rec.frame = f;
+  b2sd_window_take(&st->win, f);
+  b2sd_stream_put(st, c);
+}
+
 static void series_close(b2sd_server *srv, source *s, const char *why) {
   (void)srv;
   if (!s->open)
     return;
+  for (uint32_t i = 0; i < s->nch; i++)
+    if (s->st[i] && s->nimages > s->max_frame)
+      gap_at(s, s->st[i], s->nimages - 1);    /* as many rows as declared */
   for (uint32_t i = 0; i < s->nch; i++)
     if (s->st[i]) {
       b2sd_stream_drain_mark(s->st[i]);       /* held frames are stored */
@@ -269,6 +292,8 @@ static void on_start(b2sd_server *srv, source *s) {
   s->chunk_nbytes = (int32_t)(blocks * BSLZ4_BLOCK);
   s->nch = m->nchannels;
   s->have_first = false;
+  s->nimages = m->number_of_images <= (uint64_t)INT32_MAX ? m->number_of_images : 0;
+  s->max_frame = 0;
   memset(s->st, 0, sizeof s->st);
   for (uint32_t i = 0; i < s->nch; i++) {
     snprintf(s->ch[i], sizeof s->ch[i], "%.*s", (int)m->channels[i].len,
@@ -318,10 +343,16 @@ static int image_record(source *s, uint64_t frame, b2sd_rec *rec) {
   }
   if (m->user_data.len) {
     b2s_mp_put_str(b, "user_data", 9);
-    if (b2s_s2_to_msgpack(m->user_data, b, UINT16_MAX) < 0)
+    /* a record holds B2S_RECORD_USER_MAX bytes: larger user data is nil */
+    size_t room = B2S_RECORD_USER_MAX - 16 - b->len;
+    if (b2s_s2_to_msgpack(m->user_data, b, room) < 0) {
+      failure(s, F_META, "image user_data larger than a record holds "
+              "(%d bytes) or not convertible: stored as nil",
+              B2S_RECORD_USER_MAX);
       b2s_mp_put_nil(b);
+    }
   }
-  if (b->len > UINT16_MAX)
+  if (b->len > B2S_RECORD_USER_MAX)
     return B2S_E_RANGE;
   rec->user = malloc(b->len);
   if (!rec->user)
@@ -402,6 +433,8 @@ static void on_image(b2sd_server *srv, source *s, zmq_msg_t *msg) {
     return;
   }
   s->images++;
+  if (m->image_id - s->first + 1 > s->max_frame)
+    s->max_frame = m->image_id - s->first + 1;
   for (uint32_t i = 0; i < s->nch; i++) {
     const b2s_s2_array *a = NULL;
     for (uint32_t k = 0; k < m->ndata; k++)

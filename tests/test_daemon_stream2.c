@@ -54,6 +54,7 @@ typedef struct series {
   uint64_t ny, nx;
   int nimages;
   uint64_t skip;             /* an image id never sent (a gap) */
+  int declared;              /* number_of_images sent, when not nimages */
 } series;
 
 static void send_msg(void *push, const b2s_s2enc *e) {
@@ -80,7 +81,7 @@ static void send_series(void *push, const series *s, int hostile) {
   char uid[32];
   snprintf(uid, sizeof uid, "u-%llu", (unsigned long long)s->id);
   b2s_s2e_start(&e, s->id, uid, CH, s->nch, dt[s->ts], s->ny, s->nx,
-           (uint64_t)s->nimages);
+           (uint64_t)(s->declared ? s->declared : s->nimages));
   send_msg(push, &e);
   size_t n = s->ny * s->nx * (size_t)s->ts;
   uint8_t *pix = malloc(n);
@@ -149,6 +150,7 @@ static void check_series(env *e, const series *s) {
   b2s_ctx *ctx = b2s_ctx_new();
   b2s_mpbuf want;
   b2s_mpbuf_init(&want);
+  int rows = s->declared ? s->declared : s->nimages;
   for (int c = 0; c < s->nch; c++) {
     char name[128], path[512];
     snprintf(name, sizeof name, "det-%llu-%s", (unsigned long long)s->id, CH[c]);
@@ -159,23 +161,35 @@ static void check_series(env *e, const series *s) {
         b2s_frame_free(f);
       f = NULL;
       if (b2s_frame_open(path, &f, NULL) == 0 &&
-          b2s_frame_nchunks(f) == s->nimages)
+          b2s_frame_nchunks(f) == rows)
         break;
       usleep(50000);
     }
     assert_non_null(f);
-    assert_int_equal(b2s_frame_nchunks(f), s->nimages);
+    assert_int_equal(b2s_frame_nchunks(f), rows);
+    /* a b2nd array of flattened images, blocks of bitshuffle's 8 KiB */
+    b2s_b2nd nd;
+    assert_int_equal(b2s_frame_b2nd_get(f, &nd), 0);
+    assert_int_equal(nd.ndim, 2);
+    assert_int_equal(nd.shape[0], rows);
+    assert_int_equal(nd.shape[1], (int64_t)(s->ny * s->nx));
+    assert_int_equal(nd.chunkshape[0], 1);
+    assert_int_equal(nd.chunkshape[1], (int32_t)(s->ny * s->nx));
+    assert_int_equal(nd.blockshape[1], 8192 / s->ts);
+    static const char *const dts[] = {NULL, "|u1", "<u2", NULL, "<u4"};
+    assert_int_equal(nd.dtype_len, 3);
+    assert_memory_equal(nd.dtype, dts[s->ts], 3);
     b2s_records *rs = NULL;
     assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
     size_t padded = (n + 8191) / 8192 * 8192;
     uint8_t *out = malloc(padded);
-    for (int i = 0; i < s->nimages; i++) {
+    for (int i = 0; i < rows; i++) {
       uint64_t id = 1 + (uint64_t)i;
       int got = b2s_frame_chunk_decompress(f, i, ctx, out, padded);
       assert_int_equal(got, (int)padded);
       b2s_record rec;
       assert_int_equal(b2s_records_get(rs, i, &rec), 0);
-      if (id == s->skip) {            /* the gap: zeros, flagged */
+      if (id == s->skip || i >= s->nimages) {   /* gaps: zeros, flagged */
         for (size_t k = 0; k < padded; k++)
           assert_int_equal(out[k], 0);
         assert_true(rec.flags != 0);
@@ -244,7 +258,8 @@ static void test_series(void **state) {
   env_start(&e);
   series all[] = {
     {.id = 5, .nch = 2, .ts = 2, .ny = 514, .nx = 1030, .nimages = 6, .skip = 4},
-    {.id = 6, .nch = 3, .ts = 1, .ny = 37, .nx = 91, .nimages = 5, .skip = 0},
+    {.id = 6, .nch = 3, .ts = 1, .ny = 37, .nx = 91, .nimages = 5, .skip = 0,
+     .declared = 7},
     {.id = 7, .nch = 1, .ts = 4, .ny = 64, .nx = 128, .nimages = 4, .skip = 0},
   };
   for (size_t k = 0; k < 3; k++)
