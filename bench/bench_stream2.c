@@ -85,7 +85,7 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
   for (int i = 0; i < n; i++) {
     bench_counting_image(px, ny * nx, i);
     int64_t fl = b2s_h5_compress(&p, block, px, m->nbytes, fr, cap);
-    b2s_s2e_part part = {"threshold_1", 2, ny, nx, "bslz4", fr, (size_t)fl};
+    b2s_s2e_part part = {"threshold_1", 2, ny, nx, "bslz4", fr, (size_t)fl, 0};
     b2s_s2e_reset(&e);
     b2s_s2e_image(&e, SID_PLACEHOLDER, "bench", (uint64_t)i + 1, &part, 1, (uint64_t)i, (uint64_t)i + 1,
              1, 1000, NULL);
@@ -103,7 +103,7 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
 static void send_series(void *push, const msgs *m, uint64_t sid) {
   static const char *const ch[] = {"threshold_1"};
   b2s_s2enc e = {0};
-  b2s_s2e_start(&e, sid, "bench", ch, 1, "uint16", m->ny, m->nx, (uint64_t)m->n);
+  b2s_s2e_start(&e, sid, "bench", ch, 1, "uint16", m->ny, m->nx, (uint64_t)m->n, 0);
   zmq_send(push, e.b, e.n, 0);
   for (int i = 0; i < m->n; i++) {
     uint8_t *b = m->b[i];

@@ -153,8 +153,29 @@ static void series_cfg(const source *s, b2s_stream_cfg *sc, const char *dtype) {
   sc->gaps = B2S_GAPS_FILL;
 }
 
+/* A companion stream of one start-message array: one chunk, the array's
+ * b2nd shape as chunk and block (one Blosc2 block), in arrival order. */
+static void companion_cfg(b2s_stream_cfg *sc, const b2s_s2_array *a) {
+  sc->cparams.typesize = (int32_t)a->elem_size;
+  sc->cparams.blocksize = (int32_t)a->nbytes;
+  sc->b2nd = (b2s_stream_b2nd){.enabled = true, .ndim = (int8_t)a->ndim,
+                               .nshape = (uint8_t)a->ndim,
+                               .nchunkshape = (uint8_t)a->ndim,
+                               .nblockshape = (uint8_t)a->ndim};
+  for (uint32_t i = 0; i < a->ndim; i++) {
+    sc->b2nd.shape[i] = (int64_t)a->dim[i];
+    sc->b2nd.chunkshape[i] = (int32_t)a->dim[i];
+    sc->b2nd.blockshape[i] = (int32_t)a->dim[i];
+  }
+  snprintf(sc->b2nd.dtype, sizeof sc->b2nd.dtype, "%s", a->dtype);
+  sc->order = B2S_ORDER_ARRIVAL;
+  sc->gaps = B2S_GAPS_SKIP;
+}
+
+/* arr NULL: a channel's image stream (series_cfg), else a companion. */
 static int open_stream(b2sd_server *srv, source *s, const char *name,
-                       const char *dtype, b2sd_stream **out) {
+                       const char *dtype, const b2s_s2_array *arr,
+                       b2sd_stream **out) {
   b2s_stream_cfg sc;
   int rc = b2s_config_stream_from_template(srv->cfg, s->cfg.template_name,
                                            name, &sc);
@@ -165,7 +186,10 @@ static int open_stream(b2sd_server *srv, source *s, const char *name,
   char why[128];
   if ((rc = b2sd_room_stream(srv, why, sizeof why)) < 0)
     return rc;
-  series_cfg(s, &sc, dtype);
+  if (arr)
+    companion_cfg(&sc, arr);
+  else
+    series_cfg(s, &sc, dtype);
   b2sd_stream *st;
   if ((rc = b2sd_stream_open(srv, &sc, &st)) < 0)
     return rc;
@@ -184,7 +208,7 @@ static int open_stream(b2sd_server *srv, source *s, const char *name,
 }
 
 /* The start message's fields as series metadata; the large arrays
- * (flatfield, pixel_mask, countrate table) are left out (docs). */
+ * (flatfield, pixel_mask, countrate table) go to companion streams. */
 static void series_meta(source *s, b2sd_stream *st, const char *channel) {
   const b2s_s2_msg *m = s->m;
   static const char *const big[] = {"type", "flatfield", "pixel_mask",
@@ -266,7 +290,105 @@ static int dtype_of(b2s_s2_str t, char *np, int32_t *ts) {
   return -1;
 }
 
-static void on_start(b2sd_server *srv, source *s) {
+static void free_buf(void *data, void *hint) {
+  (void)hint;
+  free(data);
+}
+
+/* Store array a as the one chunk of a new stream `name`: the bytes as
+ * sent (raw) or decoded (tag 56500), compressed by a worker like any
+ * buffer, then the stream is flushed. */
+static int store_array(b2sd_server *srv, source *s, const char *name,
+                       const b2s_s2_array *a, zmq_msg_t *msg) {
+  if (a->nbytes < 1 || a->nbytes > srv->dcfg.max_buffer ||
+      a->nbytes > B2S_MAX_BLOCKSIZE || a->ndim > B2S_CONFIG_MAX_DIM)
+    return B2S_E_RANGE;
+  for (uint32_t i = 0; i < a->ndim; i++)
+    if (a->dim[i] > INT32_MAX)
+      return B2S_E_RANGE;
+  b2sd_job *j = calloc(1, sizeof *j);
+  if (!j)
+    return B2S_E_NOMEM;
+  if (a->comp == B2S_S2_RAW) {
+    zmq_msg_init(&j->msg);
+    zmq_msg_copy(&j->msg, msg);
+    j->data = a->data.p;
+  } else {
+    b2s_h5_params p = {
+      .kind = a->comp == B2S_S2_BSLZ4 ? B2S_H5_BSLZ4 : B2S_H5_LZ4,
+      .elem_size = (int32_t)(a->comp_elem ? a->comp_elem : a->elem_size),
+      .typesize = (int32_t)a->elem_size, .clevel = 5};
+    uint8_t *buf = malloc((size_t)a->nbytes);
+    if (!buf || b2s_h5_decompress(&p, a->data.p, a->data.len, buf,
+                                  (size_t)a->nbytes) < 0) {
+      free(buf);
+      free(j);
+      return B2S_E_DECODE;
+    }
+    zmq_msg_init_data(&j->msg, buf, (size_t)a->nbytes, free_buf, NULL);
+    j->data = buf;
+  }
+  j->len = (size_t)a->nbytes;
+  b2sd_stream *st;
+  int rc = open_stream(srv, s, name, NULL, a, &st);
+  if (rc < 0) {
+    zmq_msg_close(&j->msg);
+    free(j);
+    return rc;
+  }
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  j->st = st;
+  j->seq = st->seq_next++;
+  j->cparams = cfg.cparams;
+  /* relaxed: the memory bound; pairs with the fetch_sub in b2sd_job_free */
+  atomic_fetch_add_explicit(&srv->inflight_bytes, (int64_t)j->len,
+                            memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->st_bytes_in, j->len, memory_order_relaxed);
+  b2sd_pool_push(srv->pool, &j);
+  b2sd_stream_flush(st, st->seq_next);
+  return 0;
+}
+
+/* The start message's large arrays of channel i as companion streams
+ * "<stream>.flatfield", ".pixel_mask" and ".countrate" (docs). */
+static void companions(b2sd_server *srv, source *s, uint32_t i,
+                       const char *stream, zmq_msg_t *msg) {
+  static const char *const maps[] = {"flatfield", "pixel_mask"};
+  b2s_s2_named named[B2S_S2_MAX_CHANNELS];
+  char name[B2S_STREAM_NAME_MAX + 64];
+  for (int k = 0; k < 3; k++) {
+    const b2s_s2_array *a = NULL;
+    b2s_s2_array one;
+    const b2s_s2_field *f = b2s_s2_field_get(
+        s->m, k < 2 ? maps[k] : "countrate_correction_lookup_table");
+    uint32_t n;
+    if (!f)
+      continue;
+    if (k < 2 && b2s_s2_array_map(f->value, named, B2S_S2_MAX_CHANNELS, &n) == 0) {
+      for (uint32_t c = 0; c < n; c++)
+        if (named[c].name.len == strlen(s->ch[i]) &&
+            !memcmp(named[c].name.p, s->ch[i], named[c].name.len))
+          a = &named[c].a;
+    } else if (k == 2 && b2s_s2_array_parse(f->value, &one) == 0) {
+      a = &one;
+    }
+    if (!a)
+      continue;
+    snprintf(name, sizeof name, "%s.%s", stream,
+             k < 2 ? maps[k] : "countrate");
+    int rc = b2s_stream_name_check(name);
+    if (rc == 0)
+      rc = store_array(srv, s, name, a, msg);
+    if (rc < 0)
+      failure(s, F_META + 1, "series %llu: %s not kept as stream %s: %s",
+              (unsigned long long)s->series_id, k < 2 ? maps[k] :
+              "countrate_correction_lookup_table", name, b2s_strerror(rc));
+  }
+}
+
+static void on_start(b2sd_server *srv, source *s, zmq_msg_t *msg) {
   const b2s_s2_msg *m = s->m;
   series_close(srv, s, "a new series started");
   char dtype[8];
@@ -301,7 +423,7 @@ static void on_start(b2sd_server *srv, source *s) {
     char name[B2S_STREAM_NAME_MAX + 64];
     int rc = stream_name(s, m, s->ch[i], name, sizeof name);
     if (rc == 0)
-      rc = open_stream(srv, s, name, dtype, &s->st[i]);
+      rc = open_stream(srv, s, name, dtype, NULL, &s->st[i]);
     if (rc < 0) {
       failure(s, F_STREAM, "series %llu channel %s: no stream %s: %s",
               (unsigned long long)s->series_id, s->ch[i], name,
@@ -309,6 +431,7 @@ static void on_start(b2sd_server *srv, source *s) {
       continue;
     }
     series_meta(s, s->st[i], s->ch[i]);
+    companions(srv, s, i, name, msg);
   }
   s->open = true;
   s->series++;
@@ -484,7 +607,7 @@ static void on_message(b2sd_server *srv, source *s, zmq_msg_t *msg) {
     return;
   }
   if (s->m->type == B2S_S2_START)
-    on_start(srv, s);
+    on_start(srv, s, msg);
   else if (s->m->type == B2S_S2_IMAGE)
     on_image(srv, s, msg);
   else if (s->open && s->m->series_id == s->series_id)

@@ -36,11 +36,13 @@ typedef struct b2s_s2e_part {
   const char *comp;                /* NULL, "bslz4" or "lz4" */
   const void *data;
   size_t len;
+  uint64_t tag;                    /* typed-array tag; 0: uint of elem_size */
 } b2s_s2e_part;
 
+/* extra: key/value pairs the caller appends after the start's fields. */
 void b2s_s2e_start(b2s_s2enc *e, uint64_t series_id, const char *uid,
               const char *const *channels, int nch, const char *dtype,
-              uint64_t ny, uint64_t nx, uint64_t nimages);
+              uint64_t ny, uint64_t nx, uint64_t nimages, int extra);
 void b2s_s2e_image(b2s_s2enc *e, uint64_t series_id, const char *uid, uint64_t image_id,
               const b2s_s2e_part *parts, int nparts, uint64_t t_start,
               uint64_t t_stop, uint64_t t_real, uint64_t timebase,

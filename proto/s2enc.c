@@ -73,7 +73,7 @@ void b2s_s2e_mdarray(b2s_s2enc *e, const b2s_s2e_part *p) {
   b2s_s2e_array(e, 2);
   b2s_s2e_uint(e, p->ny);
   b2s_s2e_uint(e, p->nx);
-  b2s_s2e_tag(e, p->elem_size == 1 ? 64 : p->elem_size == 2 ? 69 : 70);
+  b2s_s2e_tag(e, p->tag ? p->tag : p->elem_size == 1 ? 64 : p->elem_size == 2 ? 69 : 70);
   if (p->comp) {
     b2s_s2e_tag(e, 56500);
     b2s_s2e_array(e, 3);
@@ -85,8 +85,8 @@ void b2s_s2e_mdarray(b2s_s2enc *e, const b2s_s2e_part *p) {
 
 void b2s_s2e_start(b2s_s2enc *e, uint64_t series_id, const char *uid,
               const char *const *channels, int nch, const char *dtype,
-              uint64_t ny, uint64_t nx, uint64_t nimages) {
-  b2s_s2e_map(e, 15);
+              uint64_t ny, uint64_t nx, uint64_t nimages, int extra) {
+  b2s_s2e_map(e, 15 + (uint64_t)extra);
   b2s_s2e_text(e, "type"); b2s_s2e_text(e, "start");
   b2s_s2e_text(e, "series_id"); b2s_s2e_uint(e, series_id);
   b2s_s2e_text(e, "series_unique_id"); b2s_s2e_text(e, uid);

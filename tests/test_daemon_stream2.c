@@ -55,7 +55,71 @@ typedef struct series {
   int nimages;
   uint64_t skip;             /* an image id never sent (a gap) */
   int declared;              /* number_of_images sent, when not nimages */
+  int arrays;                /* the start carries flatfield, mask, table */
 } series;
+
+/* The start's large arrays: flatfield (float32, raw), pixel_mask
+ * (uint32, bslz4) per channel, and a count-rate table (1-D uint32). */
+static float FLAT[4 * 6];
+static uint32_t MASK[4 * 6], LUT[16];
+
+static void start_arrays(b2s_s2enc *e, const series *s) {
+  for (int k = 0; k < 24; k++) {
+    FLAT[k] = 0.5f + (float)k / 24.0f;
+    MASK[k] = k % 5 == 0;
+  }
+  for (int k = 0; k < 16; k++)
+    LUT[k] = (uint32_t)(k * k);
+  b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 4, .typesize = 4, .clevel = 5};
+  static uint8_t fm[1024];
+  int64_t fl = b2s_h5_compress(&p, 0, MASK, sizeof MASK, fm, sizeof fm);
+  assert_true(fl > 0);
+  b2s_s2e_text(e, "flatfield");
+  b2s_s2e_map(e, (uint64_t)s->nch);
+  for (int c = 0; c < s->nch; c++) {
+    b2s_s2e_part f = {CH[c], 4, 4, 6, NULL, FLAT, sizeof FLAT, 85};
+    b2s_s2e_text(e, CH[c]);
+    b2s_s2e_mdarray(e, &f);
+  }
+  b2s_s2e_text(e, "pixel_mask");
+  b2s_s2e_map(e, (uint64_t)s->nch);
+  for (int c = 0; c < s->nch; c++) {
+    b2s_s2e_part m = {CH[c], 4, 4, 6, "bslz4", fm, (size_t)fl, 0};
+    b2s_s2e_text(e, CH[c]);
+    b2s_s2e_mdarray(e, &m);
+  }
+  b2s_s2e_text(e, "countrate_correction_lookup_table");
+  b2s_s2e_tag(e, 70);
+  b2s_s2e_bytes(e, LUT, sizeof LUT);
+}
+
+/* Companion stream `name` holds one chunk: want[n], b2nd of ndim dims. */
+static void check_companion(env *e, const char *name, const void *want,
+                            size_t n, int ndim, const char *dtype) {
+  char path[512];
+  frame_path(e, name, path, sizeof path);
+  b2s_frame *f = NULL;
+  for (int t = 0; t < WAIT_MS / 50; t++) {
+    if (f)
+      b2s_frame_free(f);
+    f = NULL;
+    if (b2s_frame_open(path, &f, NULL) == 0 && b2s_frame_nchunks(f) == 1)
+      break;
+    usleep(50000);
+  }
+  assert_non_null(f);
+  assert_int_equal(b2s_frame_nchunks(f), 1);
+  b2s_b2nd nd;
+  assert_int_equal(b2s_frame_b2nd_get(f, &nd), 0);
+  assert_int_equal(nd.ndim, ndim);
+  assert_memory_equal(nd.dtype, dtype, 3);
+  b2s_ctx *ctx = b2s_ctx_new();
+  uint8_t out[256];
+  assert_int_equal(b2s_frame_chunk_decompress(f, 0, ctx, out, sizeof out), (int)n);
+  assert_memory_equal(out, want, n);
+  b2s_ctx_free(ctx);
+  b2s_frame_free(f);
+}
 
 static void send_msg(void *push, const b2s_s2enc *e) {
   assert_int_equal(zmq_send(push, e->b, e->n, 0), (int)e->n);
@@ -81,7 +145,9 @@ static void send_series(void *push, const series *s, int hostile) {
   char uid[32];
   snprintf(uid, sizeof uid, "u-%llu", (unsigned long long)s->id);
   b2s_s2e_start(&e, s->id, uid, CH, s->nch, dt[s->ts], s->ny, s->nx,
-           (uint64_t)(s->declared ? s->declared : s->nimages));
+           (uint64_t)(s->declared ? s->declared : s->nimages), s->arrays ? 3 : 0);
+  if (s->arrays)
+    start_arrays(&e, s);
   send_msg(push, &e);
   size_t n = s->ny * s->nx * (size_t)s->ts;
   uint8_t *pix = malloc(n);
@@ -94,7 +160,7 @@ static void send_series(void *push, const series *s, int hostile) {
     for (int c = 0; c < s->nch; c++) {
       size_t len = framed(s, id, c, pix, &bufs[c]);
       parts[c] = (b2s_s2e_part){CH[c], (uint32_t)s->ts, s->ny, s->nx,
-                                 c % 2 ? "lz4" : "bslz4", bufs[c], len};
+                                 c % 2 ? "lz4" : "bslz4", bufs[c], len, 0};
     }
     b2s_s2e_reset(&e);
     b2s_s2e_image(&e, s->id, uid, id, parts, s->nch, id * 1000003, id * 1000003 + 999,
@@ -260,12 +326,23 @@ static void test_series(void **state) {
     {.id = 5, .nch = 2, .ts = 2, .ny = 514, .nx = 1030, .nimages = 6, .skip = 4},
     {.id = 6, .nch = 3, .ts = 1, .ny = 37, .nx = 91, .nimages = 5, .skip = 0,
      .declared = 7},
-    {.id = 7, .nch = 1, .ts = 4, .ny = 64, .nx = 128, .nimages = 4, .skip = 0},
+    {.id = 7, .nch = 2, .ts = 4, .ny = 64, .nx = 128, .nimages = 4, .skip = 0,
+     .arrays = 1},
   };
   for (size_t k = 0; k < 3; k++)
     send_series(push, &all[k], k == 0);
   for (size_t k = 0; k < 3; k++)
     check_series(&e, &all[k]);
+  /* the start's large arrays, each channel's in a stream of its own */
+  for (int c = 0; c < 2; c++) {
+    char name[128];
+    snprintf(name, sizeof name, "det-7-%s.flatfield", CH[c]);
+    check_companion(&e, name, FLAT, sizeof FLAT, 2, "<f4");
+    snprintf(name, sizeof name, "det-7-%s.pixel_mask", CH[c]);
+    check_companion(&e, name, MASK, sizeof MASK, 2, "<u4");
+    snprintf(name, sizeof name, "det-7-%s.countrate", CH[c]);
+    check_companion(&e, name, LUT, sizeof LUT, 1, "<u4");
+  }
   /* the broken message and the stray image were refused, logged once */
   assert_int_equal(env_log_count(&e, "logged once"), 2);
   /* how the images became chunks: bslz4 with blocks of the frame's by
@@ -292,14 +369,14 @@ static void send_part(void *push, const series *s, int from, int upto) {
   char uid[32];
   snprintf(uid, sizeof uid, "u-%llu", (unsigned long long)s->id);
   if (from == 0) {
-    b2s_s2e_start(&e, s->id, uid, CH, s->nch, "uint16", s->ny, s->nx, 100);
+    b2s_s2e_start(&e, s->id, uid, CH, s->nch, "uint16", s->ny, s->nx, 100, 0);
     send_msg(push, &e);
   }
   uint8_t *pix = malloc(s->ny * s->nx * 2);
   for (int i = from; i < upto; i++) {
     uint8_t *buf;
     size_t len = framed(s, 1 + (uint64_t)i, 0, pix, &buf);
-    b2s_s2e_part part = {CH[0], 2, s->ny, s->nx, "bslz4", buf, len};
+    b2s_s2e_part part = {CH[0], 2, s->ny, s->nx, "bslz4", buf, len, 0};
     b2s_s2e_reset(&e);
     b2s_s2e_image(&e, s->id, uid, 1 + (uint64_t)i, &part, 1, 0, 1, 1, 1, NULL);
     send_msg(push, &e);

@@ -24,7 +24,7 @@ static int str_is(b2s_s2_str s, const char *c) {
 static void test_start(void **state) {
   (void)state;
   b2s_s2enc e = {0};
-  b2s_s2e_start(&e, 42, "uid-42", CH, 2, "uint16", 514, 1030, 100);
+  b2s_s2e_start(&e, 42, "uid-42", CH, 2, "uint16", 514, 1030, 100, 0);
   b2s_s2_msg *m = malloc(sizeof *m);
   assert_int_equal(b2s_s2_decode(e.b, e.n, m), 0);
   assert_int_equal(m->type, B2S_S2_START);
@@ -59,8 +59,8 @@ static void test_image(void **state) {
   int64_t fl = b2s_h5_compress(&hp, 0, pix, sizeof pix, framed, sizeof framed);
   assert_true(fl > 12);
   b2s_s2e_part parts[2] = {
-    {"threshold_1", 2, NY, NX, "bslz4", framed, (size_t)fl},
-    {"threshold_2", 2, NY, NX, NULL, pix, sizeof pix},
+    {"threshold_1", 2, NY, NX, "bslz4", framed, (size_t)fl, 0},
+    {"threshold_2", 2, NY, NX, NULL, pix, sizeof pix, 0},
   };
   b2s_s2enc e = {0};
   b2s_s2e_image(&e, 7, "u7", 1234, parts, 2, 3 * 10000000ull, 3 * 10000000ull + 9999999,
@@ -147,7 +147,7 @@ static int decode_part(const b2s_s2e_part *p) {
 static void test_hostile_arrays(void **state) {
   (void)state;
   uint8_t buf[64] = {0};
-  b2s_s2e_part p = {"c", 2, 4, 8, NULL, buf, 64};
+  b2s_s2e_part p = {"c", 2, 4, 8, NULL, buf, 64, 0};
   assert_int_equal(decode_part(&p), 0);
   p.len = 62;                                      /* bytes != shape */
   assert_int_equal(decode_part(&p), B2S_S2_E_SIZE);
