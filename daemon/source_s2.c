@@ -73,6 +73,11 @@ static void failure(source *s, unsigned kind, const char *fmt, ...) {
 enum { F_DECODE = 1, F_SERIES = 20, F_UNKNOWN, F_IMAGE, F_STREAM, F_META,
        F_FULL };
 
+static void free_buf(void *data, void *hint) {
+  (void)hint;
+  free(data);
+}
+
 /* Name characters allowed in stream names; others become '_'. */
 static void put_clean(char *out, size_t cap, size_t *at, const char *s,
                       size_t n) {
@@ -290,11 +295,6 @@ static int dtype_of(b2s_s2_str t, char *np, int32_t *ts) {
   return -1;
 }
 
-static void free_buf(void *data, void *hint) {
-  (void)hint;
-  free(data);
-}
-
 /* Store array a as the one chunk of a new stream `name`: the bytes as
  * sent (raw) or decoded (tag 56500), compressed by a worker like any
  * buffer, then the stream is flushed. */
@@ -496,8 +496,6 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
                           (uint64_t)s->img_nbytes ||
       (int32_t)a->elem_size != s->ts)
     return B2S_E_CHUNK_SIZE;
-  if (a->comp == B2S_S2_RAW)
-    return B2S_E_CODEC;        /* uncompressed images: not yet (docs) */
   int rc = b2sd_window_check(&st->win, frame);
   if (rc < 0)
     return rc;
@@ -513,6 +511,37 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
   j->st = st;
   j->seq = st->seq_next++;
   j->cparams = cfg.cparams;
+  if (a->comp == B2S_S2_RAW) {
+    /* an uncompressed image: padded to the frame's chunk, compressed by the
+     * worker like any buffer (LZ4 + bitshuffle in the frame's blocks) */
+    uint8_t *buf = malloc((size_t)s->chunk_nbytes);
+    if (!buf) {
+      b2sd_rec_clear(&j->rec);
+      free(j);
+      return B2S_E_NOMEM;
+    }
+    memcpy(buf, a->data.p, (size_t)a->nbytes);
+    memset(buf + a->nbytes, 0, (size_t)(s->chunk_nbytes - a->nbytes));
+    zmq_msg_init_data(&j->msg, buf, (size_t)s->chunk_nbytes, free_buf, NULL);
+    j->data = buf;
+    j->len = (size_t)s->chunk_nbytes;
+    j->cparams.codec = B2S_CODEC_LZ4;
+    j->cparams.typesize = s->ts;
+    j->cparams.blocksize = s->block;
+    j->cparams.splitmode = B2S_SPLIT_NEVER;
+    memset(j->cparams.filters, 0, sizeof j->cparams.filters);
+    memset(j->cparams.filters_meta, 0, sizeof j->cparams.filters_meta);
+    j->cparams.filters[5] = B2S_FILTER_BITSHUFFLE;
+    j->fill_gaps = true;
+    atomic_fetch_add_explicit(&srv->inflight_bytes, (int64_t)j->len,
+                              memory_order_relaxed);
+    b2sd_window_take(&st->win, frame);
+    atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->st_bytes_in, (uint64_t)a->nbytes,
+                              memory_order_relaxed);
+    b2sd_pool_push(srv->pool, &j);
+    return 0;
+  }
   zmq_msg_init(&j->msg);
   zmq_msg_copy(&j->msg, msg);   /* shares the buffer, no copy */
   j->data = a->data.p;

@@ -159,8 +159,14 @@ static void send_series(void *push, const series *s, int hostile) {
     uint8_t *bufs[3];
     for (int c = 0; c < s->nch; c++) {
       size_t len = framed(s, id, c, pix, &bufs[c]);
-      parts[c] = (b2s_s2e_part){CH[c], (uint32_t)s->ts, s->ny, s->nx,
-                                 c % 2 ? "lz4" : "bslz4", bufs[c], len, 0};
+      const char *comp = c % 2 ? "lz4" : "bslz4";
+      if (c == 2) {               /* a third channel comes uncompressed */
+        memcpy(bufs[c], pix, n);
+        len = n;
+        comp = NULL;
+      }
+      parts[c] = (b2s_s2e_part){CH[c], (uint32_t)s->ts, s->ny, s->nx, comp,
+                                 bufs[c], len, 0};
     }
     b2s_s2e_reset(&e);
     b2s_s2e_image(&e, s->id, uid, id, parts, s->nch, id * 1000003, id * 1000003 + 999,
@@ -351,7 +357,9 @@ static void test_series(void **state) {
   void *c = cli_producer(&e);
   assert_true(stats_value(c, "det-5-threshold_1", "images_patched") == 5);
   assert_true(stats_value(c, "det-5-threshold_2", "images_recompressed") == 5);
-  assert_true(stats_value(c, "det-6-threshold_3", "images_patched") == 5);
+  assert_true(stats_value(c, "det-6-threshold_1", "images_patched") == 5);
+  assert_true(stats_value(c, "det-6-threshold_3", "buffers_in") == 5);  /* raw */
+  assert_true(stats_value(c, "det-6-threshold_3", "images_patched") == 0);
   assert_true(stats_value(c, "det-7-threshold_1", "images_rewritten") == 4);
   assert_true(stats_value(c, "det-7-threshold_1", "images_refused") == 0);
   assert_true(stats_value(c, NULL, "unknown_series") == 1);
