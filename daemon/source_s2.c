@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "b2s_msgpack.h"
 #include "segment.h"
 #include "b2s_wire.h"
@@ -189,7 +189,7 @@ static int open_stream(b2sd_server *srv, source *s, const char *name,
   if (b2sd_stream_find(srv, name))
     return B2S_E_CONFIG;             /* a series id seen before */
   char why[128];
-  if ((rc = b2sd_room_stream(srv, why, sizeof why)) < 0)
+  if ((rc = b2sd_headroom_stream(srv, why, sizeof why)) < 0)
     return rc;
   if (arr)
     companion_cfg(&sc, arr);
@@ -467,8 +467,8 @@ static int image_record(source *s, uint64_t frame, b2sd_rec *rec) {
   if (m->user_data.len) {
     b2s_mp_put_str(b, "user_data", 9);
     /* a record holds B2S_RECORD_USER_MAX bytes: larger user data is nil */
-    size_t room = B2S_RECORD_USER_MAX - 16 - b->len;
-    if (b2s_s2_to_msgpack(m->user_data, b, room) < 0) {
+    size_t left = B2S_RECORD_USER_MAX - 16 - b->len;
+    if (b2s_s2_to_msgpack(m->user_data, b, left) < 0) {
       failure(s, F_META, "image user_data larger than a record holds "
               "(%d bytes) or not convertible: stored as nil",
               B2S_RECORD_USER_MAX);
@@ -602,9 +602,9 @@ static void on_image(b2sd_server *srv, source *s, zmq_msg_t *msg) {
   }
 }
 
-/* Room for one more image on every stream of the series: else the
+/* Headroom for one more image on every stream of the series: else the
  * message waits in ZeroMQ, and the detector's PUSH holds back. */
-static bool room(b2sd_server *srv, source *s) {
+static bool headroom(b2sd_server *srv, source *s) {
   if (!s->open)
     return true;
   int64_t inflight =
@@ -612,7 +612,7 @@ static bool room(b2sd_server *srv, source *s) {
   /* with nothing in flight an image is always taken: one larger than the
    * room must not stop the source for good */
   if (inflight > 0 &&
-      inflight + s->img_nbytes * (int64_t)s->nch > b2sd_memory_room(srv))
+      inflight + s->img_nbytes * (int64_t)s->nch > b2sd_memory_headroom(srv))
     return false;
   for (uint32_t i = 0; i < s->nch; i++) {
     if (!s->st[i])
@@ -692,7 +692,7 @@ void b2sd_sources_recv(b2sd_server *srv) {
   b2sd_sources *ss = srv->sources;
   for (size_t i = 0; ss && i < ss->n && !srv->draining; i++) {
     source *s = &ss->s[i];
-    for (int k = 0; k < RECV_BATCH && room(srv, s); k++) {
+    for (int k = 0; k < RECV_BATCH && headroom(srv, s); k++) {
       zmq_msg_t msg;
       zmq_msg_init(&msg);
       if (zmq_msg_recv(&msg, s->sock, ZMQ_DONTWAIT) < 0) {
