@@ -145,9 +145,9 @@ static void series_cfg(const source *s, b2s_stream_cfg *sc, const char *dtype) {
   sc->cparams.typesize = s->ts;
   sc->b2nd = (b2s_stream_b2nd){.enabled = true, .ndim = 2, .nshape = 2,
                                .nchunkshape = 2, .nblockshape = 2};
-  /* the declared image count, so c-blosc2 sees every row; the frame gets
-   * that many chunks (series_close); 0 (unknown): a growing array */
-  sc->b2nd.shape[0] = (int64_t)s->nimages;
+  /* a growing array: the writer keeps the shape in step with the chunks,
+   * and series_close fills the frame up to number_of_images rows */
+  sc->b2nd.shape[0] = 0;
   sc->b2nd.shape[1] = npix;
   sc->b2nd.chunkshape[0] = 1;
   sc->b2nd.chunkshape[1] = (int32_t)npix;
