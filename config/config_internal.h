@@ -38,6 +38,7 @@ enum cfg_type {
   CT_CLUSTER,      /* mapping of CFG_CLUSTER keys (b2s_cluster_cfg) */
   CT_STORAGE,      /* "rados://POOL", "file:///DIR" or a directory */
   CT_ENDPOINT,     /* one ZeroMQ endpoint, "" allowed when not required */
+  CT_HOSTPORT,     /* "IPv4:PORT" or "[IPv6]:PORT", numeric (http.listen) */
 };
 
 enum cfg_flags {
@@ -184,6 +185,9 @@ int cfg_stream_rel(const char *data_dir, const char *path, char *out,
                    size_t outlen);
 /* NULL when ep is an ipc:// or tcp:// endpoint we accept, else why not. */
 const char *cfg_endpoint_check(const char *ep);
+/* NULL when s is a numeric "A.B.C.D:PORT" or "[IPv6]:PORT" with port
+ * 1..65535, else why not (hostport.c). */
+const char *cfg_hostport_check(const char *s);
 int cfg_endpoint_resolve(const char *ep, const char *run_dir, char *out,
                          size_t outlen);
 

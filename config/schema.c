@@ -53,6 +53,7 @@ static const cfg_enum backpressures[] = {
 static const cfg_enum gapss[] = {
   {"auto", B2S_GAPS_AUTO}, {"skip", B2S_GAPS_SKIP}, {"fill", B2S_GAPS_FILL},
   {NULL, 0}};
+static const cfg_enum bools[] = {{"false", 0}, {"true", 1}, {NULL, 0}};
 static const cfg_enum orders[] = {
   {"arrival", B2S_ORDER_ARRIVAL}, {"frame_number", B2S_ORDER_FRAME_NUMBER},
   {NULL, 0}};
@@ -111,6 +112,17 @@ const cfg_desc cfg_schema[] = {
   {"curve.authorized_keys_file", DAEMON, .type = CT_PATH,
    D(curve.authorized_keys_file), .def = "",
    .help = "public keys of the clients allowed in, one per line"},
+  {"http", DAEMON, .type = CT_GROUP, .flags = CF_OPTIONAL,
+   .aux = offsetof(b2s_daemon_cfg, http.enabled),
+   .help = "Prometheus metrics (/metrics) and a status page (/) over HTTP, "
+           "read-only and without authentication; null: off"},
+  {"http.listen", DAEMON, .type = CT_HOSTPORT, D(http.listen),
+   .def = "127.0.0.1:9464",
+   .help = "numeric address and port: A.B.C.D:PORT or [IPv6]:PORT"},
+  {"http.allow_remote", DAEMON, .type = CT_ENUM, D(http.allow_remote),
+   .enums = bools, .def = "false",
+   .help = "true: allow a non-loopback listen address (anyone who reaches "
+           "it sees every stream's name and figures)"},
   {"templates", DAEMON, .type = CT_TEMPLATES,
    .help = "stream settings for streams created at run time"},
   {"streams", DAEMON, .type = CT_STREAMS, .help = "streams opened at start"},
