@@ -70,6 +70,7 @@
 #include "frame_writer.h"
 #include "b2s_meta.h"
 #include "log.h"
+#include "metrics.h"
 #include "order.h"
 #include "shm.h"
 
@@ -287,6 +288,12 @@ struct b2sd_stream {
   _Atomic uint64_t st_buffers_in, st_bytes_in, st_bytes_out, st_drops;
   _Atomic uint64_t st_chunks, st_commits, st_commit_ns_total,
       st_commit_ns_max, st_slow_calls, st_errors;
+  /* For metrics (metrics.h), relaxed too: drops by drop-oldest (the rest
+   * of st_drops are drop-newest's), refused buffers, gaps written, the
+   * time (CLOCK_REALTIME) of the last commit, and the latency histograms
+   * of commits (writer) and commit -> NOTIFY (I/O thread). */
+  _Atomic uint64_t st_drops_oldest, st_rejected, st_gaps, st_last_commit_ns;
+  b2sd_hist st_commit_hist, st_notify_hist;
 };
 
 /* A stream whose frame cannot be opened is still returned, failed
@@ -418,6 +425,8 @@ struct b2sd_server {
   bool draining;
   bool reload;
   int nworkers;
+  struct b2sd_http *http;        /* metrics and status page (http.h);
+                                    NULL when not configured */
 };
 
 /* The I/O loop; returns when a SIGTERM/SIGINT drain has finished. */
