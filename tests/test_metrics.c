@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -355,6 +356,35 @@ static void test_png_bytes(void **state) {
   free(png);
 }
 
+/* Every metric family the daemon exposes is explained in
+ * docs/MONITORING.md ($B2S_MONITORING_MD). */
+static void test_every_metric_documented(void **state) {
+  (void)state;
+  const char *path = getenv("B2S_MONITORING_MD");
+  assert_non_null(path);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char doc[1 << 20];
+  size_t n = fread(doc, 1, sizeof doc - 1, f);
+  doc[n] = '\0';
+  fclose(f);
+  b2sd_mstream st = one_stream();
+  b2sd_msnap s = one_snap(&st);
+  b2sd_text t = {0};
+  b2sd_metrics_prometheus(&s, &t);
+  int families = 0;
+  for (char *p = strstr(t.p, "# TYPE "); p; p = strstr(p + 1, "# TYPE ")) {
+    char name[128], want[140];
+    assert_int_equal(sscanf(p, "# TYPE %127s", name), 1);
+    snprintf(want, sizeof want, "| `%s", name);  /* a row of a table */
+    if (!strstr(doc, want))
+      fail_msg("%s is not in the metric tables of %s", name, path);
+    families++;
+  }
+  assert_int_equal(families, 38);
+  b2sd_text_free(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_prometheus_text),
@@ -363,6 +393,7 @@ int main(void) {
       cmocka_unit_test(test_routes),
       cmocka_unit_test(test_thumb_scale),
       cmocka_unit_test(test_png_bytes),
+      cmocka_unit_test(test_every_metric_documented),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
