@@ -33,6 +33,11 @@
  *   - "b2sd-zap", the ZAP handler of CURVE (auth.c), when curve is
  *     configured: answers libzmq's authentication requests and logs
  *     failed handshakes; shares only the authorized key set.
+ *   - "MHD-listen", libmicrohttpd's thread, when http: is configured
+ *     (http.c): answers /metrics, /status.json, / and thumbnails from
+ *     snapshots the I/O thread takes when it asks (msnap.c) and from
+ *     frame files it opens itself; touches no stream, session or lock of
+ *     the daemon but its own (a leaf).
  *   - libzmq's own threads call back into the daemon in one place: freeing
  *     a read result that was sent without a copy (readers.c).
  * Workers and writers never touch the I/O thread's sockets: they publish
@@ -46,7 +51,8 @@
  * before the chunk pool's lock (its writer gives chunks back while it
  * holds its own lock).  Every other mutex is a leaf, never held while
  * another is taken: the job FIFO's (workers.c), the readers' queue lock
- * and their byte account (readers.c), the authorized keys' (auth.c), and
+ * and their byte account (readers.c), the HTTP listener's snapshot lock
+ * (http.c), the authorized keys' (auth.c), and
  * the frame writer's helper mutex (core, taken only inside b2s_fwriter
  * calls, which no daemon lock surrounds).  b2sd_wake takes no lock, so it may be called under any.
  *

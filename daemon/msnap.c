@@ -1,7 +1,8 @@
 /* The metrics snapshot (metrics.h), taken by the I/O thread: it alone may
  * walk the stream list and the sessions, and it reads the writers' and
  * workers' figures through relaxed loads, as STATS does (stats.c), so
- * taking one never waits for a writer. */
+ * taking one never waits for a writer.  The one lock it takes is the job
+ * FIFO's (a leaf, held for a count), as STATS and every DATA do. */
 #include "msnap.h"
 
 #include <stdlib.h>
@@ -31,16 +32,18 @@ static void copy_name(char *dst, size_t n, const char *src) {
 
 static void take_stream(b2sd_server *srv, b2sd_stream *st, b2sd_mstream *m,
                         b2sd_msnap *s) {
-  b2s_stream_cfg cfg;
-  b2sd_stream_cfg_get(st, &cfg);
+  /* the settings without the stream's lock: only this thread writes them
+   * (reload), so its own reads need none, and the writer is never kept
+   * waiting by a snapshot */
+  const b2s_stream_cfg *cfg = &st->cfg;
   copy_name(m->name, sizeof m->name, st->name);
   copy_name(m->path, sizeof m->path, st->path);
-  m->format = format_name(cfg.format);
-  if (cfg.b2nd.enabled && cfg.b2nd.ndim <= 8) {
-    m->ndim = cfg.b2nd.ndim;
+  m->format = format_name(cfg->format);
+  if (cfg->b2nd.enabled && cfg->b2nd.ndim <= 8) {
+    m->ndim = cfg->b2nd.ndim;
     for (int i = 0; i < m->ndim; i++)
-      m->chunkshape[i] = cfg.b2nd.chunkshape[i];
-    copy_name(m->dtype, sizeof m->dtype, cfg.b2nd.dtype);
+      m->chunkshape[i] = cfg->b2nd.chunkshape[i];
+    copy_name(m->dtype, sizeof m->dtype, cfg->b2nd.dtype);
   }
   /* relaxed loads: statistics (pair with the relaxed increments) */
   m->buffers_in = LD(st->st_buffers_in);
@@ -56,7 +59,7 @@ static void take_stream(b2sd_server *srv, b2sd_stream *st, b2sd_mstream *m,
   m->errors = LD(st->st_errors);
   m->slow_calls = LD(st->st_slow_calls);
   m->queued = b2sd_pool_stream_queued(srv->pool, st);
-  m->queue_limit = cfg.queue_depth;
+  m->queue_limit = cfg->queue_depth;
   b2sd_progress p;
   b2sd_progress_load(st, &p);
   m->backlog = st->seq_next > p.written ? st->seq_next - p.written : 0;
