@@ -33,7 +33,7 @@
  *   - "b2sd-zap", the ZAP handler of CURVE (auth.c), when curve is
  *     configured: answers libzmq's authentication requests and logs
  *     failed handshakes; shares only the authorized key set.
- *   - "MHD-listen", libmicrohttpd's thread, when http: is configured
+ *   - "MHD-single", libmicrohttpd's thread, when http: is configured
  *     (http.c): answers /metrics, /status.json, / and thumbnails from
  *     snapshots the I/O thread takes when it asks (msnap.c) and from
  *     frame files it opens itself; touches no stream, session or lock of

@@ -1,6 +1,6 @@
 /* The HTTP listener (http.c): Prometheus metrics, a status page and its
  * JSON, thumbnails of 2-D streams, read-only, on libmicrohttpd's one
- * thread ("MHD-listen" in ps).
+ * thread ("MHD-single" in ps).
  *
  * It never touches the I/O thread's objects: when a request wants figures
  * newer than the last snapshot, it raises a flag and wakes the I/O thread

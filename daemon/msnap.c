@@ -39,7 +39,10 @@ static void take_stream(b2sd_server *srv, b2sd_stream *st, b2sd_mstream *m,
   copy_name(m->name, sizeof m->name, st->name);
   copy_name(m->path, sizeof m->path, st->path);
   m->format = format_name(cfg->format);
-  if (cfg->b2nd.enabled && cfg->b2nd.ndim <= 8) {
+  /* the shape of a stream whose frame is a file (a distributed stream's
+   * chunks are objects: no thumbnail) */
+  if (cfg->b2nd.enabled && cfg->b2nd.ndim <= 8 &&
+      cfg->format != B2S_FORMAT_DISTRIBUTED) {
     m->ndim = cfg->b2nd.ndim;
     for (int i = 0; i < m->ndim; i++)
       m->chunkshape[i] = cfg->b2nd.chunkshape[i];
