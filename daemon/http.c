@@ -293,6 +293,8 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
   pthread_condattr_destroy(&ca);
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
                    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+  /* no MHD_OPTION_LISTENING_ADDRESS_REUSE: on Linux it means SO_REUSEPORT,
+   * and a second daemon would share the port silently */
   h->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, h,
       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -300,7 +302,6 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)16,
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
       MHD_OPTION_END);
   if (!h->mhd) {
     int rc = errno ? -errno : -EADDRINUSE;
@@ -309,6 +310,10 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
     return rc;
   }
   LOG_I("http: metrics and status page on http://%s/", d->http.listen);
+  if (!b2s_hostport_loopback(d->http.listen))
+    LOG_W("http: %s is not a loopback address: anyone who reaches it sees "
+          "every stream's figures and images, without authentication",
+          d->http.listen);
   *out = h;
   return 0;
 }

@@ -302,12 +302,45 @@ static void test_off_unless_configured(void **state) {
   env_down(&e);
 }
 
+/* A non-loopback address only with allow_remote, and then with a warning
+ * in the log; the port taken by another process: the daemon does not
+ * start, and says why. */
+static void test_remote_and_busy_port(void **state) {
+  (void)state;
+  env e;
+  int p = http_free_port();
+  char yaml[512];
+  snprintf(yaml, sizeof yaml, "listen: [ipc://d.sock]\nrun_dir: run\n"
+           "data_dir: data\nhttp: {listen: \"0.0.0.0:%d\", "
+           "allow_remote: true}\nstreams:\n  w: {}\n", p);
+  env_up(&e, yaml);
+  assert_int_equal(env_log_count(&e, "is not a loopback address"), 1);
+  port = p;
+  char *text = http_get_ok(p, "/metrics", NULL);
+  assert_non_null(text);
+  free(text);
+  /* a second daemon on the same port */
+  env e2;
+  snprintf(yaml, sizeof yaml, "listen: [ipc://d.sock]\nrun_dir: run\n"
+           "data_dir: data\nhttp: {listen: \"127.0.0.1:%d\"}\n"
+           "streams:\n  w: {}\n", p);
+  env_init_config(&e2, yaml);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "timeout 20 %s --config %s > %s 2>&1", daemon_path,
+           e2.config, e2.log);
+  assert_int_not_equal(system(cmd), 0);
+  assert_int_equal(env_log_count(&e2, "http: cannot listen on"), 1);
+  env_fini(&e2);
+  env_down(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_metrics_match_ingest),
       cmocka_unit_test(test_page_and_thumbnail),
       cmocka_unit_test(test_hostile_http_never_stops_ingest),
       cmocka_unit_test(test_off_unless_configured),
+      cmocka_unit_test(test_remote_and_busy_port),
   };
   signal(SIGPIPE, SIG_IGN);
   return harness_run(tests);
