@@ -40,7 +40,7 @@ static const char *split(const char *s, char *host, size_t hn, long *port,
   return NULL;
 }
 
-const char *cfg_hostport_check(const char *s) {
+const char *b2s_cfg_hostport_check(const char *s) {
   char host[64];
   long port;
   bool v6;
@@ -54,7 +54,7 @@ const char *cfg_hostport_check(const char *s) {
   return NULL;
 }
 
-bool b2s_hostport_loopback(const char *s) {
+bool b2s_config_hostport_loopback(const char *s) {
   char host[64];
   long port;
   bool v6;

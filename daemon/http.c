@@ -12,7 +12,7 @@
 #include <microhttpd.h>
 
 #include "clock.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "httproute.h"
 #include "msnap.h"
 #include "thumb.h"
@@ -310,7 +310,7 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
     return rc;
   }
   LOG_I("http: metrics and status page on http://%s/", d->http.listen);
-  if (!b2s_hostport_loopback(d->http.listen))
+  if (!b2s_config_hostport_loopback(d->http.listen))
     LOG_W("http: %s is not a loopback address: anyone who reaches it sees "
           "every stream's figures and images, without authentication",
           d->http.listen);

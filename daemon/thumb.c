@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "b2s_errors.h"
-#include "frame.h"
+#include "b2s_frame.h"
 
 /* ---- pixels ------------------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* b2stream top: the daemon's streams as a refreshing table (STATS over
  * the wire every interval), for operators on a terminal; keys sort and
- * quit.  The table itself is top_model.c's. */
+ * quit.  The table itself is cli_top.c's. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli_client.h"
-#include "top_model.h"
+#include "cli_top.h"
 
 static const char help[] =
     "usage: b2stream top [OPTIONS]\n"
@@ -41,7 +41,7 @@ static double now_s(void) {
 }
 
 /* One sample; rates from prev.  0 or negative (printed). */
-static int sample(b2sc_session *s, top_sample *cur, const top_sample *prev,
+static int sample(b2sc_session *s, cli_top_sample *cur, const cli_top_sample *prev,
                   double dt) {
   char *json;
   size_t len;
@@ -50,13 +50,13 @@ static int sample(b2sc_session *s, top_sample *cur, const top_sample *prev,
     cli_client_err(s, "stats", rc);
     return rc;
   }
-  rc = top_parse(json, len, cur);
+  rc = cli_top_parse(json, len, cur);
   free(json);
   if (rc < 0) {
     fprintf(stderr, "b2stream: top: the daemon's statistics do not parse\n");
     return rc;
   }
-  top_rates(cur, prev, dt);
+  cli_top_rates(cur, prev, dt);
   return 0;
 }
 
@@ -64,15 +64,15 @@ static size_t screen_rows(void) {
   struct winsize w;
   if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_row > 3)
     return (size_t)w.ws_row - 3;
-  return TOP_MAX_STREAMS;
+  return CLI_TOP_MAX_STREAMS;
 }
 
-static top_sort key_sort(int c, top_sort cur) {
+static cli_top_sort key_sort(int c, cli_top_sort cur) {
   switch (c) {
-  case 'n': return TOP_SORT_NAME;
-  case 'r': return TOP_SORT_RATE;
-  case 'u': return TOP_SORT_QUEUE;
-  case 'd': return TOP_SORT_DROPS;
+  case 'n': return CLI_TOP_SORT_NAME;
+  case 'r': return CLI_TOP_SORT_RATE;
+  case 'u': return CLI_TOP_SORT_QUEUE;
+  case 'd': return CLI_TOP_SORT_DROPS;
   default: return cur;
   }
 }
@@ -88,8 +88,8 @@ static int wait_key(double secs, bool tty) {
 }
 
 static int loop(b2sc_session *s, double interval, bool once) {
-  static top_sample a, b;
-  top_sample *cur = &a, *prev = &b;
+  static cli_top_sample a, b;
+  cli_top_sample *cur = &a, *prev = &b;
   static char screen[256 * 1024];
   bool tty = !once && isatty(STDIN_FILENO);
   struct termios saved, raw;
@@ -100,7 +100,7 @@ static int loop(b2sc_session *s, double interval, bool once) {
   } else {
     tty = false;
   }
-  top_sort by = TOP_SORT_NAME;
+  cli_top_sort by = CLI_TOP_SORT_NAME;
   double t_prev = 0;
   bool have_prev = false;
   int rc = 0, rounds = 0;
@@ -108,9 +108,9 @@ static int loop(b2sc_session *s, double interval, bool once) {
     double t = now_s();
     if ((rc = sample(s, cur, have_prev ? prev : NULL, t - t_prev)) < 0)
       break;
-    top_sort_rows(cur, by);
+    cli_top_sort_rows(cur, by);
     if (!once || rounds == 1) {
-      top_render(cur, by, once ? TOP_MAX_STREAMS : screen_rows(), screen,
+      cli_top_render(cur, by, once ? CLI_TOP_MAX_STREAMS : screen_rows(), screen,
                  sizeof screen);
       fputs(once ? "" : "\x1b[H\x1b[2J", stdout);   /* home, clear */
       fputs(screen, stdout);
@@ -118,7 +118,7 @@ static int loop(b2sc_session *s, double interval, bool once) {
       if (once)
         break;
     }
-    top_sample *x = prev;
+    cli_top_sample *x = prev;
     prev = cur;
     cur = x;
     t_prev = t;
