@@ -27,6 +27,7 @@
  * long at most. */
 #define SNAP_FRESH_NS 200000000u
 #define SNAP_WAIT_NS 300000000u
+#define SNAP_FIRST_WAIT_NS 2000000000u   /* none at all yet */
 
 /* A published snapshot, referenced by the requests that render it. */
 typedef struct snapref {
@@ -97,7 +98,8 @@ static snapref *snapshot(b2sd_http *h) {
     b2sd_wake(h->srv);
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
-    uint64_t t = (uint64_t)dl.tv_nsec + SNAP_WAIT_NS;
+    uint64_t t = (uint64_t)dl.tv_nsec +
+                 (old ? SNAP_WAIT_NS : SNAP_FIRST_WAIT_NS);
     dl.tv_sec += (time_t)(t / 1000000000u);
     dl.tv_nsec = (long)(t % 1000000000u);
     while (h->cur == old &&
