@@ -22,6 +22,7 @@
 #include "b2s_frame_format.h"
 #include "b2s_msgpack.h"
 #include "config_internal.h"
+#include "textfile.h"
 
 #define BASE "/srv/b2"
 #define MIB (INT64_C(1) << 20)
@@ -1385,25 +1386,12 @@ static void test_load_from_files(void **state) {
 /* docs/CONFIG.md against the schema: a row "| `path` | ... |" for every
  * key, with its default as `def` in the third column, and no row for a
  * key the schema lacks. */
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 static void test_config_md_matches_schema(void **state) {
   (void)state;
   const char *path = getenv("B2S_CONFIG_MD");
   assert_non_null(path);
-  char *doc = read_file(path);
+  char *doc = ts_read_text(path, NULL);
+  assert_non_null(doc);
   for (size_t i = 0; i < b2s_cfg_nschema; i++) {
     const cfg_desc *d = &b2s_cfg_schema[i];
     char row[256];
