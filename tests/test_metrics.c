@@ -15,6 +15,7 @@
 
 #include "httproute.h"
 #include "metrics.h"
+#include "textfile.h"
 #include "thumb.h"
 #include "b2s_errors.h"
 
@@ -362,12 +363,8 @@ static void test_every_metric_documented(void **state) {
   (void)state;
   const char *path = getenv("B2S_MONITORING_MD");
   assert_non_null(path);
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  static char doc[1 << 20];
-  size_t n = fread(doc, 1, sizeof doc - 1, f);
-  doc[n] = '\0';
-  fclose(f);
+  char *doc = ts_read_text(path, NULL);
+  assert_non_null(doc);
   b2sd_mstream st = one_stream();
   b2sd_msnap s = one_snap(&st);
   b2sd_text t = {0};
@@ -383,6 +380,7 @@ static void test_every_metric_documented(void **state) {
   }
   assert_int_equal(families, 38);
   b2sd_text_free(&t);
+  free(doc);
 }
 
 int main(void) {
