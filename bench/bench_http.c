@@ -14,6 +14,7 @@
  *              [--daemon PATH] [--dir DIR] */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -150,15 +151,59 @@ static double ingest(b2sc_producer *p, uint16_t *const img[], size_t bytes,
   return (double)bytes * count / (now_s() - t0) / 1e6;
 }
 
+static double watched_s;           /* wall time of the watched sides */
+
 static double watched(b2sc_producer *p, uint16_t *const img[], size_t bytes,
                       int count, watcher *w) {
   atomic_store(&w->stop, false);
   pthread_t t;
+  double t0 = now_s();
   pthread_create(&t, NULL, watch, w);
   double r = ingest(p, img, bytes, count);
   atomic_store(&w->stop, true);
   pthread_join(t, NULL);
+  watched_s += now_s() - t0;
   return r;
+}
+
+/* CPU seconds (user + system) of the daemon's thread named `name`, from
+ * /proc; -1 when not found. */
+static double thread_cpu(pid_t pid, const char *name) {
+  char path[400];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  double cpu = -1;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue;
+    char stat[512], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/task/%s/comm", (int)pid, e->d_name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      if (!fgets(comm, sizeof comm, f))
+        comm[0] = '\0';
+      fclose(f);
+    }
+    comm[strcspn(comm, "\n")] = '\0';
+    if (strcmp(comm, name) != 0)
+      continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+    f = fopen(path, "r");
+    unsigned long ut = 0, st = 0;
+    if (f && fgets(stat, sizeof stat, f)) {
+      /* fields 14 and 15, after the ")" that ends the name */
+      const char *p = strrchr(stat, ')');
+      if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                             "%lu %lu", &ut, &st) == 2)
+        cpu = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    }
+    if (f)
+      fclose(f);
+  }
+  if (d)
+    closedir(d);
+  return cpu;
 }
 
 static int cmpd(const void *a, const void *b) {
@@ -269,6 +314,8 @@ int main(int argc, char **argv) {
   double *seen = calloc((size_t)o.rounds, sizeof *seen);
   double *ratio = calloc((size_t)o.rounds, sizeof *ratio);
   long req0 = w.requests, fail0 = w.failures;
+  double cpu0 = thread_cpu(pid, "MHD-single");
+  watched_s = 0;
   for (int r = 0; r < o.rounds; r++) {
     if (r % 2 == 0) {
       plain[r] = ingest(p, img, bytes, o.count);
@@ -287,6 +334,10 @@ int main(int argc, char **argv) {
          "(min %.3f, max %.3f; target >= 0.98x)  %ld requests, %ld failed\n",
          median(seen, o.rounds), mr, ratio[0], ratio[o.rounds - 1],
          w.requests - req0, w.failures - fail0);
+  double cpu = thread_cpu(pid, "MHD-single") - cpu0;
+  printf("listener thread   %.3f CPU s over %.1f s watched = %.2f%% of one "
+         "core (%.1f ms per request)\n", cpu, watched_s,
+         100 * cpu / watched_s, 1e3 * cpu / (double)(w.requests - req0));
   b2sc_producer_close(p);
   b2sc_close(s);
   bench_stop(pid, 60000);
