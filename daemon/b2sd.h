@@ -210,9 +210,11 @@ double b2sd_latency_quantile_us(const b2sd_latency *l, double q);
 /* ---- streams (stream.c) ---------------------------------------------------- */
 
 /* A buffer of a distributed stream its writer could not store: the frame
- * number was taken in the store (B2S_E_OBJ_CONFLICT). */
+ * number was taken in the store (B2S_E_OBJ_CONFLICT), or the frame is
+ * closed (B2S_E_CLOSED). */
 typedef struct b2sd_conflict {
   uint64_t seq, frame;
+  int code;
 } b2sd_conflict;
 
 struct b2sd_stream {
@@ -282,6 +284,12 @@ struct b2sd_stream {
    * by the I/O thread before the writer starts, then read only; NULL for
    * other formats. */
   struct b2sd_dist *dist;
+  /* distributed: when END is due because the last producer went away
+   * without CLOSE (0: not due; I/O thread only) */
+  uint64_t end_due_ns;
+  /* distributed: a producer sent frames of other ranks since the last
+   * END (I/O thread only) */
+  bool misrouted;
   /* Under lock: buffers the distributed writer could not store, appended
    * before it publishes a written level past them; the I/O thread takes
    * them (b2sd_dist_conflicts) after loading the progress and before it

@@ -426,8 +426,10 @@ static bool scan(b2sd_server *srv) {
       stream_failed(srv, st, p.failed);
       continue;
     }
-    if (st->dist)
+    if (st->dist) {
       b2sd_dist_conflicts(srv, st);
+      b2sd_dist_gone_tick(st);
+    }
     for (b2sd_handle *h = st->handles, *nx; h; h = nx) {
       nx = h->next_st;
       if (!h->sess->dead)
