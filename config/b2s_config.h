@@ -179,7 +179,17 @@ typedef struct b2s_daemon_cfg {
     char secret_key_file[B2S_CONFIG_PATH_MAX];
     char authorized_keys_file[B2S_CONFIG_PATH_MAX];
   } curve;
+  struct {
+    bool enabled;                      /* an http: section is present */
+    char listen[B2S_CONFIG_ENDPOINT_MAX]; /* "127.0.0.1:9464", "[::1]:9464" */
+    int32_t allow_remote;              /* 1: a non-loopback address is
+                                          allowed (no authentication!) */
+  } http;                              /* metrics and status page */
 } b2s_daemon_cfg;
+
+/* Whether a numeric "HOST:PORT" (http.listen) is on a loopback address
+ * (127.0.0.0/8, ::1). */
+bool b2s_config_hostport_loopback(const char *hostport);
 
 #define B2S_CLUSTER_MAX_RANKS 1024
 

@@ -43,6 +43,12 @@ static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
       if (!vals[i][0])
         return b2s_cfg_loc_fail(c, loc, DI(keys[i]), "required with curve");
   }
+  if (d->http.enabled && !d->http.allow_remote &&
+      !b2s_config_hostport_loopback(d->http.listen))
+    return b2s_cfg_loc_fail(c, loc, DI("http.listen"), "'%s' is not a loopback "
+                        "address and the page has no authentication; set "
+                        "http.allow_remote: true to serve it anyway",
+                        d->http.listen);
   if (d->max_buffer > d->memory_limit) {
     char a[32], b[32];
     b2s_size_format(d->max_buffer, a, sizeof a);

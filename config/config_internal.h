@@ -40,6 +40,7 @@ enum cfg_type {
   CT_ENDPOINT,     /* one ZeroMQ endpoint, "" allowed when not required */
   CT_SOURCES,      /* sequence of mappings of CFG_SOURCE keys */
   CT_STRING,       /* free text (checked by its section) */
+  CT_HOSTPORT,     /* "IPv4:PORT" or "[IPv6]:PORT", numeric (http.listen) */
 };
 
 enum cfg_flags {
@@ -68,7 +69,7 @@ typedef struct cfg_desc {
   const char *help;
 } cfg_desc;
 
-#define CFG_MAX_DESC 64       /* the seen-key mask is one uint64_t */
+#define CFG_MAX_DESC 128      /* schema rows: sizes the per-row arrays */
 extern const cfg_desc b2s_cfg_schema[];
 extern const size_t b2s_cfg_nschema;
 
@@ -186,6 +187,9 @@ int b2s_cfg_stream_rel(const char *data_dir, const char *path, char *out,
                    size_t outlen);
 /* NULL when ep is an ipc:// or tcp:// endpoint we accept, else why not. */
 const char *b2s_cfg_endpoint_check(const char *ep);
+/* NULL when s is a numeric "A.B.C.D:PORT" or "[IPv6]:PORT" with port
+ * 1..65535, else why not (hostport.c). */
+const char *b2s_cfg_hostport_check(const char *s);
 int b2s_cfg_endpoint_resolve(const char *ep, const char *run_dir, char *out,
                          size_t outlen);
 

@@ -33,6 +33,11 @@
  *   - "b2sd-zap", the ZAP handler of CURVE (auth.c), when curve is
  *     configured: answers libzmq's authentication requests and logs
  *     failed handshakes; shares only the authorized key set.
+ *   - "MHD-single", libmicrohttpd's thread, when http: is configured
+ *     (http.c): answers /metrics, /status.json, / and thumbnails from
+ *     snapshots the I/O thread takes when it asks (msnap.c) and from
+ *     frame files it opens itself; touches no stream, session or lock of
+ *     the daemon but its own (a leaf).
  *   - libzmq's own threads call back into the daemon in one place: freeing
  *     a read result that was sent without a copy (readers.c).
  * Workers and writers never touch the I/O thread's sockets: they publish
@@ -46,7 +51,8 @@
  * before the chunk pool's lock (its writer gives chunks back while it
  * holds its own lock).  Every other mutex is a leaf, never held while
  * another is taken: the job FIFO's (workers.c), the readers' queue lock
- * and their byte account (readers.c), the authorized keys' (auth.c), and
+ * and their byte account (readers.c), the HTTP listener's snapshot lock
+ * (http.c), the authorized keys' (auth.c), and
  * the frame writer's helper mutex (core, taken only inside b2s_fwriter
  * calls, which no daemon lock surrounds).  b2sd_wake takes no lock, so it may be called under any.
  *
@@ -71,6 +77,7 @@
 #include "b2s_meta.h"
 #include "b2s_h5lz4.h"
 #include "log.h"
+#include "metrics.h"
 #include "order.h"
 #include "b2s_shm.h"
 
@@ -306,6 +313,12 @@ struct b2sd_stream {
   /* Detector images by how they became chunks (enum b2s_h5_path), and
    * those that could not (damaged). */
   _Atomic uint64_t st_h5_path[3], st_h5_failed;
+  /* For metrics (metrics.h), relaxed too: drops by drop-oldest (the rest
+   * of st_drops are drop-newest's), refused buffers, gaps written, the
+   * time (CLOCK_REALTIME) of the last commit, and the latency histograms
+   * of commits (writer) and commit -> NOTIFY (I/O thread). */
+  _Atomic uint64_t st_drops_oldest, st_rejected, st_gaps, st_last_commit_ns;
+  b2sd_hist st_commit_hist, st_notify_hist;
 };
 
 /* A stream whose frame cannot be opened is still returned, failed
@@ -438,6 +451,8 @@ struct b2sd_server {
   bool reload;
   int nworkers;
   struct b2sd_sources *sources;  /* detectors pulled from (source_s2.h) */
+  struct b2sd_http *http;        /* metrics and status page (http.h);
+                                    NULL when not configured */
 };
 
 /* The I/O loop; returns when a SIGTERM/SIGINT drain has finished. */

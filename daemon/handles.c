@@ -306,6 +306,9 @@ static void send_dropped(b2sd_server *srv, b2sd_handle *h, uint64_t id,
   h->dropped++;
   /* relaxed: statistics counter */
   atomic_fetch_add_explicit(&h->st->st_drops, 1, memory_order_relaxed);
+  if (reason == B2S_WIRE_POLICY_DROP_OLDEST)
+    atomic_fetch_add_explicit(&h->st->st_drops_oldest, 1,
+                              memory_order_relaxed);
 }
 
 /* drop-oldest: take the stream's oldest queued job out and report it. */
@@ -377,6 +380,8 @@ void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, int code,
                         const char *why) {
   b2sd_ledger_push(&h->lg, B2SD_ENTRY_REJECTED, 0);
+  /* relaxed: statistics counter */
+  atomic_fetch_add_explicit(&h->st->st_rejected, 1, memory_order_relaxed);
   b2sd_send_error(srv, h->sess, &(b2sd_errreply){
       .tag = m->tag, .code = code, .ref_type = m->type, .ref_id = h->id,
       .ref_index = id, .text = why && why[0] ? why : NULL});

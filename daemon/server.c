@@ -14,6 +14,7 @@
 #include "endpoint.h"
 #include "drain.h"
 #include "fdheadroom.h"
+#include "http.h"
 #include "notify.h"
 #include "outbox.h"
 #include "peers.h"
@@ -524,8 +525,11 @@ static void reload(b2sd_server *srv) {
   if (d->nlisten != srv->dcfg.nlisten ||
       memcmp(d->listen, srv->dcfg.listen, sizeof d->listen) != 0 ||
       strcmp(d->data_dir, srv->dcfg.data_dir) != 0 ||
-      d->workers != srv->dcfg.workers)
-    LOG_W("reload: listen, data_dir and workers apply after a restart");
+      d->workers != srv->dcfg.workers ||
+      d->http.enabled != srv->dcfg.http.enabled ||
+      strcmp(d->http.listen, srv->dcfg.http.listen) != 0)
+    LOG_W("reload: listen, data_dir, workers and http apply after a "
+          "restart");
   if (!b2s_cluster_cfg_equal(b2s_config_cluster(srv->cfg),
                              b2s_config_cluster(cfg)))
     LOG_W("reload: cluster changes apply to distributed streams opened "
@@ -681,7 +685,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   }
   if (srv->auth && (rc = b2sd_auth_start(srv->auth)) < 0)
     return rc;
-  return 0;
+  return b2sd_http_start(srv, &srv->http);
 }
 
 static bool drained(b2sd_server *srv) {
@@ -759,6 +763,7 @@ int b2sd_server_run(b2sd_server *srv) {
     /* observed before the scan, so the scan sends every last ACK */
     bool done = srv->draining && drained(srv);
     retry = scan(srv);
+    b2sd_http_turn(srv->http);   /* a snapshot, when a reader asked */
     uint64_t now = b2sd_now_ns();
     if (dog_usec && now - last_dog > dog_usec * 1000u / 3) {
       b2s_notify_watchdog();       /* the loop turns: the daemon is alive */
@@ -796,6 +801,8 @@ int b2sd_server_run(b2sd_server *srv) {
 void b2sd_server_fini(b2sd_server *srv) {
   b2sd_sources_close(srv);         /* open series: held images stored */
   b2sd_sources_free(srv);
+  b2sd_http_stop(srv->http);     /* its requests end before the rest */
+  srv->http = NULL;
   /* workers first (they finish queued jobs), then the writers */
   b2sd_pool_free(srv->pool);
   srv->pool = NULL;

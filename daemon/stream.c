@@ -524,6 +524,8 @@ static void writer_store(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
       atomic_fetch_add_explicit(&st->st_bytes_out, (uint64_t)c->cbytes,
                                 memory_order_relaxed);
       atomic_fetch_add_explicit(&st->st_chunks, 1, memory_order_relaxed);
+      if (gap)
+        atomic_fetch_add_explicit(&st->st_gaps, 1, memory_order_relaxed);
     }
   }
   if (c->err) {
@@ -642,6 +644,9 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
                               memory_order_relaxed);
     if (dt > atomic_load_explicit(&st->st_commit_ns_max, memory_order_relaxed))
       atomic_store_explicit(&st->st_commit_ns_max, dt, memory_order_relaxed);
+    b2sd_hist_note(&st->st_commit_hist, dt);
+    atomic_store_explicit(&st->st_last_commit_ns, b2sd_wall_ns(),
+                          memory_order_relaxed);
   }
   w->g.written = written_level(w);
   if (opened_full) {

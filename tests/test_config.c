@@ -1353,6 +1353,43 @@ static void test_distributed_streams(void **state) {
   b2s_config_free(c);
 }
 
+/* http: off unless present; numeric loopback by default; a remote address
+ * only when allowed in so many words. */
+static void test_http_section(void **state) {
+  (void)state;
+  b2s_config *cfg = parse_ok("");
+  assert_false(b2s_config_daemon(cfg)->http.enabled);
+  b2s_config_free(cfg);
+  cfg = parse_ok("http: {}\n");
+  const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
+  assert_true(d->http.enabled);
+  assert_string_equal(d->http.listen, "127.0.0.1:9464");
+  assert_int_equal(d->http.allow_remote, 0);
+  b2s_config_free(cfg);
+  cfg = parse_ok("http: {listen: \"[::1]:8080\"}\n");
+  assert_string_equal(b2s_config_daemon(cfg)->http.listen, "[::1]:8080");
+  b2s_config_free(cfg);
+  cfg = parse_ok("http: {listen: \"0.0.0.0:9464\", allow_remote: true}\n");
+  assert_int_equal(b2s_config_daemon(cfg)->http.allow_remote, 1);
+  b2s_config_free(cfg);
+  parse_err("http: {listen: \"0.0.0.0:9464\"}\n",
+            "b2streamd.yaml:1:16: http.listen: '0.0.0.0:9464' is not a "
+            "loopback address and the page has no authentication; set "
+            "http.allow_remote: true to serve it anyway");
+  parse_err("http: {listen: \"localhost:9464\"}\n",
+            "b2streamd.yaml:1:16: http.listen: 'localhost:9464': not a "
+            "numeric IPv4 address (names are not resolved)");
+  parse_err("http: {listen: \"127.0.0.1:0\"}\n",
+            "b2streamd.yaml:1:16: http.listen: '127.0.0.1:0': the port is "
+            "1..65535");
+  parse_err("http: {listen: \"[::1]9464\"}\n",
+            "b2streamd.yaml:1:16: http.listen: '[::1]9464': expected "
+            "[IPv6]:PORT");
+  assert_true(b2s_config_hostport_loopback("127.1.2.3:1"));
+  assert_false(b2s_config_hostport_loopback("[::2]:1"));
+  roundtrip("http: {listen: \"127.0.0.1:9999\"}\n");
+}
+
 static void test_load_from_files(void **state) {
   (void)state;
   char dir[] = "/tmp/b2s_config_XXXXXX";
@@ -1479,6 +1516,7 @@ int main(void) {
       cmocka_unit_test(test_cluster_example),
       cmocka_unit_test(test_cluster_many_ranks),
       cmocka_unit_test(test_cluster_errors),
+      cmocka_unit_test(test_http_section),
       cmocka_unit_test(test_distributed_streams),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
