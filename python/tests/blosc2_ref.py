@@ -5,7 +5,7 @@ to or writes a frame and prints what it saw as one JSON object.
     blosc2_ref.py read PATH
     blosc2_ref.py append PATH SEED COUNT NBYTES
     blosc2_ref.py write-schunk PATH contiguous|sparse SEED COUNT NBYTES
-    blosc2_ref.py write-ndarray PATH SEED
+    blosc2_ref.py write-ndarray PATH SEED [BLOCKSHAPE]
 
 Chunks are given as the SHA-256 of their decompressed bytes; the data a
 command writes comes from data(seed, i, nbytes), which the test computes
@@ -57,6 +57,8 @@ def describe(obj) -> dict:
     out["contiguous"] = bool(sc.contiguous)
     out["chunks"] = [sha(sc.decompress_chunk(i)) for i in range(sc.nchunks)]
     out["nbytes"] = [len(sc.decompress_chunk(i)) for i in range(sc.nchunks)]
+    out["blocksize"] = [int.from_bytes(sc.get_chunk(i)[8:12], "little")
+                        for i in range(sc.nchunks)]
     out["meta"] = sorted(sc.meta.keys())
     out["vlmeta"] = {k: jsonable(sc.vlmeta[k]) for k in sc.vlmeta.keys()}
     return out
@@ -90,9 +92,10 @@ def main(argv: list[str]) -> dict:
     if cmd == "write-ndarray":
         seed = int(argv[2])
         rng = np.random.default_rng(seed)
+        blocks = tuple(int(x) for x in argv[3].split(",")) if len(argv) > 3 else (1, 10, 30)
         a = rng.integers(0, 1000, (6, 40, 30), dtype=np.uint16)
         nd = blosc2.asarray(a, urlpath=path, mode="w", chunks=(1, 40, 30),
-                            blocks=(1, 10, 30),
+                            blocks=blocks,
                             cparams={"nthreads": 1, "codec": blosc2.Codec.LZ4})
         nd.schunk.vlmeta["series"] = {"detector": "nd"}
         del nd

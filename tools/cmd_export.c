@@ -1,0 +1,250 @@
+/* b2stream export: a frame as an HDF5 file (docs/EXPORT.md).  One frame
+ * chunk is one HDF5 chunk; with the Blosc2 filter the stored chunk is
+ * written as it is (export_wrap.c), with bitshuffle+LZ4 it is re-encoded
+ * in that filter's framing. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "export.h"
+
+static const char help[] =
+    "usage: b2stream export FRAME OUT.h5 [--layout nxmx|plain]\n"
+    "                       [--codec blosc2|bslz4]\n"
+    "\n"
+    "Write the frame's chunks as an HDF5 dataset chunked one frame chunk per\n"
+    "HDF5 chunk (for a b2nd frame of images: one image per chunk).  OUT must\n"
+    "not exist.\n"
+    "\n"
+    "  --codec blosc2  (default) each HDF5 chunk holds the frame's chunk as\n"
+    "                  stored, for the HDF5 Blosc2 filter (id 32026,\n"
+    "                  hdf5plugin >= 4): no decompression, no recompression\n"
+    "  --codec bslz4   each chunk re-encoded as bitshuffle+LZ4 (filter\n"
+    "                  32008), for readers that only know that filter\n"
+    "  --layout plain  (default) the dataset /data, the series map as JSON\n"
+    "                  in its attribute 'series'\n"
+    "  --layout nxmx   NeXus NXmx: /entry/data/data, the instrument, detector\n"
+    "                  and sample from the series metadata, the records as\n"
+    "                  datasets in /entry/records, gaps as zero images\n"
+    "\n"
+    "A frame being written is exported up to the chunks committed when it\n"
+    "is opened.  Prints 'exported N chunks'.\n";
+
+/* The chunk as the blosc2 filter reads it.  A chunk shorter than the HDF5
+ * chunk (the last one of a frame without b2nd) is padded with zeros and
+ * compressed again, as the filter must return a whole chunk. */
+static int blosc2_chunk(exp_job *j, int64_t i, const cli_chunk *d) {
+  const uint8_t *bytes = d->bytes;
+  int32_t cbytes = d->cbytes, nbytes = d->nbytes;
+  if (!j->sh.b2nd && nbytes != j->sh.chunk_nbytes) {
+    const uint8_t *dec;
+    int n = cli_src_decode(&j->src, i, &dec);
+    if (n < 0)
+      return -1;
+    size_t full = (size_t)j->sh.chunk_nbytes;
+    memset(j->pad, 0, full);
+    memcpy(j->pad, dec, (size_t)n < full ? (size_t)n : full);
+    b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+    cp.typesize = j->sh.typesize;
+    cbytes = b2s_compress(j->src.ctx, &cp, j->pad, (int32_t)full, j->tmp,
+                          (int32_t)full + B2S_MAX_OVERHEAD);
+    if (cbytes < 0) {
+      cli_err("%s: chunk %lld: %s", j->src.path, (long long)i,
+              b2s_strerror(cbytes));
+      return -1;
+    }
+    bytes = j->tmp, nbytes = (int32_t)full;
+  }
+  j->buf.len = 0;
+  int rc = exp_wrap_cframe(b2s_frame_header_get(j->src.frame),
+                           j->sh.b2nd ? &j->sh.nd : NULL, bytes, cbytes,
+                           nbytes, &j->buf);
+  if (rc < 0)
+    cli_err("%s: chunk %lld: %s", j->src.path, (long long)i, b2s_strerror(rc));
+  return rc < 0 ? -1 : 0;
+}
+
+int exp_write_chunk(exp_job *j, int64_t i) {
+  cli_chunk d;
+  if (cli_src_chunk(&j->src, i, &d) < 0)
+    return -1;
+  int rc = j->codec == EXP_CODEC_BSLZ4 ? exp_bslz4_chunk(j, i, &d)
+                                       : blosc2_chunk(j, i, &d);
+  if (rc < 0)
+    return -1;
+  hsize_t off[B2S_B2ND_MAX_DIM];
+  exp_shape_offset(&j->sh, i, off);
+  if (H5Dwrite_chunk(j->ds, H5P_DEFAULT, 0, off, j->buf.len, j->buf.data) < 0) {
+    cli_err("%s: cannot write chunk %lld", j->out, (long long)i);
+    return -1;
+  }
+  return 0;
+}
+
+static int write_all(exp_job *j, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (exp_write_chunk(j, i) < 0)
+      return -1;
+  return 0;
+}
+
+/* The series map as JSON (plain layout: an attribute of the dataset). */
+char *exp_series_json(cli_src *src) {
+  uint8_t *map = NULL;
+  size_t len = 0;
+  if (b2s_frame_series_get(src->frame, &map, &len) < 0 || map == NULL)
+    return NULL;
+  char *text = NULL;
+  size_t tlen = 0;
+  FILE *f = open_memstream(&text, &tlen);
+  b2s_mpreader r;
+  b2s_mpreader_init(&r, map, len);
+  if (f && cli_mp_json(f, &r, B2S_MP_MAX_DEPTH) < 0)
+    fputs("null", f);
+  if (f)
+    fclose(f);
+  free(map);
+  return text;
+}
+
+static hid_t plain_begin(exp_job *j, const cli_chunk *first) {
+  hid_t ds = exp_h5_dataset(j->file, "data", &j->sh, j->codec, first);
+  char *series = ds >= 0 ? exp_series_json(&j->src) : NULL;
+  if (series && exp_h5_attr_str(ds, "series", series) < 0) {
+    H5Dclose(ds);
+    ds = -1;
+  }
+  free(series);
+  return ds;
+}
+
+static int open_out(exp_job *j) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  /* the 1.10 format: what SWMR needs, and what every reader in use opens */
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110);
+  j->file = H5Fcreate(j->out, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+  H5Pclose(fapl);
+  if (j->file < 0) {
+    cli_err("%s: cannot create the HDF5 file (it must not exist)", j->out);
+    return -1;
+  }
+  return 0;
+}
+
+static int run(exp_job *j) {
+  if (j->src.kind != CLI_KIND_CFRAME && j->src.kind != CLI_KIND_SFRAME) {
+    cli_err("%s: not a local frame", j->src.path);
+    return -1;
+  }
+  if (exp_h5_register() < 0 || exp_shape_from(&j->src, &j->sh) < 0)
+    return -1;
+  int64_t n = cli_src_nchunks(&j->src);
+  exp_shape_extent(&j->sh, n);
+  size_t full = (size_t)j->sh.chunk_nbytes;
+  j->pad = malloc(full + B2S_MAX_OVERHEAD);
+  j->tmp = malloc(full + B2S_MAX_OVERHEAD);
+  if (!j->pad || !j->tmp) {
+    cli_err("out of memory");
+    return -1;
+  }
+  cli_chunk first, *fp = NULL;
+  if (n > 0) {
+    if (cli_src_chunk(&j->src, 0, &first) < 0)
+      return -1;
+    fp = &first;
+  }
+  if (open_out(j) < 0)
+    return -1;
+  j->ds = j->layout == EXP_LAYOUT_NXMX
+              ? exp_nxmx_begin(j->file, &j->src, &j->sh, j->codec, fp)
+              : plain_begin(j, fp);
+  if (j->ds < 0) {
+    cli_err("%s: cannot create the image dataset", j->out);
+    return -1;
+  }
+  if (write_all(j, n) < 0)
+    return -1;
+  if (j->layout == EXP_LAYOUT_NXMX &&
+      exp_nxmx_finish(j->file, &j->src, &j->sh, n) < 0)
+    return -1;
+  printf("exported %lld chunks\n", (long long)n);
+  return 0;
+}
+
+static int parse(int argc, char **argv, exp_job *j, const char **path) {
+  cli_args a;
+  cli_args_init(&a, argc, argv);
+  const char *op, *ops[2] = {NULL, NULL};
+  int nops = 0, k;
+  while ((k = cli_args_next(&a, &op)) > 0) {
+    if (k == 2) {
+      if (nops == 2)
+        return cli_usage(&a, "too many operands");
+      ops[nops++] = op;
+      continue;
+    }
+    const char *v;
+    if (!strcmp(a.opt, "layout")) {
+      if (!(v = cli_args_value(&a)))
+        return CLI_EXIT_USAGE;
+      if (!strcmp(v, "nxmx"))
+        j->layout = EXP_LAYOUT_NXMX;
+      else if (!strcmp(v, "plain"))
+        j->layout = EXP_LAYOUT_PLAIN;
+      else
+        return cli_usage(&a, "--layout: '%s' is not nxmx or plain", v);
+    } else if (!strcmp(a.opt, "codec")) {
+      if (!(v = cli_args_value(&a)))
+        return CLI_EXIT_USAGE;
+      if (!strcmp(v, "blosc2"))
+        j->codec = EXP_CODEC_BLOSC2;
+      else if (!strcmp(v, "bslz4"))
+        j->codec = EXP_CODEC_BSLZ4;
+      else
+        return cli_usage(&a, "--codec: '%s' is not blosc2 or bslz4", v);
+    } else {
+      return cli_unknown_option(&a);
+    }
+  }
+  if (k < 0)
+    return CLI_EXIT_USAGE;
+  if (nops != 2)
+    return cli_usage(&a, "needs FRAME and OUT");
+  *path = ops[0];
+  j->out = ops[1];
+  return CLI_EXIT_OK;
+}
+
+static int cmd_export(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    fputs(help, stdout);
+    return cli_flush_stdout() ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+  }
+  exp_job j;
+  memset(&j, 0, sizeof j);
+  j.file = j.ds = -1;
+  const char *path = NULL;
+  int st = parse(argc, argv, &j, &path);
+  if (st != CLI_EXIT_OK)
+    return st;
+  if (cli_src_open(path, &j.src) < 0)
+    return CLI_EXIT_FAIL;
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);   /* our own one-line errors */
+  int rc = run(&j);
+  if (j.ds >= 0)
+    H5Dclose(j.ds);
+  if (j.file >= 0 && H5Fclose(j.file) < 0 && rc == 0) {
+    cli_err("%s: cannot close the HDF5 file", j.out);
+    rc = -1;
+  }
+  if (rc < 0 && j.file >= 0)
+    unlink(j.out);   /* no partial output */
+  b2s_mpbuf_fini(&j.buf);
+  free(j.pad);
+  free(j.tmp);
+  cli_src_close(&j.src);
+  return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+const cli_cmd cli_cmd_export = {"export", "frame -> HDF5 (Blosc2 or bitshuffle filter, NeXus NXmx)",
+                                help, cmd_export};
