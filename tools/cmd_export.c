@@ -158,7 +158,7 @@ static int run(exp_job *j) {
   j->ds = j->layout == EXP_LAYOUT_NXMX
               ? exp_nxmx_begin(j->file, &j->src, &j->sh, j->codec, fp)
               : plain_begin(j, fp);
-  if (j->ds < 0) {
+  if (j->ds < 0 || exp_h5_keep_meta(j->ds, &j->src) < 0) {
     cli_err("%s: cannot create the image dataset", j->out);
     return -1;
   }

@@ -96,6 +96,14 @@ hid_t exp_h5_dataset(hid_t loc, const char *name, const exp_shape *sh,
 int exp_h5_attr_str(hid_t obj, const char *name, const char *value);
 int exp_h5_attr_double(hid_t obj, const char *name, double v);
 int exp_h5_attr_int(hid_t obj, const char *name, int64_t v);
+int exp_h5_attr_bytes(hid_t obj, const char *name, const void *v, size_t n);
+
+/* Attributes of the image dataset that let import restore the frame's
+ * metadata byte for byte: the series map (msgpack) and the b2nd
+ * metalayer as stored. */
+#define EXP_ATTR_SERIES "b2stream_series_msgpack"
+#define EXP_ATTR_B2ND "b2stream_b2nd_metalayer"
+int exp_h5_keep_meta(hid_t ds, cli_src *src);
 hid_t exp_h5_group(hid_t loc, const char *name, const char *nx_class);
 int exp_h5_scalar_double(hid_t loc, const char *name, double v,
                          const char *units);

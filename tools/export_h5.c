@@ -268,3 +268,29 @@ int exp_h5_strings(hid_t loc, const char *name, char **v, hsize_t n) {
   H5Tclose(t);
   return rc;
 }
+
+int exp_h5_attr_bytes(hid_t obj, const char *name, const void *v, size_t n) {
+  hsize_t len = n;
+  hid_t s = H5Screate_simple(1, &len, NULL);
+  hid_t a = H5Acreate2(obj, name, H5T_STD_U8LE, s, H5P_DEFAULT, H5P_DEFAULT);
+  int rc = a >= 0 && H5Awrite(a, H5T_NATIVE_UINT8, v) >= 0 ? 0 : -1;
+  if (a >= 0)
+    H5Aclose(a);
+  H5Sclose(s);
+  return rc;
+}
+
+int exp_h5_keep_meta(hid_t ds, cli_src *src) {
+  uint8_t *map = NULL;
+  size_t len = 0;
+  int rc = 0;
+  if (b2s_frame_series_get(src->frame, &map, &len) == 0 && map && len)
+    rc = exp_h5_attr_bytes(ds, EXP_ATTR_SERIES, map, len);
+  free(map);
+  const b2s_frame_metas *m = b2s_frame_metalayers(src->frame);
+  int k = b2s_frame_metas_find(m, "b2nd");
+  if (rc == 0 && k >= 0 && m->items[k].len > 0)
+    rc = exp_h5_attr_bytes(ds, EXP_ATTR_B2ND, m->items[k].content,
+                           (size_t)m->items[k].len);
+  return rc;
+}

@@ -57,6 +57,8 @@ def describe(obj) -> dict:
     out["contiguous"] = bool(sc.contiguous)
     out["chunks"] = [sha(sc.decompress_chunk(i)) for i in range(sc.nchunks)]
     out["nbytes"] = [len(sc.decompress_chunk(i)) for i in range(sc.nchunks)]
+    out["stored"] = [sha(sc.get_chunk(i)) for i in range(sc.nchunks)]
+    out["b2nd_meta"] = jsonable(sc.meta["b2nd"]) if "b2nd" in sc.meta else None
     out["blocksize"] = [int.from_bytes(sc.get_chunk(i)[8:12], "little")
                         for i in range(sc.nchunks)]
     out["meta"] = sorted(sc.meta.keys())

@@ -89,6 +89,19 @@ def swmr(path: str, name: str, want: int, timeout: float) -> dict:
                            for i in range(a.shape[0])]}
 
 
+def write(path: str, how: str, seed: int) -> dict:
+    """A (5, 40, 30) uint16 dataset /data written by h5py: gzip, none
+    (contiguous), blosc2 (hdf5plugin's filter, b2nd chunks) or bslz4."""
+    a = np.random.default_rng(seed).integers(0, 500, (5, 40, 30), dtype=np.uint16)
+    kw = {"gzip": dict(chunks=(2, 40, 30), compression="gzip"),
+          "none": {},
+          "blosc2": dict(chunks=(1, 40, 30), **hdf5plugin.Blosc2(cname="zstd")),
+          "bslz4": dict(chunks=(1, 20, 30), **hdf5plugin.Bitshuffle(cname="lz4"))}[how]
+    with h5py.File(path, "w") as f:
+        f.create_dataset("data", data=a, **kw)
+    return {"sha": hashlib.sha256(a.tobytes()).hexdigest()}
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "images":
@@ -97,6 +110,8 @@ if __name__ == "__main__":
         r = tree(sys.argv[2])
     elif cmd == "swmr":
         r = swmr(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+    elif cmd == "write":
+        r = write(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         raise SystemExit(f"unknown command {cmd}")
     json.dump(r, sys.stdout)
