@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bslz4.h"
 #include "export.h"
 #include "frame_writer.h"
 
@@ -84,7 +85,7 @@ static size_t bslz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
   uint8_t *out = malloc(n ? n : 1);
   if (out == NULL)
     return 0;
-  int64_t got = exp_bslz4_decode(*buf, nbytes, (int32_t)cd[2], out, n);
+  int64_t got = bslz4_decode(*buf, nbytes, (int32_t)cd[2], out, n);
   if (got < 0) {
     free(out);
     return 0;

@@ -65,14 +65,6 @@ int exp_wrap_cframe(const b2s_frame_header *src, const b2s_b2nd *nd,
  * blocks re-framed.  Prints the error. */
 int exp_bslz4_chunk(exp_job *j, int64_t i, const cli_chunk *d);
 
-/* The bitshuffle+LZ4 HDF5 framing of the nbytes of items at src (item
- * size typesize, blocks of block_items items) appended to out. */
-int exp_bslz4_encode(const uint8_t *src, size_t nbytes, int32_t typesize,
-                     int32_t block_items, b2s_mpbuf *out);
-/* Decode the framing back (tests and import); returns nbytes or < 0. */
-int64_t exp_bslz4_decode(const uint8_t *src, size_t len, int32_t typesize,
-                         uint8_t *dst, size_t cap);
-
 /* ---- export_h5.c ---- */
 
 /* Registers stand-ins for filters 32026 and 32008 in this process, so a

@@ -1,128 +1,13 @@
-/* Chunks in the framing of the HDF5 bitshuffle filter (id 32008) with LZ4:
- *
- *   uint64 BE  uncompressed bytes
- *   uint32 BE  block size in bytes
- *   per block: uint32 BE compressed size, LZ4 block of the bitshuffled items
- *   the items after the last multiple of 8, as they are
- *
- * Blocks hold block_items items (a multiple of 8); the last one holds the
- * rest rounded down to a multiple of 8.  The bit transposition of a block
- * of a multiple of 8 items is the one Blosc2's bitshuffle filter applies
- * to each of its blocks, so a stored chunk whose blocks are exactly such
- * blocks (bitshuffle alone, LZ4, one stream per block, items in C order)
- * keeps its LZ4 blocks and only the framing around them is rewritten. */
-#include <lz4.h>
+/* Frame chunks in the HDF5 bitshuffle+LZ4 framing (bslz4.h): re-encoded
+ * from the decoded items, or re-framed when the stored chunk already is
+ * bitshuffle+LZ4 in blocks the framing can hold. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "b2s_shuffle.h"
+#include "bslz4.h"
 #include "export.h"
 
-enum { BSHUF_TARGET_BLOCK = 8192, BSHUF_MIN_BLOCK = 128, BSHUF_MULT = 8 };
-
-/* bitshuffle's default block (items) for an item size: fixed by its
- * format, since the block size is also written in every chunk. */
-static int32_t default_block(int32_t typesize) {
-  int32_t b = BSHUF_TARGET_BLOCK / typesize / BSHUF_MULT * BSHUF_MULT;
-  return b > BSHUF_MIN_BLOCK ? b : BSHUF_MIN_BLOCK;
-}
-
-static void put_be32(uint8_t *p, uint32_t v) {
-  p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16);
-  p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static int frame_header(b2s_mpbuf *out, uint64_t nbytes, uint32_t block_bytes) {
-  uint8_t h[12];
-  for (int k = 0; k < 8; k++)
-    h[k] = (uint8_t)(nbytes >> (56 - 8 * k));
-  put_be32(h + 8, block_bytes);
-  return b2s_mp_write_raw(out, h, sizeof h);
-}
-
-int exp_bslz4_encode(const uint8_t *src, size_t nbytes, int32_t typesize,
-                     int32_t block_items, b2s_mpbuf *out) {
-  if (block_items <= 0)
-    block_items = default_block(typesize);
-  size_t bbytes = (size_t)block_items * (size_t)typesize;
-  size_t items = nbytes / (size_t)typesize;
-  uint8_t *shuf = malloc(bbytes);
-  int bound = LZ4_compressBound((int)bbytes);
-  int rc = shuf ? frame_header(out, nbytes, (uint32_t)bbytes) : B2S_E_NOMEM;
-  size_t done = 0;
-  while (rc >= 0 && items - done >= BSHUF_MULT) {
-    size_t k = items - done >= (size_t)block_items
-                   ? (size_t)block_items
-                   : (items - done) / BSHUF_MULT * BSHUF_MULT;
-    size_t kb = k * (size_t)typesize;
-    b2s_bitshuffle((size_t)typesize, kb, src + done * (size_t)typesize, shuf);
-    rc = b2s_mpbuf_reserve(out, 4 + (size_t)bound);
-    if (rc < 0)
-      break;
-    int c = LZ4_compress_default((const char *)shuf,
-                                 (char *)out->data + out->len + 4, (int)kb, bound);
-    if (c <= 0) {
-      rc = B2S_E_COMPRESS;
-      break;
-    }
-    put_be32(out->data + out->len, (uint32_t)c);
-    out->len += 4 + (size_t)c;
-    done += k;
-  }
-  if (rc >= 0)
-    rc = b2s_mp_write_raw(out, src + done * (size_t)typesize,
-                          nbytes - done * (size_t)typesize);
-  free(shuf);
-  return rc < 0 ? rc : 0;
-}
-
-int64_t exp_bslz4_decode(const uint8_t *src, size_t len, int32_t typesize,
-                         uint8_t *dst, size_t cap) {
-  if (len < 12 || typesize <= 0)
-    return B2S_E_TRUNCATED;
-  uint64_t nbytes = 0;
-  for (int k = 0; k < 8; k++)
-    nbytes = nbytes << 8 | src[k];
-  uint32_t bbytes = get_be32(src + 8);
-  if (nbytes > cap || nbytes % (uint64_t)typesize || bbytes == 0 ||
-      bbytes % ((uint32_t)typesize * BSHUF_MULT))
-    return B2S_E_FRAME;
-  uint8_t *tmp = malloc(bbytes);
-  if (tmp == NULL)
-    return B2S_E_NOMEM;
-  size_t items = nbytes / (size_t)typesize, done = 0, pos = 12;
-  size_t block_items = bbytes / (size_t)typesize;
-  int64_t rc = 0;
-  while (items - done >= BSHUF_MULT) {
-    size_t k = items - done >= block_items ? block_items
-                                           : (items - done) / BSHUF_MULT * BSHUF_MULT;
-    size_t kb = k * (size_t)typesize;
-    if (len - pos < 4 || get_be32(src + pos) > len - pos - 4) {
-      rc = B2S_E_TRUNCATED;
-      break;
-    }
-    int c = (int)get_be32(src + pos);
-    if (LZ4_decompress_safe((const char *)src + pos + 4, (char *)tmp, c,
-                            (int)kb) != (int)kb) {
-      rc = B2S_E_DECODE;
-      break;
-    }
-    b2s_bitunshuffle((size_t)typesize, kb, tmp, dst + done * (size_t)typesize);
-    pos += 4 + (size_t)c;
-    done += k;
-  }
-  size_t rest = nbytes - done * (size_t)typesize;
-  if (rc == 0 && len - pos != rest)
-    rc = B2S_E_FRAME;
-  if (rc == 0)
-    memcpy(dst + done * (size_t)typesize, src + pos, rest);
-  free(tmp);
-  return rc < 0 ? rc : (int64_t)nbytes;
-}
+enum { BSHUF_MULT = 8 };
 
 /* ---- from a frame's chunk ------------------------------------------------ */
 
@@ -210,7 +95,7 @@ static int reframe(exp_job *j, const cli_chunk *d) {
     return 0;
   const uint8_t *c = d->bytes;
   j->buf.len = 0;
-  if (frame_header(&j->buf, (uint64_t)nb, (uint32_t)bs) < 0)
+  if (bslz4_frame_header(&j->buf, (uint64_t)nb, (uint32_t)bs) < 0)
     return -1;
   for (int32_t b = 0; b < nblocks; b++) {
     int32_t start = (int32_t)(c[32 + 4 * b] | c[33 + 4 * b] << 8 |
@@ -224,7 +109,7 @@ static int reframe(exp_job *j, const cli_chunk *d) {
     if (cs <= 0 || cs >= neblock || cs > d->cbytes - start - 4)
       return 0;
     uint8_t be[4];
-    put_be32(be, (uint32_t)cs);
+    bslz4_put_be32(be, (uint32_t)cs);
     if (b2s_mp_write_raw(&j->buf, be, 4) < 0 ||
         b2s_mp_write_raw(&j->buf, c + start + 4, (size_t)cs) < 0)
       return -1;
@@ -252,7 +137,7 @@ int exp_bslz4_chunk(exp_job *j, int64_t i, const cli_chunk *d) {
     items = j->pad;
   }
   j->buf.len = 0;
-  int rc = exp_bslz4_encode(items, full, j->sh.typesize, 0, &j->buf);
+  int rc = bslz4_encode(items, full, j->sh.typesize, 0, &j->buf);
   if (rc < 0)
     cli_err("%s: chunk %lld: %s", j->src.path, (long long)i, b2s_strerror(rc));
   return rc < 0 ? -1 : 0;
