@@ -2,11 +2,14 @@
  * chunk is one HDF5 chunk; with the Blosc2 filter the stored chunk is
  * written as it is (export_wrap.c), with bitshuffle+LZ4 it is re-encoded
  * in that filter's framing. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "export.h"
+#include "frame_lock.h"
 
 static const char help[] =
     "usage: b2stream export FRAME OUT.h5 [--layout nxmx|plain]\n"
@@ -26,9 +29,16 @@ static const char help[] =
     "  --layout nxmx   NeXus NXmx: /entry/data/data, the instrument, detector\n"
     "                  and sample from the series metadata, the records as\n"
     "                  datasets in /entry/records, gaps as zero images\n"
+    "  --follow        (plain layout) keep the file growing as the frame\n"
+    "                  grows, as an HDF5 SWMR writer: readers opened with\n"
+    "                  swmr=True see new images; ends when no writer holds\n"
+    "                  the frame and every chunk is out, after --idle MS\n"
+    "                  without a new chunk, or at SIGINT/SIGTERM\n"
+    "  --idle MS       with --follow: stop after MS ms without a new chunk\n"
     "\n"
     "A frame being written is exported up to the chunks committed when it\n"
-    "is opened.  Prints 'exported N chunks'.\n";
+    "is opened.  Prints 'exported N chunks' (with --follow first\n"
+    "'following after N chunks' once readers may open the file).\n";
 
 /* The chunk as the blosc2 filter reads it.  A chunk shorter than the HDF5
  * chunk (the last one of a frame without b2nd) is padded with zeros and
@@ -68,6 +78,15 @@ int exp_write_chunk(exp_job *j, int64_t i) {
   cli_chunk d;
   if (cli_src_chunk(&j->src, i, &d) < 0)
     return -1;
+  /* without b2nd, every chunk but the last must fill an HDF5 chunk */
+  if (!j->sh.b2nd && d.nbytes != j->sh.chunk_nbytes &&
+      (d.nbytes > j->sh.chunk_nbytes || i + 1 < cli_src_nchunks(&j->src) ||
+       j->follow)) {
+    cli_err("%s: chunk %lld holds %d bytes, not %lld like the first: chunks "
+            "of varying sizes make no dataset", j->src.path, (long long)i,
+            (int)d.nbytes, (long long)j->sh.chunk_nbytes);
+    return -1;
+  }
   int rc = j->codec == EXP_CODEC_BSLZ4 ? exp_bslz4_chunk(j, i, &d)
                                        : blosc2_chunk(j, i, &d);
   if (rc < 0)
@@ -81,8 +100,8 @@ int exp_write_chunk(exp_job *j, int64_t i) {
   return 0;
 }
 
-static int write_all(exp_job *j, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
+static int write_range(exp_job *j, int64_t from, int64_t n) {
+  for (int64_t i = from; i < n; i++)
     if (exp_write_chunk(j, i) < 0)
       return -1;
   return 0;
@@ -116,6 +135,72 @@ static hid_t plain_begin(exp_job *j, const cli_chunk *first) {
   }
   free(series);
   return ds;
+}
+
+static volatile sig_atomic_t stop_follow;
+static void on_stop(int sig) { (void)sig; stop_follow = 1; }
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Chunks committed since: the frame re-opened (a reader sees a new
+ * commit only by reading the index again), the dataset extended, the new
+ * chunks written and flushed for SWMR readers. */
+static int follow_step(exp_job *j, const char *path, int64_t *n) {
+  cli_src_close(&j->src);
+  if (cli_src_open(path, &j->src) < 0)
+    return -1;
+  int64_t n2 = cli_src_nchunks(&j->src);
+  if (n2 <= *n)
+    return 0;
+  exp_shape_extent(&j->sh, n2);
+  if (H5Dset_extent(j->ds, j->sh.dims) < 0) {
+    cli_err("%s: cannot extend the dataset", j->out);
+    return -1;
+  }
+  if (write_range(j, *n, n2) < 0)
+    return -1;
+  if (H5Dflush(j->ds) < 0) {
+    cli_err("%s: cannot flush the dataset", j->out);
+    return -1;
+  }
+  int64_t got = n2 - *n;
+  *n = n2;
+  return (int)(got > 0);
+}
+
+/* --follow: SWMR from here on; poll the frame every 100 ms. */
+static int follow(exp_job *j, int64_t n) {
+  if (H5Fstart_swmr_write(j->file) < 0) {
+    cli_err("%s: cannot start SWMR writing", j->out);
+    return -1;
+  }
+  printf("following after %lld chunks\n", (long long)n);
+  if (!cli_flush_stdout())
+    return -1;
+  signal(SIGINT, on_stop);
+  signal(SIGTERM, on_stop);
+  char path[4096];
+  snprintf(path, sizeof path, "%s", j->src.path);
+  int64_t last = now_ms();
+  while (!stop_follow) {
+    /* the holder first: once it is gone, the next read sees its last commit */
+    bool writer = b2s_lock_holder(path) != 0;
+    int rc = follow_step(j, path, &n);
+    if (rc < 0)
+      return -1;
+    if (rc > 0)
+      last = now_ms();
+    else if (!writer || (j->idle_ms > 0 && now_ms() - last >= j->idle_ms))
+      break;
+    struct timespec ts = {0, 100 * 1000000};
+    nanosleep(&ts, NULL);
+  }
+  printf("exported %lld chunks\n", (long long)n);
+  return 0;
 }
 
 static int open_out(exp_job *j) {
@@ -162,12 +247,15 @@ static int run(exp_job *j) {
     cli_err("%s: cannot create the image dataset", j->out);
     return -1;
   }
-  if (write_all(j, n) < 0)
+  if (write_range(j, 0, n) < 0)
     return -1;
+  if (j->follow)
+    return follow(j, n);
   if (j->layout == EXP_LAYOUT_NXMX &&
       exp_nxmx_finish(j->file, &j->src, &j->sh, n) < 0)
     return -1;
-  printf("exported %lld chunks\n", (long long)n);
+  if (!j->follow)
+    printf("exported %lld chunks\n", (long long)n);
   return 0;
 }
 
@@ -202,6 +290,15 @@ static int parse(int argc, char **argv, exp_job *j, const char **path) {
         j->codec = EXP_CODEC_BSLZ4;
       else
         return cli_usage(&a, "--codec: '%s' is not blosc2 or bslz4", v);
+    } else if (!strcmp(a.opt, "follow")) {
+      if (!cli_args_no_value(&a))
+        return CLI_EXIT_USAGE;
+      j->follow = true;
+    } else if (!strcmp(a.opt, "idle")) {
+      if (!(v = cli_args_value(&a)))
+        return CLI_EXIT_USAGE;
+      if (cli_parse_int(v, 1, INT64_MAX / 2, &j->idle_ms) < 0)
+        return cli_usage(&a, "--idle: '%s' is not a number of milliseconds", v);
     } else {
       return cli_unknown_option(&a);
     }
@@ -210,6 +307,12 @@ static int parse(int argc, char **argv, exp_job *j, const char **path) {
     return CLI_EXIT_USAGE;
   if (nops != 2)
     return cli_usage(&a, "needs FRAME and OUT");
+  /* SWMR allows no new objects once it starts, and NXmx has per-image
+   * fields beside the images */
+  if (j->follow && j->layout == EXP_LAYOUT_NXMX)
+    return cli_usage(&a, "--follow goes with --layout plain");
+  if (j->idle_ms && !j->follow)
+    return cli_usage(&a, "--idle goes with --follow");
   *path = ops[0];
   j->out = ops[1];
   return CLI_EXIT_OK;

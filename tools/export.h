@@ -38,6 +38,8 @@ typedef struct exp_job {
   cli_src src;
   const char *out;
   int codec, layout;
+  bool follow;                     /* --follow: SWMR, growing with the frame */
+  int64_t idle_ms;                 /* --idle */
   exp_shape sh;
   hid_t file, ds;
   b2s_mpbuf buf;                   /* the HDF5 chunk being written */

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 
 import numpy as np
 import pytest
 
 import b2stream
 from b2stream import Frame
-from test_interop_blosc2 import HERE, _venv_python, cli, ref, ref_data, sha
+from test_interop_blosc2 import CLI, HERE, _venv_python, cli, ref, ref_data, sha
 
 
 def h5ref(*args, timeout=300) -> dict:
@@ -281,3 +282,54 @@ def test_import_refuses_and_leaves_nothing(images_frame, tmp_path):
     (tmp_path / "bad.h5").write_bytes(b"not hdf5")
     p = cli("import", tmp_path / "bad.h5", tmp_path / "z.b2frame", check=False)
     assert p.returncode == 1 and not (tmp_path / "z.b2frame").exists()
+
+
+def test_follow_grows_for_a_swmr_reader(make_daemon, tmp_path):
+    """export --follow while the daemon appends: an h5py reader opened with
+    swmr=True sees the dataset grow and reads every image equal; the export
+    ends once the daemon has closed the frame."""
+    d = make_daemon()
+    with open(d.config) as f:
+        text = f.read()
+    with open(d.config, "w") as f:
+        f.write(text.replace("templates:\n", STREAM.format(codec="lz4", bh=96)
+                             + "templates:\n", 1))
+    d.start()
+    out = str(tmp_path / "live.h5")
+    with b2stream.Session(d.endpoint) as s:
+        with s.open("xi") as p:
+            for fn in range(3):
+                p.send(image(fn), frame=fn)
+            p.flush()
+            if not CLI:
+                pytest.skip("B2S_CLI does not name the built b2stream")
+            exp = subprocess.Popen([CLI, "export", "--follow", d.frame("xi"), out],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                line = exp.stdout.readline().decode()
+                if not line and b"unknown command" in exp.stderr.read():
+                    pytest.skip("this b2stream was built without libhdf5")
+                assert line == "following after 3 chunks\n"
+                reader = subprocess.Popen(
+                    [_venv_python(), os.path.join(HERE, "h5_ref.py"), "swmr", out,
+                     "data", "12", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                first = 3
+                for fn in range(3, 12):
+                    time.sleep(0.15)
+                    p.send(image(fn), frame=fn)
+                    p.flush()
+                got_out, got_err = reader.communicate(timeout=120)
+                assert reader.returncode == 0, got_err.decode()
+            finally:
+                if exp.poll() is None and d.proc is None:
+                    exp.terminate()
+        # the stream's handle is closed here; the daemon closes the frame at stop
+    d.stop()
+    rest, err = exp.communicate(timeout=60)
+    assert exp.returncode == 0, err.decode()
+    assert rest.decode() == "exported 12 chunks\n"
+    seen = json.loads(got_out)
+    assert seen["seen"][0] >= first and seen["seen"][-1] == 12
+    assert len(seen["seen"]) >= 2            # it grew under the reader
+    assert seen["images"] == [sha(image(fn).tobytes()) for fn in range(12)]
+    assert h5ref("images", out, "data")["images"] == seen["images"]
