@@ -43,8 +43,10 @@ static int one_chunk_b2nd(const b2s_b2nd *nd, b2s_frame_metas *m) {
 int exp_wrap_cframe(const b2s_frame_header *src, const b2s_b2nd *nd,
                     const uint8_t *chunk, int32_t cbytes, int32_t nbytes,
                     b2s_mpbuf *out) {
-  uint8_t ix[B2S_HEADER_LEN + 8];
-  int ixlen = index_chunk(ix);
+  static uint8_t ix[B2S_HEADER_LEN + 8];   /* the same for every chunk */
+  static int ixlen;
+  if (ixlen <= 0)
+    ixlen = index_chunk(ix);
   if (ixlen < 0)
     return ixlen;
   b2s_frame_metas m;

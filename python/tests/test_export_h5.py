@@ -333,3 +333,27 @@ def test_follow_grows_for_a_swmr_reader(make_daemon, tmp_path):
     assert len(seen["seen"]) >= 2            # it grew under the reader
     assert seen["images"] == [sha(image(fn).tobytes()) for fn in range(12)]
     assert h5ref("images", out, "data")["images"] == seen["images"]
+
+
+@pytest.mark.parametrize("codec", ["blosc2", "bslz4"])
+def test_debian_hdf5_with_hdf5plugin_filters_reads_export(images_frame, tmp_path, codec):
+    """The C library readers link (Debian's HDF5 1.10, h5dump) loads
+    hdf5plugin's filter plugins through HDF5_PLUGIN_PATH and reads the
+    images equal to the frame's."""
+    import shutil
+    if shutil.which("h5dump") is None:
+        pytest.skip("h5dump missing (Debian: apt-get install hdf5-tools)")
+    py = _venv_python()
+    if not os.access(py, os.X_OK):
+        pytest.skip(f"no reference interpreter at {py} (run scripts/make-venv)")
+    plugins = subprocess.run([py, "-c", "import hdf5plugin; print(hdf5plugin.PLUGIN_PATH)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    out = str(tmp_path / "x.h5")
+    export(images_frame, out, "--codec", codec, "--layout", "nxmx")
+    raw = tmp_path / "images.bin"
+    p = subprocess.run(["h5dump", "-d", "/entry/data/data", "-b", "LE", "-o", str(raw), out],
+                       capture_output=True, env=dict(os.environ, HDF5_PLUGIN_PATH=plugins),
+                       timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    with Frame(images_frame) as f:
+        assert raw.read_bytes() == f.to_numpy().tobytes()
