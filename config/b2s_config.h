@@ -31,7 +31,7 @@
 
 #include "b2s_chunk.h"
 #include "b2s_errors.h"
-#include "frame_format.h"
+#include "b2s_frame_format.h"
 
 #define B2S_STREAM_NAME_MAX 64          /* bytes, without the NUL */
 #define B2S_CONFIG_PATH_MAX 4096        /* bytes, with the NUL */

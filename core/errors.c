@@ -3,7 +3,7 @@
 #include "b2s_errors.h"
 
 static const char *const b2s_messages[] = {
-#define B2S_ERR_MSG_(name, msg) msg,
+#define B2S_ERR_MSG_(name, value, msg) [(value) - B2S_E_BASE_ - 1] = msg,
     B2S_ERROR_LIST(B2S_ERR_MSG_)
 #undef B2S_ERR_MSG_
 };

@@ -66,12 +66,12 @@
 #include <zmq.h>
 
 #include "b2s_config.h"
-#include "frame.h"
-#include "frame_writer.h"
+#include "b2s_frame.h"
+#include "b2s_frame_writer.h"
 #include "b2s_meta.h"
 #include "log.h"
 #include "order.h"
-#include "shm.h"
+#include "b2s_shm.h"
 
 #define B2SD_NAME "b2streamd"
 #define B2SD_VERSION "0.1.0"

@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include "chunkpool.h"
 #include "segment.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <stdlib.h>
 

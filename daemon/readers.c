@@ -28,7 +28,7 @@
  * I/O thread decides who gets it.
  *
  * Counts: at most B2SD_READS_SESSION reads issued per session and
- * B2SD_READS_FOLLOW per push follow, from the issue until the result was
+ * B2SD_READS_FOLLOW per push follow, from issuing one until its result was
  * sent or discarded; at most B2SD_READS_MAX admitted in the daemon until
  * then.  READs beyond the session's count wait in their session (at most
  * B2SD_READS_WAIT, then B2S_E_BUSY); push follows simply issue more when

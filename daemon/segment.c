@@ -1,4 +1,4 @@
-/* Shared-memory segments of producer handles (proto/shm.h): creating
+/* Shared-memory segments of producer handles (proto/b2s_shm.h): creating
  * them within memory_limit, their references, giving slots back, and the
  * memory room left for buffers in flight.
  *

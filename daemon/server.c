@@ -207,6 +207,65 @@ static bool frames_ok(const inmsg *in, const b2s_wire_msg *m) {
   return in->nframes - 1 == b2s_wire_msg_frames(m);
 }
 
+/* One handler per request type of the list (b2s_wire_types.h): the
+ * table below is made from it, so a type added there without its
+ * handle_NAME here does not compile. */
+typedef void handler(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                     const b2s_wire_msg *m);
+
+static zmq_msg_t *payload(inmsg *in) {
+  return in->has_payload ? &in->payload : NULL;
+}
+
+static void handle_HELLO(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                         const b2s_wire_msg *m) {
+  on_hello(srv, in, s, m);
+}
+
+static void handle_OPEN(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                        const b2s_wire_msg *m) {
+  b2sd_open_msg(srv, s, m, payload(in));
+}
+
+static void handle_META(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                        const b2s_wire_msg *m) {
+  b2sd_meta_msg(srv, s, m, payload(in));
+}
+
+static void handle_DATA(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                        const b2s_wire_msg *m) {
+  b2sd_data_msg(srv, s, m, payload(in), in->has_extra ? &in->extra : NULL);
+}
+
+static void handle_SHM_SUBMIT(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                              const b2s_wire_msg *m) {
+  b2sd_shm_submit_msg(srv, s, m, payload(in));
+}
+
+/* The handlers that need no frame but the header. */
+#define HEADER_ONLY_(name, call)                                               \
+  static void handle_##name(b2sd_server *srv, inmsg *in, b2sd_session *s,     \
+                            const b2s_wire_msg *m) {                           \
+    (void)in;                                                                  \
+    call;                                                                      \
+  }
+HEADER_ONLY_(FLUSH, b2sd_flush_close_msg(srv, s, m))
+HEADER_ONLY_(CLOSE, b2sd_flush_close_msg(srv, s, m))
+HEADER_ONLY_(SHM_ATTACH, b2sd_shm_attach_msg(srv, s, m))
+HEADER_ONLY_(FOLLOW, b2sd_follow_msg(srv, s, m))
+HEADER_ONLY_(READ, b2sd_read_msg(srv, s, m))
+HEADER_ONLY_(UNFOLLOW, b2sd_unfollow_msg(srv, s, m))
+HEADER_ONLY_(STATS, on_stats(srv, s, m))
+HEADER_ONLY_(PING, on_ping(srv, s, m))
+HEADER_ONLY_(BYE, (void)m; session_end(srv, s))
+#undef HEADER_ONLY_
+
+static handler *const handlers[B2S_WIRE_FROM_DAEMON] = {
+#define B2SD_HANDLER_(name, value, since) [value] = handle_##name,
+    B2S_WIRE_REQUESTS(B2SD_HANDLER_)
+#undef B2SD_HANDLER_
+};
+
 static void dispatch(b2sd_server *srv, inmsg *in) {
   const void *rid = zmq_msg_data(&in->rid);
   size_t rlen = zmq_msg_size(&in->rid);
@@ -261,33 +320,11 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
               "wrong number of frames");
     return;
   }
-  switch (m.type) {
-  case B2S_WIRE_HELLO: on_hello(srv, in, s, &m); break;
-  case B2S_WIRE_OPEN:
-    b2sd_open_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
-    break;
-  case B2S_WIRE_META:
-    b2sd_meta_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
-    break;
-  case B2S_WIRE_DATA:
-    b2sd_data_msg(srv, s, &m, in->has_payload ? &in->payload : NULL,
-                  in->has_extra ? &in->extra : NULL);
-    break;
-  case B2S_WIRE_SHM_SUBMIT:
-    b2sd_shm_submit_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
-    break;
-  case B2S_WIRE_FLUSH:
-  case B2S_WIRE_CLOSE: b2sd_flush_close_msg(srv, s, &m); break;
-  case B2S_WIRE_SHM_ATTACH: b2sd_shm_attach_msg(srv, s, &m); break;
-  case B2S_WIRE_FOLLOW: b2sd_follow_msg(srv, s, &m); break;
-  case B2S_WIRE_READ: b2sd_read_msg(srv, s, &m); break;
-  case B2S_WIRE_UNFOLLOW: b2sd_unfollow_msg(srv, s, &m); break;
-  case B2S_WIRE_STATS: on_stats(srv, s, &m); break;
-  case B2S_WIRE_PING: on_ping(srv, s, &m); break;
-  case B2S_WIRE_BYE: session_end(srv, s); break;
-  default:
+  handler *h = m.type < B2S_WIRE_FROM_DAEMON ? handlers[m.type] : NULL;
+  if (h != NULL)
+    h(srv, in, s, &m);
+  else
     b2sd_send_error(srv, s, m.tag, B2S_E_PROTO, 0, rtype, 0, 0, NULL);
-  }
 }
 
 /* Read up to RECV_BATCH messages from one socket. */

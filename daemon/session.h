@@ -15,7 +15,7 @@
 #include "b2sd.h"
 #include "ledger.h"
 #include "readbudget.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <string.h>
 

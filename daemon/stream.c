@@ -18,6 +18,7 @@
  * durable with syncfs(2) on the frame's filesystem, which covers the frame
  * file, a sparse frame's chunk files and their directory entries. */
 #define _GNU_SOURCE
+#include "b2s_assert.h"
 #include "b2sd.h"
 #include "chunkpool.h"
 #include "clock.h"
@@ -25,7 +26,7 @@
 #include "dwriter.h"
 #include "groupcommit.h"
 #include "progress.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -595,6 +596,9 @@ static uint64_t written_level(const wstate *w) {
 }
 
 static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  /* strictly in sequence order (b2sd.h: a dropped buffer still comes as a
+   * tombstone with its number) */
+  B2S_ASSERT(c->seq == w->g.next_seq);
   w->g.next_seq = c->seq + 1;
   if (c->series)
     writer_series(st, w, c);

@@ -19,8 +19,9 @@
 
 #include "b2s_config.h"
 #include "b2s_names.h"
-#include "frame_format.h"
-#include "msgpack.h"
+#include "b2s_frame_format.h"
+#include "b2s_msgpack.h"
+#include "config_internal.h"
 
 #define BASE "/srv/b2"
 #define MIB (INT64_C(1) << 20)
@@ -1349,9 +1350,68 @@ static void test_load_from_files(void **state) {
                    B2S_E_ARG);
 }
 
+/* docs/CONFIG.md against the schema: a row "| `path` | ... |" for every
+ * key, with its default as `def` in the third column, and no row for a
+ * key the schema lacks. */
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void test_config_md_matches_schema(void **state) {
+  (void)state;
+  const char *path = getenv("B2S_CONFIG_MD");
+  assert_non_null(path);
+  char *doc = read_file(path);
+  for (size_t i = 0; i < b2s_cfg_nschema; i++) {
+    const cfg_desc *d = &b2s_cfg_schema[i];
+    char row[256];
+    snprintf(row, sizeof row, "\n| `%s` | ", d->path);
+    char *at = strstr(doc, row);
+    if (at == NULL)
+      fail_msg("docs/CONFIG.md has no row for %s", d->path);
+    /* the default sits in the row's third column */
+    char *end = strchr(at + 1, '\n');
+    assert_non_null(end);
+    if (d->def != NULL && d->def[0]) {
+      char def[256];
+      snprintf(def, sizeof def, "| `%s` |", d->def);
+      char *found = strstr(at, def);
+      if (found == NULL || found > end)
+        fail_msg("docs/CONFIG.md: %s should show default %s", d->path,
+                 d->def);
+    }
+  }
+  /* every row names a key of the schema */
+  int rows = 0;
+  for (char *p = strstr(doc, "\n| `"); p; p = strstr(p + 1, "\n| `")) {
+    char key[128];
+    if (sscanf(p, "\n| `%127[^`]`", key) != 1)
+      continue;
+    bool known = false;
+    for (size_t i = 0; i < b2s_cfg_nschema && !known; i++)
+      known = strcmp(b2s_cfg_schema[i].path, key) == 0;
+    if (!known)
+      fail_msg("docs/CONFIG.md documents %s, which the schema lacks", key);
+    rows++;
+  }
+  assert_int_equal((size_t)rows, b2s_cfg_nschema);
+  free(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shipped_config),
+      cmocka_unit_test(test_config_md_matches_schema),
       cmocka_unit_test(test_empty_config_is_all_defaults),
       cmocka_unit_test(test_environment_directories),
       cmocka_unit_test(test_error_messages),

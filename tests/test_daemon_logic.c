@@ -24,7 +24,7 @@
 #include "order.h"
 #include "rank.h"
 #include "readbudget.h"
-#include "wire.h"
+#include "b2s_wire.h"
 #include "wiremap.h"
 
 #define MS (UINT64_C(1000000))

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "frame_lock.h"
+#include "b2s_frame_lock.h"
 
 /* ---- messages ---------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* b2stream export: a frame as an HDF5 file (docs/EXPORT.md).  One frame
  * chunk is one HDF5 chunk; with the Blosc2 filter the stored chunk is
- * written as it is (export_wrap.c), with bitshuffle+LZ4 it is re-encoded
+ * written as it is (cmd_export_wrap.c), with bitshuffle+LZ4 it is re-encoded
  * in that filter's framing. */
 #include <signal.h>
 #include <stdlib.h>
@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "export.h"
-#include "frame_lock.h"
+#include "cmd_export.h"
+#include "b2s_frame_lock.h"
 
 static const char help[] =
     "usage: b2stream export FRAME OUT.h5 [--layout nxmx|plain]\n"
@@ -43,7 +43,7 @@ static const char help[] =
 /* The chunk as the blosc2 filter reads it.  A chunk shorter than the HDF5
  * chunk (the last one of a frame without b2nd) is padded with zeros and
  * compressed again, as the filter must return a whole chunk. */
-static int blosc2_chunk(exp_job *j, int64_t i, const cli_chunk *d) {
+static int blosc2_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
   const uint8_t *bytes = d->bytes;
   int32_t cbytes = d->cbytes, nbytes = d->nbytes;
   if (!j->sh.b2nd && nbytes != j->sh.chunk_nbytes) {
@@ -66,7 +66,7 @@ static int blosc2_chunk(exp_job *j, int64_t i, const cli_chunk *d) {
     bytes = j->tmp, nbytes = (int32_t)full;
   }
   j->buf.len = 0;
-  int rc = exp_wrap_cframe(b2s_frame_header_get(j->src.frame),
+  int rc = cli_exp_wrap_cframe(b2s_frame_header_get(j->src.frame),
                            j->sh.b2nd ? &j->sh.nd : NULL, bytes, cbytes,
                            nbytes, &j->buf);
   if (rc < 0)
@@ -74,7 +74,7 @@ static int blosc2_chunk(exp_job *j, int64_t i, const cli_chunk *d) {
   return rc < 0 ? -1 : 0;
 }
 
-int exp_write_chunk(exp_job *j, int64_t i) {
+int cli_exp_write_chunk(cli_exp_job *j, int64_t i) {
   cli_chunk d;
   if (cli_src_chunk(&j->src, i, &d) < 0)
     return -1;
@@ -87,12 +87,12 @@ int exp_write_chunk(exp_job *j, int64_t i) {
             (int)d.nbytes, (long long)j->sh.chunk_nbytes);
     return -1;
   }
-  int rc = j->codec == EXP_CODEC_BSLZ4 ? exp_bslz4_chunk(j, i, &d)
+  int rc = j->codec == EXP_CODEC_BSLZ4 ? cli_exp_bslz4_chunk(j, i, &d)
                                        : blosc2_chunk(j, i, &d);
   if (rc < 0)
     return -1;
   hsize_t off[B2S_B2ND_MAX_DIM];
-  exp_shape_offset(&j->sh, i, off);
+  cli_exp_shape_offset(&j->sh, i, off);
   if (H5Dwrite_chunk(j->ds, H5P_DEFAULT, 0, off, j->buf.len, j->buf.data) < 0) {
     cli_err("%s: cannot write chunk %lld", j->out, (long long)i);
     return -1;
@@ -100,15 +100,15 @@ int exp_write_chunk(exp_job *j, int64_t i) {
   return 0;
 }
 
-static int write_range(exp_job *j, int64_t from, int64_t n) {
+static int write_range(cli_exp_job *j, int64_t from, int64_t n) {
   for (int64_t i = from; i < n; i++)
-    if (exp_write_chunk(j, i) < 0)
+    if (cli_exp_write_chunk(j, i) < 0)
       return -1;
   return 0;
 }
 
 /* The series map as JSON (plain layout: an attribute of the dataset). */
-char *exp_series_json(cli_src *src) {
+char *cli_exp_series_json(cli_src *src) {
   uint8_t *map = NULL;
   size_t len = 0;
   if (b2s_frame_series_get(src->frame, &map, &len) < 0 || map == NULL)
@@ -126,10 +126,10 @@ char *exp_series_json(cli_src *src) {
   return text;
 }
 
-static hid_t plain_begin(exp_job *j, const cli_chunk *first) {
-  hid_t ds = exp_h5_dataset(j->file, "data", &j->sh, j->codec, first);
-  char *series = ds >= 0 ? exp_series_json(&j->src) : NULL;
-  if (series && exp_h5_attr_str(ds, "series", series) < 0) {
+static hid_t plain_begin(cli_exp_job *j, const cli_chunk *first) {
+  hid_t ds = cli_exp_h5_dataset(j->file, "data", &j->sh, j->codec, first);
+  char *series = ds >= 0 ? cli_exp_series_json(&j->src) : NULL;
+  if (series && cli_exp_h5_attr_str(ds, "series", series) < 0) {
     H5Dclose(ds);
     ds = -1;
   }
@@ -149,14 +149,14 @@ static int64_t now_ms(void) {
 /* Chunks committed since: the frame re-opened (a reader sees a new
  * commit only by reading the index again), the dataset extended, the new
  * chunks written and flushed for SWMR readers. */
-static int follow_step(exp_job *j, const char *path, int64_t *n) {
+static int follow_step(cli_exp_job *j, const char *path, int64_t *n) {
   cli_src_close(&j->src);
   if (cli_src_open(path, &j->src) < 0)
     return -1;
   int64_t n2 = cli_src_nchunks(&j->src);
   if (n2 <= *n)
     return 0;
-  exp_shape_extent(&j->sh, n2);
+  cli_exp_shape_extent(&j->sh, n2);
   if (H5Dset_extent(j->ds, j->sh.dims) < 0) {
     cli_err("%s: cannot extend the dataset", j->out);
     return -1;
@@ -173,7 +173,7 @@ static int follow_step(exp_job *j, const char *path, int64_t *n) {
 }
 
 /* --follow: SWMR from here on; poll the frame every 100 ms. */
-static int follow(exp_job *j, int64_t n) {
+static int follow(cli_exp_job *j, int64_t n) {
   if (H5Fstart_swmr_write(j->file) < 0) {
     cli_err("%s: cannot start SWMR writing", j->out);
     return -1;
@@ -203,7 +203,7 @@ static int follow(exp_job *j, int64_t n) {
   return 0;
 }
 
-static int open_out(exp_job *j) {
+static int open_out(cli_exp_job *j) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   /* the 1.10 format: what SWMR needs, and what every reader in use opens */
   H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110);
@@ -216,15 +216,15 @@ static int open_out(exp_job *j) {
   return 0;
 }
 
-static int run(exp_job *j) {
+static int run(cli_exp_job *j) {
   if (j->src.kind != CLI_KIND_CFRAME && j->src.kind != CLI_KIND_SFRAME) {
     cli_err("%s: not a local frame", j->src.path);
     return -1;
   }
-  if (exp_h5_register() < 0 || exp_shape_from(&j->src, &j->sh) < 0)
+  if (cli_exp_h5_register() < 0 || cli_exp_shape_from(&j->src, &j->sh) < 0)
     return -1;
   int64_t n = cli_src_nchunks(&j->src);
-  exp_shape_extent(&j->sh, n);
+  cli_exp_shape_extent(&j->sh, n);
   size_t full = (size_t)j->sh.chunk_nbytes;
   j->pad = malloc(full + B2S_MAX_OVERHEAD);
   j->tmp = malloc(full + B2S_MAX_OVERHEAD);
@@ -241,9 +241,9 @@ static int run(exp_job *j) {
   if (open_out(j) < 0)
     return -1;
   j->ds = j->layout == EXP_LAYOUT_NXMX
-              ? exp_nxmx_begin(j->file, &j->src, &j->sh, j->codec, fp)
+              ? cli_exp_nxmx_begin(j->file, &j->src, &j->sh, j->codec, fp)
               : plain_begin(j, fp);
-  if (j->ds < 0 || exp_h5_keep_meta(j->ds, &j->src) < 0) {
+  if (j->ds < 0 || cli_exp_h5_keep_meta(j->ds, &j->src) < 0) {
     cli_err("%s: cannot create the image dataset", j->out);
     return -1;
   }
@@ -252,14 +252,14 @@ static int run(exp_job *j) {
   if (j->follow)
     return follow(j, n);
   if (j->layout == EXP_LAYOUT_NXMX &&
-      exp_nxmx_finish(j->file, &j->src, &j->sh, n) < 0)
+      cli_exp_nxmx_finish(j->file, &j->src, &j->sh, n) < 0)
     return -1;
   if (!j->follow)
     printf("exported %lld chunks\n", (long long)n);
   return 0;
 }
 
-static int parse(int argc, char **argv, exp_job *j, const char **path) {
+static int parse(int argc, char **argv, cli_exp_job *j, const char **path) {
   cli_args a;
   cli_args_init(&a, argc, argv);
   const char *op, *ops[2] = {NULL, NULL};
@@ -323,7 +323,7 @@ static int cmd_export(int argc, char **argv) {
     fputs(help, stdout);
     return cli_flush_stdout() ? CLI_EXIT_OK : CLI_EXIT_FAIL;
   }
-  exp_job j;
+  cli_exp_job j;
   memset(&j, 0, sizeof j);
   j.file = j.ds = -1;
   const char *path = NULL;

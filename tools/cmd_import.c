@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bslz4.h"
-#include "export.h"
-#include "frame_writer.h"
+#include "cli_bslz4.h"
+#include "cmd_export.h"
+#include "b2s_frame_writer.h"
 
 static const char help[] =
     "usage: b2stream import IN.h5 FRAME [--dataset PATH] [--sparse]\n"
@@ -85,7 +85,7 @@ static size_t bslz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
   uint8_t *out = malloc(n ? n : 1);
   if (out == NULL)
     return 0;
-  int64_t got = bslz4_decode(*buf, nbytes, (int32_t)cd[2], out, n);
+  int64_t got = cli_bslz4_decode(*buf, nbytes, (int32_t)cd[2], out, n);
   if (got < 0) {
     free(out);
     return 0;
