@@ -74,7 +74,42 @@ static int blosc2_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
   return rc < 0 ? -1 : 0;
 }
 
+/* Blosc2 codec, a chunk that goes in as stored: read from the frame
+ * straight behind the wrapper's header, no copy in between. */
+static int blosc2_direct(cli_exp_job *j, int64_t i, int32_t cb, int32_t nb) {
+  j->buf.len = 0;
+  int rc = cli_exp_wrap_head(b2s_frame_header_get(j->src.frame),
+                             j->sh.b2nd ? &j->sh.nd : NULL, cb, nb, &j->buf);
+  if (rc == 0)
+    rc = b2s_mpbuf_reserve(&j->buf, (size_t)cb);
+  if (rc == 0)
+    rc = b2s_frame_chunk_read(j->src.frame, i, j->buf.data + j->buf.len,
+                              (size_t)cb);
+  if (rc >= 0) {
+    j->buf.len += (size_t)cb;
+    rc = cli_exp_wrap_tail(&j->buf);
+  }
+  if (rc < 0)
+    cli_src_frame_err(&j->src, rc);
+  return rc < 0 ? -1 : 0;
+}
+
+static int write_buf(cli_exp_job *j, int64_t i) {
+  hsize_t off[B2S_B2ND_MAX_DIM];
+  cli_exp_shape_offset(&j->sh, i, off);
+  if (H5Dwrite_chunk(j->ds, H5P_DEFAULT, 0, off, j->buf.len, j->buf.data) < 0) {
+    cli_err("%s: cannot write chunk %lld", j->out, (long long)i);
+    return -1;
+  }
+  return 0;
+}
+
 int cli_exp_write_chunk(cli_exp_job *j, int64_t i) {
+  int32_t cb = 0, nb = 0;
+  if (j->codec == EXP_CODEC_BLOSC2 &&
+      b2s_frame_chunk_sizes(j->src.frame, i, &cb, &nb) == 0 &&
+      (j->sh.b2nd || nb == j->sh.chunk_nbytes))
+    return blosc2_direct(j, i, cb, nb) < 0 ? -1 : write_buf(j, i);
   cli_chunk d;
   if (cli_src_chunk(&j->src, i, &d) < 0)
     return -1;
@@ -89,15 +124,7 @@ int cli_exp_write_chunk(cli_exp_job *j, int64_t i) {
   }
   int rc = j->codec == EXP_CODEC_BSLZ4 ? cli_exp_bslz4_chunk(j, i, &d)
                                        : blosc2_chunk(j, i, &d);
-  if (rc < 0)
-    return -1;
-  hsize_t off[B2S_B2ND_MAX_DIM];
-  cli_exp_shape_offset(&j->sh, i, off);
-  if (H5Dwrite_chunk(j->ds, H5P_DEFAULT, 0, off, j->buf.len, j->buf.data) < 0) {
-    cli_err("%s: cannot write chunk %lld", j->out, (long long)i);
-    return -1;
-  }
-  return 0;
+  return rc < 0 ? -1 : write_buf(j, i);
 }
 
 static int write_range(cli_exp_job *j, int64_t from, int64_t n) {

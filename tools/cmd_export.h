@@ -55,6 +55,12 @@ int cli_exp_write_chunk(cli_exp_job *j, int64_t i);
 /* One-chunk contiguous Blosc2 frame holding the stored chunk as it is
  * (plus the b2nd metalayer of one chunk when nd is not NULL), which the
  * Blosc2 filter's decompress path opens; appended to out. */
+/* The same in two steps, for a caller that reads the chunk straight into
+ * out between them: the header (for a chunk of cbytes), then the index
+ * and trailer. */
+int cli_exp_wrap_head(const b2s_frame_header *src, const b2s_b2nd *nd,
+                      int32_t cbytes, int32_t nbytes, b2s_mpbuf *out);
+int cli_exp_wrap_tail(b2s_mpbuf *out);
 int cli_exp_wrap_cframe(const b2s_frame_header *src, const b2s_b2nd *nd,
                     const uint8_t *chunk, int32_t cbytes, int32_t nbytes,
                     b2s_mpbuf *out);

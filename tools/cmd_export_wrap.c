@@ -40,14 +40,12 @@ static int one_chunk_b2nd(const b2s_b2nd *nd, b2s_frame_metas *m) {
   return rc < 0 ? rc : 0;
 }
 
-int cli_exp_wrap_cframe(const b2s_frame_header *src, const b2s_b2nd *nd,
-                    const uint8_t *chunk, int32_t cbytes, int32_t nbytes,
-                    b2s_mpbuf *out) {
-  static uint8_t ix[B2S_HEADER_LEN + 8];   /* the same for every chunk */
-  static int ixlen;
-  if (ixlen <= 0)
-    ixlen = index_chunk(ix);
-  if (ixlen < 0)
+static uint8_t ix[B2S_HEADER_LEN + 8];   /* the same for every chunk */
+static int ixlen;
+
+int cli_exp_wrap_head(const b2s_frame_header *src, const b2s_b2nd *nd,
+                      int32_t cbytes, int32_t nbytes, b2s_mpbuf *out) {
+  if (ixlen <= 0 && (ixlen = index_chunk(ix)) < 0)
     return ixlen;
   b2s_frame_metas m;
   b2s_frame_metas_init(&m);
@@ -70,12 +68,26 @@ int cli_exp_wrap_cframe(const b2s_frame_header *src, const b2s_b2nd *nd,
   h.has_vlmeta = false;
   h.frame_len = hlen + cbytes + ixlen + tlen;
   rc = b2s_frame_header_write(&h, &m, out);
-  if (rc >= 0)
-    rc = b2s_mp_write_raw(out, chunk, (size_t)cbytes);
-  if (rc >= 0)
-    rc = b2s_mp_write_raw(out, ix, (size_t)ixlen);
+  b2s_frame_metas_fini(&m);
+  return rc < 0 ? rc : 0;
+}
+
+int cli_exp_wrap_tail(b2s_mpbuf *out) {
+  b2s_frame_metas vl;
+  b2s_frame_metas_init(&vl);
+  int rc = b2s_mp_write_raw(out, ix, (size_t)ixlen);
   if (rc >= 0)
     rc = b2s_frame_trailer_write(&vl, out);
-  b2s_frame_metas_fini(&m);
+  return rc < 0 ? rc : 0;
+}
+
+int cli_exp_wrap_cframe(const b2s_frame_header *src, const b2s_b2nd *nd,
+                        const uint8_t *chunk, int32_t cbytes, int32_t nbytes,
+                        b2s_mpbuf *out) {
+  int rc = cli_exp_wrap_head(src, nd, cbytes, nbytes, out);
+  if (rc == 0)
+    rc = b2s_mp_write_raw(out, chunk, (size_t)cbytes);
+  if (rc >= 0)
+    rc = cli_exp_wrap_tail(out);
   return rc < 0 ? rc : 0;
 }
