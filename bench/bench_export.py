@@ -17,11 +17,13 @@ each run and the dirty pages written back (untimed) before the next, so
 all three sides write into the page cache and the ratios compare work,
 not the disk.  Prints min / median / max seconds per side
 and the ratios of the medians: cp / export (target >= 0.5) and recompress
-/ export (target >= 10)."""
+/ export (target >= 10); then the same for the CPU seconds each side used
+(user + system), which a busy shared machine disturbs less."""
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -67,10 +69,16 @@ def make_frame(path: str, nimg: int) -> None:
     del nd
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str], cpu: list[float]) -> float:
+    """Wall seconds of cmd; its user + system CPU seconds appended to cpu
+    (the figure that does not depend on what else the machine runs)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    t = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    return t
 
 
 def main() -> int:
@@ -103,11 +111,12 @@ def main() -> int:
             "recompress": [sys.executable, script, frame, out],
         }
         times: dict[str, list[float]] = {k: [] for k in sides}
+        cpus: dict[str, list[float]] = {k: [] for k in sides}
         names = list(sides)
         for r in range(args.rounds):
             order = names[r % 3:] + names[:r % 3]
             for name in order:
-                times[name].append(timed(sides[name]))
+                times[name].append(timed(sides[name], cpus[name]))
                 if name == "export":
                     osize = os.path.getsize(out)
                 os.unlink(out)
@@ -119,6 +128,11 @@ def main() -> int:
             t = times[n]
             print(f"{n:10s} min {min(t):.3f}  median {med[n]:.3f}  max {max(t):.3f} s"
                   f"  ({fsize / med[n] / (1 << 20):.0f} MiB/s of frame)")
+        cmed = {n: statistics.median(t) for n, t in cpus.items()}
+        print("CPU seconds (user + system), median: " +
+              "  ".join(f"{n} {cmed[n]:.3f}" for n in names))
+        print(f"CPU ratios: cp / export {cmed['cp'] / cmed['export']:.2f}, "
+              f"recompress / export {cmed['recompress'] / cmed['export']:.1f}")
         print(f"export HDF5 size {osize / (1 << 30):.3f} GiB ({osize / fsize:.4f} x frame)")
         print(f"export speed / cp speed (median): {med['cp'] / med['export']:.2f}x (target >= 0.5)")
         print(f"export vs recompress (median): {med['recompress'] / med['export']:.1f}x faster "

@@ -2,6 +2,7 @@
  * chunk is one HDF5 chunk; with the Blosc2 filter the stored chunk is
  * written as it is (cmd_export_wrap.c), with bitshuffle+LZ4 it is re-encoded
  * in that filter's framing. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,22 +95,23 @@ static int blosc2_direct(cli_exp_job *j, int64_t i, int32_t cb, int32_t nb) {
   return rc < 0 ? -1 : 0;
 }
 
-static int write_buf(cli_exp_job *j, int64_t i) {
+static int write_buf(cli_exp_job *j, int64_t i, const b2s_mpbuf *b) {
   hsize_t off[B2S_B2ND_MAX_DIM];
   cli_exp_shape_offset(&j->sh, i, off);
-  if (H5Dwrite_chunk(j->ds, H5P_DEFAULT, 0, off, j->buf.len, j->buf.data) < 0) {
+  if (H5Dwrite_chunk(j->ds, H5P_DEFAULT, 0, off, b->len, b->data) < 0) {
     cli_err("%s: cannot write chunk %lld", j->out, (long long)i);
     return -1;
   }
   return 0;
 }
 
-int cli_exp_write_chunk(cli_exp_job *j, int64_t i) {
+/* HDF5 chunk i into j->buf (frame side only: no HDF5 call). */
+static int produce(cli_exp_job *j, int64_t i) {
   int32_t cb = 0, nb = 0;
   if (j->codec == EXP_CODEC_BLOSC2 &&
       b2s_frame_chunk_sizes(j->src.frame, i, &cb, &nb) == 0 &&
       (j->sh.b2nd || nb == j->sh.chunk_nbytes))
-    return blosc2_direct(j, i, cb, nb) < 0 ? -1 : write_buf(j, i);
+    return blosc2_direct(j, i, cb, nb);
   cli_chunk d;
   if (cli_src_chunk(&j->src, i, &d) < 0)
     return -1;
@@ -124,14 +126,91 @@ int cli_exp_write_chunk(cli_exp_job *j, int64_t i) {
   }
   int rc = j->codec == EXP_CODEC_BSLZ4 ? cli_exp_bslz4_chunk(j, i, &d)
                                        : blosc2_chunk(j, i, &d);
-  return rc < 0 ? -1 : write_buf(j, i);
+  return rc < 0 ? -1 : 0;
+}
+
+int cli_exp_write_chunk(cli_exp_job *j, int64_t i) {
+  return produce(j, i) < 0 ? -1 : write_buf(j, i, &j->buf);
+}
+
+/* Chunks [from, n) through a ring of RING buffers: a reader thread
+ * prepares HDF5 chunks (frame reads, wrapping or re-encoding) while this
+ * thread writes them, the only one calling HDF5, so reading and writing
+ * overlap on two cores. */
+enum { RING = 4 };
+typedef struct ring {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  cli_exp_job *j;
+  b2s_mpbuf buf[RING];
+  int64_t from, n, filled, written;   /* chunks [from, filled) ready */
+  bool failed, stop;
+} ring;
+
+static void *reader(void *arg) {
+  ring *r = arg;
+  for (int64_t i = r->from; i < r->n; i++) {
+    pthread_mutex_lock(&r->mu);
+    while (i - r->written >= RING && !r->stop)
+      pthread_cond_wait(&r->cv, &r->mu);
+    bool stop = r->stop;
+    pthread_mutex_unlock(&r->mu);
+    if (stop)
+      break;
+    b2s_mpbuf keep = r->j->buf;        /* produce into the slot's buffer */
+    r->j->buf = r->buf[i % RING];
+    int rc = produce(r->j, i);
+    r->buf[i % RING] = r->j->buf;
+    r->j->buf = keep;
+    pthread_mutex_lock(&r->mu);
+    if (rc < 0)
+      r->failed = true;
+    else
+      r->filled = i + 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (rc < 0)
+      break;
+  }
+  return NULL;
 }
 
 static int write_range(cli_exp_job *j, int64_t from, int64_t n) {
-  for (int64_t i = from; i < n; i++)
-    if (cli_exp_write_chunk(j, i) < 0)
-      return -1;
-  return 0;
+  ring r = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+            .j = j, .from = from, .n = n, .filled = from, .written = from};
+  pthread_t t;
+  if (n <= from)
+    return 0;
+  if (pthread_create(&t, NULL, reader, &r) != 0) {
+    cli_err("cannot start a thread");
+    return -1;
+  }
+  int rc = 0;
+  for (int64_t i = from; i < n && rc == 0; i++) {
+    pthread_mutex_lock(&r.mu);
+    while (r.filled <= i && !r.failed)
+      pthread_cond_wait(&r.cv, &r.mu);
+    bool ready = r.filled > i;
+    pthread_mutex_unlock(&r.mu);
+    if (!ready) {
+      rc = -1;
+      break;
+    }
+    /* the slot is the reader's again only after `written` moves past it */
+    rc = write_buf(j, i, &r.buf[i % RING]);
+    pthread_mutex_lock(&r.mu);
+    r.written = i + 1;
+    pthread_cond_broadcast(&r.cv);
+    pthread_mutex_unlock(&r.mu);
+  }
+  pthread_mutex_lock(&r.mu);
+  r.stop = true;
+  pthread_cond_broadcast(&r.cv);
+  pthread_mutex_unlock(&r.mu);
+  pthread_join(t, NULL);
+  for (int k = 0; k < RING; k++)
+    b2s_mpbuf_fini(&r.buf[k]);
+  return rc;
 }
 
 /* The series map as JSON (plain layout: an attribute of the dataset). */

@@ -108,8 +108,8 @@ static int open_in(imp *m) {
   }
   const char *names[] = {"/entry/data/data", "/data"};
   for (int k = 0; !m->dsname && k < 2; k++)
-    if (H5Lexists(m->file, names[k], H5P_DEFAULT) > 0 &&
-        H5Lexists(m->file, "/entry", H5P_DEFAULT) >= 0)
+    /* a missing group on the way is an error (< 0), not a "no" */
+    if (H5Lexists(m->file, names[k], H5P_DEFAULT) > 0)
       m->dsname = names[k];
   if (!m->dsname) {
     cli_err("%s: no /entry/data/data or /data (name one with --dataset)", m->in);
