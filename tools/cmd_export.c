@@ -2,6 +2,8 @@
  * chunk is one HDF5 chunk; with the Blosc2 filter the stored chunk is
  * written as it is (cmd_export_wrap.c), with bitshuffle+LZ4 it is re-encoded
  * in that filter's framing. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -75,6 +77,29 @@ static int blosc2_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
   return rc < 0 ? -1 : 0;
 }
 
+/* Chunk i as stored into dst: in a contiguous frame straight from the
+ * file at its index offset (the frame reader would read it into its own
+ * buffer and copy it), else through the reader. */
+static int read_stored(cli_exp_job *j, int64_t i, uint8_t *dst, int32_t cb) {
+  const int64_t *ix = b2s_frame_index(j->src.frame);
+  int64_t index_off = 0, tr_off, tr_len;
+  int32_t ix_cb;
+  if (j->fd >= 0 && ix && ix[i] >= 0 &&
+      b2s_frame_layout(j->src.frame, &index_off, &ix_cb, &tr_off, &tr_len) == 0) {
+    int64_t off = b2s_frame_header_get(j->src.frame)->header_len + ix[i];
+    if (off + cb <= index_off) {   /* inside the data section */
+      for (int32_t done = 0; done < cb;) {
+        ssize_t k = pread(j->fd, dst + done, (size_t)(cb - done), (off_t)(off + done));
+        if (k <= 0)
+          return k == 0 ? B2S_E_TRUNCATED : -errno;
+        done += (int32_t)k;
+      }
+      return cb;
+    }
+  }
+  return b2s_frame_chunk_read(j->src.frame, i, dst, (size_t)cb);
+}
+
 /* Blosc2 codec, a chunk that goes in as stored: read from the frame
  * straight behind the wrapper's header, no copy in between. */
 static int blosc2_direct(cli_exp_job *j, int64_t i, int32_t cb, int32_t nb) {
@@ -84,8 +109,7 @@ static int blosc2_direct(cli_exp_job *j, int64_t i, int32_t cb, int32_t nb) {
   if (rc == 0)
     rc = b2s_mpbuf_reserve(&j->buf, (size_t)cb);
   if (rc == 0)
-    rc = b2s_frame_chunk_read(j->src.frame, i, j->buf.data + j->buf.len,
-                              (size_t)cb);
+    rc = read_stored(j, i, j->buf.data + j->buf.len, cb);
   if (rc >= 0) {
     j->buf.len += (size_t)cb;
     rc = cli_exp_wrap_tail(&j->buf);
@@ -243,6 +267,15 @@ static hid_t plain_begin(cli_exp_job *j, const cli_chunk *first) {
   return ds;
 }
 
+/* The contiguous frame's file for read_stored (-1: read through the
+ * frame reader). */
+static void open_direct(cli_exp_job *j) {
+  if (j->fd >= 0)
+    close(j->fd);
+  j->fd = j->src.kind == CLI_KIND_CFRAME && j->src.offset <= 0
+              ? open(j->src.path, O_RDONLY | O_CLOEXEC) : -1;
+}
+
 static volatile sig_atomic_t stop_follow;
 static void on_stop(int sig) { (void)sig; stop_follow = 1; }
 
@@ -259,6 +292,7 @@ static int follow_step(cli_exp_job *j, const char *path, int64_t *n) {
   cli_src_close(&j->src);
   if (cli_src_open(path, &j->src) < 0)
     return -1;
+  open_direct(j);   /* the file the index just read belongs to */
   int64_t n2 = cli_src_nchunks(&j->src);
   if (n2 <= *n)
     return 0;
@@ -329,6 +363,7 @@ static int run(cli_exp_job *j) {
   }
   if (cli_exp_h5_register() < 0 || cli_exp_shape_from(&j->src, &j->sh) < 0)
     return -1;
+  open_direct(j);
   int64_t n = cli_src_nchunks(&j->src);
   cli_exp_shape_extent(&j->sh, n);
   size_t full = (size_t)j->sh.chunk_nbytes;
@@ -432,6 +467,7 @@ static int cmd_export(int argc, char **argv) {
   cli_exp_job j;
   memset(&j, 0, sizeof j);
   j.file = j.ds = -1;
+  j.fd = -1;
   const char *path = NULL;
   int st = parse(argc, argv, &j, &path);
   if (st != CLI_EXIT_OK)
@@ -452,6 +488,8 @@ static int cmd_export(int argc, char **argv) {
   free(j.pad);
   free(j.tmp);
   cli_src_close(&j.src);
+  if (j.fd >= 0)
+    close(j.fd);
   return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 

@@ -42,6 +42,7 @@ typedef struct cli_exp_job {
   int64_t idle_ms;                 /* --idle */
   cli_exp_shape sh;
   hid_t file, ds;
+  int fd;                          /* a contiguous frame's file, or -1 */
   b2s_mpbuf buf;                   /* the HDF5 chunk being written */
   uint8_t *pad;                    /* chunk_nbytes: a decoded chunk */
   uint8_t *tmp;                    /* chunk_nbytes + 32 bytes */
