@@ -85,11 +85,23 @@ static int build(cfg_ctx *c, const char *text, size_t len) {
   return rc;
 }
 
+static int parse(const char *text, size_t len, const char *filename,
+                 const char *base_dir, b2s_config **out, b2s_errdetail *ed);
+
 int b2s_config_parse(const char *text, size_t len, const char *filename,
-                     const char *base_dir, b2s_config **out, char *err,
-                     size_t errlen) {
-  if (err && errlen)
-    err[0] = '\0';
+                     const char *base_dir, b2s_config **out,
+                     b2s_errdetail *ed) {
+  b2s_errdetail_clear(ed);
+  int rc = parse(text, len, filename, base_dir, out, ed);
+  if (ed != NULL && rc < 0)
+    ed->code = rc;
+  return rc;
+}
+
+static int parse(const char *text, size_t len, const char *filename,
+                 const char *base_dir, b2s_config **out, b2s_errdetail *ed) {
+  char *err = ed ? ed->text : NULL;
+  size_t errlen = ed ? sizeof ed->text : 0;
   if (!out || (!text && len))
     return B2S_E_ARG;
   *out = NULL;
@@ -157,10 +169,19 @@ static int read_all(int fd, char **text, size_t *len) {
   return 0;
 }
 
-int b2s_config_load(const char *path, b2s_config **out, char *err,
-                    size_t errlen) {
-  if (err && errlen)
-    err[0] = '\0';
+static int load(const char *path, b2s_config **out, b2s_errdetail *ed);
+
+int b2s_config_load(const char *path, b2s_config **out, b2s_errdetail *ed) {
+  b2s_errdetail_clear(ed);
+  int rc = load(path, out, ed);
+  if (ed != NULL && rc < 0)
+    ed->code = rc;
+  return rc;
+}
+
+static int load(const char *path, b2s_config **out, b2s_errdetail *ed) {
+  char *err = ed ? ed->text : NULL;
+  size_t errlen = ed ? sizeof ed->text : 0;
   if (!path || !out)
     return B2S_E_ARG;
   *out = NULL;
@@ -202,7 +223,7 @@ int b2s_config_load(const char *path, b2s_config **out, char *err,
     b2s_cfg_fail(&c, NULL, "", "%s", rc == B2S_E_NOMEM ? "out of memory"
                                                    : strerror(-rc));
   if (rc == 0)
-    rc = b2s_config_parse(text, len, path, dirname(real), out, err, errlen);
+    rc = parse(text, len, path, dirname(real), out, ed);
   free(text);
   free(real);
   return rc;

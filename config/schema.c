@@ -39,11 +39,8 @@ static const cfg_enum ios[] = {
 #define ENUM_ROW(name, code) {name, code},
 static const cfg_enum codecs[] = {B2S_CODEC_NAMES(ENUM_ROW) {NULL, 0}};
 static const cfg_enum filters[] = {B2S_FILTER_NAMES(ENUM_ROW) {NULL, 0}};
+static const cfg_enum splits[] = {B2S_SPLIT_NAMES(ENUM_ROW) {NULL, 0}};
 #undef ENUM_ROW
-static const cfg_enum splits[] = {
-  {"always", B2S_SPLIT_ALWAYS}, {"never", B2S_SPLIT_NEVER},
-  {"auto", B2S_SPLIT_AUTO}, {"forward_compat", B2S_SPLIT_FORWARD_COMPAT},
-  {NULL, 0}};
 static const cfg_enum acks[] = {
   {"receipt", B2S_ACK_RECEIPT}, {"write", B2S_ACK_WRITE},
   {"fsync", B2S_ACK_FSYNC}, {NULL, 0}};

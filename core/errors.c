@@ -1,3 +1,5 @@
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "b2s_errors.h"
@@ -16,4 +18,25 @@ const char *b2s_strerror(int code) {
   if (code > -4096)
     return strerror(-code);   /* a passed-through -errno */
   return "unknown error";
+}
+
+void b2s_errdetail_clear(b2s_errdetail *ed) {
+  if (ed != NULL) {
+    ed->code = 0;
+    ed->text[0] = '\0';
+  }
+}
+
+int b2s_errdetail_set(b2s_errdetail *ed, int code, const char *fmt, ...) {
+  if (ed == NULL)
+    return code;
+  ed->code = code;
+  ed->text[0] = '\0';
+  if (fmt != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ed->text, sizeof ed->text, fmt, ap);
+    va_end(ap);
+  }
+  return code;
 }

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "textfile.h"
+
 #define MAX_ROOMS 32
 #define MAX_FILES 4096
 #define NAME_MAX_LEN 64
@@ -39,24 +41,6 @@ static file files[MAX_FILES];
 static int nfiles;
 static const char *root;
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  if (buf != NULL)
-    buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 /* One rule line: "room: dep dep ...". */
 static void parse_rule_line(char *line) {
   char *colon = strchr(line, ':');
@@ -72,7 +56,7 @@ static void parse_rule_line(char *line) {
 static void load_rule(void) {
   char path[4096];
   snprintf(path, sizeof path, "%s/docs/ARCHITECTURE.md", root);
-  char *doc = slurp(path);
+  char *doc = ts_read_text(path, NULL);
   assert_non_null(doc);
   char *begin = strstr(doc, "<!-- include-rule: begin -->");
   char *end = strstr(doc, "<!-- include-rule: end -->");
@@ -204,7 +188,7 @@ static void test_includes_follow_rule(void **state) {
     }
     char full[8192];
     snprintf(full, sizeof full, "%s/%s", root, files[i].path);
-    char *text = slurp(full);
+    char *text = ts_read_text(full, NULL);
     assert_non_null(text);
     for (char *p = strstr(text, "#include \""); p;
          p = strstr(p + 1, "#include \"")) {
@@ -256,7 +240,7 @@ static void test_no_path_outside(void **state) {
       continue;
     char full[8192];
     snprintf(full, sizeof full, "%s/%s", root, files[i].path);
-    char *text = slurp(full);
+    char *text = ts_read_text(full, NULL);
     assert_non_null(text);
     for (int k = 0; outside[k]; k++)
       if (strstr(text, outside[k])) {

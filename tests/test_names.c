@@ -38,6 +38,18 @@ static void test_error_values(void **state) {
   assert_string_equal(b2s_strerror(-ENOENT), strerror(ENOENT));
 }
 
+/* Split modes have one list of names, which config and CLI both use. */
+static void test_split_names(void **state) {
+  (void)state;
+  assert_string_equal(b2s_split_name(B2S_SPLIT_ALWAYS), "always");
+  assert_string_equal(b2s_split_name(B2S_SPLIT_NEVER), "never");
+  assert_string_equal(b2s_split_name(B2S_SPLIT_AUTO), "auto");
+  assert_string_equal(b2s_split_name(B2S_SPLIT_FORWARD_COMPAT),
+                      "forward_compat");
+  assert_null(b2s_split_name(0));
+  assert_null(b2s_split_name(5));
+}
+
 static void test_codec_names(void **state) {
   (void)state;
   static const struct {
@@ -176,6 +188,7 @@ static void test_size_format(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_error_values),
+      cmocka_unit_test(test_split_names),
       cmocka_unit_test(test_codec_names),
       cmocka_unit_test(test_filter_names),
       cmocka_unit_test(test_name_lists),

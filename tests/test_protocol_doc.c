@@ -20,22 +20,15 @@
 #include "b2s_config.h"
 #include "b2s_shm.h"
 #include "protocol_doc.h"
+#include "textfile.h"
 
 static char *read_file(const char *env) {
   const char *path = getenv(env);
   if (path == NULL)
     fail_msg("%s is not set (tests/meson.build sets it)", env);
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    fail_msg("cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  assert_non_null(text);
-  assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  text[n] = '\0';
+  char *text = ts_read_text(path, NULL);
+  if (text == NULL)
+    fail_msg("cannot read %s", path);
   return text;
 }
 

@@ -103,4 +103,26 @@ enum b2s_error {
 /* Message for a negative return value (ours or -errno); never NULL. */
 const char *b2s_strerror(int code);
 
+/* The details of an error beyond its code: the one way they travel
+ * between functions and rooms (docs/ARCHITECTURE.md, conventions).  A
+ * function that can say more than its code takes a b2s_errdetail * as its
+ * last argument (NULL: the caller does not want it), returns the code,
+ * and puts the same code and a sentence for a person (which key, which
+ * file, which limit) here. */
+#define B2S_ERRDETAIL_TEXT 512
+typedef struct b2s_errdetail {
+  int code;                          /* the code it explains; 0: none */
+  char text[B2S_ERRDETAIL_TEXT];     /* "" when the code says it all */
+} b2s_errdetail;
+
+/* Clear ed (NULL is fine). */
+void b2s_errdetail_clear(b2s_errdetail *ed);
+/* Set ed's code and text (printf format; NULL fmt: no text); returns
+ * code, so `return b2s_errdetail_set(ed, B2S_E_LIMIT, "...")` reads as
+ * it does.  ed may be NULL. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int b2s_errdetail_set(b2s_errdetail *ed, int code, const char *fmt, ...);
+
 #endif

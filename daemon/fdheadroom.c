@@ -1,6 +1,6 @@
-/* File descriptors: the limit and the count (fdroom.h). */
+/* File descriptors: the limit and the count (fdheadroom.h). */
 #define _GNU_SOURCE
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -56,14 +56,14 @@ static int refuse(b2sd_server *srv, const char *why) {
   return B2S_E_LIMIT;
 }
 
-static int room(b2sd_server *srv, long now, long most, const char *what,
+static int headroom(b2sd_server *srv, long now, long most, const char *what,
                 long need, long reserve, char *why, size_t n) {
   if (now >= most) {
     snprintf(why, n, "%s refused: the maximum of %ld is reached", what, most);
     return refuse(srv, why);
   }
   long limit = b2sd_fd_limit(), open = b2sd_fd_open();
-  if (!b2sd_fd_room(limit, open, need, reserve)) {
+  if (!b2sd_fd_headroom(limit, open, need, reserve)) {
     snprintf(why, n, "%s refused: %ld of %ld file descriptors in use", what,
              open, limit);
     return refuse(srv, why);
@@ -71,13 +71,13 @@ static int room(b2sd_server *srv, long now, long most, const char *what,
   return 0;
 }
 
-int b2sd_room_session(b2sd_server *srv, char *why, size_t n) {
-  return room(srv, (long)srv->nsessions, srv->dcfg.max_sessions, "session",
+int b2sd_headroom_session(b2sd_server *srv, char *why, size_t n) {
+  return headroom(srv, (long)srv->nsessions, srv->dcfg.max_sessions, "session",
               0, B2SD_FD_RESERVE_SESSION, why, n);
 }
 
-int b2sd_room_stream(b2sd_server *srv, char *why, size_t n) {
-  return room(srv, (long)srv->streams_made, srv->dcfg.max_streams,
+int b2sd_headroom_stream(b2sd_server *srv, char *why, size_t n) {
+  return headroom(srv, (long)srv->streams_made, srv->dcfg.max_streams,
               "stream from a template", B2SD_FD_PER_STREAM, B2SD_FD_RESERVE,
               why, n);
 }

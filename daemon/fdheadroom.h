@@ -1,4 +1,4 @@
-/* File descriptors (fdroom.c): the daemon's limit, how many are left, and
+/* File descriptors (fdheadroom.c): the daemon's limit, how many are left, and
  * whether a new session or stream fits.
  *
  * Running out of descriptors inside libzmq (a signaler, a connection)
@@ -40,12 +40,12 @@ void b2sd_accept_guard_init(void);
  * 0, or B2S_E_LIMIT with the reason in why[n], counted in
  * srv->limit_refused and logged (the first time, then at every power of
  * two).  I/O thread. */
-int b2sd_room_session(b2sd_server *srv, char *why, size_t n);
-int b2sd_room_stream(b2sd_server *srv, char *why, size_t n);
+int b2sd_headroom_session(b2sd_server *srv, char *why, size_t n);
+int b2sd_headroom_stream(b2sd_server *srv, char *why, size_t n);
 
 /* Whether `need` more descriptors leave `reserve` free, with `open` open
  * of `limit` (an unknown count leaves no room). */
-static inline bool b2sd_fd_room(long limit, long open, long need,
+static inline bool b2sd_fd_headroom(long limit, long open, long need,
                                 long reserve) {
   return open >= 0 && limit - open - need >= reserve;
 }
