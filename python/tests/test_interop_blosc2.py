@@ -149,10 +149,42 @@ def test_b2nd_frame_with_gaps_opens_as_ndarray(make_daemon):
     expect = [imgs.get(fn, zero).tobytes() for fn in range(7)]
     got = assert_same(path, expect)
     assert got["kind"] == "NDArray" and got["dtype"] == "<u2"
+    assert got["shape"] == [7, 64, 32]            # the daemon grows dimension 0
     assert got["chunks"][3] == got["chunks"][4] == sha(zero.tobytes())
+    assert got["images"] == [sha(c) for c in expect]
     with Frame(path) as f:
         assert [f.record(i).flags & 1 for i in range(7)] == [0, 0, 0, 1, 1, 0, 0]
     assert_records_same(path)
+
+
+@pytest.mark.xfail(strict=True, reason="gap chunks are typesize-1 repeated-value "
+                   "chunks; python-blosc2 4.14.1 (c-blosc2 3.3.5) reads each image "
+                   "of such a b2nd frame but fails a slice across a gap and "
+                   "another chunk ('Error while getting the buffer')")
+def test_b2nd_slice_across_gaps(make_daemon):
+    d = make_daemon()
+    with open(d.config) as f:
+        text = f.read()
+    with open(d.config, "w") as f:
+        f.write(text.replace("templates:\n",
+                             "  gimg:\n    typesize: 2\n    order: frame_number\n"
+                             "    reorder_window: 4\n"
+                             "    b2nd: {shape: [0, 64, 32], chunkshape: [1, 64, 32], "
+                             "blockshape: [1, 16, 32], dtype: \"<u2\"}\n"
+                             "templates:\n", 1))
+    d.start()
+    with b2stream.Session(d.endpoint) as s:
+        with s.open("gimg") as p:
+            for fn in (0, 5):
+                p.send(np.full((64, 32), fn + 1, "<u2"), frame=fn)
+            p.flush()
+    d.stop()
+    got = ref("read", d.frame("gimg"))
+    assert got["shape"] == [6, 64, 32] and len(got["images"]) == 6
+    assert "array_error" not in got
+    a = np.zeros((6, 64, 32), "<u2")
+    a[0], a[5] = 1, 6
+    assert got["array_sha"] == sha(a.tobytes())
 
 
 def test_frame_being_written_opens_in_blosc2(daemon):
