@@ -373,6 +373,12 @@ int b2s_cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
         c->streams_node = v;
       rc = 0;
       break;
+    case CT_SOURCES:
+      if (v->kind != CN_SEQ && !b2s_cfg_node_is_null(v))
+        return expected(c, v, kp, "a list of source settings");
+      c->sources_node = v->kind == CN_SEQ ? v : NULL;
+      rc = 0;
+      break;
     case CT_CLUSTER:
       /* null: no cluster, as when the key is absent */
       if (v->kind != CN_MAP && !b2s_cfg_node_is_null(v))

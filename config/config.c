@@ -82,6 +82,8 @@ static int build(cfg_ctx *c, const char *text, size_t len) {
     rc = b2s_cfg_cluster_load(c);
   if (rc == 0)
     rc = b2s_cfg_streams_load(c);
+  if (rc == 0)
+    rc = b2s_cfg_sources_load(c);
   return rc;
 }
 
@@ -239,6 +241,11 @@ void b2s_config_free(b2s_config *cfg) {
 
 const b2s_daemon_cfg *b2s_config_daemon(const b2s_config *cfg) {
   return &cfg->daemon;
+}
+
+const b2s_source_cfg *b2s_config_sources(const b2s_config *cfg, size_t *count) {
+  *count = cfg->nsources;
+  return cfg->sources;
 }
 
 const b2s_cluster_cfg *b2s_config_cluster(const b2s_config *cfg) {

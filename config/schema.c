@@ -27,6 +27,8 @@
 #define DAEMON .scope = CFG_DAEMON
 #define CLUSTER .scope = CFG_CLUSTER
 #define STREAM .scope = CFG_STREAM
+#define SOURCE .scope = CFG_SOURCE
+#define SR(m) .off = offsetof(b2s_source_cfg, m), .size = FSIZE(b2s_source_cfg, m)
 
 static const cfg_enum log_levels[] = {
   {"error", B2S_LOG_ERROR}, {"warning", B2S_LOG_WARNING},
@@ -50,6 +52,9 @@ static const cfg_enum backpressures[] = {
 static const cfg_enum gapss[] = {
   {"auto", B2S_GAPS_AUTO}, {"skip", B2S_GAPS_SKIP}, {"fill", B2S_GAPS_FILL},
   {NULL, 0}};
+static const cfg_enum source_kinds[] = {
+  {"dectris-stream2", B2S_SOURCE_DECTRIS_STREAM2}, {NULL, 0}};
+static const cfg_enum yesno[] = {{"true", 1}, {"false", 0}, {NULL, 0}};
 static const cfg_enum orders[] = {
   {"arrival", B2S_ORDER_ARRIVAL}, {"frame_number", B2S_ORDER_FRAME_NUMBER},
   {NULL, 0}};
@@ -114,6 +119,29 @@ const cfg_desc b2s_cfg_schema[] = {
   {"cluster", DAEMON, .type = CT_CLUSTER,
    .help = "this daemon as one rank of several on several nodes, for "
            "streams with format: distributed; null: none"},
+  {"sources", DAEMON, .type = CT_SOURCES,
+   .help = "detectors the daemon pulls images from itself (docs/SOURCES.md)"},
+
+  /* sources */
+  {"kind", SOURCE, .type = CT_ENUM, SR(kind), .enums = source_kinds,
+   .help = "dectris-stream2: DECTRIS Stream V2 (CBOR over ZeroMQ PUSH)"},
+  {"endpoint", SOURCE, .type = CT_ENDPOINT, SR(endpoint),
+   .help = "the detector's PUSH endpoint; the daemon connects a PULL socket"},
+  {"template", SOURCE, .type = CT_TEMPLATE, SR(template_name),
+   .help = "template whose settings the series' streams get"},
+  {"name", SOURCE, .type = CT_STRING, SR(name),
+   .def = "{detector}-{series_id}-{channel}",
+   .help = "stream name of a series' channel: {detector}, {series_id}, "
+           "{series_unique_id}, {channel} are replaced"},
+  {"series_timeout_ms", SOURCE, .type = CT_INT, SR(series_timeout_ms),
+   .min = 100, .max = 86400000, .def = "60000", .unit = "ms",
+   .help = "a series with no message for this long is closed"},
+  {"verify", SOURCE, .type = CT_ENUM, SR(verify), .enums = yesno,
+   .def = "true", .help = "decode every LZ4 block stored as it came, to "
+                          "refuse damaged images"},
+  {"max_message", SOURCE, .type = CT_INT, SR(max_message), .min = 1,
+   .max = 2047, .def = "256", .unit = "MiB",
+   .help = "largest message accepted; longer ones are refused by ZeroMQ"},
 
   /* cluster */
   {"storage", CLUSTER, .type = CT_STORAGE, C(storage),

@@ -69,6 +69,7 @@
 #include "b2s_frame.h"
 #include "b2s_frame_writer.h"
 #include "b2s_meta.h"
+#include "b2s_h5lz4.h"
 #include "log.h"
 #include "order.h"
 #include "b2s_shm.h"
@@ -123,6 +124,13 @@ typedef struct b2sd_job {
   uint64_t buffer_id;
   b2sd_rec rec;                  /* moves to the chunk */
   bool fill_gaps;                /* gaps: fill: a failure leaves a gap */
+  /* A detector image compressed at the source (sources, source_s2.c):
+   * the worker converts its framing (b2s_h5lz4.h) instead of compressing
+   * data[len]; h5_nbytes is the image's declared size. */
+  bool h5;
+  b2s_h5_params h5p;
+  int64_t h5_nbytes;
+  int32_t h5_chunk_nbytes;       /* the frame's chunk size (a gap's) */
 } b2sd_job;
 
 /* One compressed chunk (or a tombstone) on its way to the writer.  A
@@ -203,9 +211,11 @@ double b2sd_latency_quantile_us(const b2sd_latency *l, double q);
 /* ---- streams (stream.c) ---------------------------------------------------- */
 
 /* A buffer of a distributed stream its writer could not store: the frame
- * number was taken in the store (B2S_E_OBJ_CONFLICT). */
+ * number was taken in the store (B2S_E_OBJ_CONFLICT), or the frame is
+ * closed (B2S_E_CLOSED). */
 typedef struct b2sd_conflict {
   uint64_t seq, frame;
+  int code;
 } b2sd_conflict;
 
 struct b2sd_stream {
@@ -275,6 +285,12 @@ struct b2sd_stream {
    * by the I/O thread before the writer starts, then read only; NULL for
    * other formats. */
   struct b2sd_dist *dist;
+  /* distributed: when END is due because the last producer went away
+   * without CLOSE (0: not due; I/O thread only) */
+  uint64_t end_due_ns;
+  /* distributed: a producer sent frames of other ranks since the last
+   * END (I/O thread only) */
+  bool misrouted;
   /* Under lock: buffers the distributed writer could not store, appended
    * before it publishes a written level past them; the I/O thread takes
    * them (b2sd_dist_conflicts) after loading the progress and before it
@@ -287,6 +303,9 @@ struct b2sd_stream {
   _Atomic uint64_t st_buffers_in, st_bytes_in, st_bytes_out, st_drops;
   _Atomic uint64_t st_chunks, st_commits, st_commit_ns_total,
       st_commit_ns_max, st_slow_calls, st_errors;
+  /* Detector images by how they became chunks (enum b2s_h5_path), and
+   * those that could not (damaged). */
+  _Atomic uint64_t st_h5_path[3], st_h5_failed;
 };
 
 /* A stream whose frame cannot be opened is still returned, failed
@@ -418,6 +437,7 @@ struct b2sd_server {
   bool draining;
   bool reload;
   int nworkers;
+  struct b2sd_sources *sources;  /* detectors pulled from (source_s2.h) */
 };
 
 /* The I/O loop; returns when a SIGTERM/SIGINT drain has finished. */

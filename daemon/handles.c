@@ -4,6 +4,7 @@
  * acknowledgements the handle's ledger (ledger.c) says are due.  I/O
  * thread only. */
 #define _GNU_SOURCE
+#include "clock.h"
 #include "dwriter.h"
 #include "fdheadroom.h"
 #include "outbox.h"
@@ -18,8 +19,18 @@
 
 /* ---- handles ---------------------------------------------------------------- */
 
+/* Whether st has a producer that has not sent CLOSE. */
+static bool has_open_producer(const b2sd_stream *st) {
+  for (const b2sd_handle *o = st->handles; o; o = o->next_st)
+    if (!o->closing)
+      return true;
+  return false;
+}
+
 void b2sd_handle_free(b2sd_handle *h) {
   b2sd_session *s = h->sess;
+  b2sd_stream *st = h->st;
+  bool gone = !h->closing;       /* freed without its CLOSE */
   for (b2sd_handle **pp = &s->handles; *pp; pp = &(*pp)->next_s)
     if (*pp == h) {
       *pp = h->next_s;
@@ -35,6 +46,34 @@ void b2sd_handle_free(b2sd_handle *h) {
     b2sd_seg_end(h->seg);     /* the producer's slots come back */
   b2sd_ledger_fini(&h->lg);
   free(h);
+  /* a distributed stream's last producer gone without CLOSE (killed,
+   * connection lost): END after B2SD_GONE_END_MS unless one comes back,
+   * so the frame does not stay open until the rank stops */
+  if (gone && st->dist && !has_open_producer(st))
+    st->end_due_ns = b2sd_now_ns() + B2SD_GONE_END_MS * UINT64_C(1000000);
+}
+
+void b2sd_dist_gone_tick(b2sd_stream *st) {
+  if (!st->end_due_ns || b2sd_now_ns() < st->end_due_ns)
+    return;
+  st->end_due_ns = 0;
+  if (has_open_producer(st))     /* one came back: its CLOSE ends */
+    return;
+  LOG_W("stream %s: its producers went away without CLOSE %d s ago",
+        st->name, B2SD_GONE_END_MS / 1000);
+  b2sd_misrouted_end(st);
+}
+
+void b2sd_misrouted_end(b2sd_stream *st) {
+  if (!st->misrouted) {
+    b2sd_stream_end_mark(st);
+    return;
+  }
+  st->misrouted = false;         /* the next producer's CLOSE ends */
+  LOG_W("stream %s: no END at this CLOSE: a producer sent frames of other "
+        "ranks since the last END (a wrong rank list or frames-per-block), "
+        "and a run with the producers misconfigured must not close the "
+        "frame for good", st->name);
 }
 
 /* Progress of one handle: credits, ACKs, FLUSHED, CLOSED, as its ledger
@@ -372,15 +411,27 @@ void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st) {
   st->nconflicts = st->capconflicts = 0;
   pthread_mutex_unlock(&st->lock);
   for (size_t i = 0; i < n; i++) {
-    char why[160];
-    snprintf(why, sizeof why, "frame number %llu is in the store with other "
-             "bytes (made a gap meanwhile?); this buffer was not stored",
-             (unsigned long long)v[i].frame);
+    char why[200];
+    if (v[i].code == B2S_E_CONFIG)
+      snprintf(why, sizeof why, "frame number %llu: this rank's cluster "
+               "settings differ from the distributed frame's in the store "
+               "(ranks, frames_per_block or the stream's parameters; its "
+               "log says which); this buffer was not stored",
+               (unsigned long long)v[i].frame);
+    else if (v[i].code == B2S_E_CLOSED)
+      snprintf(why, sizeof why, "frame number %llu: the distributed frame "
+               "is closed in the store, and a closed frame is not written "
+               "again (write under a new name); this buffer was not stored",
+               (unsigned long long)v[i].frame);
+    else
+      snprintf(why, sizeof why, "frame number %llu is in the store with "
+               "other bytes (made a gap meanwhile?); this buffer was not "
+               "stored", (unsigned long long)v[i].frame);
     for (b2sd_handle *h = st->handles; h; h = h->next_st) {
       int64_t id = b2sd_ledger_reject_seq(&h->lg, v[i].seq);
       if (id >= 0) {
         b2sd_send_error(srv, h->sess, &(b2sd_errreply){
-            .code = B2S_E_OBJ_CONFLICT, .ref_type = B2S_WIRE_DATA,
+            .code = v[i].code, .ref_type = B2S_WIRE_DATA,
             .ref_id = h->id, .ref_index = (uint64_t)id, .text = why});
         break;
       }
@@ -408,8 +459,18 @@ static int rank_check(b2sd_server *srv, const b2sd_stream *st,
 int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
                      char *why, size_t cap) {
   why[0] = '\0';
-  if (h->st->dist)
-    return rank_check(srv, h->st, rec, why, cap);
+  if (h->st->dist) {
+    int rc = rank_check(srv, h->st, rec, why, cap);
+    if (rc == B2S_E_WRONG_RANK && !h->st->misrouted) {
+      /* a producer with another rank list or frames_per_block: its
+       * CLOSE must not end (and so close for good) the frame */
+      h->st->misrouted = true;
+      LOG_W("stream %s: a producer sends frames of other ranks (%s): its "
+            "rank list or frames-per-block differ from the cluster's; the "
+            "stream's next CLOSE sends no END", h->st->name, why);
+    }
+    return rc;
+  }
   if (!h->st->ordered)
     return 0;
   if (!(rec->present & B2S_WIRE_REC_FRAME)) {
@@ -607,7 +668,7 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
   if (m->type == B2S_WIRE_CLOSE) {
     if (last_open_producer(h)) {
       b2sd_stream_drain_mark(h->st);
-      b2sd_stream_end_mark(h->st);
+      b2sd_misrouted_end(h->st);
     }
     h->closing = true;
     h->close_tag = m->tag;

@@ -8,6 +8,7 @@
  * published (taken, written, durable, committed) becomes ACK, FLUSHED,
  * CLOSED and NOTIFY messages.  Replies go out through outbox.c. */
 #define _GNU_SOURCE
+#include "source_s2.h"
 #include "chunkpool.h"
 #include "clock.h"
 #include "endpoint.h"
@@ -425,8 +426,10 @@ static bool scan(b2sd_server *srv) {
       stream_failed(srv, st, p.failed);
       continue;
     }
-    if (st->dist)
+    if (st->dist) {
       b2sd_dist_conflicts(srv, st);
+      b2sd_dist_gone_tick(st);
+    }
     for (b2sd_handle *h = st->handles, *nx; h; h = nx) {
       nx = h->next_st;
       if (!h->sess->dead)
@@ -630,6 +633,8 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     if (rc < 0)
       return rc;
   }
+  if ((rc = b2sd_sources_new(srv)) < 0)
+    return rc;
   if (srv->dcfg.curve.enabled &&
       (rc = b2sd_auth_new(srv->zctx, &srv->dcfg, &srv->auth)) < 0)
     return rc;
@@ -715,7 +720,7 @@ static int on_signal(b2sd_server *srv) {
 }
 
 int b2sd_server_run(b2sd_server *srv) {
-  zmq_pollitem_t items[2 * B2S_CONFIG_MAX_LISTEN + 2];
+  zmq_pollitem_t items[2 * B2S_CONFIG_MAX_LISTEN + 2 + B2S_CONFIG_MAX_SOURCES];
   int n = srv->nsockets;
   for (int i = 0; i < n; i++)
     items[i] = (zmq_pollitem_t){.socket = srv->sockets[i], .events = ZMQ_POLLIN};
@@ -724,6 +729,7 @@ int b2sd_server_run(b2sd_server *srv) {
   for (int i = 0; i < n; i++)
     items[n + 2 + i] = (zmq_pollitem_t){.socket = srv->monitors[i],
                                         .events = ZMQ_POLLIN};
+  int nsrc = b2sd_sources_items(srv, items + 2 * n + 2);
   bool retry = false;
   b2sd_drain drain = {0};
   uint64_t last_sweep = 0, last_dog = 0, dog_usec = 0;
@@ -731,7 +737,7 @@ int b2sd_server_run(b2sd_server *srv) {
     dog_usec = 0;
   for (;;) {
     long timeout = retry ? 10 : srv->draining ? 20 : 500;
-    int rc = zmq_poll(items, 2 * n + 2, timeout);
+    int rc = zmq_poll(items, 2 * n + 2 + nsrc, timeout);
     if (rc < 0 && errno != EINTR) {
       LOG_E("zmq_poll: %s", zmq_strerror(errno));
       return -errno;
@@ -749,6 +755,7 @@ int b2sd_server_run(b2sd_server *srv) {
     b2sd_peers_turn(srv);
     for (int i = 0; i < n; i++)
       recv_batch(srv, i);
+    b2sd_sources_recv(srv);
     /* observed before the scan, so the scan sends every last ACK */
     bool done = srv->draining && drained(srv);
     retry = scan(srv);
@@ -759,6 +766,7 @@ int b2sd_server_run(b2sd_server *srv) {
     }
     if (now - last_sweep > 200000000u) {
       sweep_sessions(srv);
+      b2sd_sources_tick(srv, now);
       last_sweep = now;
     }
     if (srv->draining) {
@@ -786,6 +794,8 @@ int b2sd_server_run(b2sd_server *srv) {
 }
 
 void b2sd_server_fini(b2sd_server *srv) {
+  b2sd_sources_close(srv);         /* open series: held images stored */
+  b2sd_sources_free(srv);
   /* workers first (they finish queued jobs), then the writers */
   b2sd_pool_free(srv->pool);
   srv->pool = NULL;

@@ -186,6 +186,15 @@ int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
  * B2S_E_OBJ_CONFLICT and no acknowledgement above received for it.  Call
  * after b2sd_progress_load, before the handles' progress. */
 void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st);
+/* A distributed stream whose last producer went away without CLOSE gets
+ * its END this long after (unless a producer opens it meanwhile): the
+ * committer can then close the frame. */
+#define B2SD_GONE_END_MS 10000
+void b2sd_dist_gone_tick(b2sd_stream *st);
+/* END for a distributed stream's last CLOSE, unless a producer sent
+ * frames of other ranks since the last END (then the flag is cleared and
+ * the next one ends). */
+void b2sd_misrouted_end(b2sd_stream *st);
 /* Whether a buffer refused with code keeps its place (b2sd_gap_put): one
  * refused for what it is, not for how it was sent. */
 bool b2sd_leaves_gap(int code);

@@ -1131,6 +1131,69 @@ static void test_cluster_section(void **state) {
   b2s_config_free(cfg);
 }
 
+/* ---- sources ------------------------------------------------------------- */
+
+static void test_sources(void **state) {
+  (void)state;
+  size_t n;
+  b2s_config *cfg = parse_ok("");
+  b2s_config_sources(cfg, &n);
+  assert_int_equal(n, 0);
+  b2s_config_free(cfg);
+  static const char yaml[] =
+      "templates:\n  eiger: {typesize: 2}\n"
+      "sources:\n"
+      "  - kind: dectris-stream2\n"
+      "    endpoint: tcp://dcu.example:31001\n"
+      "    template: eiger\n"
+      "  - {kind: dectris-stream2, endpoint: 'ipc:///run/det2', template: eiger,\n"
+      "     name: 'p.{series_unique_id}_{channel}', series_timeout_ms: 5000,\n"
+      "     verify: false, max_message: 64}\n";
+  cfg = parse_ok(yaml);
+  const b2s_source_cfg *s = b2s_config_sources(cfg, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(s[0].kind, B2S_SOURCE_DECTRIS_STREAM2);
+  assert_string_equal(s[0].endpoint, "tcp://dcu.example:31001");
+  assert_string_equal(s[0].template_name, "eiger");
+  assert_string_equal(s[0].name, "{detector}-{series_id}-{channel}");
+  assert_int_equal(s[0].series_timeout_ms, 60000);
+  assert_int_equal(s[0].verify, 1);
+  assert_int_equal(s[0].max_message, 256);
+  assert_string_equal(s[1].name, "p.{series_unique_id}_{channel}");
+  assert_int_equal(s[1].series_timeout_ms, 5000);
+  assert_int_equal(s[1].verify, 0);
+  assert_int_equal(s[1].max_message, 64);
+  /* the dump loads back to the same sources */
+  char *text = dump(cfg, B2S_DUMP_HELP);
+  b2s_config *again = parse_ok(text);
+  const b2s_source_cfg *t = b2s_config_sources(again, &n);
+  assert_int_equal(n, 2);
+  assert_memory_equal(s, t, 2 * sizeof *s);
+  b2s_config_free(again);
+  free(text);
+  b2s_config_free(cfg);
+
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, template: e}\n",
+            "b2streamd.yaml:3:5: sources[0].endpoint: required in a source");
+  parse_err("sources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1, template: e}\n",
+            "b2streamd.yaml:2:60: sources[0].template: no template named 'e'");
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: eiger1, endpoint: tcp://a:1, template: e}\n",
+            "b2streamd.yaml:3:12: sources[0].kind: 'eiger1' is not one of dectris-stream2");
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " template: e, name: '{channel}'}\n",
+            "b2streamd.yaml:3:69: sources[0].name: must contain {channel} and "
+            "{series_id} or {series_unique_id}, so every series and channel gets "
+            "a stream of its own");
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " template: e, name: '{chan}{series_id}'}\n",
+            "b2streamd.yaml:3:69: sources[0].name: unknown placeholder (known: "
+            "{detector}, {series_id}, {series_unique_id}, {channel})");
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1, template: e}\n"
+            "  - {kind: dectris-stream2, endpoint: tcp://a:1, template: e}\n",
+            "b2streamd.yaml:4:39: sources[1].endpoint: also the endpoint of sources[0]");
+  parse_err("sources: {a: 1}\n", "b2streamd.yaml:1:10: sources: expected a list of source settings, got a mapping");
+}
+
 static void test_cluster_example(void **state) {
   (void)state;
   const char *path = getenv("B2S_CLUSTER_EXAMPLE");
@@ -1411,7 +1474,8 @@ int main(void) {
       cmocka_unit_test(test_b2nd_for_the_frame),
       cmocka_unit_test(test_gaps_and_order),
       cmocka_unit_test(test_load_from_files),
-      cmocka_unit_test(test_cluster_section),
+      cmocka_unit_test(test_sources),
+    cmocka_unit_test(test_cluster_section),
       cmocka_unit_test(test_cluster_example),
       cmocka_unit_test(test_cluster_many_ranks),
       cmocka_unit_test(test_cluster_errors),

@@ -576,8 +576,16 @@ static void check_export(fixture *fx, const char *path, int64_t n,
   b2s_records *rs;
   assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
   assert_int_equal(b2s_records_count(rs), n);
-  uint8_t gc[B2S_GAP_CHUNK_MAX];
-  int gn = b2s_gap_chunk(NBYTES, gc, sizeof gc);
+  /* a gap exported: zeros repeated in a value of the frame's typesize,
+   * as c-blosc2's lazy chunk reader wants it */
+  uint8_t gc[B2S_GAP_CHUNK_MAX + 8];
+  static const uint8_t zeros[8];
+  b2s_cparams gcp = B2S_CPARAMS_DEFAULTS;
+  gcp.typesize = b2s_frame_header_get(f)->typesize;
+  assert_true(gcp.typesize > 1 && gcp.typesize <= 8);
+  int gn = b2s_chunk_repeatval(&gcp, NBYTES, gc, (int32_t)sizeof gc, zeros,
+                               gcp.typesize);
+  assert_int_equal(gn, 32 + gcp.typesize);
   for (int64_t i = 0; i < n; i++) {
     uint8_t want[CHUNK_CAP], got[CHUNK_CAP];
     int wn = i % 5 == 3 ? gn : make_chunk(fx, i, want);
