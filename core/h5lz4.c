@@ -167,11 +167,20 @@ int b2s_h5_decompress(const b2s_h5_params *p, const void *src, size_t srcsize,
   return (int)nbytes;
 }
 
+/* The filter's default block in bytes.  bitshuffle's: 8192 bytes' worth
+ * of elements rounded down to a multiple of 8, at least 128 elements. */
+static uint32_t default_block(const b2s_h5_params *p) {
+  if (p->kind != B2S_H5_BSLZ4)
+    return B2S_H5LZ4_DEFAULT_BLOCK;
+  uint32_t es = p->elem_size > 0 ? (uint32_t)p->elem_size : 1;
+  uint32_t n = B2S_BSLZ4_DEFAULT_BLOCK / es / 8 * 8;
+  return (n > 128 ? n : 128) * es;
+}
+
 size_t b2s_h5_compress_bound(const b2s_h5_params *p, uint32_t block,
                              size_t nbytes) {
   if (block == 0)
-    block = p->kind == B2S_H5_BSLZ4 ? B2S_BSLZ4_DEFAULT_BLOCK
-                                    : B2S_H5LZ4_DEFAULT_BLOCK;
+    block = default_block(p);
   size_t nb = nbytes / block + 1;
   return B2S_H5_HEADER_LEN + nb * 4 + nbytes + nbytes / 255 + nb * 16;
 }
@@ -185,7 +194,7 @@ int64_t b2s_h5_compress(const b2s_h5_params *p, uint32_t block,
     return B2S_E_DEST_SMALL;
   int bs = p->kind == B2S_H5_BSLZ4;
   if (block == 0)
-    block = bs ? B2S_BSLZ4_DEFAULT_BLOCK : B2S_H5LZ4_DEFAULT_BLOCK;
+    block = default_block(p);
   if (bs && (p->elem_size < 1 || nbytes % (size_t)p->elem_size ||
              block % (8u * (uint32_t)p->elem_size)))
     return B2S_E_ARG;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b2s_h5lz4.h"
 #include "cli_bslz4.h"
 #include "cmd_export.h"
 
@@ -137,8 +138,15 @@ int cli_exp_bslz4_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
     items = j->pad;
   }
   j->buf.len = 0;
-  int rc = cli_bslz4_encode(items, full, j->sh.typesize, 0, &j->buf);
+  b2s_h5_params hp = {.kind = B2S_H5_BSLZ4, .elem_size = j->sh.typesize};
+  size_t bound = b2s_h5_compress_bound(&hp, 0, full);
+  int64_t rc = b2s_mpbuf_reserve(&j->buf, bound);
+  if (rc >= 0)
+    rc = b2s_h5_compress(&hp, 0, items, full, j->buf.data, bound);
+  if (rc >= 0)
+    j->buf.len = (size_t)rc;
   if (rc < 0)
-    cli_err("%s: chunk %lld: %s", j->src.path, (long long)i, b2s_strerror(rc));
+    cli_err("%s: chunk %lld: %s", j->src.path, (long long)i,
+            b2s_strerror((int)rc));
   return rc < 0 ? -1 : 0;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_bslz4.h"
+#include "b2s_h5lz4.h"
 #include "cmd_export.h"
 #include "b2s_frame_writer.h"
 
@@ -85,7 +85,10 @@ static size_t bslz4_filter(unsigned flags, size_t ncd, const unsigned cd[],
   uint8_t *out = malloc(n ? n : 1);
   if (out == NULL)
     return 0;
-  int64_t got = cli_bslz4_decode(*buf, nbytes, (int32_t)cd[2], out, n);
+  b2s_h5_params hp = {.kind = B2S_H5_BSLZ4, .elem_size = (int32_t)cd[2]};
+  int got = cd[2] >= 1 && cd[2] <= B2S_MAX_TYPESIZE
+                ? b2s_h5_decompress(&hp, *buf, nbytes, out, (size_t)n)
+                : B2S_E_TYPESIZE;
   if (got < 0) {
     free(out);
     return 0;

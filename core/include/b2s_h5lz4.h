@@ -90,7 +90,9 @@ int b2s_h5_decompress(const b2s_h5_params *p, const void *src, size_t srcsize,
                       void *dst, size_t nbytes);
 
 /* Encode src[0..nbytes) the way the bitshuffle HDF5 filter (bslz4) or the
- * HDF5 LZ4 filter (lz4) does; block = 0 picks that filter's default.
+ * HDF5 LZ4 filter (lz4) does; block (bytes) = 0 picks that filter's
+ * default (bitshuffle: 8192 bytes of elements rounded down to a multiple
+ * of 8 elements, at least 128; lz4: 1 GiB).
  * Returns the size written; dst needs b2s_h5_compress_bound() bytes. */
 int64_t b2s_h5_compress(const b2s_h5_params *p, uint32_t block,
                         const void *src, size_t nbytes, void *dst,
