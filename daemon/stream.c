@@ -143,19 +143,19 @@ static int open_existing(b2sd_stream *st, const b2s_fwriter_opts *opts) {
   }
   const b2s_recover_report *rep = &pr.data;
   if (rep->was_clean && (!pr.has_records || pr.records.was_clean) &&
-      pr.records_cut == 0 && pr.data_cut == 0)
+      pr.records_cut == 0 && pr.records_filled == 0)
     LOG_I("stream %s: %s is clean, %lld chunks", st->name, st->path,
           (long long)rep->nchunks);
   else
     LOG_W("stream %s: recovered %s to commit %lld: %lld chunks kept, "
           "%lld dropped, %lld checked, %lld orphan files removed, %lld "
           "entries of missing chunk files removed; %lld records past the "
-          "data cut, %lld chunks without a record cut",
+          "data cut, %lld chunks without a record given a no-record record",
           st->name, st->path, (long long)rep->commit,
           (long long)rep->nchunks, (long long)rep->dropped_chunks,
           (long long)rep->chunks_checked, (long long)rep->orphan_files,
           (long long)rep->missing_files, (long long)pr.records_cut,
-          (long long)pr.data_cut);
+          (long long)pr.records_filled);
   rc = b2s_pair_open(st->path, opts, &st->fw, &ferr);
   if (rc < 0)
     snprintf(st->fail_reason, sizeof st->fail_reason,
