@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,9 +106,54 @@ static void test_user_map_max_depth_stored(void **state) {
   env_fini(&e);
 }
 
+/* ---- N7: a file-size limit is told as such ------------------------------ */
+
+/* Incompressible bytes, so that the frame grows by what is sent. */
+static void noise(uint8_t *b, size_t len, int i) {
+  uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+  for (size_t k = 0; k < len; k++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b[k] = (uint8_t)x;
+  }
+}
+
+/* Under RLIMIT_FSIZE (SIGXFSZ ignored by the daemon) the frame cannot
+ * grow: the producer's calls return -EFBIG, file too large, the reason
+ * the daemon ended the handle, never a bare "closed". */
+static void test_file_size_limit_is_efbig(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, trust_config);
+  e.fsize_limit = 3000000;     /* above the frame's 1 MiB data reserve */
+  env_start(&e);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "filler", &s), 0);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, "w", NULL, &p), 0);
+  const size_t len = 65536;
+  uint8_t *b = malloc(len);
+  int rc = 0;
+  for (int i = 0; i < 2000 && rc == 0; i++) {
+    noise(b, len, i);
+    rc = b2sc_send(p, b, len, 5000);
+  }
+  assert_int_equal(rc, -EFBIG);
+  assert_int_equal(b2sc_send(p, b, len, 1000), -EFBIG);
+  assert_int_equal(b2sc_flush(p, 5000), -EFBIG);
+  assert_int_equal(b2sc_last_error_code(s), -EFBIG);
+  assert_int_equal(b2sc_producer_close(p), -EFBIG);
+  b2sc_close(s);
+  free(b);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_user_map_max_depth_stored),
+      cmocka_unit_test(test_file_size_limit_is_efbig),
   };
   return harness_run(tests);
 }
