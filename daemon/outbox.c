@@ -88,7 +88,9 @@ void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
   e.tag = tag;
   e.flags = flags;
   e.error.code = code;
-  e.error.ref_type = ref_type > 0x0D ? 0 : ref_type;
+  /* a version-2 session's ERROR names its requests too (META) */
+  uint8_t last = s->version >= 2 ? B2S_WIRE_META : B2S_WIRE_BYE;
+  e.error.ref_type = ref_type > last ? 0 : ref_type;
   e.error.ref_id = ref_id;
   e.error.ref_index = ref_index;
   const char *t = text ? text : b2s_strerror(code);

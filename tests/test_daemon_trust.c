@@ -150,10 +150,220 @@ static void test_file_size_limit_is_efbig(void **state) {
   env_fini(&e);
 }
 
+/* ---- protocol: what docs/PROTOCOL.md promises ---------------------------- */
+
+/* Send m in version v (the prefix's version byte then set to `as` when it
+ * differs), with `extra` frames of 3 bytes after the header. */
+static void send_raw(void *z, const b2s_wire_msg *m, int v, int as,
+                     const void *payload, size_t plen, int extra) {
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  int n = b2s_wire_encode_v(m, v, hdr, sizeof hdr);
+  assert_true(n > 0);
+  hdr[4] = (uint8_t)as;
+  bool more = payload || extra;
+  assert_int_equal(zmq_send(z, hdr, (size_t)n, more ? ZMQ_SNDMORE : 0), n);
+  if (payload)
+    assert_int_equal(zmq_send(z, payload, plen, extra ? ZMQ_SNDMORE : 0),
+                     (int)plen);
+  for (int i = 0; i < extra; i++)
+    assert_int_equal(zmq_send(z, "abc", 3, i + 1 < extra ? ZMQ_SNDMORE : 0), 3);
+}
+
+/* The next message: its prefix version into *version, decoded in any
+ * version up to 2, its frames counted. */
+static int recv_raw(void *z, int *version, b2s_wire_msg *m, uint8_t *hdr) {
+  zmq_pollitem_t it = {.socket = z, .events = ZMQ_POLLIN};
+  if (zmq_poll(&it, 1, 5000) != 1)
+    fail_msg("no answer");
+  int n = zmq_recv(z, hdr, B2S_WIRE_HEADER_MAX, 0);
+  assert_true(n >= 16);
+  *version = hdr[4];
+  assert_int_equal(b2s_wire_decode_v(hdr, (size_t)n, 2, m), 0);
+  int more;
+  size_t ml = sizeof more;
+  zmq_getsockopt(z, ZMQ_RCVMORE, &more, &ml);
+  while (more) {
+    uint8_t junk[64];
+    zmq_recv(z, junk, sizeof junk, 0);
+    zmq_getsockopt(z, ZMQ_RCVMORE, &more, &ml);
+  }
+  return n;
+}
+
+static void hello_v(void *z, int v) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_HELLO);
+  m.flags = B2S_WIRE_HELLO_PRODUCER;
+  m.tag = 1;
+  m.hello.name = b2s_wire_cstr("proto");
+  send_raw(z, &m, v, v, NULL, 0, 0);
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  int ver;
+  recv_raw(z, &ver, &m, hdr);
+  assert_int_equal(m.type, B2S_WIRE_WELCOME);
+  assert_int_equal(ver, v);
+}
+
+static void expect_err(void *z, int version, int code, uint16_t flags,
+                       uint8_t ref_type) {
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  int ver;
+  b2s_wire_msg m;
+  recv_raw(z, &ver, &m, hdr);
+  if (m.type != B2S_WIRE_ERROR)
+    fail_msg("%s instead of ERROR %d", b2s_wire_type_name(m.type), code);
+  if (m.error.code != code || m.error.ref_type != ref_type)
+    printf("ERROR %d about %d: %.*s\n", m.error.code, m.error.ref_type,
+           (int)m.error.message.len, m.error.message.ptr ? m.error.message.ptr : "");
+  assert_int_equal(ver, version);
+  assert_int_equal(m.error.code, code);
+  assert_int_equal(m.flags, flags);
+  assert_int_equal(m.error.ref_type, ref_type);
+}
+
+/* Section 8: a message in a version the daemon does not speak gets a
+ * version-1 ERROR B2S_E_PROTO_VERSION (closed_session, ref_index the
+ * daemon's range), even inside a version-2 session: a strict version-1
+ * decoder reads it. */
+static void test_version_error_is_v1(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, trust_config);
+  env_start(&e);
+  void *z = cli_connect(&e);
+  hello_v(z, 2);
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_PING);
+  m.tag = 7;
+  send_raw(z, &m, 2, 9, NULL, 0, 0);
+  uint8_t hdr[B2S_WIRE_HEADER_MAX];
+  int ver;
+  int n = recv_raw(z, &ver, &m, hdr);
+  assert_int_equal(ver, 1);
+  b2s_wire_msg v1;                 /* a strict version-1 decoder reads it */
+  assert_int_equal(b2s_wire_decode(hdr, (size_t)n, &v1), 0);
+  assert_int_equal(m.type, B2S_WIRE_ERROR);
+  assert_int_equal(m.error.code, B2S_E_PROTO_VERSION);
+  assert_int_equal(m.flags, B2S_WIRE_ERROR_CLOSED_SESSION);
+  assert_int_equal(m.error.ref_index, 1 + 256 * 2);
+  /* no session: the same */
+  b2s_wire_init(&m, B2S_WIRE_PING);
+  send_raw(z, &m, 1, 0, NULL, 0, 0);
+  expect_err(z, 1, B2S_E_PROTO_VERSION, B2S_WIRE_ERROR_CLOSED_SESSION,
+             B2S_WIRE_PING);
+  zmq_close(z);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
+/* Section 6.2: a DATA with a frame too many (header, payload and two more
+ * in version 1; header, payload, record and one more in version 2) is
+ * answered: ERROR B2S_E_PROTO about the DATA, nothing stored, the handle
+ * goes on. */
+static void test_data_frames_too_many_answered(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, trust_config);
+  env_start(&e);
+  for (int v = 1; v <= 2; v++) {
+    void *z = cli_connect(&e);
+    hello_v(z, v);
+    b2s_wire_msg m;
+    b2s_wire_init(&m, B2S_WIRE_OPEN);
+    m.tag = 2;
+    m.open.stream = b2s_wire_cstr("w");
+    send_raw(z, &m, v, v, NULL, 0, 0);
+    uint8_t hdr[B2S_WIRE_HEADER_MAX];
+    int ver;
+    recv_raw(z, &ver, &m, hdr);
+    assert_int_equal(m.type, B2S_WIRE_OPENED);
+    uint32_t h = m.opened.handle;
+    uint8_t b[LEN];
+    fill(b, LEN, 0);
+    b2s_wire_init(&m, B2S_WIRE_DATA);
+    m.data.handle = h;
+    m.data.buffer_id = 0;
+    send_raw(z, &m, v, v, b, LEN, 2);
+    expect_err(z, v, B2S_E_PROTO, 0, B2S_WIRE_DATA);
+    if (v == 2) {                /* a record, then one frame too many */
+      uint8_t hdr2[B2S_WIRE_HEADER_MAX], rec[B2S_WIRE_REC_FIXED];
+      b2s_wire_rec r = {.present = B2S_WIRE_REC_FRAME, .frame = 5};
+      assert_int_equal(b2s_wire_rec_encode(&r, rec, sizeof rec),
+                       B2S_WIRE_REC_FIXED);
+      m.flags = B2S_WIRE_DATA_RECORD;
+      int n = b2s_wire_encode_v(&m, 2, hdr2, sizeof hdr2);
+      assert_int_equal(zmq_send(z, hdr2, (size_t)n, ZMQ_SNDMORE), n);
+      assert_int_equal(zmq_send(z, b, LEN, ZMQ_SNDMORE), LEN);
+      assert_int_equal(zmq_send(z, rec, sizeof rec, ZMQ_SNDMORE), (int)sizeof rec);
+      assert_int_equal(zmq_send(z, "", 0, 0), 0);
+      expect_err(z, v, B2S_E_PROTO, 0, B2S_WIRE_DATA);
+    }
+    /* the buffer was ignored: id 0 is still the next one */
+    b2s_wire_init(&m, B2S_WIRE_DATA);
+    m.data.handle = h;
+    m.data.buffer_id = 0;
+    send_raw(z, &m, v, v, b, LEN, 0);
+    do
+      recv_raw(z, &ver, &m, hdr);
+    while (m.type == B2S_WIRE_ACK && m.ack.upto < 1);
+    assert_int_equal(m.type, B2S_WIRE_ACK);
+    assert_int_equal(m.ack.upto, 1);
+    zmq_close(z);
+  }
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  char path[400];
+  frame_path(&e, "w", path, sizeof path);
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(f), 2);   /* the two good ones */
+  b2s_frame_free(f);
+  env_fini(&e);
+}
+
+/* META about a handle (sections 3, 11.4, 11.5): handle 0 is outside the
+ * field's range ("nonzero"), so the header is malformed: B2S_E_PROTO, as
+ * for FLUSH or CLOSE with handle 0; a nonzero handle the session does not
+ * have is B2S_E_CLOSED.  Neither changes anything. */
+static void test_meta_bad_handles(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, trust_config);
+  env_start(&e);
+  void *z = cli_connect(&e);
+  hello_v(z, 2);
+  static const uint8_t map[] = {0x81, 0xa1, 'k', 0x01};
+  b2s_wire_msg m;
+  int types[] = {B2S_WIRE_META, B2S_WIRE_FLUSH, B2S_WIRE_CLOSE};
+  for (int t = 0; t < 3; t++) {
+    b2s_wire_init(&m, (uint8_t)types[t]);
+    m.tag = 5;
+    m.meta.handle = m.flush.handle = m.close.handle = 1;
+    uint8_t hdr[B2S_WIRE_HEADER_MAX];
+    int n = b2s_wire_encode_v(&m, 2, hdr, sizeof hdr);
+    assert_int_equal(n, 20);
+    memset(hdr + 16, 0, 4);          /* handle 0 */
+    bool meta = types[t] == B2S_WIRE_META;
+    assert_int_equal(zmq_send(z, hdr, 20, meta ? ZMQ_SNDMORE : 0), 20);
+    if (meta)
+      assert_int_equal(zmq_send(z, map, sizeof map, 0), (int)sizeof map);
+    expect_err(z, 2, B2S_E_PROTO, 0, (uint8_t)types[t]);
+  }
+  b2s_wire_init(&m, B2S_WIRE_META);
+  m.meta.handle = 77;
+  send_raw(z, &m, 2, 2, map, sizeof map, 0);
+  expect_err(z, 2, B2S_E_CLOSED, 0, B2S_WIRE_META);
+  zmq_close(z);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_fini(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_user_map_max_depth_stored),
       cmocka_unit_test(test_file_size_limit_is_efbig),
+      cmocka_unit_test(test_version_error_is_v1),
+      cmocka_unit_test(test_data_frames_too_many_answered),
+      cmocka_unit_test(test_meta_bad_handles),
   };
   return harness_run(tests);
 }
