@@ -38,6 +38,10 @@ static const char *trust_config =
     "streams:\n"
     "  w:\n"
     "    typesize: 4\n"
+    "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n"
+    "  o:\n"
+    "    order: frame_number\n"
+    "    reorder_window: 4\n"
     "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n";
 
 static void fill(uint8_t *b, size_t len, int i) {
@@ -102,6 +106,51 @@ static void test_user_map_max_depth_stored(void **state) {
     assert_int_equal(r.user_len, ul[i]);
     assert_memory_equal(r.user, u[i], ul[i]);
   }
+  b2s_records_free(rs);
+  env_fini(&e);
+}
+
+/* ---- frame-number order: the farthest jump ---------------------------------- */
+
+static int send_frame(b2sc_producer *p, uint64_t frame) {
+  uint8_t b[LEN];
+  fill(b, LEN, (int)(frame % 251));
+  b2sc_record r = {.present = B2SC_REC_FRAME, .frame = frame};
+  int rc = b2sc_send_rec(p, b, LEN, &r, 5000);
+  return rc < 0 ? rc : b2sc_flush(p, 20000);
+}
+
+/* docs/METADATA.md section 4: a frame number reorder_window + 65536 ahead
+ * of the next one to store is allowed, one more is B2S_E_ARG. */
+static void test_order_jump_limit(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, trust_config);
+  env_start(&e);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "jump", &s), 0);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, "o", NULL, &p), 0);
+  assert_int_equal(send_frame(p, 0), 0);          /* next to store: 1 */
+  uint64_t far = 1 + 4 + 65536;
+  assert_int_equal(send_frame(p, far + 1), B2S_E_ARG);
+  assert_int_equal(send_frame(p, far), 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  char path[400];
+  frame_path(&e, "o", path, sizeof path);
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(f), (int64_t)far + 1);
+  b2s_frame_free(f);
+  b2s_records *rs;
+  assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
+  b2s_record r;
+  assert_int_equal(b2s_records_get(rs, (int64_t)far, &r), 0);
+  assert_true(r.has_frame && r.frame == far && r.flags == 0);
+  assert_int_equal(b2s_records_get(rs, 1, &r), 0);
+  assert_int_equal(r.flags, B2S_RECORD_GAP);
   b2s_records_free(rs);
   env_fini(&e);
 }
@@ -361,6 +410,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_user_map_max_depth_stored),
       cmocka_unit_test(test_file_size_limit_is_efbig),
+      cmocka_unit_test(test_order_jump_limit),
       cmocka_unit_test(test_version_error_is_v1),
       cmocka_unit_test(test_data_frames_too_many_answered),
       cmocka_unit_test(test_meta_bad_handles),
