@@ -243,6 +243,18 @@ int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
                      b2s_chunk_xxh64(chunk, (size_t)rc), B2S_RECORD_GAP | flags);
 }
 
+int64_t b2s_pair_append_again(b2s_pair *p) {
+  if (p == NULL)
+    return B2S_E_ARG;
+  int64_t n = b2s_fwriter_append_again(p->rec);
+  if (n < 0)
+    return n;
+  n = b2s_fwriter_append_again(p->data);
+  if (n < 0)
+    b2s_fwriter_delete(p->rec, b2s_fwriter_nchunks(p->rec) - 1);
+  return n;
+}
+
 int b2s_pair_commit(b2s_pair *p) {
   if (p == NULL)
     return B2S_E_ARG;

@@ -11,8 +11,10 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,11 @@ static const char *trust_config =
     "    typesize: 4\n"
     "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n"
     "  o:\n"
+    "    order: frame_number\n"
+    "    reorder_window: 4\n"
+    "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n"
+    "  os:\n"
+    "    format: sparse\n"
     "    order: frame_number\n"
     "    reorder_window: 4\n"
     "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n";
@@ -120,39 +127,106 @@ static int send_frame(b2sc_producer *p, uint64_t frame) {
   return rc < 0 ? rc : b2sc_flush(p, 20000);
 }
 
+/* Files and their bytes in directory path (a sparse frame). */
+static int64_t dir_files(const char *path, int64_t *bytes) {
+  DIR *d = opendir(path);
+  assert_non_null(d);
+  int64_t n = 0;
+  *bytes = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.')
+      continue;
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    n++;
+    *bytes += sb.st_size;
+  }
+  closedir(d);
+  return n;
+}
+
+/* Chunk i of the pair at path has its record's checksum and, for a gap,
+ * decompresses to LEN zeros. */
+static void check_chunk(b2s_frame *f, b2s_records *rs, int64_t i, bool gap) {
+  b2s_record r;
+  assert_int_equal(b2s_records_get(rs, i, &r), 0);
+  uint8_t raw[LEN + 64], out[LEN];
+  int32_t cb = 0, nb = 0;
+  assert_int_equal(b2s_frame_chunk_sizes(f, i, &cb, &nb), 0);
+  assert_int_equal(b2s_frame_chunk_read(f, i, raw, sizeof raw), cb);
+  assert_true(r.xxh64 == b2s_chunk_xxh64(raw, (size_t)cb));
+  assert_int_equal(b2s_frame_chunk_decompress(f, i, NULL, out, LEN), LEN);
+  if (gap) {
+    assert_int_equal(r.flags, B2S_RECORD_GAP);
+    assert_false(r.has_frame);
+    for (int k = 0; k < LEN; k++)
+      assert_int_equal(out[k], 0);
+  }
+}
+
 /* docs/METADATA.md section 4: a frame number reorder_window + 65536 ahead
- * of the next one to store is allowed, one more is B2S_E_ARG. */
-static void test_order_jump_limit(void **state) {
-  (void)state;
+ * of the next one to store is allowed, one more is B2S_E_ARG; the 65540
+ * frame numbers passed are gaps that share one placeholder chunk and one
+ * record, so a sparse frame gains a few files, whatever the jump. */
+static void jump_run(const char *stream, bool sparse) {
   env e;
   env_init_config(&e, trust_config);
   env_start(&e);
   b2sc_session *s;
   assert_int_equal(b2sc_connect(e.sock, "jump", &s), 0);
   b2sc_producer *p;
-  assert_int_equal(b2sc_producer_open(s, "o", NULL, &p), 0);
+  assert_int_equal(b2sc_producer_open(s, stream, NULL, &p), 0);
   assert_int_equal(send_frame(p, 0), 0);          /* next to store: 1 */
   uint64_t far = 1 + 4 + 65536;
   assert_int_equal(send_frame(p, far + 1), B2S_E_ARG);
   assert_int_equal(send_frame(p, far), 0);
+  assert_int_equal(send_frame(p, far + 3), 0);    /* a short run after */
   assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(s);
   assert_int_equal(env_stop(&e, SIGTERM), 0);
-  char path[400];
-  frame_path(&e, "o", path, sizeof path);
+  char path[400], rpath[420];
+  frame_path(&e, stream, path, sizeof path);
   b2s_frame *f;
   assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
-  assert_int_equal(b2s_frame_nchunks(f), (int64_t)far + 1);
-  b2s_frame_free(f);
+  assert_int_equal(b2s_frame_nchunks(f), (int64_t)far + 4);
   b2s_records *rs;
   assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
+  assert_int_equal(b2s_records_count(rs), (int64_t)far + 4);
   b2s_record r;
-  assert_int_equal(b2s_records_get(rs, (int64_t)far, &r), 0);
-  assert_true(r.has_frame && r.frame == far && r.flags == 0);
-  assert_int_equal(b2s_records_get(rs, 1, &r), 0);
-  assert_int_equal(r.flags, B2S_RECORD_GAP);
+  int64_t idx[] = {0, (int64_t)far, (int64_t)far + 3};
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(b2s_records_get(rs, idx[k], &r), 0);
+    assert_true(r.has_frame && r.frame == (uint64_t)idx[k] && r.flags == 0);
+    check_chunk(f, rs, idx[k], false);
+  }
+  int64_t gaps[] = {1, 2, 30000, (int64_t)far - 1, (int64_t)far + 1,
+                    (int64_t)far + 2};
+  for (int k = 0; k < 6; k++)
+    check_chunk(f, rs, gaps[k], true);
   b2s_records_free(rs);
+  b2s_frame_free(f);
+  if (sparse) {
+    /* data: index file + 3 chunks + 2 placeholders; records alike */
+    assert_true(b2s_records_path(path, rpath, sizeof rpath) > 0);
+    int64_t bytes, rbytes;
+    int64_t files = dir_files(path, &bytes), rfiles = dir_files(rpath, &rbytes);
+    printf("%s: %llu frame numbers passed: %lld + %lld files, %lld + %lld "
+           "bytes\n", stream, (unsigned long long)far - 1, (long long)files,
+           (long long)rfiles, (long long)bytes, (long long)rbytes);
+    assert_true(files <= 8 && rfiles <= 8);
+    /* chunks: 3 x LEN at most; the rest is the index, 8 bytes a chunk */
+    assert_true(bytes < 3 * LEN + 9 * (int64_t)far + 65536);
+  }
   env_fini(&e);
+}
+
+static void test_order_jump_limit(void **state) {
+  (void)state;
+  jump_run("o", false);
+  jump_run("os", true);
 }
 
 /* ---- N7: a file-size limit is told as such ------------------------------ */

@@ -182,6 +182,11 @@ int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
 #define B2S_GAP_CHUNK_MAX 64
 int b2s_gap_chunk(int32_t nbytes, uint8_t *out, size_t cap);
 
+/* Append the last chunk and its record again, sharing their stored bytes
+ * (b2s_fwriter_append_again): a run of identical gaps costs no file and
+ * no chunk bytes past its first. */
+int64_t b2s_pair_append_again(b2s_pair *p);
+
 /* Commit the records frame, then the data frame: a crash in between leaves
  * records ahead, which recovery cuts back. */
 int b2s_pair_commit(b2s_pair *p);
