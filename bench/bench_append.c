@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 #ifdef B2S_BENCH_BLOSC2
 #include <blosc2.h>
 #endif

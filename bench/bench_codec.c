@@ -10,8 +10,11 @@
  * a load swing on a shared machine hits all of them alike; each ratio is
  * printed as min / median / max over the rounds.
  * Usage: bench_codec [MiB per data set, default 16] [clevel, default 5]
- *                    [rounds, default 6, made even] [data set] [codec] */
+ *                    [rounds, default 6, made even] [data set] [codec] [filter]
+ * ("all" for data set or codec runs every one; the filter restricts the rows
+ * to none, shuffle or bitshuffle, e.g. to profile one filter alone). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,13 +284,30 @@ static int ref_d(void *st, const uint8_t *s, int n, uint8_t *d, int cap) {
 }
 #endif
 
-/* Per baseline: sums of log median ratios and the worst median, for the
- * closing summary. */
-static struct {
+/* Sums of log median ratios and the worst medians, for the closing summary. */
+typedef struct tally {
   double c, d, worst_c, worst_d;
   int n;
-} summary[MAX_SIDES];
+} tally;
+
+/* Per baseline, and per filter for c-blosc2 (each filter has its own kernels,
+ * so a lead on one must not hide a lag on another). */
+static tally summary[MAX_SIDES], ref_by_filter[3];
 static const char *baseline_names[MAX_SIDES];
+
+static void tally_add(tally *t, double c, double d) {
+  t->n++;
+  t->c += log(c);
+  t->d += log(d);
+  t->worst_c = t->n == 1 ? c : fmin(t->worst_c, c);
+  t->worst_d = t->n == 1 ? d : fmin(t->worst_d, d);
+}
+
+static void tally_print(const tally *t, const char *what) {
+  printf("geometric mean of medians over %d configurations vs %s: compress %.2fx"
+         " (worst %.2fx), decompress %.2fx (worst %.2fx)\n",
+         t->n, what, exp(t->c / t->n), t->worst_c, exp(t->d / t->n), t->worst_d);
+}
 
 /* Summary slot of the baseline called `name`, so like adds to like. */
 static int slot_of(const char *name) {
@@ -308,12 +328,9 @@ static void report(const dataset *d, int codec, int filter, const side *sd, int 
            d->name, b2s_codec_name(codec), b2s_filter_name(filter),
            (double)d->size / (double)sd[0].total, cspeed, dspeed, sd[i].name, c[0], c[1],
            c[2], dd[0], dd[1], dd[2], (double)d->size / (double)sd[i].total);
-    int k = slot_of(sd[i].name);
-    summary[k].n++;
-    summary[k].c += log(c[1]);
-    summary[k].d += log(dd[1]);
-    summary[k].worst_c = summary[k].n == 1 ? c[1] : fmin(summary[k].worst_c, c[1]);
-    summary[k].worst_d = summary[k].n == 1 ? dd[1] : fmin(summary[k].worst_d, dd[1]);
+    tally_add(&summary[slot_of(sd[i].name)], c[1], dd[1]);
+    if (strcmp(sd[i].name, "c-blosc2") == 0 && filter >= 0 && filter < 3)
+      tally_add(&ref_by_filter[filter], c[1], dd[1]);
   }
   fflush(stdout);
 }
@@ -374,10 +391,16 @@ static void print_header(int rounds) {
 
 static void print_summary(void) {
   for (int k = 0; k < MAX_SIDES && baseline_names[k]; k++)
-    printf("geometric mean of medians over %d configurations vs %s: compress %.2fx"
-           " (worst %.2fx), decompress %.2fx (worst %.2fx)\n",
-           summary[k].n, baseline_names[k], exp(summary[k].c / summary[k].n),
-           summary[k].worst_c, exp(summary[k].d / summary[k].n), summary[k].worst_d);
+    tally_print(&summary[k], baseline_names[k]);
+  char what[64];
+  for (int f = 0; f < 3; f++)
+    if (ref_by_filter[f].n > 0) {
+      snprintf(what, sizeof(what), "c-blosc2, %s rows only", b2s_filter_name(f));
+      tally_print(&ref_by_filter[f], what);
+    }
+#ifndef B2S_BENCH_BLOSC2
+  printf("no c-blosc2 figures: pkg-config found no blosc2 when this was built\n");
+#endif
 }
 
 /* Usage: bench_codec [MiB] [clevel] [rounds] [data set] [codec] */
@@ -385,13 +408,16 @@ int main(int argc, char **argv) {
   size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 16;
   int clevel = argc > 2 ? atoi(argv[2]) : 5;
   int rounds = argc > 3 ? atoi(argv[3]) : 6;
-  const char *only_set = argc > 4 ? argv[4] : NULL;
-  int only_codec = argc > 5 ? b2s_codec_from_name(argv[5]) : -1;
+  const char *only_set = argc > 4 && strcmp(argv[4], "all") != 0 ? argv[4] : NULL;
+  bool all_codecs = argc <= 5 || strcmp(argv[5], "all") == 0;
+  int only_codec = all_codecs ? -1 : b2s_codec_from_name(argv[5]);
+  int only_filter = argc > 6 ? b2s_filter_from_name(argv[6]) : -1;
   rounds += rounds % 2; /* even, so both orders run equally often */
   if (mib < 1 || clevel < 1 || clevel > 9 || rounds < 2 || rounds > MAX_ROUNDS ||
-      (argc > 5 && only_codec < 0)) {
+      (!all_codecs && only_codec < 0) || (argc > 6 && (only_filter < 0 || only_filter > 2))) {
     fprintf(stderr, "usage: bench_codec [MiB >= 1] [clevel 1..9] [rounds 2..%d]"
-                    " [f32|u16det|text] [codec]\n", MAX_ROUNDS);
+                    " [f32|u16det|text|all] [codec|all] [none|shuffle|bitshuffle]\n",
+            MAX_ROUNDS);
     return 2;
   }
 #ifdef B2S_BENCH_BLOSC2
@@ -413,7 +439,8 @@ int main(int argc, char **argv) {
     make[s](sets[s].data, sets[s].size);
     for (int c = 0; c < 5; c++)
       for (int f = 0; f < 3; f++)
-        if (only_codec < 0 || only_codec == codecs[c])
+        if ((only_codec < 0 || only_codec == codecs[c]) &&
+            (only_filter < 0 || only_filter == f))
           bench_one(&sets[s], codecs[c], f, clevel, rounds, ctx);
     free(sets[s].data);
   }

@@ -1631,11 +1631,11 @@ static int parse_args(opts *o, int argc, char **argv) {
 
 /* The cparams the daemon derives for stream zmq from the same file. */
 static int load_cparams(const daemon_proc *dp, b2s_cparams *cp) {
-  char err[512];
+  b2s_errdetail ed;
   b2s_config *cfg = NULL;
-  int rc = b2s_config_load(dp->config, &cfg, err, sizeof err);
+  int rc = b2s_config_load(dp->config, &cfg, &ed);
   if (rc < 0) {
-    fprintf(stderr, "%s\n", err);
+    fprintf(stderr, "%s\n", ed.text);
     return rc;
   }
   *cp = b2s_config_stream_find(cfg, "zmq")->cparams;

@@ -451,7 +451,7 @@ static int ranks_start(const opts *o, ranks_proc *rp, int n) {
   const char *daemon = bench_exe_locate(B2S_BENCH_DAEMON, "daemon/b2streamd",
                                         dbuf, sizeof dbuf);
   const char *committer = bench_exe_locate(B2S_BENCH_COMMITTER,
-                                           "dist/b2stream-committer", cbuf,
+                                           "cluster/b2stream-committer", cbuf,
                                            sizeof cbuf);
   rp->n = 0;                       /* nothing to stop yet */
   snprintf(rp->dir, sizeof rp->dir, "/tmp/bench-rados-XXXXXX");

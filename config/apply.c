@@ -12,24 +12,24 @@ static void child_path(char *out, const char *parent, const char *key) {
 
 static int expected(cfg_ctx *c, const cfg_node *v, const char *kp,
                     const char *what) {
-  if (v->kind != CN_SCALAR || cfg_node_is_null(v))
-    return cfg_fail(c, v, kp, "expected %s, got %s", what,
-                    cfg_node_kind_name(v));
+  if (v->kind != CN_SCALAR || b2s_cfg_node_is_null(v))
+    return b2s_cfg_fail(c, v, kp, "expected %s, got %s", what,
+                    b2s_cfg_node_kind_name(v));
   char q[96];
-  cfg_quote(q, sizeof q, v->str, v->len);
-  return cfg_fail(c, v, kp, "expected %s, got %s", what, q);
+  b2s_cfg_quote(q, sizeof q, v->str, v->len);
+  return b2s_cfg_fail(c, v, kp, "expected %s, got %s", what, q);
 }
 
 static bool is_value(const cfg_node *v) {
-  return v->kind == CN_SCALAR && !cfg_node_is_null(v);
+  return v->kind == CN_SCALAR && !b2s_cfg_node_is_null(v);
 }
 
 static int get_int(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                    const char *kp, int64_t *out) {
-  if (!is_value(v) || cfg_parse_int(v->str, out) < 0)
+  if (!is_value(v) || b2s_cfg_parse_int(v->str, out) < 0)
     return expected(c, v, kp, "an integer");
   if (*out < d->min || *out > d->max)
-    return cfg_fail(c, v, kp, "%s is out of range %lld..%lld", v->str,
+    return b2s_cfg_fail(c, v, kp, "%s is out of range %lld..%lld", v->str,
                     (long long)d->min, (long long)d->max);
   return 0;
 }
@@ -40,14 +40,14 @@ static int get_size(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
     return expected(c, v, kp, "a size");
   if (b2s_size_parse(v->str, out) < 0) {
     char q[96];
-    cfg_quote(q, sizeof q, v->str, v->len);
-    return cfg_fail(c, v, kp, "%s is not a size (" B2S_SIZE_SYNTAX ")", q);
+    b2s_cfg_quote(q, sizeof q, v->str, v->len);
+    return b2s_cfg_fail(c, v, kp, "%s is not a size (" B2S_SIZE_SYNTAX ")", q);
   }
   if (*out < d->min || *out > d->max) {
     char lo[32], hi[32];
     b2s_size_format(d->min, lo, sizeof lo);
     b2s_size_format(d->max, hi, sizeof hi);
-    return cfg_fail(c, v, kp, "%s is out of range %s..%s", v->str, lo, hi);
+    return b2s_cfg_fail(c, v, kp, "%s is out of range %s..%s", v->str, lo, hi);
   }
   return 0;
 }
@@ -67,22 +67,22 @@ static int get_enum(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
     snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", e->name);
   }
   if (!is_value(v))
-    return cfg_fail(c, v, kp, "expected one of %s, got %s", list,
-                    cfg_node_kind_name(v));
+    return b2s_cfg_fail(c, v, kp, "expected one of %s, got %s", list,
+                    b2s_cfg_node_kind_name(v));
   char q[96];
-  cfg_quote(q, sizeof q, v->str, v->len);
-  const char *hint = cfg_suggest(v->str, names, n);
+  b2s_cfg_quote(q, sizeof q, v->str, v->len);
+  const char *hint = b2s_cfg_suggest(v->str, names, n);
   if (hint)
-    return cfg_fail(c, v, kp, "%s is not one of %s (did you mean '%s'?)", q,
+    return b2s_cfg_fail(c, v, kp, "%s is not one of %s (did you mean '%s'?)", q,
                     list, hint);
-  return cfg_fail(c, v, kp, "%s is not one of %s", q, list);
+  return b2s_cfg_fail(c, v, kp, "%s is not one of %s", q, list);
 }
 
 static int put_string(cfg_ctx *c, const cfg_node *v, const char *kp,
                       char *dst, size_t cap, const char *s) {
   size_t len = strlen(s);
   if (len >= cap)
-    return cfg_fail(c, v, kp, "longer than %zu bytes", cap - 1);
+    return b2s_cfg_fail(c, v, kp, "longer than %zu bytes", cap - 1);
   memcpy(dst, s, len + 1);
   return 0;
 }
@@ -92,8 +92,8 @@ static int set_path(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   if (!v->str[0])
     return put_string(c, v, kp, field, d->size, "");
   char full[B2S_CONFIG_PATH_MAX];
-  if (cfg_path_join(c->base_dir, v->str, full, sizeof full) < 0)
-    return cfg_fail(c, v, kp, "path longer than %d bytes",
+  if (b2s_cfg_path_join(c->base_dir, v->str, full, sizeof full) < 0)
+    return b2s_cfg_fail(c, v, kp, "path longer than %d bytes",
                     B2S_CONFIG_PATH_MAX - 1);
   return put_string(c, v, kp, field, d->size, full);
 }
@@ -102,7 +102,7 @@ static int set_dtype(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                      const char *kp, void *field) {
   for (const char *p = v->str; *p; p++)
     if (*p < 0x20 || *p > 0x7e)
-      return cfg_fail(c, v, kp, "a dtype is printable ASCII");
+      return b2s_cfg_fail(c, v, kp, "a dtype is printable ASCII");
   return put_string(c, v, kp, field, d->size, v->str);
 }
 
@@ -110,8 +110,8 @@ static int set_template(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                         const char *kp, void *field) {
   if (b2s_stream_name_check(v->str) < 0) {
     char q[96];
-    cfg_quote(q, sizeof q, v->str, v->len);
-    return cfg_fail(c, v, kp, "%s is not a valid template name", q);
+    b2s_cfg_quote(q, sizeof q, v->str, v->len);
+    return b2s_cfg_fail(c, v, kp, "%s is not a valid template name", q);
   }
   return put_string(c, v, kp, field, d->size, v->str);
 }
@@ -133,19 +133,19 @@ static int set_unix_group(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   }
   if (!ok) {
     char q[96];
-    cfg_quote(q, sizeof q, v->str, v->len);
-    return cfg_fail(c, v, kp, "%s is not a group name", q);
+    b2s_cfg_quote(q, sizeof q, v->str, v->len);
+    return b2s_cfg_fail(c, v, kp, "%s is not a group name", q);
   }
   return put_string(c, v, kp, field, d->size, v->str);
 }
 
 static int endpoint_ok(cfg_ctx *c, const cfg_node *v, const char *kp) {
-  const char *why = cfg_endpoint_check(v->str);
+  const char *why = b2s_cfg_endpoint_check(v->str);
   if (!why)
     return 0;
   char q[96];
-  cfg_quote(q, sizeof q, v->str, v->len);
-  return cfg_fail(c, v, kp, "%s: %s", q, why);
+  b2s_cfg_quote(q, sizeof q, v->str, v->len);
+  return b2s_cfg_fail(c, v, kp, "%s: %s", q, why);
 }
 
 static int set_endpoint(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
@@ -160,36 +160,36 @@ static int set_storage(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                        const char *kp, void *field) {
   const char *s = v->str;
   char q[96];
-  cfg_quote(q, sizeof q, s, v->len);
+  b2s_cfg_quote(q, sizeof q, s, v->len);
   if (strncmp(s, "rados://", 8) == 0) {
     size_t n = strlen(s + 8);
     if (n == 0 || n > 128 || strspn(s + 8, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                     "abcdefghijklmnopqrstuvwxyz0123456789"
                                     "._-") != n)
-      return cfg_fail(c, v, kp, "%s: a pool name is 1..128 characters of "
+      return b2s_cfg_fail(c, v, kp, "%s: a pool name is 1..128 characters of "
                       "A-Z a-z 0-9 . _ -", q);
     return put_string(c, v, kp, field, d->size, s);
   }
   if (strstr(s, "://") && strncmp(s, "file://", 7) != 0)
-    return cfg_fail(c, v, kp, "%s is neither rados://POOL, file:///DIR nor "
+    return b2s_cfg_fail(c, v, kp, "%s is neither rados://POOL, file:///DIR nor "
                     "a directory", q);
   if (strncmp(s, "file://", 7) == 0) {
     s += 7;
     if (s[0] != '/')
-      return cfg_fail(c, v, kp, "%s: a file:// URL holds an absolute path", q);
+      return b2s_cfg_fail(c, v, kp, "%s: a file:// URL holds an absolute path", q);
   }
   if (!s[0])
-    return cfg_fail(c, v, kp, "must not be empty");
+    return b2s_cfg_fail(c, v, kp, "must not be empty");
   char full[B2S_CONFIG_PATH_MAX];
-  if (cfg_path_join(c->base_dir, s, full, sizeof full) < 0)
-    return cfg_fail(c, v, kp, "path longer than %d bytes",
+  if (b2s_cfg_path_join(c->base_dir, s, full, sizeof full) < 0)
+    return b2s_cfg_fail(c, v, kp, "path longer than %d bytes",
                     B2S_CONFIG_PATH_MAX - 1);
   return put_string(c, v, kp, field, d->size, full);
 }
 
 static int set_string(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                       const char *kp, void *field) {
-  if (v->kind != CN_SCALAR || cfg_node_is_null(v))
+  if (v->kind != CN_SCALAR || b2s_cfg_node_is_null(v))
     return expected(c, v, kp, "a string");
   switch (d->type) {
   case CT_PATH: return set_path(c, d, v, kp, field);
@@ -208,7 +208,7 @@ static int set_item(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   int rc;
   switch (d->type) {
   case CT_ENDPOINTS: {
-    if (v->kind != CN_SCALAR || cfg_node_is_null(v))
+    if (v->kind != CN_SCALAR || b2s_cfg_node_is_null(v))
       return expected(c, v, kp, "an endpoint string");
     int erc = endpoint_ok(c, v, kp);
     return erc < 0 ? erc : put_string(c, v, kp, field, d->size, v->str);
@@ -221,7 +221,7 @@ static int set_item(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
     break;
   }
   if (rc == 0)
-    cfg_field_set(field, d->size, x);
+    b2s_cfg_field_set(field, d->size, x);
   return rc;
 }
 
@@ -230,10 +230,10 @@ static int set_list(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   if (v->kind != CN_SEQ)
     return expected(c, v, kp, "a list");
   if (v->n > d->max_items)
-    return cfg_fail(c, v, kp, "at most %d items, got %zu", d->max_items,
+    return b2s_cfg_fail(c, v, kp, "at most %d items, got %zu", d->max_items,
                     v->n);
   if (v->n < d->min_items)
-    return cfg_fail(c, v, kp, "at least %d item%s needed", d->min_items,
+    return b2s_cfg_fail(c, v, kp, "at least %d item%s needed", d->min_items,
                     d->min_items == 1 ? "" : "s");
   size_t i = 0;
   for (const cfg_node *it = v->child; it; it = it->next, i++) {
@@ -243,7 +243,7 @@ static int set_list(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
     if (rc < 0)
       return rc;
   }
-  cfg_list_count_set(d, obj, v->n);
+  b2s_cfg_list_count_set(d, obj, v->n);
   return 0;
 }
 
@@ -261,18 +261,18 @@ static int set_value(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   case CT_INT_LIST:
     return set_list(c, d, v, kp, obj);
   case CT_SERIES:
-    return cfg_series_set(c, d, v, obj, kp);
+    return b2s_cfg_series_set(c, d, v, obj, kp);
   default:
     return set_string(c, d, v, kp, field);
   }
   if (rc == 0)
-    cfg_field_set(field, d->size, x);
+    b2s_cfg_field_set(field, d->size, x);
   return rc;
 }
 
-int cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template) {
-  for (size_t i = 0; i < cfg_nschema; i++) {
-    const cfg_desc *d = &cfg_schema[i];
+int b2s_cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template) {
+  for (size_t i = 0; i < b2s_cfg_nschema; i++) {
+    const cfg_desc *d = &b2s_cfg_schema[i];
     if (d->scope != scope || !d->def ||
         (template && (d->flags & CF_STREAM_ONLY)))
       continue;
@@ -288,15 +288,15 @@ int cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template) {
       /* systemd lists several directories with ':'; ours is the first */
       size_t n = strcspn(e, ":");
       if (n >= sizeof envval)
-        return cfg_fail(c, NULL, d->path, "$%s is too long", d->env);
+        return b2s_cfg_fail(c, NULL, d->path, "$%s is too long", d->env);
       memcpy(envval, e, n);
       envval[n] = '\0';
       text = envval;
       quoted = true;
     }
-    cfg_node *v = cfg_tree_from_text(&c->tree, text, quoted);
+    cfg_node *v = b2s_cfg_tree_from_text(&c->tree, text, quoted);
     if (!v)
-      return cfg_nomem(c);
+      return b2s_cfg_nomem(c);
     int rc = set_value(c, d, v, obj, d->path);
     if (rc < 0)
       return rc;
@@ -308,15 +308,15 @@ static int unknown_key(cfg_ctx *c, int scope, const char *prefix,
                        const cfg_node *k, const char *kp) {
   const char *names[CFG_MAX_DESC];
   size_t n = 0;
-  for (size_t i = 0; i < cfg_nschema; i++)
-    if (cfg_desc_under(&cfg_schema[i], scope, prefix))
-      names[n++] = cfg_desc_key(&cfg_schema[i]);
+  for (size_t i = 0; i < b2s_cfg_nschema; i++)
+    if (b2s_cfg_desc_under(&b2s_cfg_schema[i], scope, prefix))
+      names[n++] = b2s_cfg_desc_key(&b2s_cfg_schema[i]);
   char q[96];
-  cfg_quote(q, sizeof q, k->str, k->len);
-  const char *hint = cfg_suggest(k->str, names, n);
+  b2s_cfg_quote(q, sizeof q, k->str, k->len);
+  const char *hint = b2s_cfg_suggest(k->str, names, n);
   if (hint)
-    return cfg_fail(c, k, kp, "unknown key %s (did you mean '%s'?)", q, hint);
-  return cfg_fail(c, k, kp, "unknown key %s", q);
+    return b2s_cfg_fail(c, k, kp, "unknown key %s (did you mean '%s'?)", q, hint);
+  return b2s_cfg_fail(c, k, kp, "unknown key %s", q);
 }
 
 static int apply_group(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
@@ -324,7 +324,7 @@ static int apply_group(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                        const char *kp) {
   bool *present = (d->flags & CF_OPTIONAL) ? (bool *)((char *)obj + d->aux)
                                             : NULL;
-  if (cfg_node_is_null(v)) {
+  if (b2s_cfg_node_is_null(v)) {
     /* "b2nd: null" switches off what a template switched on */
     if (present)
       *present = false;
@@ -334,28 +334,28 @@ static int apply_group(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
     return expected(c, v, kp, "a mapping");
   if (present)
     *present = true;
-  return cfg_apply_map(c, d->scope, d->path, v, obj, template, loc, kp);
+  return b2s_cfg_apply_map(c, d->scope, d->path, v, obj, template, loc, kp);
 }
 
-int cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
+int b2s_cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
                   const cfg_node *map, void *obj, bool template,
                   cfg_loc *loc, const char *keypath) {
   const cfg_node *first[CFG_MAX_DESC] = {0};
   for (const cfg_node *k = map->child; k && k->next; k = k->next->next) {
     const cfg_node *v = k->next;
-    int di = cfg_schema_find(scope, prefix, k->str, k->len);
+    int di = b2s_cfg_schema_find(scope, prefix, k->str, k->len);
     if (di < 0)
       return unknown_key(c, scope, prefix, k, keypath);
-    const cfg_desc *d = &cfg_schema[di];
+    const cfg_desc *d = &b2s_cfg_schema[di];
     char kp[CFG_KEYPATH_MAX];
-    child_path(kp, keypath, cfg_desc_key(d));
+    child_path(kp, keypath, b2s_cfg_desc_key(d));
     if (first[di])
-      return cfg_fail(c, k, keypath, "duplicate key '%s' (first at line %d)",
-                      cfg_desc_key(d), first[di]->line);
+      return b2s_cfg_fail(c, k, keypath, "duplicate key '%s' (first at line %d)",
+                      b2s_cfg_desc_key(d), first[di]->line);
     first[di] = k;
     if (template && (d->flags & CF_STREAM_ONLY))
-      return cfg_fail(c, k, keypath, "'%s' is not allowed in a template",
-                      cfg_desc_key(d));
+      return b2s_cfg_fail(c, k, keypath, "'%s' is not allowed in a template",
+                      b2s_cfg_desc_key(d));
     if (loc)
       loc->at[di] = v;
     int rc;
@@ -365,7 +365,7 @@ int cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
       break;
     case CT_TEMPLATES:
     case CT_STREAMS:
-      if (v->kind != CN_MAP && !cfg_node_is_null(v))
+      if (v->kind != CN_MAP && !b2s_cfg_node_is_null(v))
         return expected(c, v, kp, "a mapping of names to stream settings");
       if (d->type == CT_TEMPLATES)
         c->templates_node = v;
@@ -375,7 +375,7 @@ int cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
       break;
     case CT_CLUSTER:
       /* null: no cluster, as when the key is absent */
-      if (v->kind != CN_MAP && !cfg_node_is_null(v))
+      if (v->kind != CN_MAP && !b2s_cfg_node_is_null(v))
         return expected(c, v, kp, "a mapping of cluster settings");
       c->cluster_node = v->kind == CN_MAP ? v : NULL;
       rc = 0;

@@ -31,7 +31,7 @@
 
 #include "b2s_chunk.h"
 #include "b2s_errors.h"
-#include "frame_format.h"
+#include "b2s_frame_format.h"
 
 #define B2S_STREAM_NAME_MAX 64          /* bytes, without the NUL */
 #define B2S_CONFIG_PATH_MAX 4096        /* bytes, with the NUL */
@@ -210,9 +210,8 @@ typedef struct b2s_config b2s_config;
 
 /* Read and check the file at path.  Returns 0 and a new config in *out, or
  * a negative error (B2S_E_CONFIG, B2S_E_NOMEM, -errno) with a one-line
- * message in err (when err is not NULL). */
-int b2s_config_load(const char *path, b2s_config **out, char *err,
-                    size_t errlen);
+ * message "file:line:col: key: what" in ed (when ed is not NULL). */
+int b2s_config_load(const char *path, b2s_config **out, b2s_errdetail *ed);
 
 /* The same from text[0..len).  filename only names the text in messages
  * (NULL: "<config>"); base_dir, which must be absolute, stands for the
@@ -220,8 +219,8 @@ int b2s_config_load(const char *path, b2s_config **out, char *err,
  * $RUNTIME_DIRECTORY and $STATE_DIRECTORY supply the run_dir and data_dir
  * defaults when set. */
 int b2s_config_parse(const char *text, size_t len, const char *filename,
-                     const char *base_dir, b2s_config **out, char *err,
-                     size_t errlen);
+                     const char *base_dir, b2s_config **out,
+                     b2s_errdetail *ed);
 
 void b2s_config_free(b2s_config *cfg);
 

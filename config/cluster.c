@@ -9,7 +9,7 @@
 
 #include "config_internal.h"
 
-#define KI(path) cfg_schema_index(CFG_CLUSTER, path)
+#define KI(path) b2s_cfg_schema_index(CFG_CLUSTER, path)
 
 /* Endpoints of the section name sockets of other processes, on other
  * nodes: a relative ipc:// path would mean something else to each. */
@@ -23,47 +23,47 @@ static int check_endpoints(cfg_ctx *c, const b2s_cluster_cfg *k,
                             "absolute path";
   for (int i = 0; i < k->nranks; i++) {
     if (ipc_relative(k->ranks[i]))
-      return cfg_loc_item_fail(c, loc, KI("ranks"), i, why);
+      return b2s_cfg_loc_item_fail(c, loc, KI("ranks"), i, why);
     for (int j = 0; j < i; j++)
       if (strcmp(k->ranks[i], k->ranks[j]) == 0)
-        return cfg_loc_item_fail(c, loc, KI("ranks"), i, "'%s' is also "
+        return b2s_cfg_loc_item_fail(c, loc, KI("ranks"), i, "'%s' is also "
                                  "rank %d", k->ranks[i], j);
   }
   if (ipc_relative(k->committer))
-    return cfg_loc_fail(c, loc, KI("committer"), why);
+    return b2s_cfg_loc_fail(c, loc, KI("committer"), why);
   if (ipc_relative(k->committer_pub))
-    return cfg_loc_fail(c, loc, KI("committer_pub"), why);
+    return b2s_cfg_loc_fail(c, loc, KI("committer_pub"), why);
   return 0;
 }
 
 static int finish_cluster(cfg_ctx *c, const b2s_cluster_cfg *k,
                           const cfg_loc *loc) {
   if (!k->storage[0])
-    return cfg_loc_fail(c, loc, KI("storage"), "required in cluster");
+    return b2s_cfg_loc_fail(c, loc, KI("storage"), "required in cluster");
   if (!loc->at[KI("rank")])
-    return cfg_loc_fail(c, loc, KI("rank"), "required in cluster");
+    return b2s_cfg_loc_fail(c, loc, KI("rank"), "required in cluster");
   if (k->nranks == 0)
-    return cfg_loc_fail(c, loc, KI("ranks"), "required in cluster");
+    return b2s_cfg_loc_fail(c, loc, KI("ranks"), "required in cluster");
   if (!k->committer[0])
-    return cfg_loc_fail(c, loc, KI("committer"), "required in cluster");
+    return b2s_cfg_loc_fail(c, loc, KI("committer"), "required in cluster");
   if (k->rank >= k->nranks)
-    return cfg_loc_fail(c, loc, KI("rank"), "%d is not a rank of the %d in "
+    return b2s_cfg_loc_fail(c, loc, KI("rank"), "%d is not a rank of the %d in "
                         "ranks (0..%d)", k->rank, k->nranks, k->nranks - 1);
   return check_endpoints(c, k, loc);
 }
 
-int cfg_cluster_load(cfg_ctx *c) {
+int b2s_cfg_cluster_load(cfg_ctx *c) {
   b2s_cluster_cfg *k = &c->cfg->cluster;
-  int rc = cfg_apply_defaults(c, CFG_CLUSTER, k, false);
+  int rc = b2s_cfg_apply_defaults(c, CFG_CLUSTER, k, false);
   if (rc < 0 || !c->cluster_node)
     return rc;
   cfg_loc *loc = calloc(1, sizeof *loc);
   if (!loc)
-    return cfg_nomem(c);
+    return b2s_cfg_nomem(c);
   loc->self = c->cluster_node;
   snprintf(loc->path, sizeof loc->path, "cluster");
   k->enabled = true;
-  rc = cfg_apply_map(c, CFG_CLUSTER, "", c->cluster_node, k, false, loc,
+  rc = b2s_cfg_apply_map(c, CFG_CLUSTER, "", c->cluster_node, k, false, loc,
                      "cluster");
   if (rc == 0)
     rc = finish_cluster(c, k, loc);

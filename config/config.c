@@ -13,13 +13,13 @@
 
 #include "config_internal.h"
 
-#define DI(path) cfg_schema_index(CFG_DAEMON, path)
+#define DI(path) b2s_cfg_schema_index(CFG_DAEMON, path)
 
 static int finish_listen(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
   for (int i = 0; i < d->nlisten; i++) {
     char out[B2S_CONFIG_ENDPOINT_MAX];
-    if (cfg_endpoint_resolve(d->listen[i], d->run_dir, out, sizeof out) < 0)
-      return cfg_loc_item_fail(c, loc, DI("listen"), i, "'%s' in run_dir "
+    if (b2s_cfg_endpoint_resolve(d->listen[i], d->run_dir, out, sizeof out) < 0)
+      return b2s_cfg_loc_item_fail(c, loc, DI("listen"), i, "'%s' in run_dir "
                                "makes a socket path longer than %d bytes",
                                d->listen[i], B2S_IPC_PATH_MAX);
     memcpy(d->listen[i], out, sizeof out);
@@ -29,9 +29,9 @@ static int finish_listen(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
 
 static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
   if (!d->run_dir[0])
-    return cfg_loc_fail(c, loc, DI("run_dir"), "must not be empty");
+    return b2s_cfg_loc_fail(c, loc, DI("run_dir"), "must not be empty");
   if (!d->data_dir[0])
-    return cfg_loc_fail(c, loc, DI("data_dir"), "must not be empty");
+    return b2s_cfg_loc_fail(c, loc, DI("data_dir"), "must not be empty");
   int rc = finish_listen(c, d, loc);
   if (rc < 0)
     return rc;
@@ -41,16 +41,16 @@ static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
                           d->curve.authorized_keys_file};
     for (int i = 0; i < 2; i++)
       if (!vals[i][0])
-        return cfg_loc_fail(c, loc, DI(keys[i]), "required with curve");
+        return b2s_cfg_loc_fail(c, loc, DI(keys[i]), "required with curve");
   }
   if (d->max_buffer > d->memory_limit) {
     char a[32], b[32];
     b2s_size_format(d->max_buffer, a, sizeof a);
     b2s_size_format(d->memory_limit, b, sizeof b);
     if (!loc->at[DI("max_buffer")] && loc->at[DI("memory_limit")])
-      return cfg_loc_fail(c, loc, DI("memory_limit"), "%s is smaller than "
+      return b2s_cfg_loc_fail(c, loc, DI("memory_limit"), "%s is smaller than "
                           "max_buffer (%s)", b, a);
-    return cfg_loc_fail(c, loc, DI("max_buffer"), "%s is larger than "
+    return b2s_cfg_loc_fail(c, loc, DI("max_buffer"), "%s is larger than "
                         "memory_limit (%s)", a, b);
   }
   return 0;
@@ -58,38 +58,50 @@ static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
 
 static int build(cfg_ctx *c, const char *text, size_t len) {
   b2s_config *cfg = c->cfg;
-  int rc = cfg_tree_parse(c, text, len);
+  int rc = b2s_cfg_tree_parse(c, text, len);
   if (rc == 0)
-    rc = cfg_apply_defaults(c, CFG_DAEMON, &cfg->daemon, false);
+    rc = b2s_cfg_apply_defaults(c, CFG_DAEMON, &cfg->daemon, false);
   if (rc == 0)
-    rc = cfg_apply_defaults(c, CFG_STREAM, &cfg->stream_defaults, true);
+    rc = b2s_cfg_apply_defaults(c, CFG_STREAM, &cfg->stream_defaults, true);
   if (rc < 0)
     return rc;
   const cfg_node *root = c->tree.root;
   cfg_loc *loc = calloc(1, sizeof *loc);
   if (!loc)
-    return cfg_nomem(c);
+    return b2s_cfg_nomem(c);
   loc->self = root;
-  if (root && root->kind != CN_MAP && !cfg_node_is_null(root))
-    rc = cfg_fail(c, root, "", "the top level must be a mapping of keys, "
-                  "got %s", cfg_node_kind_name(root));
+  if (root && root->kind != CN_MAP && !b2s_cfg_node_is_null(root))
+    rc = b2s_cfg_fail(c, root, "", "the top level must be a mapping of keys, "
+                  "got %s", b2s_cfg_node_kind_name(root));
   else if (root && root->kind == CN_MAP)
-    rc = cfg_apply_map(c, CFG_DAEMON, "", root, &cfg->daemon, false, loc, "");
+    rc = b2s_cfg_apply_map(c, CFG_DAEMON, "", root, &cfg->daemon, false, loc, "");
   if (rc == 0)
     rc = finish_daemon(c, &cfg->daemon, loc);
   free(loc);
   if (rc == 0)
-    rc = cfg_cluster_load(c);
+    rc = b2s_cfg_cluster_load(c);
   if (rc == 0)
-    rc = cfg_streams_load(c);
+    rc = b2s_cfg_streams_load(c);
   return rc;
 }
 
+static int parse(const char *text, size_t len, const char *filename,
+                 const char *base_dir, b2s_config **out, b2s_errdetail *ed);
+
 int b2s_config_parse(const char *text, size_t len, const char *filename,
-                     const char *base_dir, b2s_config **out, char *err,
-                     size_t errlen) {
-  if (err && errlen)
-    err[0] = '\0';
+                     const char *base_dir, b2s_config **out,
+                     b2s_errdetail *ed) {
+  b2s_errdetail_clear(ed);
+  int rc = parse(text, len, filename, base_dir, out, ed);
+  if (ed != NULL && rc < 0)
+    ed->code = rc;
+  return rc;
+}
+
+static int parse(const char *text, size_t len, const char *filename,
+                 const char *base_dir, b2s_config **out, b2s_errdetail *ed) {
+  char *err = ed ? ed->text : NULL;
+  size_t errlen = ed ? sizeof ed->text : 0;
   if (!out || (!text && len))
     return B2S_E_ARG;
   *out = NULL;
@@ -97,18 +109,18 @@ int b2s_config_parse(const char *text, size_t len, const char *filename,
   cfg_ctx c = {.file = filename ? filename : "<config>", .err = err,
                .errlen = errlen, .base_dir = base};
   if (!base_dir || base_dir[0] != '/' ||
-      cfg_path_normalize(base_dir, base, sizeof base, NULL) < 0)
-    return cfg_fail(&c, NULL, "", "the base directory must be an absolute "
+      b2s_cfg_path_normalize(base_dir, base, sizeof base, NULL) < 0)
+    return b2s_cfg_fail(&c, NULL, "", "the base directory must be an absolute "
                     "path shorter than %d bytes", B2S_CONFIG_PATH_MAX),
            B2S_E_ARG;
   if (len > B2S_CONFIG_TEXT_MAX)
-    return cfg_fail(&c, NULL, "", "larger than %d bytes",
+    return b2s_cfg_fail(&c, NULL, "", "larger than %d bytes",
                     B2S_CONFIG_TEXT_MAX);
   c.cfg = calloc(1, sizeof *c.cfg);
   if (!c.cfg)
-    return cfg_nomem(&c);
+    return b2s_cfg_nomem(&c);
   int rc = build(&c, text ? text : "", len);
-  cfg_tree_fini(&c.tree);
+  b2s_cfg_tree_fini(&c.tree);
   if (rc < 0) {
     b2s_config_free(c.cfg);
     return rc;
@@ -157,10 +169,19 @@ static int read_all(int fd, char **text, size_t *len) {
   return 0;
 }
 
-int b2s_config_load(const char *path, b2s_config **out, char *err,
-                    size_t errlen) {
-  if (err && errlen)
-    err[0] = '\0';
+static int load(const char *path, b2s_config **out, b2s_errdetail *ed);
+
+int b2s_config_load(const char *path, b2s_config **out, b2s_errdetail *ed) {
+  b2s_errdetail_clear(ed);
+  int rc = load(path, out, ed);
+  if (ed != NULL && rc < 0)
+    ed->code = rc;
+  return rc;
+}
+
+static int load(const char *path, b2s_config **out, b2s_errdetail *ed) {
+  char *err = ed ? ed->text : NULL;
+  size_t errlen = ed ? sizeof ed->text : 0;
   if (!path || !out)
     return B2S_E_ARG;
   *out = NULL;
@@ -168,7 +189,7 @@ int b2s_config_load(const char *path, b2s_config **out, char *err,
   char *real = realpath(path, NULL);
   if (!real) {
     int e = errno;
-    cfg_fail(&c, NULL, "", "%s", strerror(e));
+    b2s_cfg_fail(&c, NULL, "", "%s", strerror(e));
     return -e;
   }
   /* O_NONBLOCK: a FIFO must not block the open; only a regular file is
@@ -180,15 +201,15 @@ int b2s_config_load(const char *path, b2s_config **out, char *err,
     close(fd);
     free(real);
     if (e == EINVAL)
-      cfg_fail(&c, NULL, "", "not a regular file");
+      b2s_cfg_fail(&c, NULL, "", "not a regular file");
     else
-      cfg_fail(&c, NULL, "", "%s", strerror(e));
+      b2s_cfg_fail(&c, NULL, "", "%s", strerror(e));
     return -e;
   }
   if (fd < 0) {
     int e = errno;
     free(real);
-    cfg_fail(&c, NULL, "", "%s", strerror(e));
+    b2s_cfg_fail(&c, NULL, "", "%s", strerror(e));
     return -e;
   }
   fcntl(fd, F_SETFL, 0);        /* reads of the regular file block again */
@@ -197,12 +218,12 @@ int b2s_config_load(const char *path, b2s_config **out, char *err,
   int rc = read_all(fd, &text, &len);
   close(fd);
   if (rc == -EFBIG)
-    rc = cfg_fail(&c, NULL, "", "larger than %d bytes", B2S_CONFIG_TEXT_MAX);
+    rc = b2s_cfg_fail(&c, NULL, "", "larger than %d bytes", B2S_CONFIG_TEXT_MAX);
   else if (rc < 0)
-    cfg_fail(&c, NULL, "", "%s", rc == B2S_E_NOMEM ? "out of memory"
+    b2s_cfg_fail(&c, NULL, "", "%s", rc == B2S_E_NOMEM ? "out of memory"
                                                    : strerror(-rc));
   if (rc == 0)
-    rc = b2s_config_parse(text, len, path, dirname(real), out, err, errlen);
+    rc = parse(text, len, path, dirname(real), out, ed);
   free(text);
   free(real);
   return rc;
@@ -270,7 +291,7 @@ int b2s_config_stream_from_template(const b2s_config *cfg,
   *out = *t;
   snprintf(out->name, sizeof out->name, "%s", stream_name);
   snprintf(out->template_name, sizeof out->template_name, "%s", t->name);
-  return cfg_stream_finish(NULL, &cfg->daemon, out, NULL);
+  return b2s_cfg_stream_finish(NULL, &cfg->daemon, out, NULL);
 }
 
 int b2s_daemon_cfg_workers(const b2s_daemon_cfg *d) {

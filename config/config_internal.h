@@ -67,22 +67,22 @@ typedef struct cfg_desc {
 } cfg_desc;
 
 #define CFG_MAX_DESC 64       /* the seen-key mask is one uint64_t */
-extern const cfg_desc cfg_schema[];
-extern const size_t cfg_nschema;
+extern const cfg_desc b2s_cfg_schema[];
+extern const size_t b2s_cfg_nschema;
 
 /* Index of the schema entry named `key` directly under `prefix` ("" for
  * the top of the scope), or -1. */
-int cfg_schema_find(int scope, const char *prefix, const char *key,
+int b2s_cfg_schema_find(int scope, const char *prefix, const char *key,
                     size_t keylen);
 /* Index of the entry with this full path. */
-int cfg_schema_index(int scope, const char *path);
+int b2s_cfg_schema_index(int scope, const char *path);
 /* The last component of a key path. */
-const char *cfg_desc_key(const cfg_desc *d);
+const char *b2s_cfg_desc_key(const cfg_desc *d);
 /* Whether d sits directly under prefix. */
-bool cfg_desc_under(const cfg_desc *d, int scope, const char *prefix);
+bool b2s_cfg_desc_under(const cfg_desc *d, int scope, const char *prefix);
 /* Index of the group holding entry di, or -1 at the top of its scope. */
-int cfg_desc_parent(int di);
-const cfg_enum *cfg_enum_by_value(const cfg_enum *e, int value);
+int b2s_cfg_desc_parent(int di);
+const cfg_enum *b2s_cfg_enum_by_value(const cfg_enum *e, int value);
 
 /* ---- YAML tree --------------------------------------------------------- */
 
@@ -109,13 +109,13 @@ typedef struct cfg_tree {
 #define CFG_MAX_NODES (1 << 19)
 
 struct cfg_ctx;
-int cfg_tree_parse(struct cfg_ctx *c, const char *text, size_t len);
-void cfg_tree_fini(cfg_tree *t);
+int b2s_cfg_tree_parse(struct cfg_ctx *c, const char *text, size_t len);
+void b2s_cfg_tree_fini(cfg_tree *t);
 /* A node for a schema default: a scalar, or "[a, b]" for a list when not
  * quoted. */
-cfg_node *cfg_tree_from_text(cfg_tree *t, const char *text, bool quoted);
-bool cfg_node_is_null(const cfg_node *n);
-const char *cfg_node_kind_name(const cfg_node *n);
+cfg_node *b2s_cfg_tree_from_text(cfg_tree *t, const char *text, bool quoted);
+bool b2s_cfg_node_is_null(const cfg_node *n);
+const char *b2s_cfg_node_kind_name(const cfg_node *n);
 
 /* ---- errors and locations ---------------------------------------------- */
 
@@ -142,72 +142,72 @@ typedef struct cfg_loc {
 
 /* Format "file:line:col: keypath: message" into c->err; returns
  * B2S_E_CONFIG.  at or keypath may be NULL/"". */
-int cfg_fail(cfg_ctx *c, const cfg_node *at, const char *keypath,
+int b2s_cfg_fail(cfg_ctx *c, const cfg_node *at, const char *keypath,
              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-int cfg_vfail(cfg_ctx *c, const cfg_node *at, const char *keypath,
+int b2s_cfg_vfail(cfg_ctx *c, const cfg_node *at, const char *keypath,
               const char *fmt, va_list ap);
 /* "out of memory" into c->err; returns B2S_E_NOMEM. */
-int cfg_nomem(cfg_ctx *c);
+int b2s_cfg_nomem(cfg_ctx *c);
 /* The same at schema entry `di` of a stream, located through loc. */
-int cfg_loc_fail(cfg_ctx *c, const cfg_loc *loc, int di, const char *fmt, ...)
+int b2s_cfg_loc_fail(cfg_ctx *c, const cfg_loc *loc, int di, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* ... at item `item` of the list at entry `di`. */
-int cfg_loc_item_fail(cfg_ctx *c, const cfg_loc *loc, int di, int item,
+int b2s_cfg_loc_item_fail(cfg_ctx *c, const cfg_loc *loc, int di, int item,
                       const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 /* ---- values ------------------------------------------------------------ */
 
-int cfg_parse_int(const char *s, int64_t *out);
+int b2s_cfg_parse_int(const char *s, int64_t *out);
 /* s, printable, quoted and cut to fit n, for messages. */
-void cfg_quote(char *buf, size_t n, const char *s, size_t len);
+void b2s_cfg_quote(char *buf, size_t n, const char *s, size_t len);
 /* The candidate closest to word when close enough to be a typo, or NULL. */
-const char *cfg_suggest(const char *word, const char *const *cand, size_t n);
-int64_t cfg_field_get(const void *p, size_t size);
-void cfg_field_set(void *p, size_t size, int64_t v);
+const char *b2s_cfg_suggest(const char *word, const char *const *cand, size_t n);
+int64_t b2s_cfg_field_get(const void *p, size_t size);
+void b2s_cfg_field_set(void *p, size_t size, int64_t v);
 /* Item count of the list at entry d of obj (uint8_t or, CF_COUNT16,
  * uint16_t). */
-size_t cfg_list_count(const cfg_desc *d, const void *obj);
-void cfg_list_count_set(const cfg_desc *d, void *obj, size_t n);
+size_t b2s_cfg_list_count(const cfg_desc *d, const void *obj);
+void b2s_cfg_list_count_set(const cfg_desc *d, void *obj, size_t n);
 
 /* ---- paths and names --------------------------------------------------- */
 
 /* Lexically normalise in: no "//", "." or "x/.."; leading ".." of a
  * relative path stay and are counted in *up.  "" becomes ".".  Returns 0
  * or -ENAMETOOLONG. */
-int cfg_path_normalize(const char *in, char *out, size_t outlen, int *up);
+int b2s_cfg_path_normalize(const char *in, char *out, size_t outlen, int *up);
 /* normalize(base/rel), or normalize(rel) when rel is absolute. */
-int cfg_path_join(const char *base, const char *rel, char *out, size_t outlen);
+int b2s_cfg_path_join(const char *base, const char *rel, char *out, size_t outlen);
 /* The normalised part of path below data_dir (B2S_E_CONFIG when it
  * escapes or is data_dir itself). */
-int cfg_stream_rel(const char *data_dir, const char *path, char *out,
+int b2s_cfg_stream_rel(const char *data_dir, const char *path, char *out,
                    size_t outlen);
 /* NULL when ep is an ipc:// or tcp:// endpoint we accept, else why not. */
-const char *cfg_endpoint_check(const char *ep);
-int cfg_endpoint_resolve(const char *ep, const char *run_dir, char *out,
+const char *b2s_cfg_endpoint_check(const char *ep);
+int b2s_cfg_endpoint_resolve(const char *ep, const char *run_dir, char *out,
                          size_t outlen);
 
 /* ---- stage entry points ------------------------------------------------ */
 
 /* Store the defaults of every entry of scope into obj. */
-int cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template);
+int b2s_cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template);
 /* Apply mapping map (keys directly under prefix) to obj. */
-int cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
+int b2s_cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
                   const cfg_node *map, void *obj, bool template,
                   cfg_loc *loc, const char *keypath);
 
 /* Encode the `series:` mapping v into the field of d (series.c). */
-int cfg_series_set(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+int b2s_cfg_series_set(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
                    void *obj, const char *kp);
 
-int cfg_streams_load(cfg_ctx *c);
+int b2s_cfg_streams_load(cfg_ctx *c);
 /* The cluster: section (cluster.c): defaults, keys, cross-key checks. */
-int cfg_cluster_load(cfg_ctx *c);
+int b2s_cfg_cluster_load(cfg_ctx *c);
 /* A stream's distributed settings: a cluster to run in, a chunk size. */
 int cfg_stream_distributed(cfg_ctx *c, const b2s_stream_cfg *s,
                            const cfg_loc *loc);
 /* Finish a stream built from a template: name, path, filters, b2nd. */
-int cfg_stream_finish(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
+int b2s_cfg_stream_finish(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
                       const cfg_loc *loc);
 
 struct b2s_config {

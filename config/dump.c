@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "config_internal.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 typedef struct dumper {
   FILE *f;
@@ -75,7 +75,7 @@ static void put_name(FILE *f, const char *name) {
 }
 
 static void put_scalar(FILE *f, const cfg_desc *d, const char *field) {
-  int64_t v = cfg_field_get(field, d->size);
+  int64_t v = b2s_cfg_field_get(field, d->size);
   char buf[32];
   switch (d->type) {
   case CT_INT:
@@ -88,7 +88,7 @@ static void put_scalar(FILE *f, const cfg_desc *d, const char *field) {
     break;
   case CT_ENUM:
   case CT_ENUM_LIST: {
-    const cfg_enum *e = cfg_enum_by_value(d->enums, (int)v);
+    const cfg_enum *e = b2s_cfg_enum_by_value(d->enums, (int)v);
     if (e)
       fputs(e->name, f);
     else
@@ -161,10 +161,10 @@ static void dump_series(dumper *w, const cfg_desc *d, const void *obj,
   b2s_mpreader_init(&r, (const char *)obj + d->off, len);
   b2s_mpval m = {.n = 0};
   if (len == 0 || b2s_mp_read_any(&r, &m) < 0 || m.n == 0) {
-    fprintf(w->f, "%*s%s: {}\n", indent, "", cfg_desc_key(d));
+    fprintf(w->f, "%*s%s: {}\n", indent, "", b2s_cfg_desc_key(d));
     return;
   }
-  fprintf(w->f, "%*s%s:\n", indent, "", cfg_desc_key(d));
+  fprintf(w->f, "%*s%s:\n", indent, "", b2s_cfg_desc_key(d));
   for (uint32_t i = 0; i < m.n; i++) {
     b2s_mpval k;
     if (b2s_mp_read_any(&r, &k) < 0 || k.type != B2S_MPT_STR)
@@ -198,13 +198,13 @@ static void dump_entries(dumper *w, const b2s_stream_cfg *v, size_t n,
 
 static void dump_level(dumper *w, int scope, const char *prefix,
                        const void *obj, int indent, bool template) {
-  for (size_t i = 0; i < cfg_nschema; i++) {
-    const cfg_desc *d = &cfg_schema[i];
-    if (!cfg_desc_under(d, scope, prefix) ||
+  for (size_t i = 0; i < b2s_cfg_nschema; i++) {
+    const cfg_desc *d = &b2s_cfg_schema[i];
+    if (!b2s_cfg_desc_under(d, scope, prefix) ||
         (template && (d->flags & CF_STREAM_ONLY)))
       continue;
     const char *field = (const char *)obj + d->off;
-    const char *key = cfg_desc_key(d);
+    const char *key = b2s_cfg_desc_key(d);
     put_help(w, d, indent);
     if (d->type == CT_SERIES) {
       dump_series(w, d, obj, indent);
@@ -228,7 +228,7 @@ static void dump_level(dumper *w, int scope, const char *prefix,
       dump_level(w, scope, d->path, obj, indent + 2, template);
     } else if (d->type == CT_ENDPOINTS || d->type == CT_ENUM_LIST ||
                d->type == CT_INT_LIST) {
-      size_t n = cfg_list_count(d, obj);
+      size_t n = b2s_cfg_list_count(d, obj);
       fprintf(w->f, "%*s%s: [", indent, "", key);
       for (size_t k = 0; k < n; k++) {
         if (k)

@@ -7,7 +7,7 @@
 static bool item_equal(const cfg_desc *d, const char *a, const char *b) {
   if (d->type == CT_ENDPOINTS)
     return strncmp(a, b, d->size) == 0;
-  return cfg_field_get(a, d->size) == cfg_field_get(b, d->size);
+  return b2s_cfg_field_get(a, d->size) == b2s_cfg_field_get(b, d->size);
 }
 
 static bool field_equal(const cfg_desc *d, const void *oa, const void *ob) {
@@ -21,12 +21,12 @@ static bool field_equal(const cfg_desc *d, const void *oa, const void *ob) {
   case CT_INT:
   case CT_SIZE:
   case CT_ENUM:
-    return cfg_field_get(a, d->size) == cfg_field_get(b, d->size);
+    return b2s_cfg_field_get(a, d->size) == b2s_cfg_field_get(b, d->size);
   case CT_ENDPOINTS:
   case CT_ENUM_LIST:
   case CT_INT_LIST: {
-    size_t n = cfg_list_count(d, oa);
-    if (n != cfg_list_count(d, ob))
+    size_t n = b2s_cfg_list_count(d, oa);
+    if (n != b2s_cfg_list_count(d, ob))
       return false;
     for (size_t i = 0; i < n; i++)
       if (!item_equal(d, a + i * d->size, b + i * d->size))
@@ -47,8 +47,8 @@ static bool field_equal(const cfg_desc *d, const void *oa, const void *ob) {
 static bool scope_equal(int scope, const void *a, const void *b) {
   const char *off = NULL;   /* a switched-off group whose keys do not count */
   size_t offlen = 0;
-  for (size_t i = 0; i < cfg_nschema; i++) {
-    const cfg_desc *d = &cfg_schema[i];
+  for (size_t i = 0; i < b2s_cfg_nschema; i++) {
+    const cfg_desc *d = &b2s_cfg_schema[i];
     if (d->scope != scope)
       continue;
     if (off && strncmp(d->path, off, offlen) == 0 && d->path[offlen] == '.')

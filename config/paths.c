@@ -33,7 +33,7 @@ static int put(char *out, size_t outlen, size_t *o, const char *s, size_t n) {
   return 0;
 }
 
-int cfg_path_normalize(const char *in, char *out, size_t outlen, int *up) {
+int b2s_cfg_path_normalize(const char *in, char *out, size_t outlen, int *up) {
   bool abs = in[0] == '/';
   size_t o = 0, floor = 0;
   int ups = 0;
@@ -82,24 +82,24 @@ int cfg_path_normalize(const char *in, char *out, size_t outlen, int *up) {
   return 0;
 }
 
-int cfg_path_join(const char *base, const char *rel, char *out,
+int b2s_cfg_path_join(const char *base, const char *rel, char *out,
                   size_t outlen) {
   if (rel[0] == '/')
-    return cfg_path_normalize(rel, out, outlen, NULL);
+    return b2s_cfg_path_normalize(rel, out, outlen, NULL);
   char tmp[2 * B2S_CONFIG_PATH_MAX + 2];
   int n = snprintf(tmp, sizeof tmp, "%s/%s", base, rel);
   if (n < 0 || (size_t)n >= sizeof tmp)
     return -ENAMETOOLONG;
-  return cfg_path_normalize(tmp, out, outlen, NULL);
+  return b2s_cfg_path_normalize(tmp, out, outlen, NULL);
 }
 
-int cfg_stream_rel(const char *data_dir, const char *path, char *out,
+int b2s_cfg_stream_rel(const char *data_dir, const char *path, char *out,
                    size_t outlen) {
   if (!path[0])
     return B2S_E_CONFIG;
   char norm[B2S_CONFIG_PATH_MAX];
   int up = 0;
-  int rc = cfg_path_normalize(path, norm, sizeof norm, &up);
+  int rc = b2s_cfg_path_normalize(path, norm, sizeof norm, &up);
   if (rc < 0)
     return rc;
   const char *rel = norm;
@@ -127,7 +127,7 @@ int b2s_stream_path_resolve(const char *data_dir, const char *path, char *out,
   if (!data_dir || !path || data_dir[0] != '/')
     return B2S_E_ARG;
   char rel[B2S_CONFIG_PATH_MAX];
-  int rc = cfg_stream_rel(data_dir, path, rel, sizeof rel);
+  int rc = b2s_cfg_stream_rel(data_dir, path, rel, sizeof rel);
   if (rc < 0)
     return rc;
   bool root = strcmp(data_dir, "/") == 0;
@@ -151,13 +151,13 @@ static const char *tcp_check(const char *hp) {
   if (strcmp(port, "*") == 0)
     return NULL;
   int64_t v;
-  if (cfg_parse_int(port, &v) < 0 || port[0] == '+' || port[0] == '-' ||
+  if (b2s_cfg_parse_int(port, &v) < 0 || port[0] == '+' || port[0] == '-' ||
       v < 1 || v > 65535)
     return "the port must be 1..65535 or *";
   return NULL;
 }
 
-const char *cfg_endpoint_check(const char *ep) {
+const char *b2s_cfg_endpoint_check(const char *ep) {
   if (strncmp(ep, "ipc://", 6) == 0)
     return ep[6] ? NULL : "empty ipc:// path";
   if (strncmp(ep, "tcp://", 6) == 0)
@@ -165,7 +165,7 @@ const char *cfg_endpoint_check(const char *ep) {
   return "expected an ipc:// or tcp:// endpoint";
 }
 
-int cfg_endpoint_resolve(const char *ep, const char *run_dir, char *out,
+int b2s_cfg_endpoint_resolve(const char *ep, const char *run_dir, char *out,
                          size_t outlen) {
   const char *path = ep + 6;
   if (strncmp(ep, "ipc://", 6) != 0 || path[0] == '@') {
@@ -174,7 +174,7 @@ int cfg_endpoint_resolve(const char *ep, const char *run_dir, char *out,
     return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
   }
   char full[B2S_CONFIG_PATH_MAX];
-  int rc = cfg_path_join(run_dir, path, full, sizeof full);
+  int rc = b2s_cfg_path_join(run_dir, path, full, sizeof full);
   if (rc < 0)
     return rc;
   if (strlen(full) > B2S_IPC_PATH_MAX)

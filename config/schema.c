@@ -39,11 +39,8 @@ static const cfg_enum ios[] = {
 #define ENUM_ROW(name, code) {name, code},
 static const cfg_enum codecs[] = {B2S_CODEC_NAMES(ENUM_ROW) {NULL, 0}};
 static const cfg_enum filters[] = {B2S_FILTER_NAMES(ENUM_ROW) {NULL, 0}};
+static const cfg_enum splits[] = {B2S_SPLIT_NAMES(ENUM_ROW) {NULL, 0}};
 #undef ENUM_ROW
-static const cfg_enum splits[] = {
-  {"always", B2S_SPLIT_ALWAYS}, {"never", B2S_SPLIT_NEVER},
-  {"auto", B2S_SPLIT_AUTO}, {"forward_compat", B2S_SPLIT_FORWARD_COMPAT},
-  {NULL, 0}};
 static const cfg_enum acks[] = {
   {"receipt", B2S_ACK_RECEIPT}, {"write", B2S_ACK_WRITE},
   {"fsync", B2S_ACK_FSYNC}, {NULL, 0}};
@@ -57,7 +54,7 @@ static const cfg_enum orders[] = {
   {"arrival", B2S_ORDER_ARRIVAL}, {"frame_number", B2S_ORDER_FRAME_NUMBER},
   {NULL, 0}};
 
-const cfg_desc cfg_schema[] = {
+const cfg_desc b2s_cfg_schema[] = {
   /* daemon */
   {"listen", DAEMON, .type = CT_ENDPOINTS, DL(listen, nlisten),
    .min_items = 1, .max_items = B2S_CONFIG_MAX_LISTEN,
@@ -230,9 +227,9 @@ const cfg_desc cfg_schema[] = {
            "b2nd.chunkshape"},
 };
 
-const size_t cfg_nschema = sizeof cfg_schema / sizeof cfg_schema[0];
+const size_t b2s_cfg_nschema = sizeof b2s_cfg_schema / sizeof b2s_cfg_schema[0];
 
-_Static_assert(sizeof cfg_schema / sizeof cfg_schema[0] <= CFG_MAX_DESC,
+_Static_assert(sizeof b2s_cfg_schema / sizeof b2s_cfg_schema[0] <= CFG_MAX_DESC,
                "the seen-key mask holds CFG_MAX_DESC entries");
 _Static_assert(sizeof(b2s_daemon_cfg) <= UINT16_MAX &&
                    sizeof(b2s_stream_cfg) <= UINT16_MAX &&
@@ -241,12 +238,12 @@ _Static_assert(sizeof(b2s_daemon_cfg) <= UINT16_MAX &&
 _Static_assert(B2S_CLUSTER_MAX_RANKS <= UINT16_MAX,
                "the rank count is a uint16_t (CF_COUNT16)");
 
-const char *cfg_desc_key(const cfg_desc *d) {
+const char *b2s_cfg_desc_key(const cfg_desc *d) {
   const char *dot = strrchr(d->path, '.');
   return dot ? dot + 1 : d->path;
 }
 
-bool cfg_desc_under(const cfg_desc *d, int scope, const char *prefix) {
+bool b2s_cfg_desc_under(const cfg_desc *d, int scope, const char *prefix) {
   if (d->scope != scope)
     return false;
   size_t pl = strlen(prefix);
@@ -256,40 +253,40 @@ bool cfg_desc_under(const cfg_desc *d, int scope, const char *prefix) {
          strchr(d->path + pl + 1, '.') == NULL;
 }
 
-int cfg_schema_find(int scope, const char *prefix, const char *key,
+int b2s_cfg_schema_find(int scope, const char *prefix, const char *key,
                     size_t keylen) {
-  for (size_t i = 0; i < cfg_nschema; i++) {
-    const cfg_desc *d = &cfg_schema[i];
-    if (!cfg_desc_under(d, scope, prefix))
+  for (size_t i = 0; i < b2s_cfg_nschema; i++) {
+    const cfg_desc *d = &b2s_cfg_schema[i];
+    if (!b2s_cfg_desc_under(d, scope, prefix))
       continue;
-    const char *k = cfg_desc_key(d);
+    const char *k = b2s_cfg_desc_key(d);
     if (strlen(k) == keylen && memcmp(k, key, keylen) == 0)
       return (int)i;
   }
   return -1;
 }
 
-const cfg_enum *cfg_enum_by_value(const cfg_enum *e, int value) {
+const cfg_enum *b2s_cfg_enum_by_value(const cfg_enum *e, int value) {
   for (; e->name; e++)
     if (e->value == value)
       return e;
   return NULL;
 }
 
-int cfg_desc_parent(int di) {
-  const cfg_desc *d = &cfg_schema[di];
+int b2s_cfg_desc_parent(int di) {
+  const cfg_desc *d = &b2s_cfg_schema[di];
   const char *dot = strrchr(d->path, '.');
-  for (size_t i = 0; dot && i < cfg_nschema; i++)
-    if (cfg_schema[i].scope == d->scope &&
-        strlen(cfg_schema[i].path) == (size_t)(dot - d->path) &&
-        strncmp(cfg_schema[i].path, d->path, (size_t)(dot - d->path)) == 0)
+  for (size_t i = 0; dot && i < b2s_cfg_nschema; i++)
+    if (b2s_cfg_schema[i].scope == d->scope &&
+        strlen(b2s_cfg_schema[i].path) == (size_t)(dot - d->path) &&
+        strncmp(b2s_cfg_schema[i].path, d->path, (size_t)(dot - d->path)) == 0)
       return (int)i;
   return -1;
 }
 
-int cfg_schema_index(int scope, const char *path) {
-  for (size_t i = 0; i < cfg_nschema; i++)
-    if (cfg_schema[i].scope == scope && strcmp(cfg_schema[i].path, path) == 0)
+int b2s_cfg_schema_index(int scope, const char *path) {
+  for (size_t i = 0; i < b2s_cfg_nschema; i++)
+    if (b2s_cfg_schema[i].scope == scope && strcmp(b2s_cfg_schema[i].path, path) == 0)
       return (int)i;
   return -1;
 }

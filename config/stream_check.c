@@ -9,7 +9,7 @@
 
 #include "config_internal.h"
 
-#define SI(path) cfg_schema_index(CFG_STREAM, path)
+#define SI(path) b2s_cfg_schema_index(CFG_STREAM, path)
 
 /* ---- path -------------------------------------------------------------- */
 
@@ -34,20 +34,20 @@ static int finish_path(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
   int di = SI("path");
   char sub[B2S_CONFIG_PATH_MAX], rel[B2S_CONFIG_PATH_MAX];
   if (!s->path[0])
-    return cfg_loc_fail(c, loc, di, "must not be empty");
+    return b2s_cfg_loc_fail(c, loc, di, "must not be empty");
   if (subst_name(s->path, s->name, sub, sizeof sub) < 0)
-    return cfg_loc_fail(c, loc, di, "longer than %d bytes",
+    return b2s_cfg_loc_fail(c, loc, di, "longer than %d bytes",
                         B2S_CONFIG_PATH_MAX - 1);
   char q[96];
-  cfg_quote(q, sizeof q, sub, strlen(sub));
-  int rc = cfg_stream_rel(d->data_dir, sub, rel, sizeof rel);
+  b2s_cfg_quote(q, sizeof q, sub, strlen(sub));
+  int rc = b2s_cfg_stream_rel(d->data_dir, sub, rel, sizeof rel);
   if (rc == B2S_E_CONFIG)
-    return cfg_loc_fail(c, loc, di, "%s is not a path inside data_dir", q);
+    return b2s_cfg_loc_fail(c, loc, di, "%s is not a path inside data_dir", q);
   if (rc == 0)
     rc = b2s_stream_path_resolve(d->data_dir, rel, s->full_path,
                                  sizeof s->full_path);
   if (rc < 0)
-    return cfg_loc_fail(c, loc, di, "%s makes a path longer than %d bytes", q,
+    return b2s_cfg_loc_fail(c, loc, di, "%s makes a path longer than %d bytes", q,
                         B2S_CONFIG_PATH_MAX - 1);
   memcpy(s->path, rel, strlen(rel) + 1);
   return 0;
@@ -60,15 +60,15 @@ static int check_truncprec(cfg_ctx *c, const b2s_stream_cfg *s,
   int ts = s->cparams.typesize;
   int mant = ts == 4 ? 23 : ts == 8 ? 52 : -1;
   if (mant < 0)
-    return cfg_loc_fail(c, loc, SI("filters"),
+    return b2s_cfg_loc_fail(c, loc, SI("filters"),
                         "truncprec needs typesize 4 or 8 (floats), not %d", ts);
   if (s->nfilters_meta == 0)
-    return cfg_loc_fail(c, loc, SI("filters"), "truncprec needs its "
+    return b2s_cfg_loc_fail(c, loc, SI("filters"), "truncprec needs its "
                         "precision in filters_meta");
   int prec = s->filters_meta[i];
   int zeroed = prec >= 0 ? mant - prec : -prec;
   if (prec < -mant || prec > mant || zeroed >= mant)
-    return cfg_loc_item_fail(c, loc, SI("filters_meta"), i, "truncprec "
+    return b2s_cfg_loc_item_fail(c, loc, SI("filters_meta"), i, "truncprec "
                              "keeps 1..%d bits (or drops 1..%d with a "
                              "negative value), not %d", mant, mant - 1, prec);
   return 0;
@@ -76,7 +76,7 @@ static int check_truncprec(cfg_ctx *c, const b2s_stream_cfg *s,
 
 static int finish_filters(cfg_ctx *c, b2s_stream_cfg *s, const cfg_loc *loc) {
   if (s->nfilters_meta && s->nfilters_meta != s->nfilters)
-    return cfg_loc_fail(c, loc, SI("filters_meta"), "has %d items but "
+    return b2s_cfg_loc_fail(c, loc, SI("filters_meta"), "has %d items but "
                         "filters has %d", s->nfilters_meta, s->nfilters);
   memset(s->cparams.filters, 0, sizeof s->cparams.filters);
   memset(s->cparams.filters_meta, 0, sizeof s->cparams.filters_meta);
@@ -88,7 +88,7 @@ static int finish_filters(cfg_ctx *c, b2s_stream_cfg *s, const cfg_loc *loc) {
       if (rc < 0)
         return rc;
     } else if (meta < 0) {
-      return cfg_loc_item_fail(c, loc, SI("filters_meta"), i, "negative "
+      return b2s_cfg_loc_item_fail(c, loc, SI("filters_meta"), i, "negative "
                                "values are for truncprec only");
     }
     s->cparams.filters[off + i] = s->filters[i];
@@ -117,11 +117,11 @@ static long dtype_itemsize(const char *dt) {
 
 static int check_shapes(cfg_ctx *c, b2s_stream_b2nd *b, const cfg_loc *loc) {
   if (b->nshape == 0)
-    return cfg_loc_fail(c, loc, SI("b2nd.shape"), "required with b2nd");
+    return b2s_cfg_loc_fail(c, loc, SI("b2nd.shape"), "required with b2nd");
   if (b->nchunkshape == 0)
-    return cfg_loc_fail(c, loc, SI("b2nd.chunkshape"), "required with b2nd");
+    return b2s_cfg_loc_fail(c, loc, SI("b2nd.chunkshape"), "required with b2nd");
   if (b->nchunkshape != b->nshape)
-    return cfg_loc_fail(c, loc, SI("b2nd.chunkshape"), "has %d dimension%s, "
+    return b2s_cfg_loc_fail(c, loc, SI("b2nd.chunkshape"), "has %d dimension%s, "
                         "shape has %d", b->nchunkshape,
                         b->nchunkshape == 1 ? "" : "s", b->nshape);
   if (b->nblockshape == 0) {
@@ -129,16 +129,16 @@ static int check_shapes(cfg_ctx *c, b2s_stream_b2nd *b, const cfg_loc *loc) {
     b->nblockshape = b->nchunkshape;
   }
   if (b->nblockshape != b->nshape)
-    return cfg_loc_fail(c, loc, SI("b2nd.blockshape"), "has %d dimension%s, "
+    return b2s_cfg_loc_fail(c, loc, SI("b2nd.blockshape"), "has %d dimension%s, "
                         "shape has %d", b->nblockshape,
                         b->nblockshape == 1 ? "" : "s", b->nshape);
   for (int i = 1; i < b->nshape; i++)
     if (b->shape[i] == 0)
-      return cfg_loc_item_fail(c, loc, SI("b2nd.shape"), i, "only the "
+      return b2s_cfg_loc_item_fail(c, loc, SI("b2nd.shape"), i, "only the "
                                "first dimension may be 0");
   for (int i = 0; i < b->nshape; i++)
     if (b->blockshape[i] > b->chunkshape[i])
-      return cfg_loc_item_fail(c, loc, SI("b2nd.blockshape"), i, "%d is "
+      return b2s_cfg_loc_item_fail(c, loc, SI("b2nd.blockshape"), i, "%d is "
                                "larger than the chunkshape's %d",
                                b->blockshape[i], b->chunkshape[i]);
   b->ndim = (int8_t)b->nshape;
@@ -165,17 +165,17 @@ static int finish_b2nd(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
   int32_t ts = s->cparams.typesize;
   int64_t chunk = shape_bytes(b->chunkshape, b->ndim, ts, d->max_buffer);
   if (chunk < 0)
-    return cfg_loc_fail(c, loc, SI("b2nd.chunkshape"), "a chunk of these "
+    return b2s_cfg_loc_fail(c, loc, SI("b2nd.chunkshape"), "a chunk of these "
                         "items is larger than max_buffer (%lld bytes)",
                         (long long)d->max_buffer);
   int64_t block = shape_bytes(b->blockshape, b->ndim, ts, B2S_MAX_BLOCKSIZE);
   if (block < 0)
-    return cfg_loc_fail(c, loc, SI("b2nd.blockshape"), "a block is larger "
+    return b2s_cfg_loc_fail(c, loc, SI("b2nd.blockshape"), "a block is larger "
                         "than %d bytes", B2S_MAX_BLOCKSIZE);
   if (s->cparams.blocksize == 0)
     s->cparams.blocksize = (int32_t)block;
   else if (s->cparams.blocksize != block)
-    return cfg_loc_fail(c, loc, SI("blocksize"), "%d disagrees with "
+    return b2s_cfg_loc_fail(c, loc, SI("blocksize"), "%d disagrees with "
                         "b2nd.blockshape (%lld bytes)", s->cparams.blocksize,
                         (long long)block);
   if (!b->dtype[0]) {
@@ -188,7 +188,7 @@ static int finish_b2nd(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
   }
   long isz = dtype_itemsize(b->dtype);
   if (isz && isz != ts)
-    return cfg_loc_fail(c, loc, SI("b2nd.dtype"), "'%s' has %ld-byte items "
+    return b2s_cfg_loc_fail(c, loc, SI("b2nd.dtype"), "'%s' has %ld-byte items "
                         "but typesize is %d", b->dtype, isz, (int)ts);
   return 0;
 }
@@ -201,29 +201,29 @@ static int finish_distributed(cfg_ctx *c, const b2s_daemon_cfg *d,
                               b2s_stream_cfg *s, const cfg_loc *loc) {
   /* c is NULL for streams made at run time: their template was checked */
   if (c && c->cfg && !c->cfg->cluster.enabled)
-    return cfg_loc_fail(c, loc, SI("format"), "distributed needs a cluster "
+    return b2s_cfg_loc_fail(c, loc, SI("format"), "distributed needs a cluster "
                         "section");
   int64_t chunk = 0;
   if (s->b2nd.enabled)
     chunk = shape_bytes(s->b2nd.chunkshape, s->b2nd.ndim,
                         s->cparams.typesize, d->max_buffer);
   if (s->chunk_nbytes && chunk && s->chunk_nbytes != chunk)
-    return cfg_loc_fail(c, loc, SI("chunk_nbytes"), "%lld disagrees with "
+    return b2s_cfg_loc_fail(c, loc, SI("chunk_nbytes"), "%lld disagrees with "
                         "b2nd.chunkshape (%lld bytes)",
                         (long long)s->chunk_nbytes, (long long)chunk);
   if (!s->chunk_nbytes)
     s->chunk_nbytes = chunk;
   if (!s->chunk_nbytes)
-    return cfg_loc_fail(c, loc, SI("chunk_nbytes"), "required with format: "
+    return b2s_cfg_loc_fail(c, loc, SI("chunk_nbytes"), "required with format: "
                         "distributed (or b2nd)");
   if (s->chunk_nbytes > d->max_buffer)
-    return cfg_loc_fail(c, loc, SI("chunk_nbytes"), "%lld is larger than "
+    return b2s_cfg_loc_fail(c, loc, SI("chunk_nbytes"), "%lld is larger than "
                         "max_buffer (%lld)", (long long)s->chunk_nbytes,
                         (long long)d->max_buffer);
   return 0;
 }
 
-int cfg_stream_finish(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
+int b2s_cfg_stream_finish(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
                       const cfg_loc *loc) {
   static const cfg_loc none;
   if (!loc)
@@ -235,5 +235,10 @@ int cfg_stream_finish(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
     rc = finish_b2nd(c, d, s, loc);
   if (rc == 0 && s->format == B2S_FORMAT_DISTRIBUTED)
     rc = finish_distributed(c, d, s, loc);
+  /* what the writers will check, so a stream the configuration accepts
+   * can always be written */
+  if (rc == 0 && (rc = b2s_cparams_check(&s->cparams)) < 0)
+    rc = b2s_cfg_loc_fail(c, loc, SI("codec"), "these compression parameters "
+                          "cannot be written: %s", b2s_strerror(rc));
   return rc;
 }

@@ -8,14 +8,14 @@
 
 #include "config_internal.h"
 
-#define SI(path) cfg_schema_index(CFG_STREAM, path)
+#define SI(path) b2s_cfg_schema_index(CFG_STREAM, path)
 
 static int name_check(cfg_ctx *c, const cfg_node *k, const char *kp) {
   if (b2s_stream_name_check(k->str) == 0 && strlen(k->str) == k->len)
     return 0;
   char q[96];
-  cfg_quote(q, sizeof q, k->str, k->len);
-  return cfg_fail(c, k, kp, "invalid name %s (1..%d characters of "
+  b2s_cfg_quote(q, sizeof q, k->str, k->len);
+  return b2s_cfg_fail(c, k, kp, "invalid name %s (1..%d characters of "
                   "A-Z a-z 0-9 . _ -, not starting with '.')", q,
                   B2S_STREAM_NAME_MAX);
 }
@@ -37,9 +37,9 @@ static int entry_start(cfg_ctx *c, const cfg_node *k, const cfg_node *v,
   memset(loc, 0, sizeof *loc);
   loc->self = v;
   snprintf(loc->path, sizeof loc->path, "%s.%s", section, k->str);
-  if (v->kind != CN_MAP && !cfg_node_is_null(v))
-    return cfg_fail(c, v, loc->path, "expected a mapping of settings, got %s",
-                    cfg_node_kind_name(v));
+  if (v->kind != CN_MAP && !b2s_cfg_node_is_null(v))
+    return b2s_cfg_fail(c, v, loc->path, "expected a mapping of settings, got %s",
+                    b2s_cfg_node_kind_name(v));
   return 0;
 }
 
@@ -47,7 +47,7 @@ static int apply_entry(cfg_ctx *c, const cfg_node *v, b2s_stream_cfg *s,
                        bool template, cfg_loc *loc) {
   if (v->kind != CN_MAP)
     return 0;
-  return cfg_apply_map(c, CFG_STREAM, "", v, s, template, loc, loc->path);
+  return b2s_cfg_apply_map(c, CFG_STREAM, "", v, s, template, loc, loc->path);
 }
 
 static int load_templates(cfg_ctx *c, cfg_loc *locs) {
@@ -68,7 +68,7 @@ static int load_templates(cfg_ctx *c, cfg_loc *locs) {
       if (strcmp(cfg->templates[i].name, k->str) == 0)
         idx = i;
     if (idx < cfg->ntemplates && (idx > 0 || user_default))
-      return cfg_fail(c, k, "templates", "duplicate key '%s' (first at "
+      return b2s_cfg_fail(c, k, "templates", "duplicate key '%s' (first at "
                       "line %d)", k->str, locs[idx].self->line);
     user_default |= idx == 0;
     b2s_stream_cfg *t = &cfg->templates[idx];
@@ -81,9 +81,9 @@ static int load_templates(cfg_ctx *c, cfg_loc *locs) {
     /* Check now, with this template's lines, what a stream would hit. */
     b2s_stream_cfg *probe = malloc(sizeof *probe);
     if (!probe)
-      return cfg_nomem(c);
+      return b2s_cfg_nomem(c);
     *probe = *t;
-    rc = cfg_stream_finish(c, &cfg->daemon, probe, &loc);
+    rc = b2s_cfg_stream_finish(c, &cfg->daemon, probe, &loc);
     free(probe);
     if (rc < 0)
       return rc;
@@ -110,14 +110,14 @@ static int pick_template(cfg_ctx *c, const cfg_node *v, const char *path,
   char kp[CFG_KEYPATH_MAX + 16], q[96];
   snprintf(kp, sizeof kp, "%s.template", path);
   if (!tv || tv->kind != CN_SCALAR)
-    return cfg_fail(c, tv ? tv : v, kp, "expected a template name, got %s",
-                    tv ? cfg_node_kind_name(tv) : "nothing");
-  cfg_quote(q, sizeof q, tv->str, tv->len);
-  const char *hint = cfg_suggest(name, names, cfg->ntemplates);
+    return b2s_cfg_fail(c, tv ? tv : v, kp, "expected a template name, got %s",
+                    tv ? b2s_cfg_node_kind_name(tv) : "nothing");
+  b2s_cfg_quote(q, sizeof q, tv->str, tv->len);
+  const char *hint = b2s_cfg_suggest(name, names, cfg->ntemplates);
   if (hint)
-    return cfg_fail(c, tv, kp, "unknown template %s (did you mean '%s'?)", q,
+    return b2s_cfg_fail(c, tv, kp, "unknown template %s (did you mean '%s'?)", q,
                     hint);
-  return cfg_fail(c, tv, kp, "unknown template %s", q);
+  return b2s_cfg_fail(c, tv, kp, "unknown template %s", q);
 }
 
 static int load_stream(cfg_ctx *c, const cfg_node *k, const cfg_loc *tlocs) {
@@ -128,7 +128,7 @@ static int load_stream(cfg_ctx *c, const cfg_node *k, const cfg_loc *tlocs) {
     return rc;
   for (size_t i = 0; i < cfg->nstreams; i++)
     if (strcmp(cfg->streams[i].name, k->str) == 0)
-      return cfg_fail(c, k, "streams", "duplicate key '%s'", k->str);
+      return b2s_cfg_fail(c, k, "streams", "duplicate key '%s'", k->str);
   size_t ti;
   rc = pick_template(c, k->next, loc.path, &ti);
   if (rc < 0)
@@ -145,7 +145,7 @@ static int load_stream(cfg_ctx *c, const cfg_node *k, const cfg_loc *tlocs) {
   /* A template's filter parameters belong to the template's filters. */
   if (loc.at[SI("filters")] && !loc.at[SI("filters_meta")])
     s->nfilters_meta = 0;
-  rc = cfg_stream_finish(c, &cfg->daemon, s, &loc);
+  rc = b2s_cfg_stream_finish(c, &cfg->daemon, s, &loc);
   if (rc < 0)
     return rc;
   for (size_t i = 0; i < cfg->nstreams; i++) {
@@ -154,20 +154,20 @@ static int load_stream(cfg_ctx *c, const cfg_node *k, const cfg_loc *tlocs) {
     size_t m = ol < sl ? ol : sl;
     if (strncmp(o, s->full_path, m) == 0 &&
         (ol == sl || (ol < sl ? s->full_path[m] : o[m]) == '/'))
-      return cfg_loc_fail(c, &loc, SI("path"), "'%s' clashes with the path "
+      return b2s_cfg_loc_fail(c, &loc, SI("path"), "'%s' clashes with the path "
                           "of stream '%s'", s->path, cfg->streams[i].name);
   }
   cfg->nstreams++;
   return 0;
 }
 
-int cfg_streams_load(cfg_ctx *c) {
+int b2s_cfg_streams_load(cfg_ctx *c) {
   b2s_config *cfg = c->cfg;
   const cfg_node *tn = c->templates_node, *sn = c->streams_node;
   size_t nt = tn && tn->kind == CN_MAP ? tn->n / 2 : 0;
   size_t ns = sn && sn->kind == CN_MAP ? sn->n / 2 : 0;
   if (nt > B2S_CONFIG_MAX_STREAMS || ns > B2S_CONFIG_MAX_STREAMS)
-    return cfg_fail(c, nt > B2S_CONFIG_MAX_STREAMS ? tn : sn, "",
+    return b2s_cfg_fail(c, nt > B2S_CONFIG_MAX_STREAMS ? tn : sn, "",
                     "more than %d %s", B2S_CONFIG_MAX_STREAMS,
                     nt > B2S_CONFIG_MAX_STREAMS ? "templates" : "streams");
   cfg->templates = calloc(nt + 1, sizeof *cfg->templates);
@@ -175,7 +175,7 @@ int cfg_streams_load(cfg_ctx *c) {
   cfg_loc *tlocs = calloc(nt + 1, sizeof *tlocs);
   int rc = 0;
   if (!cfg->templates || !cfg->streams || !tlocs)
-    rc = cfg_nomem(c);
+    rc = b2s_cfg_nomem(c);
   if (rc == 0)
     rc = load_templates(c, tlocs);
   for (const cfg_node *k = sn ? sn->child : NULL; rc == 0 && k && k->next;

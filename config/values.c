@@ -7,7 +7,7 @@
 
 #include "config_internal.h"
 
-int cfg_vfail(cfg_ctx *c, const cfg_node *at, const char *keypath,
+int b2s_cfg_vfail(cfg_ctx *c, const cfg_node *at, const char *keypath,
               const char *fmt, va_list ap) {
   if (!c || !c->err || c->errlen == 0)
     return B2S_E_CONFIG;
@@ -27,17 +27,17 @@ int cfg_vfail(cfg_ctx *c, const cfg_node *at, const char *keypath,
   return B2S_E_CONFIG;
 }
 
-int cfg_fail(cfg_ctx *c, const cfg_node *at, const char *keypath,
+int b2s_cfg_fail(cfg_ctx *c, const cfg_node *at, const char *keypath,
              const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int rc = cfg_vfail(c, at, keypath, fmt, ap);
+  int rc = b2s_cfg_vfail(c, at, keypath, fmt, ap);
   va_end(ap);
   return rc;
 }
 
-int cfg_nomem(cfg_ctx *c) {
-  cfg_fail(c, NULL, "", "out of memory");
+int b2s_cfg_nomem(cfg_ctx *c) {
+  b2s_cfg_fail(c, NULL, "", "out of memory");
   return B2S_E_NOMEM;
 }
 
@@ -53,7 +53,7 @@ static int loc_vfail(cfg_ctx *c, const cfg_loc *loc, int di, int item,
   }
   char keypath[CFG_KEYPATH_MAX * 2];
   int n = snprintf(keypath, sizeof keypath, "%s%s%s", loc->path,
-                   loc->path[0] ? "." : "", cfg_schema[di].path);
+                   loc->path[0] ? "." : "", b2s_cfg_schema[di].path);
   if (item >= 0 && n > 0 && (size_t)n < sizeof keypath) {
     snprintf(keypath + n, sizeof keypath - (size_t)n, "[%d]", item);
     const cfg_node *it = at && at->kind == CN_SEQ ? at->child : NULL;
@@ -64,7 +64,7 @@ static int loc_vfail(cfg_ctx *c, const cfg_loc *loc, int di, int item,
   }
   for (int p = di; !at && p >= 0;) {
     /* unset: point at the enclosing group (b2nd: {}), else the entry */
-    p = cfg_desc_parent(p);
+    p = b2s_cfg_desc_parent(p);
     if (p >= 0)
       at = loc->at[p] ? loc->at[p] : loc->base ? loc->base->at[p] : NULL;
   }
@@ -73,11 +73,11 @@ static int loc_vfail(cfg_ctx *c, const cfg_loc *loc, int di, int item,
   char msg[512];
   vsnprintf(msg, sizeof msg, fmt, ap);
   if (from)
-    return cfg_fail(c, at, keypath, "%s (set in %s)", msg, from->path);
-  return cfg_fail(c, at, keypath, "%s", msg);
+    return b2s_cfg_fail(c, at, keypath, "%s (set in %s)", msg, from->path);
+  return b2s_cfg_fail(c, at, keypath, "%s", msg);
 }
 
-int cfg_loc_fail(cfg_ctx *c, const cfg_loc *loc, int di, const char *fmt,
+int b2s_cfg_loc_fail(cfg_ctx *c, const cfg_loc *loc, int di, const char *fmt,
                  ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -86,7 +86,7 @@ int cfg_loc_fail(cfg_ctx *c, const cfg_loc *loc, int di, const char *fmt,
   return rc;
 }
 
-int cfg_loc_item_fail(cfg_ctx *c, const cfg_loc *loc, int di, int item,
+int b2s_cfg_loc_item_fail(cfg_ctx *c, const cfg_loc *loc, int di, int item,
                       const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -95,7 +95,7 @@ int cfg_loc_item_fail(cfg_ctx *c, const cfg_loc *loc, int di, int item,
   return rc;
 }
 
-int cfg_parse_int(const char *s, int64_t *out) {
+int b2s_cfg_parse_int(const char *s, int64_t *out) {
   const char *p = s;
   bool neg = *p == '-';
   if (*p == '-' || *p == '+')
@@ -115,7 +115,7 @@ int cfg_parse_int(const char *s, int64_t *out) {
   return 0;
 }
 
-void cfg_quote(char *buf, size_t n, const char *s, size_t len) {
+void b2s_cfg_quote(char *buf, size_t n, const char *s, size_t len) {
   size_t o = 0;
   if (n < 8) {
     if (n)
@@ -163,7 +163,7 @@ static size_t edit_distance(const char *a, const char *b) {
   return row[lb];
 }
 
-const char *cfg_suggest(const char *word, const char *const *cand, size_t n) {
+const char *b2s_cfg_suggest(const char *word, const char *const *cand, size_t n) {
   size_t len = strlen(word), best = SIZE_MAX;
   const char *pick = NULL;
   for (size_t i = 0; i < n; i++) {
@@ -177,7 +177,7 @@ const char *cfg_suggest(const char *word, const char *const *cand, size_t n) {
   return best <= allowed && best < len ? pick : NULL;
 }
 
-int64_t cfg_field_get(const void *p, size_t size) {
+int64_t b2s_cfg_field_get(const void *p, size_t size) {
   switch (size) {
   case 1: { int8_t v; memcpy(&v, p, 1); return v; }
   case 2: { int16_t v; memcpy(&v, p, 2); return v; }
@@ -186,7 +186,7 @@ int64_t cfg_field_get(const void *p, size_t size) {
   }
 }
 
-void cfg_field_set(void *p, size_t size, int64_t v) {
+void b2s_cfg_field_set(void *p, size_t size, int64_t v) {
   switch (size) {
   case 1: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
   case 2: { int16_t x = (int16_t)v; memcpy(p, &x, 2); break; }
@@ -195,7 +195,7 @@ void cfg_field_set(void *p, size_t size, int64_t v) {
   }
 }
 
-size_t cfg_list_count(const cfg_desc *d, const void *obj) {
+size_t b2s_cfg_list_count(const cfg_desc *d, const void *obj) {
   const char *p = (const char *)obj + d->aux;
   if (d->flags & CF_COUNT16) {
     uint16_t n;
@@ -205,7 +205,7 @@ size_t cfg_list_count(const cfg_desc *d, const void *obj) {
   return *(const uint8_t *)p;
 }
 
-void cfg_list_count_set(const cfg_desc *d, void *obj, size_t n) {
+void b2s_cfg_list_count_set(const cfg_desc *d, void *obj, size_t n) {
   char *p = (char *)obj + d->aux;
   if (d->flags & CF_COUNT16) {
     uint16_t v = (uint16_t)n;

@@ -40,7 +40,7 @@ static void *arena_alloc(cfg_tree *t, size_t n) {
   return p;
 }
 
-void cfg_tree_fini(cfg_tree *t) {
+void b2s_cfg_tree_fini(cfg_tree *t) {
   struct cfg_block *b = t->blocks;
   while (b) {
     struct cfg_block *next = b->next;
@@ -83,7 +83,7 @@ static void node_append(cfg_node *parent, cfg_node *child) {
   parent->n++;
 }
 
-bool cfg_node_is_null(const cfg_node *n) {
+bool b2s_cfg_node_is_null(const cfg_node *n) {
   if (n->kind != CN_SCALAR || n->quoted)
     return false;
   static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
@@ -93,15 +93,15 @@ bool cfg_node_is_null(const cfg_node *n) {
   return false;
 }
 
-const char *cfg_node_kind_name(const cfg_node *n) {
+const char *b2s_cfg_node_kind_name(const cfg_node *n) {
   if (n->kind == CN_MAP)
     return "a mapping";
   if (n->kind == CN_SEQ)
     return "a list";
-  return cfg_node_is_null(n) ? "nothing" : "a scalar";
+  return b2s_cfg_node_is_null(n) ? "nothing" : "a scalar";
 }
 
-cfg_node *cfg_tree_from_text(cfg_tree *t, const char *text, bool quoted) {
+cfg_node *b2s_cfg_tree_from_text(cfg_tree *t, const char *text, bool quoted) {
   if (quoted || text[0] != '[') {
     cfg_node *n = node_new(t, CN_SCALAR, 0, 0);
     if (!n || node_set_str(t, n, text, strlen(text)) < 0)
@@ -133,17 +133,17 @@ cfg_node *cfg_tree_from_text(cfg_tree *t, const char *text, bool quoted) {
 
 static int yaml_fail(cfg_ctx *c, const yaml_parser_t *p) {
   if (p->error == YAML_MEMORY_ERROR)
-    return cfg_nomem(c);
+    return b2s_cfg_nomem(c);
   if (p->error == YAML_READER_ERROR)
-    return cfg_fail(c, NULL, "", "invalid input at byte %zu: %s",
+    return b2s_cfg_fail(c, NULL, "", "invalid input at byte %zu: %s",
                     p->problem_offset, p->problem ? p->problem : "?");
   cfg_node at = {.line = (int)p->problem_mark.line + 1,
                  .col = (int)p->problem_mark.column + 1};
   if (p->context)
-    return cfg_fail(c, &at, "", "YAML syntax error: %s (%s at line %d)",
+    return b2s_cfg_fail(c, &at, "", "YAML syntax error: %s (%s at line %d)",
                     p->problem ? p->problem : "?", p->context,
                     (int)p->context_mark.line + 1);
-  return cfg_fail(c, &at, "", "YAML syntax error: %s",
+  return b2s_cfg_fail(c, &at, "", "YAML syntax error: %s",
                   p->problem ? p->problem : "?");
 }
 
@@ -157,7 +157,7 @@ typedef struct builder {
 static int attach(builder *b, cfg_node *n) {
   cfg_ctx *c = b->c;
   if (c->tree.nnodes > CFG_MAX_NODES)
-    return cfg_fail(c, n, "", "more than %d values in the configuration",
+    return b2s_cfg_fail(c, n, "", "more than %d values in the configuration",
                     CFG_MAX_NODES);
   if (b->depth == 0) {
     c->tree.root = n;
@@ -166,10 +166,10 @@ static int attach(builder *b, cfg_node *n) {
   cfg_node *parent = b->stack[b->depth - 1];
   size_t limit = parent->kind == CN_MAP ? 2 * CFG_MAX_ENTRIES : CFG_MAX_ENTRIES;
   if (parent->n >= limit)
-    return cfg_fail(c, n, "", "more than %d entries in one %s",
+    return b2s_cfg_fail(c, n, "", "more than %d entries in one %s",
                     CFG_MAX_ENTRIES, parent->kind == CN_MAP ? "mapping" : "list");
   if (parent->kind == CN_MAP && parent->n % 2 == 0 && n->kind != CN_SCALAR)
-    return cfg_fail(c, n, "", "a mapping key must be a plain string");
+    return b2s_cfg_fail(c, n, "", "a mapping key must be a plain string");
   node_append(parent, n);
   return 0;
 }
@@ -180,13 +180,13 @@ static int on_scalar(builder *b, const yaml_event_t *ev, int line, int col) {
   size_t len = ev->data.scalar.length;
   cfg_node at = {.line = line, .col = col};
   if (len > B2S_CONFIG_STRING_MAX)
-    return cfg_fail(c, &at, "", "string longer than %d bytes",
+    return b2s_cfg_fail(c, &at, "", "string longer than %d bytes",
                     B2S_CONFIG_STRING_MAX);
   if (memchr(s, '\0', len))
-    return cfg_fail(c, &at, "", "string contains a NUL character");
+    return b2s_cfg_fail(c, &at, "", "string contains a NUL character");
   cfg_node *n = node_new(&c->tree, CN_SCALAR, line, col);
   if (!n || node_set_str(&c->tree, n, s, len) < 0)
-    return cfg_nomem(c);
+    return b2s_cfg_nomem(c);
   n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
   return attach(b, n);
 }
@@ -195,11 +195,11 @@ static int on_open(builder *b, int kind, int line, int col) {
   cfg_ctx *c = b->c;
   cfg_node at = {.line = line, .col = col};
   if (b->depth == CFG_MAX_DEPTH)
-    return cfg_fail(c, &at, "", "nesting deeper than the configuration "
+    return b2s_cfg_fail(c, &at, "", "nesting deeper than the configuration "
                     "schema allows (%d levels)", CFG_MAX_DEPTH);
   cfg_node *n = node_new(&c->tree, kind, line, col);
   if (!n)
-    return cfg_nomem(c);
+    return b2s_cfg_nomem(c);
   int rc = attach(b, n);
   if (rc == 0)
     b->stack[b->depth++] = n;
@@ -215,10 +215,10 @@ static int on_event(builder *b, const yaml_event_t *ev, bool *done) {
     return 0;
   case YAML_DOCUMENT_START_EVENT:
     if (++b->docs > 1)
-      return cfg_fail(b->c, &at, "", "only one YAML document is allowed");
+      return b2s_cfg_fail(b->c, &at, "", "only one YAML document is allowed");
     return 0;
   case YAML_ALIAS_EVENT:
-    return cfg_fail(b->c, &at, "", "YAML aliases are not supported "
+    return b2s_cfg_fail(b->c, &at, "", "YAML aliases are not supported "
                     "(use templates)");
   case YAML_SCALAR_EVENT:
     return on_scalar(b, ev, line, col);
@@ -235,10 +235,10 @@ static int on_event(builder *b, const yaml_event_t *ev, bool *done) {
   }
 }
 
-int cfg_tree_parse(cfg_ctx *c, const char *text, size_t len) {
+int b2s_cfg_tree_parse(cfg_ctx *c, const char *text, size_t len) {
   yaml_parser_t p;
   if (!yaml_parser_initialize(&p))
-    return cfg_nomem(c);
+    return b2s_cfg_nomem(c);
   yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
   builder b = {.c = c};
   bool done = false;

@@ -22,7 +22,8 @@ void b2s_unshuffle_scalar(size_t typesize, size_t size, const uint8_t *src, uint
 void b2s_bitshuffle_scalar(size_t typesize, size_t size, const uint8_t *src, uint8_t *dst);
 void b2s_bitunshuffle_scalar(size_t typesize, size_t size, const uint8_t *src, uint8_t *dst);
 
-/* Which implementation the dispatcher uses: 0 scalar, 1 SSE2, 2 AVX2.
+/* Which implementation the dispatcher uses: 0 scalar, 1 SSE2, 2 AVX2,
+ * 3 AVX2 with GFNI bit rows (when the compiler has -mgfni).
  * b2s_simd_force() lowers it (tests, benchmarks); returns the level in use. */
 int b2s_simd_level(void);
 int b2s_simd_force(int level);

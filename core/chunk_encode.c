@@ -15,11 +15,9 @@ typedef struct enc {
   uint8_t *t0, *t1;
 } enc;
 
-static int validate(const b2s_cparams *cp, int32_t nbytes, int32_t dstsize) {
-  if (!cp || nbytes < 0 || nbytes > B2S_MAX_BUFFERSIZE)
+int b2s_cparams_check(const b2s_cparams *cp) {
+  if (cp == NULL)
     return B2S_E_ARG;
-  if (dstsize < B2S_MAX_OVERHEAD)
-    return B2S_E_DEST_SMALL;     /* not even room for a header */
   if (cp->clevel < 0 || cp->clevel > 9 || cp->blocksize < 0 ||
       cp->blocksize > B2S_MAX_BLOCKSIZE || cp->splitmode < B2S_SPLIT_ALWAYS ||
       cp->splitmode > B2S_SPLIT_FORWARD_COMPAT)
@@ -32,6 +30,14 @@ static int validate(const b2s_cparams *cp, int32_t nbytes, int32_t dstsize) {
       cp->codec != B2S_CODEC_LZ4HC)
     return B2S_E_NODICT_CODEC;
   return b2s_filters_validate(cp->filters, cp->filters_meta, cp->typesize, 1);
+}
+
+static int validate(const b2s_cparams *cp, int32_t nbytes, int32_t dstsize) {
+  if (!cp || nbytes < 0 || nbytes > B2S_MAX_BUFFERSIZE)
+    return B2S_E_ARG;
+  if (dstsize < B2S_MAX_OVERHEAD)
+    return B2S_E_DEST_SMALL;     /* not even room for a header */
+  return b2s_cparams_check(cp);
 }
 
 static bool has_delta(const b2s_cparams *cp) {

@@ -21,7 +21,7 @@
 
 /* ---- buffers ------------------------------------------------------------ */
 
-int fw_buf(b2s_fwriter *w, size_t n) {
+int b2s_fw_buf(b2s_fwriter *w, size_t n) {
   if (n <= w->bufcap)
     return 0;
   uint8_t *p = realloc(w->buf, n);
@@ -67,7 +67,7 @@ static void st32(uint8_t *p, uint32_t v) {
 
 /* ---- records ----------------------------------------------------------------- */
 
-void fw_record_encode(const fw_record *r, uint8_t out[FW_REC_SIZE]) {
+void b2s_fw_record_encode(const fw_record *r, uint8_t out[FW_REC_SIZE]) {
   memset(out, 0, FW_REC_SIZE);
   memcpy(out, FW_REC_MAGIC, 8);
   st32(out + 8, FW_REC_VERSION);
@@ -81,7 +81,7 @@ void fw_record_encode(const fw_record *r, uint8_t out[FW_REC_SIZE]) {
   st32(out + FW_REC_CRC, (uint32_t)crc32(0L, out, FW_REC_CRC));
 }
 
-bool fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r) {
+bool b2s_fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r) {
   if (memcmp(in, FW_REC_MAGIC, 8) != 0 || ld64(in + 8) !=
       ((uint64_t)FW_REC_USED << 32 | FW_REC_VERSION))
     return false;
@@ -103,16 +103,16 @@ bool fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r) {
 
 /* Both records of the commit area, newest first; *nvalid says how many
  * checked out. */
-int fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid) {
+int b2s_fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid) {
   uint8_t raw[FW_REC_SIZE];
   *nvalid = 0;
   for (int i = 0; i < 2; i++) {
     /* the file may end right after the used part of a record */
     memset(raw, 0, sizeof raw);
-    int rc = fw_pread(fd, raw, FW_REC_USED, base + FW_REC_OFF + i * FW_REC_SIZE);
+    int rc = b2s_fw_pread(fd, raw, FW_REC_USED, base + FW_REC_OFF + i * FW_REC_SIZE);
     if (rc < 0 && rc != B2S_E_TRUNCATED)
       return rc;
-    if (rc == 0 && fw_record_decode(raw, &rec[*nvalid]))
+    if (rc == 0 && b2s_fw_record_decode(raw, &rec[*nvalid]))
       (*nvalid)++;
   }
   if (*nvalid == 2 && rec[1].seq > rec[0].seq) {
@@ -127,7 +127,7 @@ int fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid) {
 
 /* The 32-byte header of an index stored memcpy'ed, as c-blosc2's memcpy
  * fallback for an index writes it (flags 0x17, typesize 8). */
-void fw_index_header(uint8_t out[B2S_HEADER_LEN], int64_t n) {
+void b2s_fw_index_header(uint8_t out[B2S_HEADER_LEN], int64_t n) {
   memset(out, 0, B2S_HEADER_LEN);
   out[0] = 5;
   out[1] = 1;
@@ -149,7 +149,7 @@ static int encode_trailer(b2s_fwriter *w) {
   return rc < 0 ? rc : 0;
 }
 
-int64_t fw_slot_need(const b2s_fwriter *w, int64_t n) {
+int64_t b2s_fw_slot_need(const b2s_fwriter *w, int64_t n) {
   return (n > 0 ? B2S_HEADER_LEN + 8 * n : 0) + (int64_t)w->trailer.len;
 }
 
@@ -161,26 +161,26 @@ static int write_slot(b2s_fwriter *w, int s) {
   uint8_t ih[B2S_HEADER_LEN] = {0};
   int rc = 0;
   if (n > 0)
-    rc = fw_pwrite(w, w->fd, ih, sizeof ih, p);
+    rc = b2s_fw_pwrite(w, w->fd, ih, sizeof ih, p);
   int64_t from = n > 0 ? w->valid[s] : 0;
   size_t len = (size_t)(8 * (n - from)) + w->trailer.len;
   if (rc == 0)
-    rc = fw_buf(w, len);
+    rc = b2s_fw_buf(w, len);
   if (rc < 0)
     return rc;
   for (int64_t i = from; i < n; i++)
     st64(w->buf + 8 * (i - from), (uint64_t)w->index[i]);
   memcpy(w->buf + 8 * (n - from), w->trailer.data, w->trailer.len);
   int64_t at = n > 0 ? p + B2S_HEADER_LEN + 8 * from : p;
-  rc = fw_pwrite(w, w->fd, w->buf, len, at);
+  rc = b2s_fw_pwrite(w, w->fd, w->buf, len, at);
   if (rc == 0 && n > 0) {
-    fw_index_header(ih, n);
-    rc = fw_pwrite(w, w->fd, ih, sizeof ih, p);
+    b2s_fw_index_header(ih, n);
+    rc = b2s_fw_pwrite(w, w->fd, ih, sizeof ih, p);
   }
   if (rc < 0)
     return rc;
   w->valid[s] = n;
-  w->slot_len[s] = fw_slot_need(w, n);
+  w->slot_len[s] = b2s_fw_slot_need(w, n);
   if (p + w->slot_len[s] > w->file_end)
     w->file_end = p + w->slot_len[s];
   return 0;
@@ -218,15 +218,15 @@ static int publish(b2s_fwriter *w, const b2s_frame_header *h, int64_t slot_pos,
                  .stored_bytes = w->stored_bytes};
   b2s_frame_header_encode(h, r.header);
   uint8_t raw[FW_REC_SIZE];
-  fw_record_encode(&r, raw);
-  int rc = fw_sync(w);
+  b2s_fw_record_encode(&r, raw);
+  int rc = b2s_fw_sync(w);
   if (rc == 0 && with_record)
-    rc = fw_pwrite(w, w->fd, raw, FW_REC_USED,
+    rc = b2s_fw_pwrite(w, w->fd, raw, FW_REC_USED,
                    w->base + FW_REC_OFF + (int64_t)(r.seq & 1) * FW_REC_SIZE);
   if (rc == 0)
-    rc = fw_pwrite(w, w->fd, r.header, B2S_FRAME_HEADER_FIXED, 0);
+    rc = b2s_fw_pwrite(w, w->fd, r.header, B2S_FRAME_HEADER_FIXED, 0);
   if (rc == 0)
-    rc = fw_sync(w);
+    rc = b2s_fw_sync(w);
   if (rc < 0)
     return rc;
   w->seq = r.seq;
@@ -252,11 +252,11 @@ static int64_t slot0_capacity(int64_t need) {
 /* First layout of a new frame.  Empty cframe: the trailer follows the
  * header (c-blosc2 reads it there) and the data region starts after the
  * commit area. */
-int fw_layout_init(b2s_fwriter *w) {
+int b2s_fw_layout_init(b2s_fwriter *w) {
   int rc = encode_trailer(w);
   if (rc < 0)
     return rc;
-  int64_t need = fw_slot_need(w, 0);
+  int64_t need = b2s_fw_slot_need(w, 0);
   if (w->sparse) {
     w->data_region = 0;
     w->pos[0] = w->base + FW_AREA;
@@ -275,12 +275,12 @@ int fw_layout_init(b2s_fwriter *w) {
  * FW_WRITE_PIECE). */
 static int copy_range(b2s_fwriter *w, int64_t src, int64_t dst, int64_t len) {
   enum { PIECE = FW_WRITE_PIECE };
-  int rc = fw_buf(w, PIECE);
+  int rc = b2s_fw_buf(w, PIECE);
   for (int64_t done = 0; rc == 0 && done < len; done += PIECE) {
     size_t k = (size_t)(len - done < PIECE ? len - done : PIECE);
-    rc = fw_pread(w->fd, w->buf, k, src + done);
+    rc = b2s_fw_pread(w->fd, w->buf, k, src + done);
     if (rc == 0)
-      rc = fw_pwrite(w, w->fd, w->buf, k, dst + done);
+      rc = b2s_fw_pwrite(w, w->fd, w->buf, k, dst + done);
   }
   return rc;
 }
@@ -293,16 +293,16 @@ static int copy_slot(b2s_fwriter *w, int a, int64_t src, int64_t dst) {
   if (n == 0 || w->valid[a] < n)
     return copy_range(w, src, dst, len);
   enum { PER = FW_WRITE_PIECE / 8 };
-  int rc = fw_buf(w, FW_WRITE_PIECE);
+  int rc = b2s_fw_buf(w, FW_WRITE_PIECE);
   uint8_t ih[B2S_HEADER_LEN];
-  fw_index_header(ih, n);
+  b2s_fw_index_header(ih, n);
   if (rc == 0)
-    rc = fw_pwrite(w, w->fd, ih, sizeof ih, dst);
+    rc = b2s_fw_pwrite(w, w->fd, ih, sizeof ih, dst);
   for (int64_t i = 0; rc == 0 && i < n; i += PER) {
     int64_t k = n - i < PER ? n - i : PER;
     for (int64_t j = 0; j < k; j++)
       st64(w->buf + 8 * j, (uint64_t)w->index[i + j]);
-    rc = fw_pwrite(w, w->fd, w->buf, (size_t)(8 * k),
+    rc = b2s_fw_pwrite(w, w->fd, w->buf, (size_t)(8 * k),
                    dst + B2S_HEADER_LEN + 8 * i);
   }
   int64_t idx = B2S_HEADER_LEN + 8 * n;
@@ -364,7 +364,7 @@ static int64_t entries_until(const b2s_fwriter *w, int64_t region) {
  * sized for the index the new region will hold, so that a move for the
  * data also covers the index's growth until the next one: one copy of the
  * index per growth step, not two. */
-int fw_make_room(b2s_fwriter *w, int64_t cbytes) {
+int b2s_fw_make_room(b2s_fwriter *w, int64_t cbytes) {
   if (w->data_end + cbytes <= w->data_region)
     return 0;
   int64_t end = w->file_end - w->base;
@@ -374,13 +374,13 @@ int fw_make_room(b2s_fwriter *w, int64_t cbytes) {
   if (rc < 0)
     return rc;
   int64_t n_next = w->n + entries_until(w, region);
-  return move_slots(w, region, slot0_capacity(fw_slot_need(w, n_next)));
+  return move_slots(w, region, slot0_capacity(b2s_fw_slot_need(w, n_next)));
 }
 
 /* ---- commit ------------------------------------------------------------------ */
 
 static int commit_empty_cframe(b2s_fwriter *w) {
-  int rc = fw_pwrite(w, w->fd, w->trailer.data, w->trailer.len, w->base);
+  int rc = b2s_fw_pwrite(w, w->fd, w->trailer.data, w->trailer.len, w->base);
   if (rc < 0)
     return rc;
   b2s_frame_header h;
@@ -398,7 +398,7 @@ static int commit_slot(b2s_fwriter *w) {
   int rc0 = encode_trailer(w);
   if (rc0 < 0)
     return rc0;
-  int64_t need = fw_slot_need(w, w->n);
+  int64_t need = b2s_fw_slot_need(w, w->n);
   if (s == 0 && need > w->cap0) {
     int rc = move_slots(w, w->data_region, slot0_capacity(need));
     if (rc < 0)
@@ -433,14 +433,14 @@ int b2s_fwriter_commit(b2s_fwriter *w) {
     return B2S_E_ARG;
   if (!w->dirty)
     return 0;
-  int rc = fw_dio_flush(w);
+  int rc = b2s_fw_dio_flush(w);
   if (rc == 0)
     rc = encode_trailer(w);
   if (rc == 0 && w->metas_dirty) {
     b2s_mpbuf hb = {0};
     rc = b2s_frame_header_write(&w->hdr, &w->metas, &hb);
     if (rc >= 0)   /* metalayer contents only: the fixed part is published */
-      rc = fw_pwrite(w, w->fd, hb.data + B2S_FRAME_HEADER_FIXED,
+      rc = b2s_fw_pwrite(w, w->fd, hb.data + B2S_FRAME_HEADER_FIXED,
                      (size_t)(w->base - B2S_FRAME_HEADER_FIXED),
                      B2S_FRAME_HEADER_FIXED);
     b2s_mpbuf_fini(&hb);
@@ -460,7 +460,7 @@ int b2s_fwriter_commit(b2s_fwriter *w) {
   w->fresh_from = w->data_end;
   if (w->sparse)
     unlink_pending(w);
-  fw_pace_note(w);
+  b2s_fw_pace_note(w);
   return 0;
 }
 
@@ -469,9 +469,9 @@ int b2s_fwriter_commit(b2s_fwriter *w) {
 /* Leave the frame as header, commit area, data, index, trailer: the index
  * goes right after the data (cframe) or the commit area (sparse), and the
  * file ends with it. */
-int fw_compact(b2s_fwriter *w) {
+int b2s_fw_compact(b2s_fwriter *w) {
   int rc = b2s_fwriter_commit(w);
-  fw_dio_forget(w);   /* the slots move next to the data */
+  b2s_fw_dio_forget(w);   /* the slots move next to the data */
   if (rc == 0)
     rc = encode_trailer(w);
   if (rc < 0)
@@ -483,7 +483,7 @@ int fw_compact(b2s_fwriter *w) {
       end = w->base + FW_REC_OFF + FW_REC_SIZE + FW_REC_USED;
     return ftruncate(w->fd, end) < 0 ? -errno : (w->file_end = end, 0);
   }
-  int64_t need = fw_slot_need(w, w->n);
+  int64_t need = b2s_fw_slot_need(w, w->n);
   int64_t region = w->sparse ? 0 : w->data_end;
   int64_t pos0 = w->sparse ? w->base + FW_AREA : w->base + region;
   if (!(w->active == 0 && w->pos[0] == pos0)) {
@@ -503,7 +503,7 @@ int fw_compact(b2s_fwriter *w) {
     w->cap0 = need;
     w->pos[1] = end;
     w->valid[1] = 0;
-    rc = fw_sync(w);
+    rc = b2s_fw_sync(w);
   }
   return rc;
 }

@@ -13,8 +13,8 @@
  * commit, or before the writer reads its own data) writes the pending
  * bytes rounded up to the alignment, and the block they end in stays in
  * the stage to be written again with the bytes that follow.  The padding
- * lands in the reserve, which fw_make_room keeps one alignment unit ahead
- * of the data (fw_dio_slack).  Bytes before the first aligned position of
+ * lands in the reserve, which b2s_fw_make_room keeps one alignment unit ahead
+ * of the data (b2s_fw_dio_slack).  Bytes before the first aligned position of
  * the data region share a block with the commit records and go through the
  * page cache like everything else the writer writes (slots, records,
  * header): those are small and are read back by readers at once.
@@ -97,7 +97,7 @@ static int out_start(fw_helper *h, int64_t align) {
     return 0;
   if (h->buf == NULL && (h->buf = stage_alloc(align, h->cap)) == NULL)
     return B2S_E_NOMEM;
-  return fw_helper_start(h);
+  return b2s_fw_helper_start(h);
 }
 
 /* Wait until the stage handed over is on the device.  A failed write is
@@ -115,7 +115,7 @@ static int out_wait(b2s_fwriter *w) {
   if (state == FW_STAGE_IDLE)
     return 0;
   if (rc < 0)
-    rc = fw_pwrite(w, w->dfd, o->buf, o->len, o->pos);
+    rc = b2s_fw_pwrite(w, w->dfd, o->buf, o->len, o->pos);
   else
     w->written += (int64_t)o->len;
   pthread_mutex_lock(&o->mu);
@@ -130,7 +130,7 @@ static int out_wait(b2s_fwriter *w) {
 
 /* ---- the stage ------------------------------------------------------------ */
 
-void fw_dio_open(b2s_fwriter *w, const char *path) {
+void b2s_fw_dio_open(b2s_fwriter *w, const char *path) {
   int fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
   struct stat a, b;
   if (fd < 0)
@@ -151,14 +151,14 @@ void fw_dio_open(b2s_fwriter *w, const char *path) {
   w->stage = stage;
   w->stage_cap = cap;
   w->stage_ok = false;
-  w->helper = fw_helper_new();   /* NULL: stages are written synchronously */
+  w->helper = b2s_fw_helper_new();   /* NULL: stages are written synchronously */
   if (w->helper != NULL) {
     w->helper->dfd = fd;
     w->helper->cap = cap;
   }
 }
 
-void fw_dio_close(b2s_fwriter *w) {
+void b2s_fw_dio_close(b2s_fwriter *w) {
   if (w->dfd >= 0)
     close(w->dfd);
   w->dfd = -1;
@@ -167,12 +167,12 @@ void fw_dio_close(b2s_fwriter *w) {
   w->stage_ok = false;
 }
 
-int64_t fw_dio_slack(const b2s_fwriter *w) {
+int64_t b2s_fw_dio_slack(const b2s_fwriter *w) {
   return w->dfd >= 0 ? w->dio_align : 0;
 }
 
 static int dio_pwrite(b2s_fwriter *w, size_t n, int64_t pos) {
-  int rc = fw_pwrite(w, w->dfd, w->stage, n, pos);
+  int rc = b2s_fw_pwrite(w, w->dfd, w->stage, n, pos);
   if (rc == 0 && pos + (int64_t)n > w->file_end)
     w->file_end = pos + (int64_t)n;
   return rc;
@@ -182,7 +182,7 @@ static int dio_pwrite(b2s_fwriter *w, size_t n, int64_t pos) {
  * begin, may still be in flight: two writes reach the device at once
  * instead of one after the other, and both are done before this returns
  * (a commit record must never name bytes still on their way). */
-int fw_dio_flush(b2s_fwriter *w) {
+int b2s_fw_dio_flush(b2s_fwriter *w) {
   if (w->dfd < 0)
     return 0;
   if (!w->stage_ok || w->stage_len == 0)
@@ -202,7 +202,7 @@ int fw_dio_flush(b2s_fwriter *w) {
   return 0;
 }
 
-void fw_dio_forget(b2s_fwriter *w) { w->stage_ok = false; }
+void b2s_fw_dio_forget(b2s_fwriter *w) { w->stage_ok = false; }
 
 /* Make the stage end at pos.  Inside the stage this only drops bytes of a
  * failed append; elsewhere the stage starts over at the block holding pos,
@@ -213,7 +213,7 @@ static int stage_seek(b2s_fwriter *w, int64_t pos) {
     w->stage_len = (size_t)(pos - w->stage_pos);
     return 0;
   }
-  int rc = fw_dio_flush(w);
+  int rc = b2s_fw_dio_flush(w);
   if (rc < 0)
     return rc;
   w->stage_pos = align_down(pos, w->dio_align);
@@ -249,14 +249,14 @@ static int stage_out(b2s_fwriter *w) {
   return 0;
 }
 
-int fw_data_write(b2s_fwriter *w, const void *p, size_t n, int64_t pos) {
+int b2s_fw_data_write(b2s_fwriter *w, const void *p, size_t n, int64_t pos) {
   if (w->dfd < 0)
-    return fw_pwrite(w, w->fd, p, n, pos);
+    return b2s_fw_pwrite(w, w->fd, p, n, pos);
   /* the block holding the commit records stays in the page cache */
   int64_t lo = align_up(w->base + FW_AREA, w->dio_align);
   if (pos < lo) {
     size_t head = (size_t)(lo - pos) < n ? (size_t)(lo - pos) : n;
-    int rc = fw_pwrite(w, w->fd, p, head, pos);
+    int rc = b2s_fw_pwrite(w, w->fd, p, head, pos);
     if (rc < 0 || head == n)
       return rc;
     p = (const uint8_t *)p + head;

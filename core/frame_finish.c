@@ -23,7 +23,7 @@
 /* The header of the unpadded file, with its metalayers, into out. */
 static int plain_header(const b2s_fwriter *w, int64_t frame_len,
                         b2s_mpbuf *out) {
-  b2s_frame_header h = w->committed;   /* the state fw_compact published */
+  b2s_frame_header h = w->committed;   /* the state b2s_fw_compact published */
   h.frame_len = frame_len;
   int rc = b2s_frame_header_write(&h, &w->metas, out);
   if (rc >= 0 && (int64_t)out->len != w->base)
@@ -35,7 +35,7 @@ static int plain_header(const b2s_fwriter *w, int64_t frame_len,
  * memcpy'ed: flags 0x07 under 32 bytes of entries (its path for tiny
  * buffers), 0x17 otherwise, and the blocksize cut to the entries. */
 static void plain_index_header(uint8_t ih[B2S_HEADER_LEN], int64_t n) {
-  fw_index_header(ih, n);
+  b2s_fw_index_header(ih, n);
   if (8 * n < B2S_HEADER_LEN)
     ih[2] = 0x07;
   if (8 * n < FW_INDEX_BLOCKSIZE)
@@ -47,28 +47,28 @@ static int write_plain(b2s_fwriter *w, int fd, int64_t frame_len) {
   b2s_mpbuf hb = {0};
   int rc = plain_header(w, frame_len, &hb);
   if (rc == 0)
-    rc = fw_pwrite(w, fd, hb.data, hb.len, 0);
+    rc = b2s_fw_pwrite(w, fd, hb.data, hb.len, 0);
   b2s_mpbuf_fini(&hb);
   int64_t pos = w->base;
   if (rc == 0 && w->n > 0) {
     uint8_t ih[B2S_HEADER_LEN];
     plain_index_header(ih, w->n);
-    rc = fw_pwrite(w, fd, ih, sizeof ih, pos);
+    rc = b2s_fw_pwrite(w, fd, ih, sizeof ih, pos);
     pos += B2S_HEADER_LEN;
   }
   enum { PER = 8192 };   /* entries per write */
   if (rc == 0)
-    rc = fw_buf(w, 8 * PER);
+    rc = b2s_fw_buf(w, 8 * PER);
   for (int64_t i = 0; rc == 0 && i < w->n; i += PER) {
     int64_t k = w->n - i < PER ? w->n - i : PER;
     for (int64_t j = 0; j < k; j++)
       for (int b = 0; b < 8; b++)
         w->buf[8 * j + b] = (uint8_t)((uint64_t)w->index[i + j] >> (8 * b));
-    rc = fw_pwrite(w, fd, w->buf, (size_t)(8 * k), pos);
+    rc = b2s_fw_pwrite(w, fd, w->buf, (size_t)(8 * k), pos);
     pos += 8 * k;
   }
   if (rc == 0)
-    rc = fw_pwrite(w, fd, w->trailer.data, w->trailer.len, pos);
+    rc = b2s_fw_pwrite(w, fd, w->trailer.data, w->trailer.len, pos);
   return rc;
 }
 
@@ -76,7 +76,7 @@ static int write_plain(b2s_fwriter *w, int fd, int64_t frame_len) {
 
 /* Replace chunks.b2frame by its unpadded form (see the top). */
 static int sparse_unpad(b2s_fwriter *w) {
-  int64_t frame_len = w->base + fw_slot_need(w, w->n);
+  int64_t frame_len = w->base + b2s_fw_slot_need(w, w->n);
   int fd = openat(w->dirfd, PLAIN_NAME,
                   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0)
@@ -97,8 +97,8 @@ static int sparse_unpad(b2s_fwriter *w) {
   return fsync(w->dirfd) < 0 ? -errno : 0;
 }
 
-int fw_finish(b2s_fwriter *w) {
-  int rc = fw_compact(w);
+int b2s_fw_finish(b2s_fwriter *w) {
+  int rc = b2s_fw_compact(w);
   if (rc == 0 && w->sparse)
     rc = sparse_unpad(w);
   return rc;

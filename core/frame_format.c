@@ -1,10 +1,10 @@
 /* Frame header, metalayer section, trailer and b2nd metalayer: parsing and
- * serialisation (see frame_format.h; layout in BLOSC2_FORMAT.md 4.1-4.7, 6).
+ * serialisation (see b2s_frame_format.h; layout in BLOSC2_FORMAT.md 4.1-4.7, 6).
  *
  * Error codes name the structure that is broken (B2S_E_FRAME for the fixed
  * header, B2S_E_META, B2S_E_TRAILER, B2S_E_VLMETA, B2S_E_B2ND); the reason
  * string says what was wrong and the offset where. */
-#include "frame_format.h"
+#include "b2s_frame_format.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -27,7 +27,7 @@
 #define PACE_STEP (INT64_C(8) << 20)
 #define PACE_FROM (INT64_C(1) << 20)   /* header and commit area stay */
 
-fw_helper *fw_helper_new(void) {
+fw_helper *b2s_fw_helper_new(void) {
   fw_helper *h = calloc(1, sizeof *h);
   if (h == NULL)
     return NULL;
@@ -54,7 +54,7 @@ static bool pace_due(const fw_helper *h) {
 static void stage_write(fw_helper *h) {
   pthread_mutex_unlock(&h->mu);
   /* a throwaway writer: no fault injection, and direct writes go whole */
-  int rc = fw_pwrite(&(b2s_fwriter){.write_limit = -1, .dfd = h->dfd}, h->dfd,
+  int rc = b2s_fw_pwrite(&(b2s_fwriter){.write_limit = -1, .dfd = h->dfd}, h->dfd,
                      h->buf, h->len, h->pos);
   pthread_mutex_lock(&h->mu);
   h->rc = rc;
@@ -99,7 +99,7 @@ static void *helper_main(void *arg) {
 
 /* Signals stay with the application's threads: a write past RLIMIT_FSIZE
  * must give EFBIG here, not a SIGXFSZ that stops the process. */
-int fw_helper_start(fw_helper *h) {
+int b2s_fw_helper_start(fw_helper *h) {
   if (h->started)
     return 0;
   sigset_t all, old;
@@ -114,7 +114,7 @@ int fw_helper_start(fw_helper *h) {
   return 0;
 }
 
-void fw_helper_free(fw_helper *h) {
+void b2s_fw_helper_free(fw_helper *h) {
   if (h == NULL)
     return;
   if (h->started) {
@@ -132,15 +132,15 @@ void fw_helper_free(fw_helper *h) {
 
 /* ---- drop-behind ---------------------------------------------------------- */
 
-void fw_pace_open(b2s_fwriter *w) {
+void b2s_fw_pace_open(b2s_fwriter *w) {
   if (!w->opts.drop_behind || w->sparse || w->dfd >= 0 || w->helper != NULL)
     return;   /* no chunk data in the page cache to pace */
-  w->helper = fw_helper_new();
+  w->helper = b2s_fw_helper_new();
   if (w->helper != NULL)
     w->helper->fd = w->fd;
 }
 
-void fw_pace_note(b2s_fwriter *w) {
+void b2s_fw_pace_note(b2s_fwriter *w) {
   fw_helper *h = w->helper;
   if (h == NULL || h->dfd >= 0)
     return;
@@ -150,16 +150,16 @@ void fw_pace_note(b2s_fwriter *w) {
   pthread_cond_signal(&h->cv);
   pthread_mutex_unlock(&h->mu);
   /* the thread at the first step: small frames never need one */
-  if (due && !h->started && fw_helper_start(h) < 0) {
+  if (due && !h->started && b2s_fw_helper_start(h) < 0) {
     pthread_mutex_lock(&h->mu);
     h->fd = -1;   /* no thread, no drop-behind: it is only a hint */
     pthread_mutex_unlock(&h->mu);
   }
 }
 
-void fw_pace_stop(b2s_fwriter *w) {
+void b2s_fw_pace_stop(b2s_fwriter *w) {
   if (w->helper == NULL || w->helper->dfd >= 0)
     return;
-  fw_helper_free(w->helper);
+  b2s_fw_helper_free(w->helper);
   w->helper = NULL;
 }

@@ -14,7 +14,7 @@
  * A writer does one or the other, never both: drop-behind is for buffered
  * data only.  The thread starts at its first job, blocks every signal, and
  * shares nothing with the writer but this struct, every field of which is
- * under mu.  fw_helper_free (b2s_fwriter_free, and b2s_fwriter_close before
+ * under mu.  b2s_fw_helper_free (b2s_fwriter_free, and b2s_fwriter_close before
  * compaction when it only paces) stops and joins it; a queued stage is
  * written first.
  *
@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 enum { FW_STAGE_IDLE, FW_STAGE_QUEUED, FW_STAGE_DONE };
 
@@ -54,21 +54,21 @@ typedef struct fw_helper {
 } fw_helper;
 
 /* A helper with no job yet (dfd and fd -1), or NULL without memory. */
-fw_helper *fw_helper_new(void);
+fw_helper *b2s_fw_helper_new(void);
 /* Start the thread (once; 0 when running).  Negative errno when it cannot
  * be created. */
-int fw_helper_start(fw_helper *h);
+int b2s_fw_helper_start(fw_helper *h);
 /* Stop and join the thread (a queued stage is written first), free.
  * Accepts NULL. */
-void fw_helper_free(fw_helper *h);
+void b2s_fw_helper_free(fw_helper *h);
 
 /* Drop-behind of the writer's contiguous frame when opts.drop_behind asks
  * for it and its chunk data goes through the page cache; without memory
  * there is none (it is only a hint). */
-void fw_pace_open(b2s_fwriter *w);
+void b2s_fw_pace_open(b2s_fwriter *w);
 /* After a commit: where the chunk data ends now. */
-void fw_pace_note(b2s_fwriter *w);
+void b2s_fw_pace_note(b2s_fwriter *w);
 /* No more drop-behind (before compaction moves the data's end). */
-void fw_pace_stop(b2s_fwriter *w);
+void b2s_fw_pace_stop(b2s_fwriter *w);
 
 #endif

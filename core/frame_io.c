@@ -6,7 +6,7 @@
 #include "frame_io.h"
 #include "fwriter_internal.h"
 
-int fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos) {
+int b2s_fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos) {
   const uint8_t *s = p;
   /* direct writes go whole (see frame_dio.c): pieces only add round trips */
   bool direct = w->dfd >= 0 && fd == w->dfd;
@@ -16,7 +16,7 @@ int fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos) {
     int64_t left = w->write_limit - w->written;
     if (left < (int64_t)n) {
       if (left > 0) {
-        int rc = fw_pwrite(&(b2s_fwriter){.write_limit = -1, .dfd = -1},
+        int rc = b2s_fw_pwrite(&(b2s_fwriter){.write_limit = -1, .dfd = -1},
                            direct ? w->fd : fd, p, (size_t)left, pos);
         if (rc < 0)
           return rc;
@@ -40,7 +40,7 @@ int fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos) {
   return 0;
 }
 
-int fw_pread(int fd, void *p, size_t n, int64_t pos) {
+int b2s_fw_pread(int fd, void *p, size_t n, int64_t pos) {
   uint8_t *d = p;
   while (n > 0) {
     ssize_t k = pread(fd, d, n, (off_t)pos);
@@ -57,7 +57,7 @@ int fw_pread(int fd, void *p, size_t n, int64_t pos) {
   return 0;
 }
 
-int fw_sync(b2s_fwriter *w) {
+int b2s_fw_sync(b2s_fwriter *w) {
   if (w->opts.sync != B2S_SYNC_FULL)
     return 0;
   return fdatasync(w->fd) < 0 ? -errno : 0;

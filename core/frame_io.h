@@ -1,6 +1,6 @@
 /* Raw frame file I/O (frame_io.c), under everything else the writer does:
  * frame_commit.c, frame_dio.c, frame_wopen.c, frame_writer.c and
- * frame_recover.c call it, and the reader (frame.c) its fw_pread; it calls
+ * frame_recover.c call it, and the reader (frame.c) its b2s_fw_pread; it calls
  * nothing of theirs.  Internal to core.
  *
  * Ownership: buffers stay the caller's; the descriptors are the writer's
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 /* Writes go out in pieces: one large write makes the page cache use large
  * folios there, and every later small write into such a folio (the index
@@ -25,10 +25,10 @@
 /* Write n bytes at pos of fd, all of them or an error; counts them in
  * w->written and honours w->write_limit (the fault-injection hook).  A
  * write on w->dfd goes whole, others in pieces. */
-int fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos);
+int b2s_fw_pwrite(b2s_fwriter *w, int fd, const void *p, size_t n, int64_t pos);
 /* Read n bytes at pos; B2S_E_TRUNCATED when the file ends first. */
-int fw_pread(int fd, void *p, size_t n, int64_t pos);
+int b2s_fw_pread(int fd, void *p, size_t n, int64_t pos);
 /* fdatasync of the writer's file under B2S_SYNC_FULL, else nothing. */
-int fw_sync(b2s_fwriter *w);
+int b2s_fw_sync(b2s_fwriter *w);
 
 #endif

@@ -1,4 +1,4 @@
-/* See frame_lock.h. */
+/* See b2s_frame_lock.h. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "b2s_errors.h"
-#include "frame_lock.h"
+#include "b2s_frame_lock.h"
 
 /* Errors of a file system that offers no flock: NFS mounted with
  * nolock (ENOLCK), or NFS emulating it with record locks, which need a

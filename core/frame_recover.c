@@ -7,7 +7,7 @@
  * `deep`) must decode.  The first candidate that passes is made the newest
  * record; if none does, the original header bytes are put back.
  *
- * Recovery holds the frame's lock (frame_lock.h) throughout: beside a
+ * Recovery holds the frame's lock (b2s_frame_lock.h) throughout: beside a
  * live writer, chunk files it has written but not yet committed would
  * look like orphans. */
 #include <dirent.h>
@@ -21,92 +21,6 @@
 
 #include "frame_io.h"
 #include "fwriter_internal.h"
-
-#define BASE_SCAN_MAX (INT64_C(64) << 20)
-
-typedef struct rfile {
-  bool sparse;
-  int fd, dirfd;
-  int lockfd;                      /* the frame's lock, or -1 */
-  int64_t size, base;
-} rfile;
-
-static void rfile_close(rfile *r) {
-  if (r->lockfd >= 0)
-    close(r->lockfd);
-  if (r->fd >= 0)
-    close(r->fd);
-  if (r->dirfd >= 0)
-    close(r->dirfd);
-}
-
-/* The natural header length, from the metalayer section, which no commit
- * rewrites. */
-static int find_base(rfile *r) {
-  int64_t len = r->size < BASE_SCAN_MAX ? r->size : BASE_SCAN_MAX;
-  if (len < B2S_FRAME_HEADER_FIXED)
-    return B2S_E_TRUNCATED;
-  uint8_t *buf = malloc((size_t)len);
-  if (buf == NULL)
-    return B2S_E_NOMEM;
-  b2s_frame_metas m;
-  b2s_frame_metas_init(&m);
-  int rc = fw_pread(r->fd, buf, (size_t)len, 0);
-  if (rc == 0)
-    rc = b2s_frame_metas_parse(buf, (size_t)len, &m, NULL);
-  if (rc == 0) {
-    r->base = b2s_frame_header_size(&m);
-    rc = r->base < 0 ? (int)r->base : 0;
-  }
-  b2s_frame_metas_fini(&m);
-  free(buf);
-  return rc;
-}
-
-/* With `lock`, the frame's lock is taken first: recovery rewrites the
- * header and removes files, which must never happen beside a writer. */
-static int rfile_open(const char *path, bool lock, rfile *r) {
-  *r = (rfile){.fd = -1, .dirfd = -1, .lockfd = -1};
-  struct stat sb;
-  int rc = lock ? b2s_frame_lock(path, &r->lockfd) : 0;
-  if (rc < 0)
-    return rc;
-  if (stat(path, &sb) < 0)
-    return -errno;
-  r->sparse = S_ISDIR(sb.st_mode);
-  if (r->sparse) {
-    r->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (r->dirfd < 0)
-      return -errno;
-    r->fd = openat(r->dirfd, B2S_SFRAME_INDEX_FILE, O_RDWR | O_CLOEXEC);
-  } else {
-    r->fd = open(path, O_RDWR | O_CLOEXEC);
-  }
-  if (r->fd < 0 || fstat(r->fd, &sb) < 0)
-    return -errno;
-  r->size = (int64_t)sb.st_size;
-  return find_base(r);
-}
-
-/* Open path's frame file and read its commit records. */
-static int open_records(const char *path, bool lock, rfile *r,
-                        fw_record rec[2], int *nvalid) {
-  *nvalid = 0;
-  int rc = rfile_open(path, lock, r);
-  if (rc == 0)
-    rc = fw_records_read(r->fd, r->base, rec, nvalid);
-  return rc;
-}
-
-int fw_has_records(const char *path) {
-  rfile r;
-  fw_record rec[2];
-  int nvalid;
-  /* a writer asks, holding the lock already */
-  int rc = open_records(path, false, &r, rec, &nvalid);
-  rfile_close(&r);
-  return rc < 0 ? rc : nvalid > 0;
-}
 
 /* Chunks a candidate must decode: those its commit wrote (a cframe's
  * bytes from fresh_from on), every chunk with `deep`; sparse chunk files
@@ -148,11 +62,11 @@ static int check_chunks(b2s_frame *f, const fw_record *rec, bool deep,
 }
 
 /* Write rec's header and see whether the frame holds up. */
-static int try_record(const char *path, rfile *r, const fw_record *rec,
+static int try_record(const char *path, fw_rfile *r, const fw_record *rec,
                       bool deep, b2s_recover_report *rep,
                       b2s_frame_error *err) {
   b2s_fwriter io = {.write_limit = -1, .dfd = -1};
-  int rc = fw_pwrite(&io, r->fd, rec->header, B2S_FRAME_HEADER_FIXED, 0);
+  int rc = b2s_fw_pwrite(&io, r->fd, rec->header, B2S_FRAME_HEADER_FIXED, 0);
   if (rc < 0)
     return rc;
   b2s_frame *f;
@@ -168,21 +82,21 @@ static int try_record(const char *path, rfile *r, const fw_record *rec,
 }
 
 /* Make rec the newest record so writers resume from it. */
-static int promote(rfile *r, const fw_record *rec, uint64_t newest) {
+static int promote(fw_rfile *r, const fw_record *rec, uint64_t newest) {
   fw_record p = *rec;
   if (p.seq == newest)
     return 0;
   p.seq = newest + 1;
   uint8_t raw[FW_REC_SIZE];
-  fw_record_encode(&p, raw);
+  b2s_fw_record_encode(&p, raw);
   b2s_fwriter io = {.write_limit = -1, .dfd = -1};
-  return fw_pwrite(&io, r->fd, raw, FW_REC_USED,
+  return b2s_fw_pwrite(&io, r->fd, raw, FW_REC_USED,
                    r->base + FW_REC_OFF + (int64_t)(p.seq & 1) * FW_REC_SIZE);
 }
 
 /* Sparse frames: chunk files no index entry names (writes of an
  * interrupted commit, or deletions not yet carried out). */
-static int remove_orphans(const char *path, rfile *r, b2s_recover_report *rep) {
+static int remove_orphans(const char *path, fw_rfile *r, b2s_recover_report *rep) {
   b2s_frame *f;
   int rc = b2s_frame_open(path, &f, NULL);
   if (rc < 0)
@@ -227,7 +141,7 @@ static int drop_entries(b2s_fwriter *w, const bool *gone) {
   int rc = 0;
   for (int64_t i = 0; rc == 0 && i < w->n; i++) {
     int32_t cb = 0;
-    if (!gone[i] && (rc = fw_entry_sizes(w, i, &nb[i], &cb)) == 0) {
+    if (!gone[i] && (rc = b2s_fw_entry_sizes(w, i, &nb[i], &cb)) == 0) {
       nbytes += nb[i];
       stored += cb;
     }
@@ -247,11 +161,11 @@ static int drop_entries(b2s_fwriter *w, const bool *gone) {
   w->n = k;
   w->hdr.nbytes = nbytes;
   w->stored_bytes = stored;
-  fw_touch(w, first);
+  b2s_fw_touch(w, first);
   return b2s_fwriter_commit(w);
 }
 
-static int drop_missing(const char *path, rfile *r, b2s_recover_report *rep) {
+static int drop_missing(const char *path, fw_rfile *r, b2s_recover_report *rep) {
   b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
   o.sync = B2S_SYNC_FULL;
   o.compact_on_close = false;
@@ -260,7 +174,7 @@ static int drop_missing(const char *path, rfile *r, b2s_recover_report *rep) {
   if (lockfd < 0)
     return -errno;
   b2s_fwriter *w = NULL;
-  int rc = fw_open_locked(path, &o, &lockfd, &w, NULL, true);
+  int rc = b2s_fw_open_locked(path, &o, &lockfd, &w, NULL, true);
   if (lockfd >= 0)
     close(lockfd);
   bool *gone = rc == 0 ? calloc((size_t)w->n + 1, 1) : NULL;
@@ -282,17 +196,17 @@ static int drop_missing(const char *path, rfile *r, b2s_recover_report *rep) {
   return rc;
 }
 
-static int sync_file(rfile *r) {
+static int sync_file(fw_rfile *r) {
   if (fsync(r->fd) < 0)
     return -errno;
   return r->sparse && fsync(r->dirfd) < 0 ? -errno : 0;
 }
 
-static int recover_from_records(const char *path, rfile *r, fw_record *rec,
+static int recover_from_records(const char *path, fw_rfile *r, fw_record *rec,
                                 int nvalid, bool deep, b2s_recover_report *rep,
                                 b2s_frame_error *err) {
   uint8_t orig[B2S_FRAME_HEADER_FIXED];
-  int rc = fw_pread(r->fd, orig, sizeof orig, 0);
+  int rc = b2s_fw_pread(r->fd, orig, sizeof orig, 0);
   if (rc < 0)
     return rc;
   for (int k = 0; k < nvalid; k++) {
@@ -308,7 +222,7 @@ static int recover_from_records(const char *path, rfile *r, fw_record *rec,
     }
   }
   b2s_fwriter io = {.write_limit = -1, .dfd = -1};
-  fw_pwrite(&io, r->fd, orig, sizeof orig, 0);
+  b2s_fw_pwrite(&io, r->fd, orig, sizeof orig, 0);
   return B2S_E_UNRECOVERABLE;
 }
 
@@ -332,16 +246,16 @@ int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
     b2s_frame_error_clear(err);
   if (path == NULL)
     return B2S_E_ARG;
-  rfile r;
+  fw_rfile r;
   fw_record rec[2];
   int nvalid;
-  int rc = open_records(path, true, &r, rec, &nvalid);
+  int rc = b2s_fw_rfile_records(path, true, &r, rec, &nvalid);
   if (rc < 0) {
-    rfile_close(&r);
+    b2s_fw_rfile_close(&r);
     return rc;
   }
   uint8_t cur[B2S_FRAME_HEADER_FIXED];
-  rc = fw_pread(r.fd, cur, sizeof cur, 0);
+  rc = b2s_fw_pread(r.fd, cur, sizeof cur, 0);
   b2s_frame *f = NULL;
   bool opens = rc == 0 && b2s_frame_open(path, &f, err) == 0;
   bool current = nvalid > 0 && memcmp(cur, rec[0].header, sizeof cur) == 0;
@@ -369,6 +283,6 @@ int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
     rc = drop_missing(path, &r, rep);
     rep->nchunks -= rep->missing_files;
   }
-  rfile_close(&r);
+  b2s_fw_rfile_close(&r);
   return rc;
 }

@@ -1,6 +1,6 @@
 /* Frame writer: create, open (our own frames, or a one-time rewrite of a
  * frame written elsewhere into our layout) and close.  A writer holds its
- * frame's lock (frame_lock.h) from before it reads anything until it is
+ * frame's lock (b2s_frame_lock.h) from before it reads anything until it is
  * freed. */
 #define _GNU_SOURCE   /* renameat2 */
 #include <errno.h>
@@ -34,9 +34,9 @@ static int open_files(b2s_fwriter *w, const char *path, const char *index_name,
   } else {
     w->fd = open(path, O_RDWR | O_CLOEXEC | oflags, 0666);
     if (w->fd >= 0 && w->opts.direct_io)
-      fw_dio_open(w, path);
+      b2s_fw_dio_open(w, path);
     if (w->fd >= 0)
-      fw_pace_open(w);   /* only when the data goes through the cache */
+      b2s_fw_pace_open(w);   /* only when the data goes through the cache */
   }
   return w->fd < 0 ? -errno : 0;
 }
@@ -48,11 +48,11 @@ static int start_new(b2s_fwriter *w) {
   int rc = b2s_frame_header_write(&w->hdr, &w->metas, &hb);
   if (rc >= 0) {
     w->base = (int64_t)hb.len;
-    rc = fw_pwrite(w, w->fd, hb.data, hb.len, 0);
+    rc = b2s_fw_pwrite(w, w->fd, hb.data, hb.len, 0);
   }
   b2s_mpbuf_fini(&hb);
   if (rc == 0)
-    rc = fw_layout_init(w);
+    rc = b2s_fw_layout_init(w);
   w->file_end = w->base;
   w->dirty = true;
   return rc < 0 ? rc : b2s_fwriter_commit(w);
@@ -124,15 +124,15 @@ int b2s_fwriter_create(const char *path, bool sparse,
   char tmp[PATH_MAX];
   if (snprintf(tmp, sizeof tmp, "%s" ADOPT_SUFFIX, path) >= PATH_MAX)
     return B2S_E_ARG;
-  b2s_fwriter *w = fw_alloc(sparse, opts);
+  b2s_fwriter *w = b2s_fw_alloc(sparse, opts);
   if (w == NULL)
     return B2S_E_NOMEM;
   const b2s_cparams *cp = &w->opts.cparams;
-  if (cp->clevel < 0 || cp->clevel > 9 || cp->typesize < 1 ||
-      cp->splitmode < 1 || cp->splitmode > 4)
-    return fail(w, B2S_E_ARG);
-  fw_header_defaults(&w->hdr, cp, sparse);
-  int rc = fw_copy_metas(&w->metas, metas);
+  int rc = b2s_cparams_check(cp);
+  if (rc < 0)
+    return fail(w, rc);
+  b2s_fw_header_defaults(&w->hdr, cp, sparse);
+  rc = b2s_fw_copy_metas(&w->metas, metas);
   if (rc < 0)
     return fail(w, rc);
   struct stat sb;
@@ -163,9 +163,9 @@ int b2s_fwriter_create(const char *path, bool sparse,
 /* Take header, metalayers, vlmetalayers and index from a reader. */
 static int load_model(b2s_fwriter *w, b2s_frame *f) {
   w->hdr = *b2s_frame_header_get(f);
-  int rc = fw_copy_metas(&w->metas, b2s_frame_metalayers(f));
+  int rc = b2s_fw_copy_metas(&w->metas, b2s_frame_metalayers(f));
   if (rc == 0)
-    rc = fw_copy_metas(&w->vlmetas, b2s_frame_vlmetalayers(f));
+    rc = b2s_fw_copy_metas(&w->vlmetas, b2s_frame_vlmetalayers(f));
   int64_t n = b2s_frame_nchunks(f);
   w->index = malloc((size_t)(n > 0 ? n : 1) * sizeof *w->index);
   if (rc == 0 && w->index == NULL)
@@ -175,14 +175,14 @@ static int load_model(b2s_fwriter *w, b2s_frame *f) {
   if (n > 0)
     memcpy(w->index, b2s_frame_index(f), (size_t)n * sizeof *w->index);
   w->n = w->cap = n;
-  w->base = fw_natural_base(&w->metas);
+  w->base = b2s_fw_natural_base(&w->metas);
   w->trailer_dirty = true;
   return w->base < 0 ? (int)w->base : 0;
 }
 
 static int mark_ids(b2s_fwriter *w) {
   for (int64_t i = 0; i < w->n; i++) {
-    int rc = w->index[i] >= 0 ? fw_id_mark(w, w->index[i]) : 0;
+    int rc = w->index[i] >= 0 ? b2s_fw_id_mark(w, w->index[i]) : 0;
     if (rc < 0)
       return rc;
   }
@@ -225,7 +225,7 @@ static int resume(b2s_fwriter *w, const fw_record *r) {
   /* last chunk's size for the chunksize rules; a lost chunk file (which
    * recovery is about to drop) counts as a full chunk */
   int32_t cb;
-  rc = fw_entry_sizes(w, w->n - 1, &w->last_nbytes, &cb);
+  rc = b2s_fw_entry_sizes(w, w->n - 1, &w->last_nbytes, &cb);
   if (rc == -ENOENT && w->sparse) {
     w->last_nbytes = w->hdr.chunksize;
     rc = 0;
@@ -245,13 +245,13 @@ static int adopt_chunk(b2s_fwriter *w, b2s_frame *f, int64_t i,
   if (rc == -ENOENT && w->sparse && lost_ok)
     rc = 0;
   if (rc == 0 && e >= 0 && !w->sparse) {
-    rc = fw_make_room(w, cb);
+    rc = b2s_fw_make_room(w, cb);
     if (rc == 0)
-      rc = fw_buf(w, (size_t)cb);
+      rc = b2s_fw_buf(w, (size_t)cb);
     if (rc == 0)
       rc = b2s_frame_chunk_read(f, i, w->buf, (size_t)cb);
     if (rc >= 0)
-      rc = fw_pwrite(w, w->fd, w->buf, (size_t)cb, w->base + w->data_end);
+      rc = b2s_fw_pwrite(w, w->fd, w->buf, (size_t)cb, w->base + w->data_end);
     if (rc == 0) {
       e = w->data_end;
       w->data_end += cb;
@@ -275,7 +275,7 @@ static int adopt(const char *path, bool sparse, b2s_frame *f,
   const char *name = B2S_SFRAME_INDEX_FILE ADOPT_SUFFIX;
   if (snprintf(tmp, sizeof tmp, "%s" ADOPT_SUFFIX, path) >= PATH_MAX)
     return B2S_E_ARG;
-  b2s_fwriter *w = fw_alloc(sparse, opts);
+  b2s_fwriter *w = b2s_fw_alloc(sparse, opts);
   if (w == NULL)
     return B2S_E_NOMEM;
   int rc = load_model(w, f);
@@ -307,11 +307,11 @@ static int adopt(const char *path, bool sparse, b2s_frame *f,
     rc = adopt_chunk(w, f, i, lost_ok);
   if (rc == 0) {
     w->hdr = keep;
-    fw_touch(w, 0);
+    b2s_fw_touch(w, 0);
     rc = sparse ? mark_ids(w) : 0;
   }
   if (rc == 0)
-    rc = fw_compact(w);
+    rc = b2s_fw_compact(w);
   if (rc == 0 && fsync(w->fd) < 0)
     rc = -errno;
   if (rc == 0 && (sparse ? renameat(w->dirfd, name, w->dirfd,
@@ -332,7 +332,7 @@ static int classify(b2s_fwriter *w, b2s_frame *f, fw_record *cur,
                     bool *ours) {
   fw_record rec[2];
   int nvalid;
-  int rc = fw_records_read(w->fd, w->base, rec, &nvalid);
+  int rc = b2s_fw_records_read(w->fd, w->base, rec, &nvalid);
   if (rc < 0)
     return rc;
   uint8_t hdr[B2S_FRAME_HEADER_FIXED];
@@ -350,7 +350,7 @@ static int classify(b2s_fwriter *w, b2s_frame *f, fw_record *cur,
 static int open_existing(const char *path, bool sparse,
                          const b2s_fwriter_opts *opts, b2s_frame *f,
                          int *lockfd, b2s_fwriter **out) {
-  b2s_fwriter *w = fw_alloc(sparse, opts);
+  b2s_fwriter *w = b2s_fw_alloc(sparse, opts);
   if (w == NULL)
     return B2S_E_NOMEM;
   int rc = load_model(w, f);
@@ -373,7 +373,7 @@ static int open_existing(const char *path, bool sparse,
   return 0;
 }
 
-int fw_open_locked(const char *path, const b2s_fwriter_opts *opts,
+int b2s_fw_open_locked(const char *path, const b2s_fwriter_opts *opts,
                    int *lockfd, b2s_fwriter **out, b2s_frame_error *err,
                    bool lost_ok) {
   struct stat sb;
@@ -383,7 +383,7 @@ int fw_open_locked(const char *path, const b2s_fwriter_opts *opts,
   b2s_frame *f = NULL;
   int rc = b2s_frame_open(path, &f, err);
   if (rc < 0)   /* with commit records, recovery may restore it */
-    return fw_has_records(path) > 0 ? B2S_E_RECOVER : rc;
+    return b2s_fw_has_records(path) > 0 ? B2S_E_RECOVER : rc;
   rc = open_existing(path, sparse, opts, f, lockfd, out);
   if (rc == 1) {
     rc = adopt(path, sparse, f, opts, lockfd, lost_ok);
@@ -410,7 +410,7 @@ int b2s_fwriter_open(const char *path, const b2s_fwriter_opts *opts,
   int lockfd;
   int rc = b2s_frame_lock(path, &lockfd);
   if (rc == 0)
-    rc = fw_open_locked(path, opts, &lockfd, out, err, false);
+    rc = b2s_fw_open_locked(path, opts, &lockfd, out, err, false);
   if (lockfd >= 0)
     close(lockfd);
   return rc;
@@ -420,9 +420,9 @@ int b2s_fwriter_close(b2s_fwriter *w) {
   if (w == NULL)
     return B2S_E_ARG;
   int rc = b2s_fwriter_commit(w);
-  fw_pace_stop(w);   /* before compaction moves the data's end */
+  b2s_fw_pace_stop(w);   /* before compaction moves the data's end */
   if (rc == 0 && w->opts.compact_on_close)
-    rc = fw_finish(w);
+    rc = b2s_fw_finish(w);
   b2s_fwriter_free(w);
   return rc;
 }

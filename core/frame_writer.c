@@ -18,19 +18,19 @@
 
 /* ---- model helpers ------------------------------------------------------------ */
 
-int64_t fw_natural_base(const b2s_frame_metas *metas) {
+int64_t b2s_fw_natural_base(const b2s_frame_metas *metas) {
   return b2s_frame_header_size(metas);
 }
 
 /* The index changed at position pos: slots must rewrite from there. */
-void fw_touch(b2s_fwriter *w, int64_t pos) {
+void b2s_fw_touch(b2s_fwriter *w, int64_t pos) {
   for (int s = 0; s < 2; s++)
     if (w->valid[s] > pos)
       w->valid[s] = pos;
   w->dirty = true;
 }
 
-void fw_header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
+void b2s_fw_header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
                         bool sparse) {
   memset(h, 0, sizeof *h);
   h->general_flags = 2 | B2S_FRAME_GF_OFFSETS64;
@@ -64,7 +64,7 @@ static b2s_cparams header_cparams(const b2s_frame_header *h) {
   return cp;
 }
 
-b2s_fwriter *fw_alloc(bool sparse, const b2s_fwriter_opts *opts) {
+b2s_fwriter *b2s_fw_alloc(bool sparse, const b2s_fwriter_opts *opts) {
   b2s_fwriter *w = calloc(1, sizeof *w);
   if (w == NULL)
     return NULL;
@@ -89,9 +89,9 @@ void b2s_fwriter_free(b2s_fwriter *w) {
     return;
   for (int i = 0; i < w->nsync; i++)
     close(w->sync_fds[i]);
-  fw_helper_free(w->helper);   /* first: it may be writing with dfd */
+  b2s_fw_helper_free(w->helper);   /* first: it may be writing with dfd */
   w->helper = NULL;
-  fw_dio_close(w);
+  b2s_fw_dio_close(w);
   if (w->fd >= 0)
     close(w->fd);
   if (w->dirfd >= 0)
@@ -110,7 +110,7 @@ void b2s_fwriter_free(b2s_fwriter *w) {
   free(w);
 }
 
-int fw_copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src) {
+int b2s_fw_copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src) {
   for (int32_t i = 0; src != NULL && i < src->n; i++) {
     int rc = b2s_frame_metas_add(dst, src->items[i].name, src->items[i].content,
                                  src->items[i].len);
@@ -138,7 +138,7 @@ static int index_reserve(b2s_fwriter *w, int64_t n) {
 
 /* ---- sparse chunk ids --------------------------------------------------------- */
 
-int fw_id_mark(b2s_fwriter *w, int64_t id) {
+int b2s_fw_id_mark(b2s_fwriter *w, int64_t id) {
   int64_t word = id / 64;
   if (word >= w->ids_words) {
     int64_t nw = w->ids_words ? w->ids_words * 2 : 64;
@@ -163,7 +163,7 @@ static int64_t id_alloc(b2s_fwriter *w) {
     id++;
   if (id > (int64_t)UINT32_MAX)
     return B2S_E_CHUNK_ID;
-  int rc = fw_id_mark(w, id);
+  int rc = b2s_fw_id_mark(w, id);
   if (rc < 0)
     return rc;
   w->id_hint = id + 1;
@@ -208,7 +208,7 @@ static int write_chunk_file(b2s_fwriter *w, int64_t id, const void *chunk,
                   0666);
   if (fd < 0)
     return -errno;
-  int rc = fw_pwrite(w, fd, chunk, cbytes, 0);
+  int rc = b2s_fw_pwrite(w, fd, chunk, cbytes, 0);
   if (rc < 0) {
     close(fd);
     return rc;
@@ -235,9 +235,9 @@ static int store_chunk(b2s_fwriter *w, const void *chunk, int32_t cbytes,
     }
     *entry = id;
   } else {
-    rc = fw_make_room(w, cbytes + fw_dio_slack(w));
+    rc = b2s_fw_make_room(w, cbytes + b2s_fw_dio_slack(w));
     if (rc == 0)
-      rc = fw_data_write(w, chunk, (size_t)cbytes, w->base + w->data_end);
+      rc = b2s_fw_data_write(w, chunk, (size_t)cbytes, w->base + w->data_end);
     if (rc < 0)
       return rc;
     *entry = w->data_end;
@@ -250,7 +250,7 @@ static int store_chunk(b2s_fwriter *w, const void *chunk, int32_t cbytes,
 }
 
 /* nbytes and cbytes (0 for special entries) of chunk i as stored now. */
-int fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
+int b2s_fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
                    int32_t *cbytes) {
   int64_t e = w->index[i];
   if (e < 0) {
@@ -269,12 +269,12 @@ int fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
     int fd = openat(w->dirfd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       return -errno;
-    rc = fw_pread(fd, h, sizeof h, 0);
+    rc = b2s_fw_pread(fd, h, sizeof h, 0);
     close(fd);
   } else {
-    rc = fw_dio_flush(w);
+    rc = b2s_fw_dio_flush(w);
     if (rc == 0)
-      rc = fw_pread(w->fd, h, sizeof h, w->base + e);
+      rc = b2s_fw_pread(w->fd, h, sizeof h, w->base + e);
   }
   if (rc < 0)
     return rc;
@@ -301,7 +301,7 @@ static bool entry_shared(const b2s_fwriter *w, int64_t i) {
  * uses stays. */
 static int release_entry(b2s_fwriter *w, int64_t i, int32_t *old_nbytes) {
   int32_t cb = 0;
-  int rc = fw_entry_sizes(w, i, old_nbytes, &cb);
+  int rc = b2s_fw_entry_sizes(w, i, old_nbytes, &cb);
   if (rc < 0)
     return rc;
   if (w->index[i] >= 0 && !entry_shared(w, i)) {
@@ -343,7 +343,7 @@ static int go_variable(b2s_fwriter *w) {
       continue;
     int32_t nb = 0, cb = 0;
     uint8_t chunk[64];
-    int rc = fw_entry_sizes(w, i, &nb, &cb);
+    int rc = b2s_fw_entry_sizes(w, i, &nb, &cb);
     if (rc >= 0)
       rc = special_as_chunk(w, b2s_frame_entry_kind(e), nb, w->hdr.typesize,
                             chunk);
@@ -351,7 +351,7 @@ static int go_variable(b2s_fwriter *w) {
       rc = store_chunk(w, chunk, rc, &w->index[i]);
     if (rc < 0)
       return rc;
-    fw_touch(w, i);
+    b2s_fw_touch(w, i);
   }
   w->hdr.chunksize = 0;
   w->hdr.general_flags = (uint8_t)((w->hdr.general_flags & ~0x0f) | 3 |
@@ -446,7 +446,7 @@ int b2s_fwriter_insert(b2s_fwriter *w, int64_t pos, const void *chunk,
     w->last_nbytes = in.ci.nbytes;
   w->n++;
   w->hdr.nbytes += in.ci.nbytes;
-  fw_touch(w, pos);
+  b2s_fw_touch(w, pos);
   return 0;
 }
 
@@ -470,7 +470,7 @@ int64_t b2s_fwriter_append_again(b2s_fwriter *w) {
   w->index[w->n] = w->index[w->n - 1];
   w->n++;
   w->hdr.nbytes += nb;
-  fw_touch(w, w->n - 1);
+  b2s_fw_touch(w, w->n - 1);
   return w->n;
 }
 
@@ -480,7 +480,7 @@ int64_t b2s_fwriter_append_buffer(b2s_fwriter *w, b2s_ctx *ctx,
     return B2S_E_ARG;
   b2s_cparams cp = header_cparams(&w->hdr);
   int32_t cap = nbytes + B2S_MAX_OVERHEAD;
-  int rc = fw_buf(w, (size_t)cap);
+  int rc = b2s_fw_buf(w, (size_t)cap);
   if (rc < 0)
     return rc;
   rc = b2s_compress(ctx ? ctx : w->ctx, &cp, src, nbytes, w->buf, cap);
@@ -517,13 +517,13 @@ int b2s_fwriter_update(b2s_fwriter *w, int64_t pos, const void *chunk,
   w->hdr.nbytes += in.ci.nbytes - old_nb;
   if (pos == w->n - 1)
     w->last_nbytes = in.ci.nbytes;
-  fw_touch(w, pos);
+  b2s_fw_touch(w, pos);
   return 0;
 }
 
 static int refresh_last(b2s_fwriter *w) {
   int32_t nb = 0, cb;
-  int rc = w->n > 0 ? fw_entry_sizes(w, w->n - 1, &nb, &cb) : 0;
+  int rc = w->n > 0 ? b2s_fw_entry_sizes(w, w->n - 1, &nb, &cb) : 0;
   if (rc == 0)
     w->last_nbytes = nb;
   return rc;
@@ -542,7 +542,7 @@ int b2s_fwriter_delete(b2s_fwriter *w, int64_t pos) {
           (size_t)(w->n - pos - 1) * sizeof *w->index);
   w->n--;
   w->hdr.nbytes -= old_nb;
-  fw_touch(w, pos);
+  b2s_fw_touch(w, pos);
   return refresh_last(w);
 }
 
@@ -569,7 +569,7 @@ int b2s_fwriter_reorder(b2s_fwriter *w, const int64_t *order, int64_t n) {
     for (int64_t i = 0; i < n; i++)
       next[i] = w->index[order[i]];
     memcpy(w->index, next, (size_t)n * sizeof *next);
-    fw_touch(w, first);
+    b2s_fw_touch(w, first);
     rc = refresh_last(w);
   }
   free(seen);

@@ -6,9 +6,9 @@
 #ifndef B2S_FWRITER_INTERNAL_H
 #define B2S_FWRITER_INTERNAL_H
 
-#include "frame_lock.h"
-#include "frame_writer.h"
-#include "msgpack.h"
+#include "b2s_frame_lock.h"
+#include "b2s_frame_writer.h"
+#include "b2s_msgpack.h"
 
 /* The commit area: AREA bytes right after the natural header.  The two
  * records sit in its second half so that the trailer of an empty
@@ -47,7 +47,7 @@ struct b2s_fwriter {
   bool sparse;
   int fd;                          /* cframe file, or chunks.b2frame */
   int dirfd;                       /* sparse frame directory, or -1 */
-  int lockfd;                      /* holds the frame's lock (frame_lock.h),
+  int lockfd;                      /* holds the frame's lock (b2s_frame_lock.h),
                                       or -1 */
   b2s_fwriter_opts opts;
 
@@ -104,55 +104,70 @@ struct b2s_fwriter {
 };
 
 /* frame_commit.c */
-int fw_buf(b2s_fwriter *w, size_t n);
-int fw_layout_init(b2s_fwriter *w);
-int fw_make_room(b2s_fwriter *w, int64_t cbytes);
-int fw_compact(b2s_fwriter *w);
-int64_t fw_slot_need(const b2s_fwriter *w, int64_t n);
-void fw_index_header(uint8_t out[B2S_HEADER_LEN], int64_t n);
-void fw_record_encode(const fw_record *r, uint8_t out[FW_REC_SIZE]);
-bool fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r);
-int fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid);
+int b2s_fw_buf(b2s_fwriter *w, size_t n);
+int b2s_fw_layout_init(b2s_fwriter *w);
+int b2s_fw_make_room(b2s_fwriter *w, int64_t cbytes);
+int b2s_fw_compact(b2s_fwriter *w);
+int64_t b2s_fw_slot_need(const b2s_fwriter *w, int64_t n);
+void b2s_fw_index_header(uint8_t out[B2S_HEADER_LEN], int64_t n);
+void b2s_fw_record_encode(const fw_record *r, uint8_t out[FW_REC_SIZE]);
+bool b2s_fw_record_decode(const uint8_t in[FW_REC_SIZE], fw_record *r);
+int b2s_fw_records_read(int fd, int64_t base, fw_record rec[2], int *nvalid);
 
-/* frame_finish.c: compaction on close (fw_compact, then a sparse frame's
+/* frame_finish.c: compaction on close (b2s_fw_compact, then a sparse frame's
  * chunks.b2frame replaced by its unpadded form). */
-int fw_finish(b2s_fwriter *w);
+int b2s_fw_finish(b2s_fwriter *w);
 
 /* frame_dio.c */
-void fw_dio_open(b2s_fwriter *w, const char *path);
-void fw_dio_close(b2s_fwriter *w);
+void b2s_fw_dio_open(b2s_fwriter *w, const char *path);
+void b2s_fw_dio_close(b2s_fwriter *w);
 /* Bytes the reserve must keep past the chunk data for a flush's padding. */
-int64_t fw_dio_slack(const b2s_fwriter *w);
+int64_t b2s_fw_dio_slack(const b2s_fwriter *w);
 /* Write the staged chunk bytes and wait for the stage being written, if
  * any (before a commit or a read of the data). */
-int fw_dio_flush(b2s_fwriter *w);
+int b2s_fw_dio_flush(b2s_fwriter *w);
 /* The data end moved other than by appending: the stage starts over. */
-void fw_dio_forget(b2s_fwriter *w);
+void b2s_fw_dio_forget(b2s_fwriter *w);
 /* Chunk bytes at pos of a contiguous frame, direct when it can. */
-int fw_data_write(b2s_fwriter *w, const void *p, size_t n, int64_t pos);
+int b2s_fw_data_write(b2s_fwriter *w, const void *p, size_t n, int64_t pos);
 
 /* frame_writer.c */
-void fw_touch(b2s_fwriter *w, int64_t pos);
-int64_t fw_natural_base(const b2s_frame_metas *metas);
-b2s_fwriter *fw_alloc(bool sparse, const b2s_fwriter_opts *opts);
-void fw_header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
+void b2s_fw_touch(b2s_fwriter *w, int64_t pos);
+int64_t b2s_fw_natural_base(const b2s_frame_metas *metas);
+b2s_fwriter *b2s_fw_alloc(bool sparse, const b2s_fwriter_opts *opts);
+void b2s_fw_header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
                         bool sparse);
-int fw_copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src);
+int b2s_fw_copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src);
 /* nbytes and cbytes (0 for a special entry) of chunk i as stored now. */
-int fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
+int b2s_fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
                    int32_t *cbytes);
 /* Mark sparse chunk id as in use. */
-int fw_id_mark(b2s_fwriter *w, int64_t id);
+int b2s_fw_id_mark(b2s_fwriter *w, int64_t id);
 
 /* frame_wopen.c: b2s_fwriter_open with the frame's lock already held by
  * *lockfd, which moves into the writer on success (*lockfd = -1).
  * lost_ok (recovery only): a sparse frame written elsewhere opens even
  * with chunk files missing, their entries kept for the caller to drop. */
-int fw_open_locked(const char *path, const b2s_fwriter_opts *opts,
+int b2s_fw_open_locked(const char *path, const b2s_fwriter_opts *opts,
                    int *lockfd, b2s_fwriter **out, b2s_frame_error *err,
                    bool lost_ok);
 
-/* frame_recover.c: 1 when path has valid commit records, 0 when not. */
-int fw_has_records(const char *path);
+/* frame_rfile.c: a frame file opened for recovery (with `lock`, the
+ * frame's lock taken first: recovery rewrites the header and removes
+ * files, which must never happen beside a writer) at its natural header
+ * length (`base`, from the metalayer section, which no commit rewrites). */
+typedef struct fw_rfile {
+  bool sparse;
+  int fd, dirfd;
+  int lockfd;                      /* the frame's lock, or -1 */
+  int64_t size, base;
+} fw_rfile;
+int b2s_fw_rfile_open(const char *path, bool lock, fw_rfile *r);
+/* b2s_fw_rfile_open, then the commit records (*nvalid of them valid). */
+int b2s_fw_rfile_records(const char *path, bool lock, fw_rfile *r,
+                     fw_record rec[2], int *nvalid);
+void b2s_fw_rfile_close(fw_rfile *r);
+/* 1 when path has valid commit records, 0 when not. */
+int b2s_fw_has_records(const char *path);
 
 #endif

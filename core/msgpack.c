@@ -1,5 +1,5 @@
-/* Fixed-width msgpack readers and writers (see msgpack.h). */
-#include "msgpack.h"
+/* Fixed-width msgpack readers and writers (see b2s_msgpack.h). */
+#include "b2s_msgpack.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* msgpack values in any encoding on read, the shortest one on write (see
- * msgpack.h: series metadata and chunk records). */
+ * b2s_msgpack.h: series metadata and chunk records). */
 #include <string.h>
 
 #include "b2s_errors.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 /* ---- reading ------------------------------------------------------------ */
 

@@ -14,6 +14,7 @@ typedef struct {
 static const name_code codecs[] = {B2S_CODEC_NAMES(ROW)};
 static const name_code filters[] = {{"none", B2S_FILTER_NONE},
                                     B2S_FILTER_NAMES(ROW)};
+static const name_code splits[] = {B2S_SPLIT_NAMES(ROW)};
 #undef ROW
 
 #define NROWS(t) (sizeof t / sizeof t[0])
@@ -48,6 +49,10 @@ int b2s_filter_from_name(const char *name) {
 
 const char *b2s_filter_name(int filter) {
   return name_of(filters, NROWS(filters), filter);
+}
+
+const char *b2s_split_name(int splitmode) {
+  return name_of(splits, NROWS(splits), splitmode);
 }
 
 /* ---- sizes ------------------------------------------------------------- */

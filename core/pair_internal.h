@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 /* Remove chunks from the end of w until it holds `keep` (pending until the
  * next commit).  Returns how many were removed. */

@@ -481,6 +481,31 @@ static void bitunshuffle_direct(size_t ts, size_t m8, const uint8_t *src, uint8_
         }
 }
 
+/* One-pass kernels write all 8 * ts rows at once, and at the usual
+ * power-of-two row lengths those rows fall in the same L1 sets: with more
+ * rows than ways, each line is evicted before it is complete.  So they write
+ * tiles of BIT_STAGE_BYTES into a stage, and each row is copied out as one
+ * run.  Returns the items done, the rest being left to the tiled path. */
+enum { BIT_STAGE_BYTES = 4096 };
+
+static inline size_t bitshuffle_staged(const struct b2s_shuffle_kernels *k, size_t ts,
+                                       size_t m8, const uint8_t *src, uint8_t *dst,
+                                       size_t rowlen)
+{
+    if (!k->bitshuffle_items)
+        return 0;
+    _Alignas(64) uint8_t stage[BIT_STAGE_BYTES];
+    const size_t tile = BIT_STAGE_BYTES / ts, run = tile / 8;
+    size_t i = 0;
+    for (; i + tile <= m8; i += tile) {
+        if (k->bitshuffle_items(ts, tile, src + i * ts, stage, run) != tile)
+            break;
+        for (size_t r = 0; r < 8 * ts; r++)
+            memcpy(dst + r * rowlen + i / 8, stage + r * run, run);
+    }
+    return i;
+}
+
 static void bitshuffle_with(const struct b2s_shuffle_kernels *k, size_t ts,
                             size_t size, const uint8_t *src, uint8_t *dst)
 {
@@ -493,7 +518,8 @@ static void bitshuffle_with(const struct b2s_shuffle_kernels *k, size_t ts,
     } else if (m8 > 0) {
         _Alignas(64) uint8_t tmp[BIT_TILE_BYTES];
         size_t tile = bit_tile_items(ts);
-        for (size_t i0 = 0; i0 < m8; i0 += tile) {
+        size_t done = ts == 2 ? bitshuffle_staged(k, 2, m8, src, dst, rowlen) : 0;
+        for (size_t i0 = done; i0 < m8; i0 += tile) {
             size_t cnt = m8 - i0 < tile ? m8 - i0 : tile;
             k->shuffle(ts, cnt * ts, src + i0 * ts, tmp);
             for (size_t j = 0; j < ts; j++)
@@ -532,17 +558,29 @@ static void bitunshuffle_with(const struct b2s_shuffle_kernels *k, size_t ts,
 
 static const struct b2s_shuffle_kernels scalar_kernels = {
     b2s_shuffle_scalar, b2s_unshuffle_scalar, bitrow_fwd_scalar, bitrow_inv_scalar,
+    NULL,
 };
 
 #ifdef B2S_HAVE_X86_SIMD
 static const struct b2s_shuffle_kernels sse2_kernels = {
     b2s_shuffle_sse2, b2s_unshuffle_sse2, b2s_bitrow_fwd_sse2, b2s_bitrow_inv_sse2,
+    NULL,
 };
 static const struct b2s_shuffle_kernels avx2_kernels = {
     b2s_shuffle_avx2, b2s_unshuffle_avx2, b2s_bitrow_fwd_avx2, b2s_bitrow_inv_avx2,
+    NULL, /* a one-pass typesize-2 kernel measured no faster than the tiles */
 };
+#ifdef B2S_HAVE_GFNI
+static const struct b2s_shuffle_kernels gfni_kernels = {
+    b2s_shuffle_avx2, b2s_unshuffle_avx2, b2s_bitrow_fwd_gfni, b2s_bitrow_inv_gfni,
+    b2s_bitshuffle_items_gfni,
+};
+#endif
 static const struct b2s_shuffle_kernels *const level_kernels[] = {
     &scalar_kernels, &sse2_kernels, &avx2_kernels,
+#ifdef B2S_HAVE_GFNI
+    &gfni_kernels,
+#endif
 };
 #else
 static const struct b2s_shuffle_kernels *const level_kernels[] = {
@@ -558,6 +596,10 @@ static int detect_level(void)
 {
 #ifdef B2S_HAVE_X86_SIMD
     __builtin_cpu_init();
+#ifdef B2S_HAVE_GFNI
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("gfni"))
+        return 3;
+#endif
     if (__builtin_cpu_supports("avx2"))
         return 2;
     if (__builtin_cpu_supports("sse2"))

@@ -29,7 +29,7 @@ ALWAYS_INLINE void interleave_rounds(SHUF_VEC *v, size_t count, unsigned rounds)
         interleave_round(v, count);
 }
 
-static unsigned log2_pow2(size_t ts)
+static inline unsigned log2_pow2(size_t ts)
 {
     return ts == 2 ? 1 : ts == 4 ? 2 : ts == 8 ? 3 : 4;
 }

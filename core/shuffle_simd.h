@@ -24,11 +24,20 @@ typedef void (*b2s_bitrow_inv_fn)(const uint8_t *in, size_t stride,
 typedef void (*b2s_shuffle_fn)(size_t typesize, size_t size,
                                const uint8_t *src, uint8_t *dst);
 
+/* Whole bit shuffle, in one pass, of the first items of n items of
+ * `typesize` bytes, writing 8 * typesize rows rowlen bytes apart; returns how
+ * many items it did (a multiple of 8; 0 for typesizes it has no kernel for).
+ * Rows start at dst + r * rowlen, item i's bits at byte i / 8 of them. */
+typedef size_t (*b2s_bitshuffle_items_fn)(size_t typesize, size_t n,
+                                          const uint8_t *src, uint8_t *dst,
+                                          size_t rowlen);
+
 struct b2s_shuffle_kernels {
     b2s_shuffle_fn shuffle;
     b2s_shuffle_fn unshuffle;
     b2s_bitrow_fwd_fn bitrow_fwd;
     b2s_bitrow_inv_fn bitrow_inv;
+    b2s_bitshuffle_items_fn bitshuffle_items; /* optional */
 };
 
 /* Scalar pieces the SIMD kernels use for what their vectors do not cover.
@@ -55,5 +64,12 @@ void b2s_shuffle_avx2(size_t typesize, size_t size, const uint8_t *src, uint8_t 
 void b2s_unshuffle_avx2(size_t typesize, size_t size, const uint8_t *src, uint8_t *dst);
 void b2s_bitrow_fwd_avx2(const uint8_t *in, size_t nbytes, uint8_t *out, size_t stride);
 void b2s_bitrow_inv_avx2(const uint8_t *in, size_t stride, size_t nbytes, uint8_t *out);
+
+/* AVX2 with GFNI: bit rows and the one-pass typesize-2 bit shuffle (the byte
+ * shuffles are the AVX2 ones); only linked when B2S_HAVE_GFNI is defined. */
+void b2s_bitrow_fwd_gfni(const uint8_t *in, size_t nbytes, uint8_t *out, size_t stride);
+void b2s_bitrow_inv_gfni(const uint8_t *in, size_t stride, size_t nbytes, uint8_t *out);
+size_t b2s_bitshuffle_items_gfni(size_t typesize, size_t n, const uint8_t *src,
+                                 uint8_t *dst, size_t rowlen);
 
 #endif

@@ -17,7 +17,7 @@
  * Runs on libzmq's I/O threads: touches nothing of the daemon but the
  * spare descriptor and the limit, both atomics. */
 #define _GNU_SOURCE
-#include "fdroom.h"
+#include "fdheadroom.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +68,7 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
   /* relaxed: see b2sd_accept_guard_init */
   long limit = atomic_load_explicit(&fd_limit, memory_order_relaxed);
   if (c >= 0 && limit > 0 &&
-      !b2sd_fd_room(limit, b2sd_fd_open(), 0, B2SD_FD_RESERVE_ACCEPT)) {
+      !b2sd_fd_headroom(limit, b2sd_fd_open(), 0, B2SD_FD_RESERVE_ACCEPT)) {
     close(c);
     errno = ECONNABORTED;
     return -1;

@@ -18,7 +18,7 @@
  * swapped on reload under `lock`, the only state both threads touch. */
 #define _GNU_SOURCE
 #include "b2sd.h"
-#include "curve_key.h"
+#include "b2s_curve_key.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -46,7 +46,7 @@ struct b2sd_auth {
 
 /* ---- key files ------------------------------------------------------------- */
 
-/* Every key of path, one per line (curve_key.h: blank lines, '#' comments
+/* Every key of path, one per line (b2s_curve_key.h: blank lines, '#' comments
  * and text after the key ignored).  Returns the count, or B2S_E_CONFIG /
  * -errno with the reason logged. */
 static int keys_load(const char *path, uint8_t (**out)[KEY_LEN]) {
@@ -67,7 +67,7 @@ static int keys_load(const char *path, uint8_t (**out)[KEY_LEN]) {
   return rc;
 }
 
-/* The daemon's secret key: the first key of the file (curve_key.h). */
+/* The daemon's secret key: the first key of the file (b2s_curve_key.h). */
 static int secret_load(const char *path, uint8_t out[KEY_LEN]) {
   char z[B2S_CURVE_KEY_Z85_LEN + 1];
   int rc = b2sd_regular_file(path);

@@ -66,12 +66,12 @@
 #include <zmq.h>
 
 #include "b2s_config.h"
-#include "frame.h"
-#include "frame_writer.h"
+#include "b2s_frame.h"
+#include "b2s_frame_writer.h"
 #include "b2s_meta.h"
 #include "log.h"
 #include "order.h"
-#include "shm.h"
+#include "b2s_shm.h"
 
 #define B2SD_NAME "b2streamd"
 #define B2SD_VERSION "0.1.0"
@@ -303,7 +303,7 @@ int b2sd_stream_reopen(b2sd_stream *st);
 
 /* Whether the file system of a frame takes more data: a probe file
  * beside it.  0, or -errno (ENOSPC, EFBIG, EDQUOT...). */
-int b2sd_room_probe(const char *frame_path, bool sparse);
+int b2sd_space_probe(const char *frame_path, bool sparse);
 /* 0 when path is a regular file; -EISDIR, -EINVAL (a FIFO, socket or
  * device: reading it could block forever) or -errno. */
 int b2sd_regular_file(const char *path);
@@ -394,7 +394,7 @@ struct b2sd_server {
   uint64_t accept_failed;        /* connections the system refused */
   uint64_t sessions_reclaimed;   /* sessions ended without BYE: peer gone,
                                     producer dead, silent past its timeout */
-  uint64_t limit_refused;        /* HELLOs and OPENs refused (fdroom.h) */
+  uint64_t limit_refused;        /* HELLOs and OPENs refused (fdheadroom.h) */
   b2sd_auth *auth;               /* CURVE; NULL when not configured */
   int sigfd;                     /* signalfd of SIGTERM, SIGINT, SIGHUP */
   int wakefd;                    /* eventfd */

@@ -16,6 +16,8 @@
 #define _GNU_SOURCE
 #include "chunkpool.h"
 
+#include "b2s_assert.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -86,10 +88,10 @@ int64_t b2sd_chunkpool_lazy_bytes(b2sd_chunkpool *cp) {
 static void idle_add(b2sd_chunkpool *cp, int64_t bytes) {
   /* relaxed: the lock orders the writers; pairs with the load in
    * b2sd_chunkpool_idle_bytes */
-  atomic_store_explicit(&cp->idle,
-                        atomic_load_explicit(&cp->idle, memory_order_relaxed) +
-                            bytes,
-                        memory_order_relaxed);
+  int64_t now = atomic_load_explicit(&cp->idle, memory_order_relaxed) + bytes;
+  /* every buffer counted in is counted out once */
+  B2S_ASSERT(now >= 0);
+  atomic_store_explicit(&cp->idle, now, memory_order_relaxed);
 }
 
 /* Unlink the first buffer of the list at *pp that holds cap bytes; NULL

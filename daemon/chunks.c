@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include "chunkpool.h"
 #include "segment.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <stdlib.h>
 
@@ -35,7 +35,7 @@ void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c) {
     free(c);
     return;
   }
-  int64_t room = b2sd_memory_room(srv), cap = (int64_t)c->cap;
+  int64_t room = b2sd_memory_headroom(srv), cap = (int64_t)c->cap;
   /* relaxed: the memory bound; pairs with the fetch_add in compress_job
    * (workers.c) */
   int64_t before = atomic_fetch_sub_explicit(&srv->inflight_bytes, cap,

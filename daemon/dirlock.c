@@ -6,7 +6,7 @@
 #define _GNU_SOURCE
 #include "dirlock.h"
 #include "b2s_errors.h"
-#include "frame_lock.h"
+#include "b2s_frame_lock.h"
 #include "log.h"
 
 #include <errno.h>

@@ -19,7 +19,7 @@
 #include "chunkpool.h"
 #include "clock.h"
 #include "progress.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 /* How long a report may wait for room in the PUSH queue: a committer far
  * behind or absent must not stop the stores; a report lost here is found

@@ -98,7 +98,9 @@ void b2sd_follow_msg(b2sd_server *srv, b2sd_session *s,
   if (rc == 0 && !f)
     rc = B2S_E_NOMEM;
   if (rc < 0) {
-    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, m->follow.start, why);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = rc, .ref_type = m->type,
+        .ref_index = m->follow.start, .text = why});
     return;
   }
   f->sess = s;
@@ -126,8 +128,9 @@ void b2sd_unfollow_msg(b2sd_server *srv, b2sd_session *s,
                        const b2s_wire_msg *m) {
   b2sd_follow *f = b2sd_follow_find(s, m->unfollow.follow_id);
   if (!f) {
-    b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type,
-                    m->unfollow.follow_id, 0, NULL);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = B2S_E_CLOSED, .ref_type = m->type,
+        .ref_id = m->unfollow.follow_id});
     return;
   }
   b2s_wire_msg r;
@@ -183,10 +186,12 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
       free(r);
   }
   if (rc < 0)
-    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, m->read.follow_id,
-                    m->read.chunk, rc == B2S_E_BUSY ?
-                    B2SD_STR(B2SD_READS_WAIT) " READs already wait in this "
-                    "session, the limit" : NULL);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = rc, .ref_type = m->type,
+        .ref_id = m->read.follow_id, .ref_index = m->read.chunk,
+        .text = rc == B2S_E_BUSY ? B2SD_STR(B2SD_READS_WAIT)
+                " READs already wait in this session, the limit"
+                                 : NULL});
 }
 
 enum { PUSH_OK, PUSH_HELD, PUSH_ENDED };
@@ -196,8 +201,9 @@ static int push_flush(b2sd_server *srv, b2sd_follow *f) {
   b2sd_read *r;
   while ((r = f->ready) && r->index == f->next) {
     if (r->rc < 0) {
-      b2sd_send_error(srv, f->sess, 0, r->rc, B2S_WIRE_ERROR_CLOSED_REF,
-                      B2S_WIRE_FOLLOW, f->id, f->next, NULL);
+      b2sd_send_error(srv, f->sess, &(b2sd_errreply){
+          .code = r->rc, .flags = B2S_WIRE_ERROR_CLOSED_REF,
+          .ref_type = B2S_WIRE_FOLLOW, .ref_id = f->id, .ref_index = f->next});
       b2sd_follow_remove(f);
       return PUSH_ENDED;
     }
@@ -220,8 +226,8 @@ static bool push_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed) {
   int rc = push_flush(srv, f);
   if (rc == PUSH_ENDED)
     return true;
-  while (f->req < committed && b2sd_read_follow_room(f->nreads) &&
-         b2sd_reads_room(srv, f->sess)) {
+  while (f->req < committed && b2sd_read_follow_headroom(f->nreads) &&
+         b2sd_reads_headroom(srv, f->sess)) {
     b2sd_read *r = read_new(f->st, f->req,
                             f->push & B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED,
                             f->sess, f->id);
@@ -242,8 +248,9 @@ static bool records_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed,
                          bool *sent) {
   b2sd_read *r = f->ready;     /* at most one: runs are asked one by one */
   if (r && r->rc < 0) {
-    b2sd_send_error(srv, f->sess, 0, r->rc, B2S_WIRE_ERROR_CLOSED_REF,
-                    B2S_WIRE_FOLLOW, f->id, f->next, NULL);
+    b2sd_send_error(srv, f->sess, &(b2sd_errreply){
+        .code = r->rc, .flags = B2S_WIRE_ERROR_CLOSED_REF,
+        .ref_type = B2S_WIRE_FOLLOW, .ref_id = f->id, .ref_index = f->next});
     b2sd_follow_remove(f);
     return true;
   }
@@ -262,7 +269,7 @@ static bool records_scan(b2sd_server *srv, b2sd_follow *f, uint64_t committed,
     b2sd_read_release(srv, f->sess, r);
     *sent = true;
   }
-  if (f->nreads == 0 && f->next < committed && b2sd_reads_room(srv, f->sess)) {
+  if (f->nreads == 0 && f->next < committed && b2sd_reads_headroom(srv, f->sess)) {
     b2s_wire_msg m;              /* the run a NOTIFY may announce */
     uint32_t n = b2sd_notify_build(&m, f->id, f->next, committed, true);
     b2sd_read *q = read_new(f->st, f->next, false, f->sess, f->id);

@@ -2,7 +2,7 @@
  * is about to read is a regular file (a FIFO or a device could block it
  * forever), and whether a frame's file system takes more data.
  *
- * The room probe runs before a failed stream is re-opened: a full disk
+ * The space probe runs before a failed stream is re-opened: a full disk
  * (ENOSPC), a quota (EDQUOT) or a file-size limit (EFBIG) is reported to whoever opens the stream instead of failing the
  * writer again at its first append.  The probe is a file beside the frame,
  * given the blocks one more region of the frame would need at the frame's
@@ -30,7 +30,7 @@ int b2sd_regular_file(const char *path) {
 /* A contiguous frame grows by regions of at least this (its data reserve). */
 #define ROOM_BYTES (1 << 20)
 
-int b2sd_room_probe(const char *frame_path, bool sparse) {
+int b2sd_space_probe(const char *frame_path, bool sparse) {
   char dir[B2S_CONFIG_PATH_MAX], base[B2S_CONFIG_PATH_MAX];
   char probe[B2S_CONFIG_PATH_MAX + 64];
   snprintf(dir, sizeof dir, "%s", frame_path);

@@ -5,7 +5,7 @@
  * thread only. */
 #define _GNU_SOURCE
 #include "dwriter.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "outbox.h"
 #include "progress.h"
 #include "wiremap.h"
@@ -103,7 +103,7 @@ static int stream_create_from_template(b2sd_server *srv, const char *name,
     if (strcmp(st->path, sc.full_path) == 0)
       return B2S_E_CONFIG;
   char why[128];
-  if ((rc = b2sd_room_stream(srv, why, sizeof why)) < 0)
+  if ((rc = b2sd_headroom_stream(srv, why, sizeof why)) < 0)
     return rc;
   b2sd_stream *st;
   rc = b2sd_stream_open(srv, &sc, &st);
@@ -171,7 +171,8 @@ void b2sd_meta_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   if (rc == 0)
     rc = meta_apply(srv, h->st, m, payload);
   if (rc < 0) {
-    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, hid, 0, NULL);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = rc, .ref_type = m->type, .ref_id = hid});
     return;
   }
   b2s_wire_msg r;
@@ -218,7 +219,8 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   if (rc < 0) {
     if (why == NULL && st && st->fail_reason[0])
       why = st->fail_reason;
-    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, 0, 0, why);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = rc, .ref_type = m->type, .text = why});
     return;
   }
   b2s_stream_cfg cfg;
@@ -301,8 +303,9 @@ static bool drop_oldest(b2sd_server *srv, b2sd_stream *st) {
 
 void b2sd_handle_close_ref(b2sd_server *srv, b2sd_handle *h, uint32_t tag,
                              int code, uint8_t type, uint64_t index) {
-  b2sd_send_error(srv, h->sess, tag, code, B2S_WIRE_ERROR_CLOSED_REF, type,
-                  h->id, index, NULL);
+  b2sd_send_error(srv, h->sess, &(b2sd_errreply){
+      .tag = tag, .code = code, .flags = B2S_WIRE_ERROR_CLOSED_REF,
+      .ref_type = type, .ref_id = h->id, .ref_index = index});
   b2sd_handle_free(h);
 }
 
@@ -314,8 +317,9 @@ b2sd_handle *b2sd_buffer_admit(b2sd_server *srv, b2sd_session *s,
                                uint64_t id) {
   b2sd_handle *h = b2sd_handle_find(s, handle);
   if (!h) {
-    b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type, handle, id,
-                    NULL);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = B2S_E_CLOSED, .ref_type = m->type,
+        .ref_id = handle, .ref_index = id});
     return NULL;
   }
   if (id != h->lg.next_id) {
@@ -334,8 +338,9 @@ void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, int code,
                         const char *why) {
   b2sd_ledger_push(&h->lg, B2SD_ENTRY_REJECTED, 0);
-  b2sd_send_error(srv, h->sess, m->tag, code, 0, m->type, h->id, id,
-                  why && why[0] ? why : NULL);
+  b2sd_send_error(srv, h->sess, &(b2sd_errreply){
+      .tag = m->tag, .code = code, .ref_type = m->type, .ref_id = h->id,
+      .ref_index = id, .text = why && why[0] ? why : NULL});
 }
 
 bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
@@ -347,8 +352,9 @@ bool b2sd_buffer_size_ok(b2sd_server *srv, b2sd_handle *h,
            "buffer is %zu bytes, stream's b2nd chunk is %lld bytes", len,
            (long long)h->chunk_bytes);
   b2sd_ledger_push(&h->lg, B2SD_ENTRY_REJECTED, 0);
-  b2sd_send_error(srv, h->sess, m->tag, B2S_E_CHUNK_SIZE, 0, m->type, h->id,
-                  id, text);
+  b2sd_send_error(srv, h->sess, &(b2sd_errreply){
+      .tag = m->tag, .code = B2S_E_CHUNK_SIZE, .ref_type = m->type,
+      .ref_id = h->id, .ref_index = id, .text = text});
   return false;
 }
 
@@ -373,8 +379,9 @@ void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st) {
     for (b2sd_handle *h = st->handles; h; h = h->next_st) {
       int64_t id = b2sd_ledger_reject_seq(&h->lg, v[i].seq);
       if (id >= 0) {
-        b2sd_send_error(srv, h->sess, 0, B2S_E_OBJ_CONFLICT, 0,
-                        B2S_WIRE_DATA, h->id, (uint64_t)id, why);
+        b2sd_send_error(srv, h->sess, &(b2sd_errreply){
+            .code = B2S_E_OBJ_CONFLICT, .ref_type = B2S_WIRE_DATA,
+            .ref_id = h->id, .ref_index = (uint64_t)id, .text = why});
         break;
       }
     }
@@ -478,7 +485,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   size_t plen = b->len;
   bool full = b2sd_pool_stream_queued(srv->pool, st) >=
                   (size_t)cfg.queue_depth ||
-              (!b->seg && inflight + (int64_t)plen > b2sd_memory_room(srv));
+              (!b->seg && inflight + (int64_t)plen > b2sd_memory_headroom(srv));
   if (full && cfg.backpressure == B2S_BP_DROP_NEWEST) {
     b2sd_gap_put(h, B2S_RECORD_DROPPED, plen, &b->rec);
     source_drop(b);
@@ -583,7 +590,9 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
   uint32_t hid = m->type == B2S_WIRE_FLUSH ? m->flush.handle : m->close.handle;
   b2sd_handle *h = b2sd_handle_find(s, hid);
   if (!h || h->closing) {
-    b2sd_send_error(srv, s, m->tag, B2S_E_CLOSED, 0, m->type, hid, 0, NULL);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = B2S_E_CLOSED, .ref_type = m->type,
+        .ref_id = hid});
     return;
   }
   if (m->type == B2S_WIRE_CLOSE) {
@@ -597,9 +606,10 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
     return;
   }
   if (h->nflush == B2SD_MAX_FLUSHES) {
-    b2sd_send_error(srv, s, m->tag, B2S_E_BUSY, 0, m->type, hid, 0,
-                    B2SD_STR(B2SD_MAX_FLUSHES) " FLUSHes already wait on "
-                    "this handle, the limit");
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = B2S_E_BUSY, .ref_type = m->type, .ref_id = hid,
+        .text = B2SD_STR(B2SD_MAX_FLUSHES)
+        " FLUSHes already wait on this handle, the limit"});
     return;
   }
   b2sd_stream_drain_mark(h->st);  /* held frame numbers are stored */

@@ -2,8 +2,9 @@
  * ledger.h).  Pure bookkeeping; handles.c does the sending. */
 #include "ledger.h"
 
+#include "b2s_assert.h"
 #include "b2s_errors.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,8 @@ int b2sd_ledger_push(b2sd_ledger *l, uint8_t state, uint64_t seq) {
   e->seq = seq;
   e->state = state;
   l->next_id++;
+  /* entries are contiguous in buffer id (ledger.h) */
+  B2S_ASSERT(l->next_id - l->first_id == l->qlen && l->qlen <= l->qcap);
   return 0;
 }
 
@@ -130,6 +133,7 @@ void b2sd_ledger_prune(b2sd_ledger *l, uint64_t upto) {
     l->ncredited--;
     l->first_id++;
   }
+  B2S_ASSERT(l->next_id - l->first_id == l->qlen && l->ncredited <= l->qlen);
 }
 
 bool b2sd_ledger_settled(const b2sd_ledger *l, uint64_t upto) {

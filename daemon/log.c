@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 static atomic_int log_level = B2S_LOG_INFO;
 

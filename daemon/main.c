@@ -9,7 +9,7 @@
 #include "b2sd.h"
 #include "dirlock.h"
 #include "endpoint.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "notify.h"
 
 #include <errno.h>
@@ -40,10 +40,10 @@ static void usage(FILE *f) {
 }
 
 static int load(const char *path, b2s_config **cfg) {
-  char err[1024];
-  int rc = b2s_config_load(path, cfg, err, sizeof err);
+  b2s_errdetail ed;
+  int rc = b2s_config_load(path, cfg, &ed);
   if (rc < 0) {
-    fprintf(stderr, "<3>%s\n", err);
+    fprintf(stderr, "<3>%s\n", ed.text);
     return 2;
   }
   return 0;

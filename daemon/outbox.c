@@ -80,20 +80,22 @@ int b2sd_send_moved(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   return b2sd_send_moved_tail(srv, s, m, buf, len, free_fn, NULL, 0);
 }
 
-void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
-                     int code, uint16_t flags, uint8_t ref_type,
-                     uint32_t ref_id, uint64_t ref_index, const char *text) {
+void b2sd_send_error(b2sd_server *srv, b2sd_session *s,
+                     const b2sd_errreply *r) {
   b2s_wire_msg e;
   b2s_wire_init(&e, B2S_WIRE_ERROR);
-  e.tag = tag;
-  e.flags = flags;
-  e.error.code = code;
-  /* a version-2 session's ERROR names its requests too (META) */
-  uint8_t last = s->version >= 2 ? B2S_WIRE_META : B2S_WIRE_BYE;
-  e.error.ref_type = ref_type > last ? 0 : ref_type;
-  e.error.ref_id = ref_id;
-  e.error.ref_index = ref_index;
-  const char *t = text ? text : b2s_strerror(code);
+  e.tag = r->tag;
+  e.flags = r->flags;
+  e.error.code = r->code;
+  /* only a request type of the session's version can be referred to (a
+   * version-1 ERROR naming META would not encode, and go unanswered) */
+  bool request = !(r->ref_type & B2S_WIRE_FROM_DAEMON) &&
+                 strcmp(b2s_wire_type_name(r->ref_type), "UNKNOWN") != 0 &&
+                 (s->version >= 2 || r->ref_type <= B2S_WIRE_BYE);
+  e.error.ref_type = request ? r->ref_type : 0;
+  e.error.ref_id = r->ref_id;
+  e.error.ref_index = r->ref_index;
+  const char *t = r->text ? r->text : b2s_strerror(r->code);
   e.error.message.ptr = t;
   e.error.message.len =
       (uint16_t)b2s_wire_utf8_cut(t, strlen(t), B2S_WIRE_TEXT_MAX);

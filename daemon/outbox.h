@@ -30,9 +30,20 @@ int b2sd_send_moved_tail(b2sd_server *srv, b2sd_session *s,
                          const b2s_wire_msg *m, uint8_t **buf, size_t len,
                          void (*free_fn)(void *, void *), const void *tail,
                          size_t tail_len);
-/* ERROR about a message (ref_type/ref_id/ref_index, tag) with `code`. */
-void b2sd_send_error(b2sd_server *srv, b2sd_session *s, uint32_t tag,
-                     int code, uint16_t flags, uint8_t ref_type,
-                     uint32_t ref_id, uint64_t ref_index, const char *text);
+/* An ERROR's fields (docs/PROTOCOL.md, ERROR); a field left out is 0, a
+ * NULL text is the code's own message. */
+typedef struct b2sd_errreply {
+  uint32_t tag;                  /* the tag of the message answered */
+  int code;
+  uint16_t flags;                /* B2S_WIRE_ERROR_CLOSED_REF, _SESSION */
+  uint8_t ref_type;              /* type of the message it is about */
+  uint32_t ref_id;               /* handle or follow it names */
+  uint64_t ref_index;            /* buffer id or chunk index */
+  const char *text;
+} b2sd_errreply;
+
+/* Send e as an ERROR to s. */
+void b2sd_send_error(b2sd_server *srv, b2sd_session *s,
+                     const b2sd_errreply *e);
 
 #endif

@@ -10,15 +10,15 @@ int64_t b2sd_read_result_bytes(bool decompress, int32_t nbytes,
   return decompress ? nbytes : cbytes;
 }
 
-bool b2sd_read_session_room(int issued) {
+bool b2sd_read_session_headroom(int issued) {
   return issued < B2SD_READS_SESSION;
 }
 
-bool b2sd_read_follow_room(int issued) {
+bool b2sd_read_follow_headroom(int issued) {
   return issued < B2SD_READS_FOLLOW;
 }
 
-bool b2sd_read_count_room(int admitted) {
+bool b2sd_read_count_headroom(int admitted) {
   return admitted < B2SD_READS_MAX;
 }
 

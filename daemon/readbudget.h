@@ -33,9 +33,9 @@ int64_t b2sd_read_result_bytes(bool decompress, int32_t nbytes,
 /* Room for one more read issued by a session with `issued` out, by a
  * push follow with `issued` out, admitted in the daemon with `admitted`
  * holding bytes. */
-bool b2sd_read_session_room(int issued);
-bool b2sd_read_follow_room(int issued);
-bool b2sd_read_count_room(int admitted);
+bool b2sd_read_session_headroom(int issued);
+bool b2sd_read_follow_headroom(int issued);
+bool b2sd_read_count_headroom(int admitted);
 /* Room for `bytes` more result bytes, with `held` bytes held of `budget`
  * in the daemon and `session_held` of them by the read's session?  The
  * daemon's lack is reported first. */

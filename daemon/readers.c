@@ -28,7 +28,7 @@
  * I/O thread decides who gets it.
  *
  * Counts: at most B2SD_READS_SESSION reads issued per session and
- * B2SD_READS_FOLLOW per push follow, from the issue until the result was
+ * B2SD_READS_FOLLOW per push follow, from issuing one until its result was
  * sent or discarded; at most B2SD_READS_MAX admitted in the daemon until
  * then.  READs beyond the session's count wait in their session (at most
  * B2SD_READS_WAIT, then B2S_E_BUSY); push follows simply issue more when
@@ -406,8 +406,8 @@ void b2sd_readers_free(b2sd_readers *rd) {
 
 /* ---- the I/O thread's side --------------------------------------------------- */
 
-bool b2sd_reads_room(b2sd_server *srv, const b2sd_session *s) {
-  return srv->readers && b2sd_read_session_room(s->nreads);
+bool b2sd_reads_headroom(b2sd_server *srv, const b2sd_session *s) {
+  return srv->readers && b2sd_read_session_headroom(s->nreads);
 }
 
 static void todo_push(b2sd_readers *rd, b2sd_read *r) {
@@ -486,8 +486,9 @@ static b2sd_session *session_by_id(b2sd_server *srv, uint32_t id) {
 /* Answer a READ; false when the peer's queue is full (r stays ours). */
 static bool read_reply(b2sd_server *srv, b2sd_session *s, b2sd_read *r) {
   if (r->rc < 0) {
-    b2sd_send_error(srv, s, r->tag, r->rc, 0, B2S_WIRE_READ, r->follow_id,
-                    r->index, NULL);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = r->tag, .code = r->rc, .ref_type = B2S_WIRE_READ,
+        .ref_id = r->follow_id, .ref_index = r->index});
     return true;
   }
   return b2sd_send_chunk(srv, s, r) != -EAGAIN;
@@ -555,7 +556,7 @@ static bool admit_one(b2sd_server *srv, b2sd_session *s, bool *daemon_full) {
   int rc = r->rc;
   if (rc == 0 && r->push && !b2sd_follow_find(s, r->follow_id))
     rc = B2S_E_CLOSED;           /* nobody to push to: no bytes for it */
-  if (rc == 0 && !b2sd_read_count_room(rd->admitted)) {
+  if (rc == 0 && !b2sd_read_count_headroom(rd->admitted)) {
     *daemon_full = true;
     return false;
   }
@@ -610,7 +611,7 @@ static void issue_waiting(b2sd_server *srv) {
   while (progress) {
     progress = false;
     for (b2sd_session *s = srv->sessions; s; s = s->next) {
-      if (!s->rd_wait || !b2sd_reads_room(srv, s))
+      if (!s->rd_wait || !b2sd_reads_headroom(srv, s))
         continue;
       b2sd_read *r = list_pop(&s->rd_wait, &s->rd_wait_tail);
       s->nwait--;

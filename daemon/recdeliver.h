@@ -11,7 +11,7 @@
 #define B2SD_RECDELIVER_H
 
 #include "b2s_meta.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <stdbool.h>
 #include <stddef.h>

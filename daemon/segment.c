@@ -1,4 +1,4 @@
-/* Shared-memory segments of producer handles (proto/shm.h): creating
+/* Shared-memory segments of producer handles (proto/b2s_shm.h): creating
  * them within memory_limit, their references, giving slots back, and the
  * memory room left for buffers in flight.
  *
@@ -25,7 +25,7 @@
  * those of daemons that no longer run. */
 #define SEG_PREFIX "d"
 
-int64_t b2sd_memory_room(b2sd_server *srv) {
+int64_t b2sd_memory_headroom(b2sd_server *srv) {
   /* relaxed: an approximate bound, like inflight_bytes; pairs with the
    * fetch_add/fetch_sub below and in stream.c */
   return srv->dcfg.memory_limit -
@@ -46,7 +46,7 @@ void b2sd_seg_unref(b2sd_seg *g) {
     return;
   LOG_D("segment %s removed", b2s_shm_name(g->shm));
   b2s_shm_destroy(g->shm);
-  /* relaxed: see b2sd_memory_room */
+  /* relaxed: see b2sd_memory_headroom */
   atomic_fetch_sub_explicit(&g->srv->shm_bytes, (int64_t)g->bytes,
                             memory_order_relaxed);
   free(g);
@@ -117,7 +117,7 @@ int b2sd_seg_new(b2sd_server *srv, uint32_t want, size_t slot_size,
   /* relaxed: an approximate bound, as in b2sd_buffer_accept; pairs with
    * the fetch_add there and the fetch_subs of b2sd_job_free and
    * b2sd_chunk_done */
-  int64_t room = b2sd_memory_room(srv) -
+  int64_t room = b2sd_memory_headroom(srv) -
                  atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
   b2s_shm_geometry geo;
   int rc = seg_geometry(want < limit ? want : limit, slot_size, room, &geo);
@@ -138,7 +138,7 @@ int b2sd_seg_new(b2sd_server *srv, uint32_t want, size_t slot_size,
   g->srv = srv;
   g->bytes = geo.total_size;
   atomic_init(&g->refs, 1);
-  /* relaxed: see b2sd_memory_room */
+  /* relaxed: see b2sd_memory_headroom */
   atomic_fetch_add_explicit(&srv->shm_bytes, (int64_t)g->bytes,
                             memory_order_relaxed);
   *out = g;

@@ -42,6 +42,6 @@ bool b2sd_seg_producer_dead(const b2sd_seg *g);
 void b2sd_shm_cleanup(void);
 /* Bytes left for ZeroMQ buffers in flight: the memory limit less the
  * shared-memory segments and the direct-I/O stages.  Any thread. */
-int64_t b2sd_memory_room(b2sd_server *srv);
+int64_t b2sd_memory_headroom(b2sd_server *srv);
 
 #endif

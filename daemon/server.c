@@ -12,7 +12,7 @@
 #include "clock.h"
 #include "endpoint.h"
 #include "drain.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "notify.h"
 #include "outbox.h"
 #include "peers.h"
@@ -35,14 +35,13 @@
 /* An ERROR to a peer that has no session (sent on the raw routing id), in
  * the protocol version of the message it answers (1 or 2). */
 static void error_raw(b2sd_server *srv, int sock, const void *rid,
-                      size_t rid_len, uint8_t version, uint32_t tag, int code,
-                      uint16_t flags, uint8_t ref_type, uint64_t ref_index,
-                      const char *text) {
+                      size_t rid_len, uint8_t version,
+                      const b2sd_errreply *e) {
   b2sd_session tmp = {.sock = sock, .rid_len = rid_len};
   tmp.version = version >= 1 && version <= B2S_WIRE_VERSION_MAX
                     ? version : B2S_WIRE_VERSION;
   memcpy(tmp.rid, rid, rid_len);
-  b2sd_send_error(srv, &tmp, tag, code, flags, ref_type, 0, ref_index, text);
+  b2sd_send_error(srv, &tmp, e);
 }
 
 /* ---- sessions ------------------------------------------------------------- */
@@ -88,17 +87,21 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
     session_end(srv, s);
   b2sd_peers_turn(srv);          /* no older event may name this session */
   char why[128];
-  if (b2sd_room_session(srv, why, sizeof why) < 0) {
+  if (b2sd_headroom_session(srv, why, sizeof why) < 0) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
-              m->version, m->tag, B2S_E_LIMIT, B2S_WIRE_ERROR_CLOSED_SESSION, m->type, 0,
-              why);
+              m->version,
+              &(b2sd_errreply){.tag = m->tag, .code = B2S_E_LIMIT,
+                  .flags = B2S_WIRE_ERROR_CLOSED_SESSION, .ref_type = m->type,
+                  .text = why});
     return;
   }
   s = calloc(1, sizeof *s);
   if (!s) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
-              m->version, m->tag, B2S_E_NOMEM, B2S_WIRE_ERROR_CLOSED_SESSION, m->type, 0,
-              NULL);
+              m->version,
+              &(b2sd_errreply){.tag = m->tag, .code = B2S_E_NOMEM,
+                  .flags = B2S_WIRE_ERROR_CLOSED_SESSION,
+                  .ref_type = m->type});
     return;
   }
   s->sock = in->sock;
@@ -145,13 +148,15 @@ static void on_stats(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
   if (m->stats.stream.len) {
     if (b2sd_cstr_copy(name, sizeof name, m->stats.stream) < 0 ||
         !(st = b2sd_stream_find(srv, name))) {
-      b2sd_send_error(srv, s, m->tag, B2S_E_NOSTREAM, 0, m->type, 0, 0, NULL);
+      b2sd_send_error(srv, s, &(b2sd_errreply){
+          .tag = m->tag, .code = B2S_E_NOSTREAM, .ref_type = m->type});
       return;
     }
   }
   char *json = b2sd_stats_json(srv, st);
   if (!json) {
-    b2sd_send_error(srv, s, m->tag, B2S_E_NOMEM, 0, m->type, 0, 0, NULL);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = B2S_E_NOMEM, .ref_type = m->type});
     return;
   }
   b2s_wire_msg r;
@@ -207,6 +212,65 @@ static bool frames_ok(const inmsg *in, const b2s_wire_msg *m) {
   return in->nframes - 1 == b2s_wire_msg_frames(m);
 }
 
+/* One handler per request type of the list (b2s_wire_types.h): the
+ * table below is made from it, so a type added there without its
+ * handle_NAME here does not compile. */
+typedef void handler(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                     const b2s_wire_msg *m);
+
+static zmq_msg_t *payload(inmsg *in) {
+  return in->has_payload ? &in->payload : NULL;
+}
+
+static void handle_HELLO(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                         const b2s_wire_msg *m) {
+  on_hello(srv, in, s, m);
+}
+
+static void handle_OPEN(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                        const b2s_wire_msg *m) {
+  b2sd_open_msg(srv, s, m, payload(in));
+}
+
+static void handle_META(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                        const b2s_wire_msg *m) {
+  b2sd_meta_msg(srv, s, m, payload(in));
+}
+
+static void handle_DATA(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                        const b2s_wire_msg *m) {
+  b2sd_data_msg(srv, s, m, payload(in), in->has_extra ? &in->extra : NULL);
+}
+
+static void handle_SHM_SUBMIT(b2sd_server *srv, inmsg *in, b2sd_session *s,
+                              const b2s_wire_msg *m) {
+  b2sd_shm_submit_msg(srv, s, m, payload(in));
+}
+
+/* The handlers that need no frame but the header. */
+#define HEADER_ONLY_(name, call)                                               \
+  static void handle_##name(b2sd_server *srv, inmsg *in, b2sd_session *s,     \
+                            const b2s_wire_msg *m) {                           \
+    (void)in;                                                                  \
+    call;                                                                      \
+  }
+HEADER_ONLY_(FLUSH, b2sd_flush_close_msg(srv, s, m))
+HEADER_ONLY_(CLOSE, b2sd_flush_close_msg(srv, s, m))
+HEADER_ONLY_(SHM_ATTACH, b2sd_shm_attach_msg(srv, s, m))
+HEADER_ONLY_(FOLLOW, b2sd_follow_msg(srv, s, m))
+HEADER_ONLY_(READ, b2sd_read_msg(srv, s, m))
+HEADER_ONLY_(UNFOLLOW, b2sd_unfollow_msg(srv, s, m))
+HEADER_ONLY_(STATS, on_stats(srv, s, m))
+HEADER_ONLY_(PING, on_ping(srv, s, m))
+HEADER_ONLY_(BYE, (void)m; session_end(srv, s))
+#undef HEADER_ONLY_
+
+static handler *const handlers[B2S_WIRE_FROM_DAEMON] = {
+#define B2SD_HANDLER_(name, value, since) [value] = handle_##name,
+    B2S_WIRE_REQUESTS(B2SD_HANDLER_)
+#undef B2SD_HANDLER_
+};
+
 static void dispatch(b2sd_server *srv, inmsg *in) {
   const void *rid = zmq_msg_data(&in->rid);
   size_t rlen = zmq_msg_size(&in->rid);
@@ -222,32 +286,40 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
      * can read (PROTOCOL.md section 8) */
     if (s)
       session_end(srv, s);
-    error_raw(srv, in->sock, rid, rlen, B2S_WIRE_VERSION, m.tag, rc,
-              B2S_WIRE_ERROR_CLOSED_SESSION, m.type < 0x80 ? m.type : 0,
-              B2S_WIRE_VERSION + 256u * B2S_WIRE_VERSION_MAX, text);
+    error_raw(srv, in->sock, rid, rlen, B2S_WIRE_VERSION,
+              &(b2sd_errreply){.tag = m.tag, .code = rc,
+                  .flags = B2S_WIRE_ERROR_CLOSED_SESSION,
+                  .ref_type = m.type < 0x80 ? m.type : 0,
+                  .ref_index = B2S_WIRE_VERSION + 256u * B2S_WIRE_VERSION_MAX,
+                  .text = text});
     return;
   }
   uint8_t rtype = m.type < 0x80 ? m.type : 0;
   uint8_t v = s ? s->version : m.version;
   if (rc < 0) {
-    error_raw(srv, in->sock, rid, rlen, v, m.tag, B2S_E_PROTO, 0, rtype, 0,
-              "malformed header");
+    error_raw(srv, in->sock, rid, rlen, v,
+              &(b2sd_errreply){.tag = m.tag, .code = B2S_E_PROTO,
+                  .ref_type = rtype, .text = "malformed header"});
     return;
   }
   if (m.type & B2S_WIRE_FROM_DAEMON) {
-    error_raw(srv, in->sock, rid, rlen, v, m.tag, B2S_E_PROTO, 0, 0, 0,
-              "daemon-side message type");
+    error_raw(srv, in->sock, rid, rlen, v,
+              &(b2sd_errreply){.tag = m.tag, .code = B2S_E_PROTO,
+                  .text = "daemon-side message type"});
     return;
   }
   if (m.type != B2S_WIRE_HELLO && !s) {
-    error_raw(srv, in->sock, rid, rlen, v, m.tag, B2S_E_PROTO,
-              B2S_WIRE_ERROR_CLOSED_SESSION, rtype, 0, "no session: HELLO first");
+    error_raw(srv, in->sock, rid, rlen, v,
+              &(b2sd_errreply){.tag = m.tag, .code = B2S_E_PROTO,
+                  .flags = B2S_WIRE_ERROR_CLOSED_SESSION, .ref_type = rtype,
+                  .text = "no session: HELLO first"});
     return;
   }
   /* a session speaks its own version only; a HELLO starts a new one */
   if (s && m.type != B2S_WIRE_HELLO && m.version != s->version) {
-    b2sd_send_error(srv, s, m.tag, B2S_E_PROTO, 0, rtype, 0, 0,
-                    "message in another protocol version than the session's");
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m.tag, .code = B2S_E_PROTO, .ref_type = rtype,
+        .text = "message in another protocol version than the session's"});
     return;
   }
   if (s) {
@@ -258,37 +330,17 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
   }
   /* a payload frame where none belongs is refused even when empty */
   if (!frames_ok(in, &m)) {
-    error_raw(srv, in->sock, rid, rlen, v, m.tag, B2S_E_PROTO, 0, rtype, 0,
-              "wrong number of frames");
+    error_raw(srv, in->sock, rid, rlen, v,
+              &(b2sd_errreply){.tag = m.tag, .code = B2S_E_PROTO,
+                  .ref_type = rtype, .text = "wrong number of frames"});
     return;
   }
-  switch (m.type) {
-  case B2S_WIRE_HELLO: on_hello(srv, in, s, &m); break;
-  case B2S_WIRE_OPEN:
-    b2sd_open_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
-    break;
-  case B2S_WIRE_META:
-    b2sd_meta_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
-    break;
-  case B2S_WIRE_DATA:
-    b2sd_data_msg(srv, s, &m, in->has_payload ? &in->payload : NULL,
-                  in->has_extra ? &in->extra : NULL);
-    break;
-  case B2S_WIRE_SHM_SUBMIT:
-    b2sd_shm_submit_msg(srv, s, &m, in->has_payload ? &in->payload : NULL);
-    break;
-  case B2S_WIRE_FLUSH:
-  case B2S_WIRE_CLOSE: b2sd_flush_close_msg(srv, s, &m); break;
-  case B2S_WIRE_SHM_ATTACH: b2sd_shm_attach_msg(srv, s, &m); break;
-  case B2S_WIRE_FOLLOW: b2sd_follow_msg(srv, s, &m); break;
-  case B2S_WIRE_READ: b2sd_read_msg(srv, s, &m); break;
-  case B2S_WIRE_UNFOLLOW: b2sd_unfollow_msg(srv, s, &m); break;
-  case B2S_WIRE_STATS: on_stats(srv, s, &m); break;
-  case B2S_WIRE_PING: on_ping(srv, s, &m); break;
-  case B2S_WIRE_BYE: session_end(srv, s); break;
-  default:
-    b2sd_send_error(srv, s, m.tag, B2S_E_PROTO, 0, rtype, 0, 0, NULL);
-  }
+  handler *h = m.type < B2S_WIRE_FROM_DAEMON ? handlers[m.type] : NULL;
+  if (h != NULL)
+    h(srv, in, s, &m);
+  else
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m.tag, .code = B2S_E_PROTO, .ref_type = rtype});
 }
 
 /* Read up to RECV_BATCH messages from one socket. */
@@ -333,8 +385,8 @@ static void recv_batch(b2sd_server *srv, int sock) {
       dispatch(srv, &in);
     else if (in.nframes >= 2)
       error_raw(srv, sock, zmq_msg_data(&in.rid), zmq_msg_size(&in.rid),
-                B2S_WIRE_VERSION, 0, B2S_E_PROTO, 0, 0, 0,
-                "header frame too long");
+                B2S_WIRE_VERSION, &(b2sd_errreply){
+                    .code = B2S_E_PROTO, .text = "header frame too long"});
     zmq_msg_close(&in.rid);
     zmq_msg_close(&in.hdr);
     zmq_msg_close(&in.payload);
@@ -351,8 +403,9 @@ static void stream_failed(b2sd_server *srv, b2sd_stream *st, int code) {
     b2sd_handle_close_ref(srv, st->handles, 0, code, B2S_WIRE_OPEN, 0);
   while (st->follows) {
     b2sd_follow *f = st->follows;
-    b2sd_send_error(srv, f->sess, 0, code, B2S_WIRE_ERROR_CLOSED_REF,
-                    B2S_WIRE_FOLLOW, f->id, f->next, NULL);
+    b2sd_send_error(srv, f->sess, &(b2sd_errreply){
+        .code = code, .flags = B2S_WIRE_ERROR_CLOSED_REF,
+        .ref_type = B2S_WIRE_FOLLOW, .ref_id = f->id, .ref_index = f->next});
     b2sd_follow_remove(f);
   }
 }
@@ -365,7 +418,7 @@ static bool scan(b2sd_server *srv) {
    * b2sd_chunk_done */
   bool memory_ok = atomic_load_explicit(&srv->inflight_bytes,
                                         memory_order_relaxed) <
-                   b2sd_memory_room(srv);
+                   b2sd_memory_headroom(srv);
   for (b2sd_stream *st = srv->streams; st; st = st->next) {
     b2sd_progress p;
     b2sd_progress_load(st, &p);
@@ -458,11 +511,11 @@ static void socket_max_message(void *z, int64_t max_buffer) {
 /* ---- reload --------------------------------------------------------------- */
 
 static void reload(b2sd_server *srv) {
-  char err[512];
+  b2s_errdetail ed;
   b2s_config *cfg = NULL;
-  int rc = b2s_config_load(srv->config_path, &cfg, err, sizeof err);
+  int rc = b2s_config_load(srv->config_path, &cfg, &ed);
   if (rc < 0) {
-    LOG_E("reload: %s; keeping the running configuration", err);
+    LOG_E("reload: %s; keeping the running configuration", ed.text);
     return;
   }
   const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
@@ -752,8 +805,9 @@ void b2sd_server_fini(b2sd_server *srv) {
   srv->chunks = NULL;
   while (srv->sessions) {
     b2sd_session *s = srv->sessions;
-    b2sd_send_error(srv, s, 0, B2S_E_CLOSED, B2S_WIRE_ERROR_CLOSED_SESSION, 0,
-                    0, 0, "daemon stopping");
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .code = B2S_E_CLOSED, .flags = B2S_WIRE_ERROR_CLOSED_SESSION,
+        .text = "daemon stopping"});
     session_end(srv, s);
   }
   b2sd_peers_fini(srv);

@@ -15,7 +15,7 @@
 #include "b2sd.h"
 #include "ledger.h"
 #include "readbudget.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <string.h>
 
@@ -239,8 +239,8 @@ bool b2sd_reads_turn(b2sd_server *srv);
 /* Queue a validated READ of session s (B2S_E_BUSY when too many wait). */
 int b2sd_reads_request(b2sd_server *srv, b2sd_session *s, b2sd_read *r);
 /* Whether the bounds let session s issue one more read. */
-bool b2sd_reads_room(b2sd_server *srv, const b2sd_session *s);
-/* Hand r to the reader threads (ownership moves; b2sd_reads_room said
+bool b2sd_reads_headroom(b2sd_server *srv, const b2sd_session *s);
+/* Hand r to the reader threads (ownership moves; b2sd_reads_headroom said
  * yes). */
 void b2sd_reads_issue(b2sd_server *srv, b2sd_session *s, b2sd_read *r);
 /* A read is finished with: free it and give its place back (s: its

@@ -37,9 +37,11 @@ void b2sd_shm_attach_msg(b2sd_server *srv, b2sd_session *s,
   if (rc == 0)
     rc = b2sd_seg_new(srv, m->shm_attach.slot_count, m->shm_attach.slot_size, &g);
   if (rc < 0) {
-    b2sd_send_error(srv, s, m->tag, rc, 0, m->type, hid, 0,
-                    rc == -EOPNOTSUPP ? "shared memory is offered on ipc:// "
-                                        "endpoints only" : NULL);
+    b2sd_send_error(srv, s, &(b2sd_errreply){
+        .tag = m->tag, .code = rc, .ref_type = m->type, .ref_id = hid,
+        .text = rc == -EOPNOTSUPP
+                    ? "shared memory is offered on ipc:// endpoints only"
+                    : NULL});
     return;
   }
   h->seg = g;

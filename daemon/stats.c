@@ -5,7 +5,7 @@
  * values that may be a few buffers apart. */
 #define _GNU_SOURCE
 #include "session.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "progress.h"
 
 #include <stdarg.h>

@@ -18,6 +18,7 @@
  * durable with syncfs(2) on the frame's filesystem, which covers the frame
  * file, a sparse frame's chunk files and their directory entries. */
 #define _GNU_SOURCE
+#include "b2s_assert.h"
 #include "b2sd.h"
 #include "chunkpool.h"
 #include "clock.h"
@@ -25,7 +26,7 @@
 #include "dwriter.h"
 #include "groupcommit.h"
 #include "progress.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -93,7 +94,7 @@ static int create_frame(b2sd_stream *st, const b2s_stream_cfg *cfg,
  * half of it for buffers in flight writes through the page cache instead:
  * stages that starve ingest would stop every stream. */
 static bool stage_fits(b2sd_server *srv, const char *name) {
-  /* relaxed: see b2sd_memory_room; streams open on the I/O thread */
+  /* relaxed: see b2sd_memory_headroom; streams open on the I/O thread */
   int64_t used = atomic_load_explicit(&srv->stage_bytes, memory_order_relaxed);
   int64_t more = (int64_t)B2S_FWRITER_STAGE_BYTES;
   if (used + more <= srv->dcfg.memory_limit / 2)
@@ -107,7 +108,7 @@ static bool stage_fits(b2sd_server *srv, const char *name) {
 static void stage_account(b2sd_stream *st) {
   st->stage_bytes = (int64_t)b2s_fwriter_stage_bytes(b2s_pair_data(st->fw)) +
                     (int64_t)b2s_fwriter_stage_bytes(b2s_pair_records(st->fw));
-  /* relaxed: see b2sd_memory_room */
+  /* relaxed: see b2sd_memory_headroom */
   atomic_fetch_add_explicit(&st->srv->stage_bytes, st->stage_bytes,
                             memory_order_relaxed);
 }
@@ -611,6 +612,9 @@ static uint64_t written_level(const wstate *w) {
 }
 
 static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  /* strictly in sequence order (b2sd.h: a dropped buffer still comes as a
+   * tombstone with its number) */
+  B2S_ASSERT(c->seq == w->g.next_seq);
   w->g.next_seq = c->seq + 1;
   if (c->series)
     writer_series(st, w, c);
@@ -778,7 +782,7 @@ static void writer_end(b2sd_stream *st) {
     b2s_pair_close(st->fw);
   }
   st->fw = NULL;
-  /* relaxed: see b2sd_memory_room */
+  /* relaxed: see b2sd_memory_headroom */
   atomic_fetch_sub_explicit(&st->srv->stage_bytes, st->stage_bytes,
                             memory_order_relaxed);
   st->stage_bytes = 0;
@@ -807,7 +811,7 @@ int b2sd_stream_reopen(b2sd_stream *st) {
   b2s_stream_cfg cfg;
   b2sd_stream_cfg_get(st, &cfg);
   writer_end(st);
-  int room = b2sd_room_probe(st->path, cfg.format == B2S_FORMAT_SPARSE);
+  int room = b2sd_space_probe(st->path, cfg.format == B2S_FORMAT_SPARSE);
   if (room < 0) {
     bool full = room == -ENOSPC || room == -EFBIG || room == -EDQUOT;
     snprintf(st->fail_reason, sizeof st->fail_reason, "%s: %s",

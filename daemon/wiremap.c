@@ -2,7 +2,7 @@
 #include "wiremap.h"
 
 #include "b2s_config.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 uint8_t b2sd_wire_ack_level(int32_t ack) {
   switch (ack) {

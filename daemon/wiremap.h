@@ -1,5 +1,5 @@
 /* Configuration values as wire values (wiremap.c).  The configuration's
- * enums (b2s_config.h) and the protocol's (wire.h) are numbered
+ * enums (b2s_config.h) and the protocol's (b2s_wire.h) are numbered
  * independently; every translation goes through these explicit maps. */
 #ifndef B2SD_WIREMAP_H
 #define B2SD_WIREMAP_H

@@ -118,7 +118,7 @@ static void on_pushed(b2sc_consumer *c, sc_msg *x) {
   c->tail = e;
 }
 
-void sc_consumer_dispatch(b2sc_session *s, sc_msg *x) {
+static void consumer_dispatch(b2sc_session *s, sc_msg *x) {
   const b2s_wire_msg *m = &x->m;
   b2sc_consumer *c;
   switch (m->type) {
@@ -140,7 +140,7 @@ void sc_consumer_dispatch(b2sc_session *s, sc_msg *x) {
   }
 }
 
-void sc_consumer_error(b2sc_session *s, const b2s_wire_msg *m) {
+static void consumer_error(b2sc_session *s, const b2s_wire_msg *m) {
   /* ref_id is a follow id only for these types: a producer handle may
    * carry the same number (a failed stream's ERROR names a handle with
    * OPEN, a follow with FOLLOW) */
@@ -151,6 +151,17 @@ void sc_consumer_error(b2sc_session *s, const b2s_wire_msg *m) {
   if (c != NULL && (m->flags & B2S_WIRE_ERROR_CLOSED_REF))
     c->closed = m->error.code;
 }
+
+static void consumers_free(b2sc_session *s) {
+  while (s->consumers)
+    sc_consumer_free(s->consumers);
+}
+
+static const sc_role consumer_role = {
+  .error = consumer_error,
+  .dispatch = consumer_dispatch,
+  .free_all = consumers_free,
+};
 
 /* Forget everything received for the current follow. */
 static void purge(b2sc_consumer *c) {
@@ -226,6 +237,7 @@ int b2sc_follow(b2sc_session *s, const char *stream, uint64_t from_index,
   }
   c->next = s->consumers;
   s->consumers = c;
+  sc_session_role(s, SC_ROLE_CONSUMER, &consumer_role);
   *out = c;
   return 0;
 }

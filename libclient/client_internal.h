@@ -16,8 +16,8 @@
 #include <zmq.h>
 
 #include "b2stream_client.h"
-#include "shm.h"
-#include "wire.h"
+#include "b2s_shm.h"
+#include "b2s_wire.h"
 
 /* A ZeroMQ message received and decoded: the header frame, the decoded
  * header (its strings borrow from hdr), the payload and the record frame
@@ -110,6 +110,25 @@ struct b2sc_consumer {
   sc_rec_slot cached_rec;            /* its record, when the READ asked */
 };
 
+/* What the session asks of a role (producer, consumer).  The session is
+ * the role-free connection layer: it routes asynchronous messages and
+ * ERRORs through the table each role registers when it makes its first
+ * object (sc_session_role), so it never calls into a role's file. */
+typedef struct sc_role {
+  /* true when m is the daemon's answer to something sent before it
+   * learnt the role's object had ended: the session then keeps its last
+   * error as it is.  May be NULL. */
+  bool (*error_stale)(b2sc_session *s, const b2s_wire_msg *m);
+  /* An ERROR that may name one of the role's objects (ref_type says). */
+  void (*error)(b2sc_session *s, const b2s_wire_msg *m);
+  /* A message of the role's kinds (sc_session.c's route table). */
+  void (*dispatch)(b2sc_session *s, sc_msg *x);
+  /* Free every object of the role without talking to the daemon. */
+  void (*free_all)(b2sc_session *s);
+} sc_role;
+
+enum { SC_ROLE_PRODUCER, SC_ROLE_CONSUMER, SC_ROLES };
+
 struct b2sc_session {
   void *zctx, *sock;
   void *mon;                         /* CURVE: handshake events until WELCOME */
@@ -133,6 +152,7 @@ struct b2sc_session {
   sc_msg reply;
   b2sc_producer *producers;
   b2sc_consumer *consumers;
+  const sc_role *role[SC_ROLES];     /* registered by the roles' files */
 };
 
 /* Monotonic milliseconds. */
@@ -169,18 +189,9 @@ int sc_request_payload(b2sc_session *s, b2s_wire_msg *m, zmq_msg_t *payload,
 /* Copy wire string w into a NUL-terminated buffer of cap bytes. */
 void sc_strcpy(char *dst, size_t cap, b2s_wire_str w);
 
-/* Routing of asynchronous messages (client_producer.c,
- * client_consumer.c). */
-void sc_producer_dispatch(b2sc_session *s, sc_msg *x);
-void sc_consumer_dispatch(b2sc_session *s, sc_msg *x);
-/* An ERROR that names a handle or follow (ref_type says which). */
-/* Whether m is the daemon's answer to a buffer sent before it learnt that
- * the daemon had ended the handle (B2S_E_CLOSED about a DATA or
- * SHM_SUBMIT of a producer already closed): the reason the handle ended
- * stays the last error. */
-bool sc_producer_error_after_end(b2sc_session *s, const b2s_wire_msg *m);
-void sc_producer_error(b2sc_session *s, const b2s_wire_msg *m);
-void sc_consumer_error(b2sc_session *s, const b2s_wire_msg *m);
+
+/* Register role `which` on s (idempotent). */
+void sc_session_role(b2sc_session *s, int which, const sc_role *role);
 
 /* Handle queued messages, then wait until p has a credit: 0,
  * B2S_E_TIMEOUT, B2S_E_CLOSED (client_producer.c). */
@@ -192,7 +203,7 @@ int sc_producer_wait_credit(b2sc_producer *p, int64_t deadline);
 int sc_producer_rec(const b2sc_producer *p, const b2sc_record *rec,
                     b2s_wire_rec *wrec, const b2s_wire_rec **out);
 
-/* Unlink and free without talking to the daemon (b2sc_close). */
+/* Unlink and free without talking to the daemon. */
 void sc_producer_free(b2sc_producer *p);
 void sc_consumer_free(b2sc_consumer *c);
 

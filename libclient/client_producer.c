@@ -34,7 +34,7 @@ static void note_status(b2sc_producer *p, int code) {
     p->status = code;
 }
 
-void sc_producer_dispatch(b2sc_session *s, sc_msg *x) {
+static void producer_dispatch(b2sc_session *s, sc_msg *x) {
   const b2s_wire_msg *m = &x->m;
   b2sc_producer *p;
   switch (m->type) {
@@ -69,7 +69,7 @@ void sc_producer_dispatch(b2sc_session *s, sc_msg *x) {
   }
 }
 
-bool sc_producer_error_after_end(b2sc_session *s, const b2s_wire_msg *m) {
+static bool producer_error_stale(b2sc_session *s, const b2s_wire_msg *m) {
   int t = m->error.ref_type;
   if ((t != B2S_WIRE_DATA && t != B2S_WIRE_SHM_SUBMIT) ||
       m->error.code != B2S_E_CLOSED || m->flags != 0 || !m->error.ref_id)
@@ -78,7 +78,7 @@ bool sc_producer_error_after_end(b2sc_session *s, const b2s_wire_msg *m) {
   return p != NULL && p->closed != 0;
 }
 
-void sc_producer_error(b2sc_session *s, const b2s_wire_msg *m) {
+static void producer_error(b2sc_session *s, const b2s_wire_msg *m) {
   /* ref_id is a handle id only for these types (a follow may carry the
    * same number); OPEN names a handle ended later, e.g. by a failed
    * stream */
@@ -98,6 +98,18 @@ void sc_producer_error(b2sc_session *s, const b2s_wire_msg *m) {
   if (m->flags & B2S_WIRE_ERROR_CLOSED_REF)
     p->closed = m->error.code;
 }
+
+static void producers_free(b2sc_session *s) {
+  while (s->producers)
+    sc_producer_free(s->producers);
+}
+
+static const sc_role producer_role = {
+  .error_stale = producer_error_stale,
+  .error = producer_error,
+  .dispatch = producer_dispatch,
+  .free_all = producers_free,
+};
 
 /* Initial metadata as OPEN's payload (version 2), checked here so that
  * the caller learns of a malformed map as B2S_E_ARG. */
@@ -152,6 +164,7 @@ int b2sc_producer_open_meta(b2sc_session *s, const char *stream,
     p->policy = o->opened.policy;
     p->next = s->producers;
     s->producers = p;
+    sc_session_role(s, SC_ROLE_PRODUCER, &producer_role);
   }
   sc_msg_close(&s->reply);
   if (p == NULL)

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "client_internal.h"
-#include "curve_key.h"
+#include "b2s_curve_key.h"
 
 _Static_assert(B2SC_CURVE_KEY_LEN == B2S_CURVE_KEY_Z85_LEN, "one key length");
 
@@ -118,37 +118,47 @@ static void send_ping(b2sc_session *s, uint32_t tag) {
 
 /* An ERROR: remember it, end what it says is ended, tell the owner. */
 static void on_error(b2sc_session *s, const b2s_wire_msg *m) {
-  if (sc_producer_error_after_end(s, m))
-    return;
+  for (int r = 0; r < SC_ROLES; r++)
+    if (s->role[r] && s->role[r]->error_stale && s->role[r]->error_stale(s, m))
+      return;
   char text[B2S_WIRE_TEXT_MAX + 1];
   sc_strcpy(text, sizeof text, m->error.message);
   set_error(s, m->error.code, text);
   s->last_ref_index = m->error.ref_index;
   if (m->flags & B2S_WIRE_ERROR_CLOSED_SESSION)
     s->dead = B2S_E_CLOSED;
-  sc_producer_error(s, m);
-  sc_consumer_error(s, m);
+  for (int r = 0; r < SC_ROLES; r++)
+    if (s->role[r])
+      s->role[r]->error(s, m);
 }
 
-static void dispatch(b2sc_session *s, sc_msg *x) {
-  switch (x->m.type) {
+/* Which role an asynchronous message is for; -1: the session's own. */
+static int route(int type) {
+  switch (type) {
   case B2S_WIRE_ACK:
   case B2S_WIRE_DROPPED:
   case B2S_WIRE_FLUSHED:
   case B2S_WIRE_CLOSED:
-    sc_producer_dispatch(s, x);
-    break;
+    return SC_ROLE_PRODUCER;
   case B2S_WIRE_NOTIFY:
   case B2S_WIRE_CHUNK:
   case B2S_WIRE_UNFOLLOWED:
-    sc_consumer_dispatch(s, x);
-    break;
-  case B2S_WIRE_ERROR:
-    on_error(s, &x->m);
-    break;
+    return SC_ROLE_CONSUMER;
   default:
-    break;
+    return -1;
   }
+}
+
+void sc_session_role(b2sc_session *s, int which, const sc_role *role) {
+  s->role[which] = role;
+}
+
+static void dispatch(b2sc_session *s, sc_msg *x) {
+  int r = route(x->m.type);
+  if (r >= 0 && s->role[r])
+    s->role[r]->dispatch(s, x);
+  else if (x->m.type == B2S_WIRE_ERROR)
+    on_error(s, &x->m);
   if (x->m.tag != 0 && x->m.tag == s->wait_tag && !s->have_reply) {
     s->reply = *x;            /* the zmq_msg_t structures move with it */
     s->have_reply = true;
@@ -559,10 +569,9 @@ int b2sc_connect(const char *endpoint, const char *client_name,
 void b2sc_close(b2sc_session *s) {
   if (s == NULL)
     return;
-  while (s->producers)
-    sc_producer_free(s->producers);
-  while (s->consumers)
-    sc_consumer_free(s->consumers);
+  for (int r = 0; r < SC_ROLES; r++)
+    if (s->role[r])
+      s->role[r]->free_all(s);
   if (!s->dead) {
     b2s_wire_msg m;
     b2s_wire_init(&m, B2S_WIRE_BYE);

@@ -1,5 +1,5 @@
 /* Shared-memory producers: SHM_ATTACH, and slots acquired, filled and
- * submitted (PROTOCOL.md 4.3, proto/shm.h).
+ * submitted (PROTOCOL.md 4.3, proto/b2s_shm.h).
  *
  * A slot and a credit are reserved together at acquire, so submit never
  * waits and never sends without credit; cancel returns both. */

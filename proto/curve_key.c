@@ -1,5 +1,5 @@
-/* See curve_key.h. */
-#include "curve_key.h"
+/* See b2s_curve_key.h. */
+#include "b2s_curve_key.h"
 
 #include <errno.h>
 #include <fcntl.h>

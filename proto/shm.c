@@ -1,5 +1,5 @@
 /* Shared-memory slot transport; the model, states and trust rules are in
- * shm.h.  This file: layout arithmetic and header checks, create/attach,
+ * b2s_shm.h.  This file: layout arithmetic and header checks, create/attach,
  * the slot state machine, the futex wait, reclaim and stale cleanup.
  *
  * Wake-up protocol.  A producer never polls; it sleeps on free_seq, which
@@ -25,7 +25,7 @@
  * Geometry (nslots, sizes, offsets) is copied into the process-private
  * handle once, when it is created or checked, and never read back from the
  * shared header, which the other side can write. */
-#include "shm.h"
+#include "b2s_shm.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,13 +6,13 @@
  * disagree about a layout; the few rules that tie two fields together live
  * in check_rules(), which both also call.  Everything decode accepts is
  * therefore something encode would write, byte for byte. */
-#include "wire.h"
+#include "b2s_wire.h"
 
 #include <stddef.h>
 #include <string.h>
 
 #include "b2s_errors.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 enum field_kind { K_U8, K_U16, K_U32, K_I32, K_U64, K_STR };
 
@@ -33,7 +33,6 @@ typedef struct wire_type {
   uint8_t type;
   uint8_t payload;
   uint16_t flags;                    /* defined flag bits */
-  const char *name;
   wire_field f[MAX_FIELDS];          /* wire order; unused entries are zero */
 } wire_type;
 
@@ -49,100 +48,105 @@ typedef struct wire_type {
  * strings.  The order here is the byte order on the wire. */
 static const wire_type types[] = {
   {B2S_WIRE_HELLO, P_NONE,
-   B2S_WIRE_HELLO_PRODUCER | B2S_WIRE_HELLO_CONSUMER, "HELLO",
+   B2S_WIRE_HELLO_PRODUCER | B2S_WIRE_HELLO_CONSUMER,
    {U32(hello.pid, 0), U32(hello.ping_ms, 0), STR(hello.name, 0, NAME)}},
-  {B2S_WIRE_OPEN, P_NONE, 0, "OPEN",
+  {B2S_WIRE_OPEN, P_NONE, 0,
    {STR(open.stream, 1, NAME), STR(open.tmpl, 0, NAME)}},
-  {B2S_WIRE_DATA, P_BUFFER, 0, "DATA",
+  {B2S_WIRE_DATA, P_BUFFER, 0,
    {U64(data.buffer_id), U32(data.handle, 1)}},
-  {B2S_WIRE_FLUSH, P_NONE, 0, "FLUSH", {U32(flush.handle, 1)}},
-  {B2S_WIRE_CLOSE, P_NONE, 0, "CLOSE", {U32(close.handle, 1)}},
-  {B2S_WIRE_SHM_ATTACH, P_NONE, 0, "SHM_ATTACH",
+  {B2S_WIRE_FLUSH, P_NONE, 0, {U32(flush.handle, 1)}},
+  {B2S_WIRE_CLOSE, P_NONE, 0, {U32(close.handle, 1)}},
+  {B2S_WIRE_SHM_ATTACH, P_NONE, 0,
    {U32(shm_attach.handle, 1), U32(shm_attach.slot_count, 1),
     U32(shm_attach.slot_size, 1)}},
-  {B2S_WIRE_SHM_SUBMIT, P_NONE, 0, "SHM_SUBMIT",
+  {B2S_WIRE_SHM_SUBMIT, P_NONE, 0,
    {U64(shm_submit.buffer_id), U32(shm_submit.handle, 1),
     U32(shm_submit.segment, 1), U32(shm_submit.slot, 0),
     U32(shm_submit.length, 1)}},
   {B2S_WIRE_FOLLOW, P_NONE,
    B2S_WIRE_FOLLOW_BY_PATH | B2S_WIRE_FOLLOW_FROM_END |
        B2S_WIRE_FOLLOW_PUSH_COMPRESSED | B2S_WIRE_FOLLOW_PUSH_DECOMPRESSED,
-   "FOLLOW",
    {U64(follow.start), STR(follow.target, 1, B2S_WIRE_PATH_MAX)}},
-  {B2S_WIRE_READ, P_NONE, B2S_WIRE_READ_DECOMPRESS, "READ",
+  {B2S_WIRE_READ, P_NONE, B2S_WIRE_READ_DECOMPRESS,
    {U64(read.chunk), U32(read.follow_id, 0), STR(read.stream, 0, NAME)}},
-  {B2S_WIRE_UNFOLLOW, P_NONE, 0, "UNFOLLOW", {U32(unfollow.follow_id, 1)}},
-  {B2S_WIRE_STATS, P_NONE, 0, "STATS", {STR(stats.stream, 0, NAME)}},
-  {B2S_WIRE_PING, P_NONE, 0, "PING", {U64(ping.nonce)}},
-  {B2S_WIRE_BYE, P_NONE, 0, "BYE", {{0}}},
-  {B2S_WIRE_META, P_META, 0, "META", {U32(meta.handle, 1)}},
-  {B2S_WIRE_WELCOME, P_NONE, B2S_WIRE_WELCOME_SHM, "WELCOME",
+  {B2S_WIRE_UNFOLLOW, P_NONE, 0, {U32(unfollow.follow_id, 1)}},
+  {B2S_WIRE_STATS, P_NONE, 0, {STR(stats.stream, 0, NAME)}},
+  {B2S_WIRE_PING, P_NONE, 0, {U64(ping.nonce)}},
+  {B2S_WIRE_BYE, P_NONE, 0, {{0}}},
+  {B2S_WIRE_META, P_META, 0, {U32(meta.handle, 1)}},
+  {B2S_WIRE_WELCOME, P_NONE, B2S_WIRE_WELCOME_SHM,
    {U32(welcome.max_buffer, 1), U32(welcome.timeout_ms, 0),
     U32(welcome.session_id, 0), U8(welcome.version_min, 1, 0),
     U8(welcome.version_max, 1, 0), STR(welcome.server, 0, NAME)}},
-  {B2S_WIRE_OPENED, P_NONE, 0, "OPENED",
+  {B2S_WIRE_OPENED, P_NONE, 0,
    {U32(opened.handle, 1), U32(opened.credits, 0), U32(opened.max_buffer, 1),
     U8(opened.ack_level, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_LEVEL_DURABLE),
     U8(opened.policy, B2S_WIRE_POLICY_BLOCK, B2S_WIRE_POLICY_DROP_OLDEST)}},
-  {B2S_WIRE_ACK, P_NONE, 0, "ACK",
+  {B2S_WIRE_ACK, P_NONE, 0,
    {U64(ack.upto), U64(ack.dropped), U32(ack.handle, 1), U32(ack.credits, 0),
     U8(ack.level, B2S_WIRE_LEVEL_RECEIVED, B2S_WIRE_LEVEL_DURABLE)}},
-  {B2S_WIRE_DROPPED, P_NONE, 0, "DROPPED",
+  {B2S_WIRE_DROPPED, P_NONE, 0,
    {U64(dropped.buffer_id), U32(dropped.handle, 1),
     U8(dropped.reason, B2S_WIRE_POLICY_DROP_NEWEST,
        B2S_WIRE_POLICY_DROP_OLDEST)}},
-  {B2S_WIRE_FLUSHED, P_NONE, 0, "FLUSHED",
+  {B2S_WIRE_FLUSHED, P_NONE, 0,
    {U64(flushed.upto), U32(flushed.handle, 1)}},
-  {B2S_WIRE_CLOSED, P_NONE, 0, "CLOSED",
+  {B2S_WIRE_CLOSED, P_NONE, 0,
    {U64(closed.upto), U64(closed.dropped), U32(closed.handle, 1)}},
-  {B2S_WIRE_SHM_ATTACHED, P_NONE, 0, "SHM_ATTACHED",
+  {B2S_WIRE_SHM_ATTACHED, P_NONE, 0,
    {U32(shm_attached.handle, 1), U32(shm_attached.segment, 1),
     U32(shm_attached.slot_count, 1), U32(shm_attached.slot_size, 1),
     STR(shm_attached.shm_name, 1, NAME)}},
-  {B2S_WIRE_FOLLOWING, P_NONE, 0, "FOLLOWING",
+  {B2S_WIRE_FOLLOWING, P_NONE, 0,
    {U64(following.start), U64(following.committed),
     U32(following.follow_id, 1)}},
-  {B2S_WIRE_NOTIFY, P_NONE, 0, "NOTIFY",
+  {B2S_WIRE_NOTIFY, P_NONE, 0,
    {U64(notify.first), U64(notify.committed), U32(notify.follow_id, 1),
     U32(notify.count, 1)}},
   {B2S_WIRE_CHUNK, P_CHUNK,
-   B2S_WIRE_CHUNK_DECOMPRESSED | B2S_WIRE_CHUNK_PUSHED, "CHUNK",
+   B2S_WIRE_CHUNK_DECOMPRESSED | B2S_WIRE_CHUNK_PUSHED,
    {U64(chunk.index), U32(chunk.follow_id, 0), U32(chunk.nbytes, 0),
     U32(chunk.cbytes, 0)}},
-  {B2S_WIRE_UNFOLLOWED, P_NONE, 0, "UNFOLLOWED",
+  {B2S_WIRE_UNFOLLOWED, P_NONE, 0,
    {U64(unfollowed.next), U32(unfollowed.follow_id, 1)}},
-  {B2S_WIRE_STATS_REPLY, P_BUFFER, 0, "STATS_REPLY", {{0}}},
-  {B2S_WIRE_PONG, P_NONE, 0, "PONG", {U64(pong.nonce), U64(pong.time_ns)}},
+  {B2S_WIRE_STATS_REPLY, P_BUFFER, 0, {{0}}},
+  {B2S_WIRE_PONG, P_NONE, 0, {U64(pong.nonce), U64(pong.time_ns)}},
   {B2S_WIRE_ERROR, P_NONE,
-   B2S_WIRE_ERROR_CLOSED_REF | B2S_WIRE_ERROR_CLOSED_SESSION, "ERROR",
+   B2S_WIRE_ERROR_CLOSED_REF | B2S_WIRE_ERROR_CLOSED_SESSION,
    {U64(error.ref_index), I32(error.code), U32(error.ref_id, 0),
     U8(error.ref_type, 0, 0), STR(error.message, 0, B2S_WIRE_TEXT_MAX)}},
-  {B2S_WIRE_META_OK, P_NONE, 0, "META_OK",
+  {B2S_WIRE_META_OK, P_NONE, 0,
    {U64(meta_ok.upto), U32(meta_ok.handle, 1)}},
 };
 
-/* What version 2 adds: its types, and flag bits of version-1 types.  A
- * type not listed exists since version 1 and has no new flags. */
+/* Name and first version of every type (b2s_wire_types.h). */
+static const struct type_info {
+  const char *name;
+  uint8_t since;
+} type_infos[256] = {
+#define B2S_WIRE_INFO_(name, value, since) [value] = {#name, since},
+  B2S_WIRE_TYPES(B2S_WIRE_INFO_)
+#undef B2S_WIRE_INFO_
+};
+
+/* Flag bits version 2 defines on types of version 1. */
 static const struct wire_v2 {
   uint8_t type;
-  uint8_t since;                     /* first version with the type */
-  uint16_t flags;                    /* flag bits defined from version 2 */
-} v2_additions[] = {
-  {B2S_WIRE_OPEN, 1, B2S_WIRE_OPEN_META},
-  {B2S_WIRE_DATA, 1, B2S_WIRE_DATA_RECORD},
-  {B2S_WIRE_SHM_SUBMIT, 1, B2S_WIRE_SHM_SUBMIT_RECORD},
-  {B2S_WIRE_FOLLOW, 1, B2S_WIRE_FOLLOW_RECORDS},
-  {B2S_WIRE_READ, 1, B2S_WIRE_READ_RECORD},
-  {B2S_WIRE_NOTIFY, 1, B2S_WIRE_NOTIFY_RECORDS},
-  {B2S_WIRE_CHUNK, 1, B2S_WIRE_CHUNK_RECORD},
-  {B2S_WIRE_META, 2, 0},
-  {B2S_WIRE_META_OK, 2, 0},
+  uint16_t flags;
+} v2_flags[] = {
+  {B2S_WIRE_OPEN, B2S_WIRE_OPEN_META},
+  {B2S_WIRE_DATA, B2S_WIRE_DATA_RECORD},
+  {B2S_WIRE_SHM_SUBMIT, B2S_WIRE_SHM_SUBMIT_RECORD},
+  {B2S_WIRE_FOLLOW, B2S_WIRE_FOLLOW_RECORDS},
+  {B2S_WIRE_READ, B2S_WIRE_READ_RECORD},
+  {B2S_WIRE_NOTIFY, B2S_WIRE_NOTIFY_RECORDS},
+  {B2S_WIRE_CHUNK, B2S_WIRE_CHUNK_RECORD},
 };
 
 static const struct wire_v2 *v2_of(int type) {
-  for (size_t i = 0; i < sizeof v2_additions / sizeof v2_additions[0]; i++)
-    if (v2_additions[i].type == type)
-      return &v2_additions[i];
+  for (size_t i = 0; i < sizeof v2_flags / sizeof v2_flags[0]; i++)
+    if (v2_flags[i].type == type)
+      return &v2_flags[i];
   return NULL;
 }
 
@@ -238,8 +242,7 @@ static bool field_ok(const b2s_wire_msg *m, const wire_field *f) {
 }
 
 static int type_since(const wire_type *t) {
-  const struct wire_v2 *v = v2_of(t->type);
-  return v != NULL ? v->since : 1;
+  return type_infos[t->type].since;
 }
 
 /* Flag bits defined for t in this version. */
@@ -432,7 +435,7 @@ b2s_wire_str b2s_wire_cstr(const char *s) {
 
 const char *b2s_wire_type_name(int type) {
   const wire_type *t = lookup(type);
-  return t != NULL ? t->name : "UNKNOWN";
+  return t != NULL ? type_infos[t->type].name : "UNKNOWN";
 }
 
 bool b2s_wire_has_payload(int type) {

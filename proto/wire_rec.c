@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "b2s_errors.h"
-#include "msgpack.h"
-#include "wire.h"
+#include "b2s_msgpack.h"
+#include "b2s_wire.h"
 
 #define REC_PRESENT_ALL (B2S_WIRE_REC_FRAME | B2S_WIRE_REC_TS | \
                          B2S_WIRE_REC_XXH64 | B2S_WIRE_REC_USER_MAP)

@@ -1,8 +1,8 @@
 /* A small flat C API for the Python package (python/b2stream/_native.py
- * loads it with ctypes): local frame reading over core/include/frame.h (with
+ * loads it with ctypes): local frame reading over core/include/b2s_frame.h (with
  * the series metadata and records of core/include/b2s_meta.h), reading
- * distributed frames over dist/include/b2s_dframe.h, and the producer side
- * of the shared-memory slot protocol over proto/shm.h, whose
+ * distributed frames over cluster/include/b2s_dframe.h, and the producer side
+ * of the shared-memory slot protocol over proto/b2s_shm.h, whose
  * compare-and-swap transitions Python cannot do itself.
  *
  * Only plain integers, pointers and NUL-terminated strings cross this
@@ -24,9 +24,9 @@
 #include "b2s_dframe.h"
 #include "b2s_errors.h"
 #include "b2s_meta.h"
-#include "curve_key.h"
-#include "frame.h"
-#include "shm.h"
+#include "b2s_curve_key.h"
+#include "b2s_frame.h"
+#include "b2s_shm.h"
 
 #define B2SPY_API __attribute__((visibility("default")))
 

@@ -23,7 +23,7 @@
 
 #include "b2s_chunk.h"
 #include "b2s_errors.h"
-#include "frame.h"
+#include "b2s_frame.h"
 #include "daemon_harness.h"
 
 const char *daemon_path;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wire.h"
+#include "b2s_wire.h"
 
 struct CMUnitTest;   /* cmocka.h */
 

@@ -1046,8 +1046,40 @@ static int samples_setup(void **state) {
   return 0;
 }
 
+/* The one parameter check every writer uses: each field out of range
+ * gets its own code, and b2s_compress refuses the same. */
+static void test_cparams_check(void **state) {
+  (void)state;
+  b2s_cparams ok = B2S_CPARAMS_DEFAULTS;
+  assert_int_equal(b2s_cparams_check(&ok), 0);
+  assert_int_equal(b2s_cparams_check(NULL), B2S_E_ARG);
+  struct { b2s_cparams cp; int code; } bad[] = {
+    {ok, B2S_E_ARG}, {ok, B2S_E_ARG}, {ok, B2S_E_ARG}, {ok, B2S_E_TYPESIZE},
+    {ok, B2S_E_TYPESIZE}, {ok, B2S_E_CODEC}, {ok, B2S_E_NODICT_CODEC},
+    {ok, B2S_E_FILTER},
+  };
+  bad[0].cp.clevel = 10;
+  bad[1].cp.blocksize = -1;
+  bad[2].cp.splitmode = 0;
+  bad[3].cp.typesize = 0;
+  bad[4].cp.typesize = 256;
+  bad[5].cp.codec = 200;
+  bad[6].cp.codec = B2S_CODEC_ZLIB;
+  bad[6].cp.use_dict = true;
+  bad[7].cp.filters[0] = 99;
+  uint8_t src[64] = {0}, dst[256];
+  b2s_ctx *ctx = b2s_ctx_new();
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(b2s_cparams_check(&bad[i].cp), bad[i].code);
+    assert_int_equal(b2s_compress(ctx, &bad[i].cp, src, sizeof src, dst,
+                                  sizeof dst), bad[i].code);
+  }
+  b2s_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cparams_check),
       cmocka_unit_test(test_codec_clevel_typesize),
       cmocka_unit_test(test_filters),
       cmocka_unit_test(test_splitmodes),

@@ -33,8 +33,8 @@
 #include "b2s_chunk.h"
 #include "b2s_errors.h"
 #include "b2s_meta.h"
-#include "frame.h"
-#include "frame_writer.h"
+#include "b2s_frame.h"
+#include "b2s_frame_writer.h"
 #include "manifest.h"
 #include "vecdata.h"
 

@@ -36,7 +36,7 @@
 #include "b2s_errors.h"
 #include "b2s_meta.h"
 #include "dframe_fill.h"
-#include "frame.h"
+#include "b2s_frame.h"
 
 static const char *cli_path;
 static char tmpdir[256];

@@ -33,8 +33,8 @@
 
 #include "b2s_chunk.h"
 #include "b2stream_client.h"
-#include "shm.h"
-#include "wire.h"
+#include "b2s_shm.h"
+#include "b2s_wire.h"
 
 #define CHUNK_NBYTES 4096
 #define LOG_MAX 512

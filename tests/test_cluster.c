@@ -51,7 +51,7 @@
 #include "b2s_errors.h"
 #include "b2s_meta.h"
 #include "b2s_store.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 #include "b2stream_client.h"
 #include "cluster_util.h"
 #include "daemon_harness.h"

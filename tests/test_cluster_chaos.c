@@ -54,7 +54,7 @@
 #include "b2stream_client.h"
 #include "cluster_util.h"
 #include "daemon_harness.h"
-#include "frame.h"
+#include "b2s_frame.h"
 
 #define CHUNK 4096                 /* bytes of every frame */
 #define NFRAMES 300

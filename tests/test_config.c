@@ -19,13 +19,15 @@
 
 #include "b2s_config.h"
 #include "b2s_names.h"
-#include "frame_format.h"
-#include "msgpack.h"
+#include "b2s_frame_format.h"
+#include "b2s_msgpack.h"
+#include "config_internal.h"
+#include "textfile.h"
 
 #define BASE "/srv/b2"
 #define MIB (INT64_C(1) << 20)
 
-static char err[1024];
+static b2s_errdetail ed;
 
 static int setup(void **state) {
   (void)state;
@@ -38,9 +40,9 @@ static int setup(void **state) {
 static b2s_config *parse_ok(const char *yaml) {
   b2s_config *cfg = NULL;
   int rc = b2s_config_parse(yaml, strlen(yaml), "b2streamd.yaml", BASE, &cfg,
-                            err, sizeof err);
+                            &ed);
   if (rc != 0)
-    fail_msg("parse failed (%d): %s\n--- input ---\n%s", rc, err, yaml);
+    fail_msg("parse failed (%d): %s\n--- input ---\n%s", rc, ed.text, yaml);
   assert_non_null(cfg);
   return cfg;
 }
@@ -48,9 +50,9 @@ static b2s_config *parse_ok(const char *yaml) {
 static void parse_err(const char *yaml, const char *expect) {
   b2s_config *cfg = (b2s_config *)&cfg;
   int rc = b2s_config_parse(yaml, strlen(yaml), "b2streamd.yaml", BASE, &cfg,
-                            err, sizeof err);
-  if (rc != B2S_E_CONFIG || strcmp(err, expect) != 0)
-    fail_msg("input:\n%s\nexpected: %s\ngot (%d):  %s", yaml, expect, rc, err);
+                            &ed);
+  if (rc != B2S_E_CONFIG || strcmp(ed.text, expect) != 0)
+    fail_msg("input:\n%s\nexpected: %s\ngot (%d):  %s", yaml, expect, rc, ed.text);
   assert_null(cfg);
 }
 
@@ -68,9 +70,9 @@ static void test_shipped_config(void **state) {
   const char *path = getenv("B2S_DEFAULT_CONFIG");
   assert_non_null(path);
   b2s_config *cfg = NULL;
-  int rc = b2s_config_load(path, &cfg, err, sizeof err);
+  int rc = b2s_config_load(path, &cfg, &ed);
   if (rc != 0)
-    fail_msg("%s", err);
+    fail_msg("%s", ed.text);
   char *real = realpath(path, NULL);
   assert_non_null(real);
   char dir[PATH_MAX], want[PATH_MAX + 64];
@@ -440,9 +442,8 @@ static void test_limits(void **state) {
   char *s = repeat("streams:\n  a:\n    b2nd: {shape: [1], chunkshape: [1], "
                    "dtype: '", "x", 4096, "'}\n");
   b2s_config *cfg = NULL;
-  assert_int_equal(b2s_config_parse(s, strlen(s), "f", BASE, &cfg, err,
-                                    sizeof err), B2S_E_CONFIG);
-  assert_string_equal(err, "f:3:48: streams.a.b2nd.dtype: longer than 63 "
+  assert_int_equal(b2s_config_parse(s, strlen(s), "f", BASE, &cfg, &ed), B2S_E_CONFIG);
+  assert_string_equal(ed.text, "f:3:48: streams.a.b2nd.dtype: longer than 63 "
                            "bytes");
   free(s);
   s = repeat("data_dir: ", "y", 4097, "\n");
@@ -473,17 +474,15 @@ static void test_limits(void **state) {
   assert_non_null(doc);
   memset(doc, '#', big);
   cfg = (b2s_config *)&cfg;
-  assert_int_equal(b2s_config_parse(doc, big, "f", BASE, &cfg, err,
-                                    sizeof err), B2S_E_CONFIG);
+  assert_int_equal(b2s_config_parse(doc, big, "f", BASE, &cfg, &ed), B2S_E_CONFIG);
   assert_null(cfg);
-  assert_string_equal(err, "f: larger than 1048576 bytes");
+  assert_string_equal(ed.text, "f: larger than 1048576 bytes");
   /* Exactly 1 MiB (one long comment line) is fine. */
   memset(doc, ' ', big - 1);
   doc[0] = '#';
   doc[big - 2] = '\n';
   cfg = NULL;
-  assert_int_equal(b2s_config_parse(doc, big - 1, "f", BASE, &cfg, err,
-                                    sizeof err), 0);
+  assert_int_equal(b2s_config_parse(doc, big - 1, "f", BASE, &cfg, &ed), 0);
   b2s_config_free(cfg);
   free(doc);
 }
@@ -793,9 +792,8 @@ static void roundtrip(const char *yaml) {
   b2s_config *a = parse_ok(yaml);
   char *text = dump(a, B2S_DUMP_HELP);
   b2s_config *b = NULL;
-  if (b2s_config_parse(text, strlen(text), "dump", BASE, &b, err,
-                       sizeof err) != 0)
-    fail_msg("dump does not load: %s\n%s", err, text);
+  if (b2s_config_parse(text, strlen(text), "dump", BASE, &b, &ed) != 0)
+    fail_msg("dump does not load: %s\n%s", ed.text, text);
   assert_configs_equal(a, b);
   char *again = dump(b, B2S_DUMP_HELP);
   assert_string_equal(text, again);   /* the dump is a fixed point */
@@ -840,12 +838,11 @@ static void test_dump_roundtrip(void **state) {
 
   /* The shipped file, too. */
   b2s_config *shipped = NULL;
-  assert_int_equal(b2s_config_load(getenv("B2S_DEFAULT_CONFIG"), &shipped, err,
-                                   sizeof err), 0);
+  assert_int_equal(b2s_config_load(getenv("B2S_DEFAULT_CONFIG"), &shipped, &ed), 0);
   text = dump(shipped, 0);
   b2s_config *back = NULL;
   assert_int_equal(b2s_config_parse(text, strlen(text), "dump", "/elsewhere",
-                                    &back, err, sizeof err), 0);
+                                    &back, &ed), 0);
   assert_configs_equal(shipped, back);
   free(text);
   b2s_config_free(back);
@@ -959,10 +956,10 @@ static void test_series_errors(void **state) {
                           i, 0);
   b2s_config *cfg = NULL;
   assert_int_equal(b2s_config_parse(yaml, strlen(yaml), "b2streamd.yaml",
-                                    BASE, &cfg, err, sizeof err),
+                                    BASE, &cfg, &ed),
                    B2S_E_CONFIG);
   assert_null(cfg);
-  assert_string_equal(err, "b2streamd.yaml:4:7: templates.t.series: encodes "
+  assert_string_equal(ed.text, "b2streamd.yaml:4:7: templates.t.series: encodes "
                            "to 5283 bytes, more than 4096");
 }
 
@@ -1139,8 +1136,8 @@ static void test_cluster_example(void **state) {
   const char *path = getenv("B2S_CLUSTER_EXAMPLE");
   assert_non_null(path);
   b2s_config *cfg = NULL;
-  if (b2s_config_load(path, &cfg, err, sizeof err) != 0)
-    fail_msg("%s", err);
+  if (b2s_config_load(path, &cfg, &ed) != 0)
+    fail_msg("%s", ed.text);
   const b2s_cluster_cfg *k = b2s_config_cluster(cfg);
   assert_true(k->enabled);
   assert_string_equal(k->storage, "rados://b2stream");
@@ -1154,7 +1151,7 @@ static void test_cluster_example(void **state) {
   b2s_config_free(cfg);
   /* the shipped file keeps its cluster commented out */
   path = getenv("B2S_DEFAULT_CONFIG");
-  assert_int_equal(b2s_config_load(path, &cfg, err, sizeof err), 0);
+  assert_int_equal(b2s_config_load(path, &cfg, &ed), 0);
   assert_false(b2s_config_cluster(cfg)->enabled);
   b2s_config_free(cfg);
 }
@@ -1304,12 +1301,12 @@ static void test_load_from_files(void **state) {
   fputs("data_dir: frames\nstreams:\n  s:\n    clevel: 10\n", f);
   fclose(f);
   b2s_config *cfg = (b2s_config *)&cfg;
-  assert_int_equal(b2s_config_load(path, &cfg, err, sizeof err), B2S_E_CONFIG);
+  assert_int_equal(b2s_config_load(path, &cfg, &ed), B2S_E_CONFIG);
   assert_null(cfg);
   char want[512];
   snprintf(want, sizeof want, "%s:4:13: streams.s.clevel: 10 is out of range "
            "0..9", path);
-  assert_string_equal(err, want);
+  assert_string_equal(ed.text, want);
 
   f = fopen(path, "w");
   assert_non_null(f);
@@ -1318,10 +1315,10 @@ static void test_load_from_files(void **state) {
   char cwd[PATH_MAX];
   assert_non_null(getcwd(cwd, sizeof cwd));
   assert_int_equal(chdir(dir), 0);
-  int rc = b2s_config_load("./my.yaml", &cfg, err, sizeof err);
+  int rc = b2s_config_load("./my.yaml", &cfg, &ed);
   assert_int_equal(chdir(cwd), 0);
   if (rc != 0)
-    fail_msg("%s", err);
+    fail_msg("%s", ed.text);
   char *real = realpath(dir, NULL);
   snprintf(want, sizeof want, "%s/frames", real);
   assert_string_equal(b2s_config_daemon(cfg)->data_dir, want);
@@ -1334,24 +1331,70 @@ static void test_load_from_files(void **state) {
   for (int i = 0; i < (1 << 20) / 8 + 1; i++)
     fputs("#234567\n", f);
   fclose(f);
-  assert_int_equal(b2s_config_load(path, &cfg, err, sizeof err), B2S_E_CONFIG);
+  assert_int_equal(b2s_config_load(path, &cfg, &ed), B2S_E_CONFIG);
   snprintf(want, sizeof want, "%s: larger than 1048576 bytes", path);
-  assert_string_equal(err, want);
+  assert_string_equal(ed.text, want);
   unlink(path);
 
-  assert_int_equal(b2s_config_load(path, &cfg, err, sizeof err), -ENOENT);
+  assert_int_equal(b2s_config_load(path, &cfg, &ed), -ENOENT);
   snprintf(want, sizeof want, "%s: %s", path, strerror(ENOENT));
-  assert_string_equal(err, want);
+  assert_string_equal(ed.text, want);
   rmdir(dir);
 
   /* The base directory must be absolute. */
-  assert_int_equal(b2s_config_parse("", 0, "x", "rel", &cfg, err, sizeof err),
+  assert_int_equal(b2s_config_parse("", 0, "x", "rel", &cfg, &ed),
                    B2S_E_ARG);
+}
+
+/* docs/CONFIG.md against the schema: a row "| `path` | ... |" for every
+ * key, with its default as `def` in the third column, and no row for a
+ * key the schema lacks. */
+static void test_config_md_matches_schema(void **state) {
+  (void)state;
+  const char *path = getenv("B2S_CONFIG_MD");
+  assert_non_null(path);
+  char *doc = ts_read_text(path, NULL);
+  assert_non_null(doc);
+  for (size_t i = 0; i < b2s_cfg_nschema; i++) {
+    const cfg_desc *d = &b2s_cfg_schema[i];
+    char row[256];
+    snprintf(row, sizeof row, "\n| `%s` | ", d->path);
+    char *at = strstr(doc, row);
+    if (at == NULL)
+      fail_msg("docs/CONFIG.md has no row for %s", d->path);
+    /* the default sits in the row's third column */
+    char *end = strchr(at + 1, '\n');
+    assert_non_null(end);
+    if (d->def != NULL && d->def[0]) {
+      char def[256];
+      snprintf(def, sizeof def, "| `%s` |", d->def);
+      char *found = strstr(at, def);
+      if (found == NULL || found > end)
+        fail_msg("docs/CONFIG.md: %s should show default %s", d->path,
+                 d->def);
+    }
+  }
+  /* every row names a key of the schema */
+  int rows = 0;
+  for (char *p = strstr(doc, "\n| `"); p; p = strstr(p + 1, "\n| `")) {
+    char key[128];
+    if (sscanf(p, "\n| `%127[^`]`", key) != 1)
+      continue;
+    bool known = false;
+    for (size_t i = 0; i < b2s_cfg_nschema && !known; i++)
+      known = strcmp(b2s_cfg_schema[i].path, key) == 0;
+    if (!known)
+      fail_msg("docs/CONFIG.md documents %s, which the schema lacks", key);
+    rows++;
+  }
+  assert_int_equal((size_t)rows, b2s_cfg_nschema);
+  free(doc);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shipped_config),
+      cmocka_unit_test(test_config_md_matches_schema),
       cmocka_unit_test(test_empty_config_is_all_defaults),
       cmocka_unit_test(test_environment_directories),
       cmocka_unit_test(test_error_messages),

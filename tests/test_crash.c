@@ -39,7 +39,7 @@
 #include "b2stream_client.h"
 #include "daemon_harness.h"
 #include "b2s_meta.h"
-#include "frame.h"
+#include "b2s_frame.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1

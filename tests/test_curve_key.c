@@ -1,4 +1,4 @@
-/* CurveZMQ key files (proto/curve_key.h): the first key of a key file
+/* CurveZMQ key files (proto/b2s_curve_key.h): the first key of a key file
  * and the authorized keys list, in memory and from files.  Keys come from
  * zmq_curve_keypair, so every run checks fresh ones. */
 #include <setjmp.h>
@@ -19,7 +19,7 @@
 #include <zmq.h>
 
 #include "b2s_errors.h"
-#include "curve_key.h"
+#include "b2s_curve_key.h"
 
 #define ZLEN B2S_CURVE_KEY_Z85_LEN
 #define BLEN B2S_CURVE_KEY_LEN

@@ -1,6 +1,6 @@
 /* Integration tests of b2streamd: the real daemon ($B2S_DAEMON) runs on a
  * temporary directory with its own configuration and ipc sockets; a small
- * raw DEALER client built on proto/wire.h talks to it byte for byte
+ * raw DEALER client built on proto/b2s_wire.h talks to it byte for byte
  * (docs/PROTOCOL.md), and the frames are checked with the core reader;
  * the memory-bound test drives its producers through the client library.
  *
@@ -32,8 +32,8 @@
 #include "b2s_chunk.h"
 #include "b2s_errors.h"
 #include "b2stream_client.h"
-#include "frame.h"
-#include "wire.h"
+#include "b2s_frame.h"
+#include "b2s_wire.h"
 #include "daemon_harness.h"
 
 /* ---- tests ------------------------------------------------------------------ */

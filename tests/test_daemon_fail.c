@@ -30,8 +30,8 @@
 #include "b2s_errors.h"
 #include "b2stream_client.h"
 #include "daemon_harness.h"
-#include "frame.h"
-#include "wire.h"
+#include "b2s_frame.h"
+#include "b2s_wire.h"
 
 static void noise_fill(uint8_t *b, size_t len, int i) {
   uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);

@@ -29,8 +29,8 @@
 #include "b2s_errors.h"
 #include "b2stream_client.h"
 #include "daemon_harness.h"
-#include "frame.h"
-#include "wire.h"
+#include "b2s_frame.h"
+#include "b2s_wire.h"
 
 static const char config[] =
     "listen: [ipc://d.sock]\n"

@@ -17,14 +17,14 @@
 
 #include "b2s_config.h"
 #include "drain.h"
-#include "fdroom.h"
+#include "fdheadroom.h"
 #include "groupcommit.h"
 #include "ledger.h"
 #include "log.h"
 #include "order.h"
 #include "rank.h"
 #include "readbudget.h"
-#include "wire.h"
+#include "b2s_wire.h"
 #include "wiremap.h"
 
 #define MS (UINT64_C(1000000))
@@ -325,12 +325,12 @@ static void test_read_counts(void **state) {
   assert_int_equal(b2sd_read_budget(INT64_C(1) << 30), INT64_C(1) << 28);
   assert_int_equal(b2sd_read_result_bytes(true, 4000, 900), 4000);
   assert_int_equal(b2sd_read_result_bytes(false, 4000, 900), 900);
-  assert_true(b2sd_read_session_room(B2SD_READS_SESSION - 1));
-  assert_false(b2sd_read_session_room(B2SD_READS_SESSION));
-  assert_true(b2sd_read_follow_room(B2SD_READS_FOLLOW - 1));
-  assert_false(b2sd_read_follow_room(B2SD_READS_FOLLOW));
-  assert_true(b2sd_read_count_room(B2SD_READS_MAX - 1));
-  assert_false(b2sd_read_count_room(B2SD_READS_MAX));
+  assert_true(b2sd_read_session_headroom(B2SD_READS_SESSION - 1));
+  assert_false(b2sd_read_session_headroom(B2SD_READS_SESSION));
+  assert_true(b2sd_read_follow_headroom(B2SD_READS_FOLLOW - 1));
+  assert_false(b2sd_read_follow_headroom(B2SD_READS_FOLLOW));
+  assert_true(b2sd_read_count_headroom(B2SD_READS_MAX - 1));
+  assert_false(b2sd_read_count_headroom(B2SD_READS_MAX));
 }
 
 static void test_read_admit_bytes(void **state) {
@@ -414,22 +414,22 @@ static void test_drain_waits_for_disk_not_peers(void **state) {
   assert_int_equal(b2sd_drain_next(&g, s + 10, true, false), B2SD_DRAIN_DONE);
 }
 
-static void test_fd_room_keeps_the_reserve(void **state) {
+static void test_fd_headroom_keeps_the_reserve(void **state) {
   (void)state;
   long lim = 1024, r = B2SD_FD_RESERVE;
-  assert_true(b2sd_fd_room(lim, 100, B2SD_FD_PER_STREAM, r));
+  assert_true(b2sd_fd_headroom(lim, 100, B2SD_FD_PER_STREAM, r));
   /* exactly the reserve left after it: still fits */
-  assert_true(b2sd_fd_room(lim, lim - r - 4, 4, r));
-  assert_false(b2sd_fd_room(lim, lim - r - 3, 4, r));
-  assert_false(b2sd_fd_room(lim, lim, 1, 0));
+  assert_true(b2sd_fd_headroom(lim, lim - r - 4, 4, r));
+  assert_false(b2sd_fd_headroom(lim, lim - r - 3, 4, r));
+  assert_false(b2sd_fd_headroom(lim, lim, 1, 0));
   /* the reserves shrink from streams to sessions to connections, so a
    * connection is still taken where a stream no longer is */
   long open = lim - B2SD_FD_RESERVE_SESSION;
-  assert_false(b2sd_fd_room(lim, open, B2SD_FD_PER_STREAM, r));
-  assert_true(b2sd_fd_room(lim, open, 0, B2SD_FD_RESERVE_SESSION));
-  assert_true(b2sd_fd_room(lim, open, 0, B2SD_FD_RESERVE_ACCEPT));
+  assert_false(b2sd_fd_headroom(lim, open, B2SD_FD_PER_STREAM, r));
+  assert_true(b2sd_fd_headroom(lim, open, 0, B2SD_FD_RESERVE_SESSION));
+  assert_true(b2sd_fd_headroom(lim, open, 0, B2SD_FD_RESERVE_ACCEPT));
   /* an unknown count (no descriptor left to count them): no room */
-  assert_false(b2sd_fd_room(lim, -1, 0, 0));
+  assert_false(b2sd_fd_headroom(lim, -1, 0, 0));
 }
 
 /* The reorder window: duplicates, late frames, frames passed as gaps,
@@ -547,7 +547,7 @@ int main(void) {
       cmocka_unit_test(test_read_admit_bytes),
       cmocka_unit_test(test_log_escape),
       cmocka_unit_test(test_drain_waits_for_disk_not_peers),
-      cmocka_unit_test(test_fd_room_keeps_the_reserve),
+      cmocka_unit_test(test_fd_headroom_keeps_the_reserve),
       cmocka_unit_test(test_order_window),
       cmocka_unit_test(test_ledger_reject_seq),
       cmocka_unit_test(test_rank_owner_and_check),

@@ -30,8 +30,8 @@
 #include "b2s_errors.h"
 #include "b2stream_client.h"
 #include "daemon_harness.h"
-#include "frame.h"
-#include "wire.h"
+#include "b2s_frame.h"
+#include "b2s_wire.h"
 
 #define KEY 41                      /* Z85 key with its NUL */
 

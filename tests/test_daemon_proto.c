@@ -22,8 +22,8 @@
 #include <zmq.h>
 
 #include "b2s_errors.h"
-#include "frame.h"
-#include "wire.h"
+#include "b2s_frame.h"
+#include "b2s_wire.h"
 #include "daemon_harness.h"
 #include "protocol_doc.h"
 

@@ -25,8 +25,8 @@
 #include "b2s_errors.h"
 #include "b2stream_client.h"
 #include "daemon_harness.h"
-#include "frame.h"
-#include "wire.h"
+#include "b2s_frame.h"
+#include "b2s_wire.h"
 
 #define BIG (8u << 20)           /* bytes of the large chunks */
 #define ND_CHUNK (4 * 64 * 64 * 2) /* stream nd: chunkshape x typesize */

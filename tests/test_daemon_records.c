@@ -14,9 +14,9 @@
 
 #include "b2s_meta.h"
 #include "b2s_chunk.h"
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 #include "recdeliver.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 static char tmpdir[256];
 

@@ -22,8 +22,8 @@
 #include "b2s_chunk.h"
 #include "b2s_errors.h"
 #include "daemon_harness.h"
-#include "frame.h"
-#include "wire.h"
+#include "b2s_frame.h"
+#include "b2s_wire.h"
 
 #define BASE 3000
 

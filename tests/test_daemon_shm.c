@@ -25,9 +25,9 @@
 
 #include "b2s_errors.h"
 #include "b2stream_client.h"
-#include "frame.h"
+#include "b2s_frame.h"
 #include "daemon_harness.h"
-#include "shm.h"
+#include "b2s_shm.h"
 
 #include <zmq.h>
 

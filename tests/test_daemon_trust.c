@@ -25,8 +25,8 @@
 #include "b2s_meta.h"
 #include "b2stream_client.h"
 #include "daemon_harness.h"
-#include "frame.h"
-#include "wire.h"
+#include "b2s_frame.h"
+#include "b2s_wire.h"
 
 #define LEN 4000
 

@@ -1,4 +1,4 @@
-/* The committer's decisions (dist/dcommit.c, b2s_dcommit.h) as plain
+/* The committer's decisions (committer/dcommit.c, b2s_dcommit.h) as plain
  * function calls: batches, the probe and gap timers, the window, END. */
 #include <setjmp.h>
 #include <stdarg.h>

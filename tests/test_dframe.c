@@ -1,4 +1,4 @@
-/* Distributed frames on the local store (dist/dframe*.c, b2s_dframe.h):
+/* Distributed frames on the local store (cluster/dframe*.c, b2s_dframe.h):
  * create and open through NAME.meta, chunk objects written once, gaps
  * racing real chunks, commits, what readers see, exports that the core
  * reader opens bit for bit with their records and series metadata.

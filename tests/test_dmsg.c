@@ -1,4 +1,4 @@
-/* The messages of distributed frames (dist/dmsg.c, b2s_dmsg.h): round
+/* The messages of distributed frames (proto/dmsg.c, b2s_dmsg.h): round
  * trips, the exact bytes, and everything decode must refuse. */
 #include <errno.h>
 #include <setjmp.h>

@@ -26,10 +26,10 @@
 
 #include "b2s_chunk.h"
 #include "b2s_errors.h"
-#include "frame.h"
-#include "frame_format.h"
+#include "b2s_frame.h"
+#include "b2s_frame_format.h"
 #include "manifest.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 #include "vecdata.h"
 
 static mf_manifest *manifest;

@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "frame.h"
-#include "frame_writer.h"
+#include "b2s_frame.h"
+#include "b2s_frame_writer.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 

@@ -1,5 +1,6 @@
 /* Codec and filter names and the size syntax of b2s_names.h, which the
  * configuration, the b2stream tool and the benchmarks all go through. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,39 @@
 #define KI INT64_C(1024)
 
 /* ---- names ---------------------------------------------------------------- */
+
+/* Error codes are wire ABI with their values written out: they run
+ * consecutively from -999, each has its own message, and anything else
+ * negative is read as -errno. */
+static void test_error_values(void **state) {
+  (void)state;
+  static const struct { int value; const char *msg; } list[] = {
+#define B2S_ERR_ROW_(name, value, msg) {value, msg},
+      B2S_ERROR_LIST(B2S_ERR_ROW_)
+#undef B2S_ERR_ROW_
+  };
+  size_t n = sizeof list / sizeof list[0];
+  assert_int_equal(B2S_E_END_ - B2S_E_BASE_ - 1, (int)n);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(list[i].value, -999 + (int)i);
+    assert_string_equal(b2s_strerror(list[i].value), list[i].msg);
+  }
+  assert_int_equal(B2S_E_ARG, -999);
+  assert_int_equal(B2S_E_STORE, -928);
+  assert_string_equal(b2s_strerror(-ENOENT), strerror(ENOENT));
+}
+
+/* Split modes have one list of names, which config and CLI both use. */
+static void test_split_names(void **state) {
+  (void)state;
+  assert_string_equal(b2s_split_name(B2S_SPLIT_ALWAYS), "always");
+  assert_string_equal(b2s_split_name(B2S_SPLIT_NEVER), "never");
+  assert_string_equal(b2s_split_name(B2S_SPLIT_AUTO), "auto");
+  assert_string_equal(b2s_split_name(B2S_SPLIT_FORWARD_COMPAT),
+                      "forward_compat");
+  assert_null(b2s_split_name(0));
+  assert_null(b2s_split_name(5));
+}
 
 static void test_codec_names(void **state) {
   (void)state;
@@ -153,6 +187,8 @@ static void test_size_format(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_error_values),
+      cmocka_unit_test(test_split_names),
       cmocka_unit_test(test_codec_names),
       cmocka_unit_test(test_filter_names),
       cmocka_unit_test(test_name_lists),

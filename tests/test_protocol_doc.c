@@ -1,7 +1,7 @@
 /* docs/PROTOCOL.md against the code, where that is cheap: the STATS
  * members daemon/stats.c writes are in the document's STATS table (and
  * the table lists nothing stats.c does not write), the shared-memory
- * layout tables give the offsets and sizes of proto/shm.h, and the
+ * layout tables give the offsets and sizes of proto/b2s_shm.h, and the
  * constants and stream-name limit are those of the headers.  No daemon:
  * the STATS members are read from the source ($B2S_STATS_SOURCE); the
  * daemon suite checks a real STATS_REPLY too (test_daemon_proto.c). */
@@ -18,24 +18,17 @@
 #include <string.h>
 
 #include "b2s_config.h"
-#include "shm.h"
+#include "b2s_shm.h"
 #include "protocol_doc.h"
+#include "textfile.h"
 
 static char *read_file(const char *env) {
   const char *path = getenv(env);
   if (path == NULL)
     fail_msg("%s is not set (tests/meson.build sets it)", env);
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    fail_msg("cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  assert_non_null(text);
-  assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  text[n] = '\0';
+  char *text = ts_read_text(path, NULL);
+  if (text == NULL)
+    fail_msg("cannot read %s", path);
   return text;
 }
 
@@ -147,11 +140,11 @@ static void check_layout(const char *doc, const char *heading,
     while (k < nfields && strcmp(fields[k].name, rows[i].field) != 0)
       k++;
     if (k == nfields)
-      fail_msg("%s lists %s, which proto/shm.h does not have", heading,
+      fail_msg("%s lists %s, which proto/b2s_shm.h does not have", heading,
                rows[i].field);
     if ((size_t)rows[i].offset != fields[k].offset ||
         (size_t)rows[i].size != fields[k].size)
-      fail_msg("%s: %s at %ld, %ld bytes; proto/shm.h: at %zu, %zu bytes",
+      fail_msg("%s: %s at %ld, %ld bytes; proto/b2s_shm.h: at %zu, %zu bytes",
                heading, rows[i].field, rows[i].offset, rows[i].size,
                fields[k].offset, fields[k].size);
     if (rows[i].offset != next)
@@ -199,7 +192,7 @@ static int state_value(const char *sec, const char *name) {
 }
 
 /* The constants, the worked geometry of section 10.1 and the slot state
- * values of 10.4 are those of proto/shm.h. */
+ * values of 10.4 are those of proto/b2s_shm.h. */
 static void test_shm_constants(void **state) {
   (void)state;
   char *doc = pdoc_read();

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "b2s_errors.h"
-#include "shm.h"
+#include "b2s_shm.h"
 
 #define MIB ((size_t)1 << 20)
 

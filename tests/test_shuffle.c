@@ -306,11 +306,38 @@ static void test_level_avx2(void **state)
     check_level(2);
 }
 
+/* Item counts around the one-pass kernels' steps (256 items) and stage
+ * tiles (4 KiB of items), at every level, for the small typesizes those
+ * kernels take and their neighbours. */
+static void test_bitshuffle_tile_edges(void **state)
+{
+    (void)state;
+    static const size_t counts[] = { 248, 255, 256, 264, 2040, 2047, 2048, 2056,
+                                     2303, 4096 + 256, 3 * 2048 + 255, 16384 + 7 };
+    static const size_t sizes[] = { 1, 2, 3, 4, 8 };
+    for (int level = b2s_simd_force(99); level >= 0; level--) {
+        b2s_simd_force(level);
+        for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++)
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                size_t ts = sizes[t], size = counts[c] * ts + c % ts;
+                check_same(b2s_bitshuffle, b2s_bitshuffle_scalar, ts, size);
+                check_round_trip(b2s_bitshuffle, b2s_bitunshuffle, ts, size);
+            }
+    }
+}
+
+/* Skipped where the CPU (or the compiler) has no GFNI. */
+static void test_level_gfni(void **state)
+{
+    (void)state;
+    check_level(3);
+}
+
 static void test_force_clamps(void **state)
 {
     (void)state;
     int best = b2s_simd_force(99);
-    assert_in_range(best, 0, 2);
+    assert_in_range(best, 0, 3);
     assert_int_equal(b2s_simd_level(), best);
     assert_int_equal(b2s_simd_force(-5), 0);
     assert_int_equal(b2s_simd_level(), 0);
@@ -559,6 +586,8 @@ int main(void)
         cmocka_unit_test_teardown(test_level_scalar, restore_level),
         cmocka_unit_test_teardown(test_level_sse2, restore_level),
         cmocka_unit_test_teardown(test_level_avx2, restore_level),
+        cmocka_unit_test_teardown(test_level_gfni, restore_level),
+        cmocka_unit_test_teardown(test_bitshuffle_tile_edges, restore_level),
         cmocka_unit_test_teardown(test_force_clamps, restore_level),
         cmocka_unit_test_teardown(test_reference_vectors, restore_level),
     };

@@ -21,7 +21,7 @@
 
 #include "b2s_errors.h"
 #include "b2s_store.h"
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 #define RADOS_POOL "b2stream"
 

@@ -1,4 +1,4 @@
-/* Chunk codec against the c-blosc2 reference vectors (shared/vectors).
+/* Chunk codec against the c-blosc2 reference vectors (tests/vectors).
  *
  * Each test walks every relevant manifest entry and reports all mismatches
  * by name before failing, so one run shows the whole picture. */

@@ -17,19 +17,34 @@
 
 #include "b2s_errors.h"
 #include "b2s_meta.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
-static const int all_types[] = {
-  B2S_WIRE_HELLO, B2S_WIRE_OPEN, B2S_WIRE_DATA, B2S_WIRE_FLUSH,
-  B2S_WIRE_CLOSE, B2S_WIRE_SHM_ATTACH, B2S_WIRE_SHM_SUBMIT,
-  B2S_WIRE_FOLLOW, B2S_WIRE_READ, B2S_WIRE_UNFOLLOW, B2S_WIRE_STATS,
-  B2S_WIRE_PING, B2S_WIRE_BYE, B2S_WIRE_WELCOME, B2S_WIRE_OPENED,
-  B2S_WIRE_ACK, B2S_WIRE_DROPPED, B2S_WIRE_FLUSHED, B2S_WIRE_CLOSED,
-  B2S_WIRE_SHM_ATTACHED, B2S_WIRE_FOLLOWING, B2S_WIRE_NOTIFY,
-  B2S_WIRE_CHUNK, B2S_WIRE_UNFOLLOWED, B2S_WIRE_STATS_REPLY,
-  B2S_WIRE_PONG, B2S_WIRE_ERROR,
+/* Every type of the one list (b2s_wire_types.h), with its version. */
+static const struct listed_type {
+  int type, since;
+  const char *name;
+} listed[] = {
+#define LISTED_(name, value, since) {value, since, #name},
+  B2S_WIRE_TYPES(LISTED_)
+#undef LISTED_
 };
-#define NTYPES (sizeof all_types / sizeof all_types[0])
+#define NLISTED (sizeof listed / sizeof listed[0])
+#define REQ_(name, value, since) +1
+#define NREQUESTS (0 B2S_WIRE_REQUESTS(REQ_))
+
+/* The version-1 types, which the tests below walk; filled from the list
+ * (setup_types) so that a type added there is walked too. */
+static int all_types[NLISTED];
+static size_t NTYPES;
+
+static int setup_types(void **state) {
+  (void)state;
+  for (size_t i = 0; i < NLISTED; i++)
+    if (listed[i].since == 1)
+      all_types[NTYPES++] = listed[i].type;
+  return 0;
+}
+
 
 /* Per type, as PROTOCOL.md section 3 states them: name, "Length N + n"
  * (fixed part including string length fields), defined flag bits. */
@@ -871,6 +886,21 @@ static void test_encode_errors(void **state) {
 
 /* ---- helpers of the API ------------------------------------------------- */
 
+/* The one list against the codec: every listed type has its name, exists
+ * from its version on (a header of an older version naming it is
+ * refused) and round-trips. */
+static void test_listed_types(void **state) {
+  (void)state;
+  for (size_t i = 0; i < NLISTED; i++) {
+    const struct listed_type *t = &listed[i];
+    assert_string_equal(b2s_wire_type_name(t->type), t->name);
+    assert_true(t->since == 1 || t->since == 2);
+    /* requests first, then the daemon's replies */
+    assert_int_equal(t->type & B2S_WIRE_FROM_DAEMON ? 1 : 0, i >= NREQUESTS);
+  }
+  assert_int_equal(NTYPES + 2, NLISTED);   /* version 2 added META, META_OK */
+}
+
 static void test_type_names_and_payload(void **state) {
   (void)state;
   for (size_t i = 0; i < NTYPES; i++) {
@@ -1542,7 +1572,7 @@ static void test_user_map_depth_agrees(void **state) {
 /* ---- the error table of PROTOCOL.md 6.3 --------------------------------- */
 
 static const struct { const char *name; int value; } codes[] = {
-#define B2S_CODE_(name, msg) {#name, name},
+#define B2S_CODE_(name, value, msg) {#name, value},
   B2S_ERROR_LIST(B2S_CODE_)
 #undef B2S_CODE_
 };
@@ -1621,7 +1651,8 @@ int main(void) {
     cmocka_unit_test(test_reject_enums_and_ids),
     cmocka_unit_test(test_reject_cross_field_rules),
     cmocka_unit_test(test_encode_errors),
-    cmocka_unit_test(test_type_names_and_payload),
+    cmocka_unit_test(test_listed_types),
+      cmocka_unit_test(test_type_names_and_payload),
     cmocka_unit_test(test_check_payload),
     cmocka_unit_test(test_utf8_cut),
     cmocka_unit_test(test_v2_golden_session),
@@ -1635,5 +1666,5 @@ int main(void) {
     cmocka_unit_test(test_user_map_depth_agrees),
     cmocka_unit_test(test_error_table_matches),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, setup_types, NULL);
 }

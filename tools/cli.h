@@ -20,9 +20,9 @@
 #include "b2s_dframe.h"
 #include "b2s_dmsg.h"
 #include "b2s_names.h"
-#include "frame.h"
+#include "b2s_frame.h"
 #include "b2s_meta.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 enum {
   CLI_EXIT_OK = 0,
@@ -42,7 +42,7 @@ void cli_err_frame(const char *path, const b2s_frame_error *e, int code,
                    int64_t chunk_id);
 
 /* "b2stream: PATH: a writer holds this frame (PID N)": PATH is locked
- * (frame_lock.h); the PID when /proc/locks tells it. */
+ * (b2s_frame_lock.h); the PID when /proc/locks tells it. */
 void cli_err_locked(const char *path);
 
 /* ---- command line ------------------------------------------------------ */

@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include "cli_client.h"
-#include "msgpack.h"
+#include "b2s_msgpack.h"
 
 #define PRODUCE_CREDIT_MS 30000   /* longest wait for credit per buffer */
 #define PRODUCE_FLUSH_MS 60000

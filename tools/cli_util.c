@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "frame_lock.h"
+#include "b2s_frame_lock.h"
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -251,9 +251,8 @@ const char *cli_special_name(int special) {
 }
 
 const char *cli_split_name(int splitmode) {
-  static const char *const names[] = {"always", "never", "auto",
-                                      "forward_compat"};
-  return splitmode >= 1 && splitmode <= 4 ? names[splitmode - 1] : "unknown";
+  const char *name = b2s_split_name(splitmode);
+  return name ? name : "unknown";
 }
 
 void cli_filters_str(const uint8_t filters[B2S_MAX_FILTERS],

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "frame_lock.h"
-#include "frame_writer.h"
+#include "b2s_frame_lock.h"
+#include "b2s_frame_writer.h"
 
 static const char help[] =
     "usage: b2stream convert SRC DST [--sparse | --contiguous]\n"

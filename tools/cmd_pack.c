@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 #define PACK_DEFAULT_CHUNK (INT64_C(4) << 20)
 /* Commit this often so that an interrupted pack leaves a frame holding

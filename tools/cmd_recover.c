@@ -4,7 +4,7 @@
 
 #include "cli.h"
 #include "b2s_meta.h"
-#include "frame_writer.h"
+#include "b2s_frame_writer.h"
 
 static const char help[] =
     "usage: b2stream recover PATH [--deep]\n"

@@ -101,6 +101,12 @@ void b2s_ctx_free(b2s_ctx *ctx);
  * everything that can be checked without decoding streams. */
 int b2s_chunk_info_get(const void *src, size_t srcsize, b2s_chunk_info *info);
 
+/* The one check of compression parameters, used by every writer (chunks,
+ * local frames, distributed frames) and by the configuration: 0, or
+ * B2S_E_ARG (clevel, blocksize, split mode), B2S_E_TYPESIZE, B2S_E_CODEC,
+ * B2S_E_NODICT_CODEC or B2S_E_FILTER. */
+int b2s_cparams_check(const b2s_cparams *cp);
+
 /* Compress src[0..nbytes) into one chunk in dst[0..dstsize).  Returns the
  * chunk size (cbytes > 0).  With dstsize >= nbytes + B2S_MAX_OVERHEAD it
  * always succeeds for valid parameters (memcpy fallback). */

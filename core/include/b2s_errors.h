@@ -6,97 +6,123 @@
  * never collide.  The list is written once and expands into both the enum and
  * the message table (b2s_strerror).
  *
- * APPEND-ONLY WIRE ABI: a code's value is its position in the list, and
- * that value crosses the wire in ERROR messages (PROTOCOL.md 6.3, checked
- * by tests/test_wire.c) and is returned by the installed client library.
- * Add new codes at the end only; never reorder, remove or renumber one. */
+ * APPEND-ONLY WIRE ABI: a code's value is written beside it, and that
+ * value crosses the wire in ERROR messages (docs/PROTOCOL.md, checked by
+ * tests/test_wire.c) and is returned by the installed client library.
+ * Add new codes at the end with the next value; never reuse, reorder or
+ * renumber one (tests/test_names.c checks the values are consecutive). */
 #ifndef B2S_ERRORS_H
 #define B2S_ERRORS_H
 
 #define B2S_ERROR_LIST(X)                                                      \
-  X(B2S_E_ARG,          "invalid argument")                                    \
-  X(B2S_E_NOMEM,        "out of memory")                                       \
-  X(B2S_E_SHORT,        "buffer shorter than a chunk header")                  \
-  X(B2S_E_CBYTES,       "chunk cbytes inconsistent with its buffer or layout") \
-  X(B2S_E_NBYTES,       "chunk nbytes out of range")                           \
-  X(B2S_E_VERSION,      "unsupported chunk format version or flags")           \
-  X(B2S_E_TYPESIZE,     "invalid typesize")                                    \
-  X(B2S_E_BLOCKSIZE,    "invalid blocksize")                                   \
-  X(B2S_E_CODEC,        "unknown or unsupported codec")                        \
-  X(B2S_E_FILTER,       "unknown filter or invalid filter parameter")          \
-  X(B2S_E_SPECIAL,      "invalid special-value chunk")                         \
-  X(B2S_E_BSTARTS,      "block offset outside the chunk")                      \
-  X(B2S_E_STREAM,       "stream size runs past the end of the chunk")          \
-  X(B2S_E_TOKEN,        "invalid run-length token")                            \
-  X(B2S_E_DECODE,       "codec could not decode a stream to its exact size")   \
-  X(B2S_E_DICT,         "invalid dictionary section")                          \
-  X(B2S_E_DEST_SMALL,   "destination buffer too small")                        \
-  X(B2S_E_COMPRESS,     "codec failed while compressing")                      \
-  X(B2S_E_RANGE,        "item range outside the chunk")                        \
-  X(B2S_E_NODICT_CODEC, "dictionaries need codec zstd, lz4 or lz4hc")          \
-  X(B2S_E_MSGPACK,      "unexpected msgpack marker in a frame structure")      \
-  X(B2S_E_TRUNCATED,    "frame data ends before a length or offset says")      \
-  X(B2S_E_FRAME,        "malformed frame header")                              \
-  X(B2S_E_FRAME_VERSION, "unsupported frame format version")                   \
-  X(B2S_E_FRAME_TYPE,   "wrong frame type (contiguous file vs sparse dir)")    \
-  X(B2S_E_TRAILER,      "malformed frame trailer")                             \
-  X(B2S_E_INDEX,        "malformed or inconsistent frame chunk index")         \
-  X(B2S_E_META,         "malformed metalayer section")                         \
-  X(B2S_E_VLMETA,       "malformed vlmetalayer section")                       \
-  X(B2S_E_NOTFOUND,     "no metalayer or vlmetalayer with that name")          \
-  X(B2S_E_NCHUNK,       "chunk number beyond the frame's chunk count")         \
-  X(B2S_E_CHUNK_ID,     "sparse-frame chunk id outside 0..2^32-1")             \
-  X(B2S_E_CHUNK_BOUNDS, "stored chunk outside the frame's data section")       \
-  X(B2S_E_CHUNK_SIZE,   "chunk size disagrees with the frame header")          \
-  X(B2S_E_B2ND,         "malformed b2nd metalayer")                          \
-  X(B2S_E_READONLY,     "frame opened read-only or not writable this way")   \
-  X(B2S_E_RECOVER,      "frame's last commit was interrupted; run recovery") \
-  X(B2S_E_UNRECOVERABLE, "no complete commit found; frame cannot be restored") \
-  X(B2S_E_TOO_BIG,      "frame structure would exceed a format limit")      \
-  X(B2S_E_IO_LIMIT,     "write cut short by fault injection")               \
-  X(B2S_E_CONFIG,       "invalid configuration")                            \
-  X(B2S_E_PROTO,        "malformed or unexpected protocol message")         \
-  X(B2S_E_PROTO_VERSION, "unsupported protocol version")                    \
-  X(B2S_E_STREAM_NAME,  "invalid stream name")                              \
-  X(B2S_E_NOSTREAM,     "no such stream")                                   \
-  X(B2S_E_NOTEMPLATE,   "no such stream template")                          \
-  X(B2S_E_OVERSIZE,     "buffer larger than the configured limit")          \
-  X(B2S_E_DROPPED,      "buffer dropped by the backpressure policy")        \
-  X(B2S_E_TIMEOUT,      "timed out")                                        \
-  X(B2S_E_CLOSED,       "connection or stream closed")                      \
-  X(B2S_E_BUSY,         "resource busy or exhausted")                       \
-  X(B2S_E_AUTH,         "authentication failed")                          \
-  X(B2S_E_SHM_HEADER,   "shared-memory header invalid or not matching its size") \
-  X(B2S_E_SHM_SLOT,     "shared-memory slot index out of range")          \
-  X(B2S_E_SHM_STATE,    "shared-memory slot not in the state this needs") \
-  X(B2S_E_SHM_ACCOUNT,  "shared-memory slot accounting does not add up") \
-  X(B2S_E_LOCKED,       "held by another writer (locked)") \
-  X(B2S_E_FRAME_LATE,   "frame number late: behind the reorder window")  \
-  X(B2S_E_FRAME_DUP,    "duplicate frame number") \
-  X(B2S_E_LIMIT,        "a daemon limit on sessions, streams or descriptors was reached") \
-  X(B2S_E_SERIES_FORMAT, "series metadata is not a msgpack map of string keys") \
-  X(B2S_E_SERIES_KEY,   "series metadata key empty, over 64 bytes, not UTF-8 or repeated") \
-  X(B2S_E_SERIES_VALUE, "series metadata value over 64 KiB encoded")        \
-  X(B2S_E_SERIES_SIZE,  "series metadata over 256 KiB encoded")             \
-  X(B2S_E_RECORD,       "malformed chunk record")                           \
-  X(B2S_E_RECORD_USER,  "chunk record user part over 4 KiB or not a map or bytes") \
-  X(B2S_E_PAIR,         "records frame does not match its data frame")      \
-  X(B2S_E_CHECKSUM,     "chunk checksum differs from its record")           \
-  X(B2S_E_WRONG_RANK,   "frame number belongs to another rank of the cluster") \
-  X(B2S_E_NEED_FRAME,   "a distributed stream needs a frame number with every buffer") \
-  X(B2S_E_OBJ_CONFLICT, "stored object exists with different bytes")      \
-  X(B2S_E_STORE,        "object store unavailable or refused the request")
+  X(B2S_E_ARG,             -999, "invalid argument") \
+  X(B2S_E_NOMEM,           -998, "out of memory") \
+  X(B2S_E_SHORT,           -997, "buffer shorter than a chunk header") \
+  X(B2S_E_CBYTES,          -996, "chunk cbytes inconsistent with its buffer or layout") \
+  X(B2S_E_NBYTES,          -995, "chunk nbytes out of range") \
+  X(B2S_E_VERSION,         -994, "unsupported chunk format version or flags") \
+  X(B2S_E_TYPESIZE,        -993, "invalid typesize") \
+  X(B2S_E_BLOCKSIZE,       -992, "invalid blocksize") \
+  X(B2S_E_CODEC,           -991, "unknown or unsupported codec") \
+  X(B2S_E_FILTER,          -990, "unknown filter or invalid filter parameter") \
+  X(B2S_E_SPECIAL,         -989, "invalid special-value chunk") \
+  X(B2S_E_BSTARTS,         -988, "block offset outside the chunk") \
+  X(B2S_E_STREAM,          -987, "stream size runs past the end of the chunk") \
+  X(B2S_E_TOKEN,           -986, "invalid run-length token") \
+  X(B2S_E_DECODE,          -985, "codec could not decode a stream to its exact size") \
+  X(B2S_E_DICT,            -984, "invalid dictionary section") \
+  X(B2S_E_DEST_SMALL,      -983, "destination buffer too small") \
+  X(B2S_E_COMPRESS,        -982, "codec failed while compressing") \
+  X(B2S_E_RANGE,           -981, "item range outside the chunk") \
+  X(B2S_E_NODICT_CODEC,    -980, "dictionaries need codec zstd, lz4 or lz4hc") \
+  X(B2S_E_MSGPACK,         -979, "unexpected msgpack marker in a frame structure") \
+  X(B2S_E_TRUNCATED,       -978, "frame data ends before a length or offset says") \
+  X(B2S_E_FRAME,           -977, "malformed frame header") \
+  X(B2S_E_FRAME_VERSION,   -976, "unsupported frame format version") \
+  X(B2S_E_FRAME_TYPE,      -975, "wrong frame type (contiguous file vs sparse dir)") \
+  X(B2S_E_TRAILER,         -974, "malformed frame trailer") \
+  X(B2S_E_INDEX,           -973, "malformed or inconsistent frame chunk index") \
+  X(B2S_E_META,            -972, "malformed metalayer section") \
+  X(B2S_E_VLMETA,          -971, "malformed vlmetalayer section") \
+  X(B2S_E_NOTFOUND,        -970, "no metalayer or vlmetalayer with that name") \
+  X(B2S_E_NCHUNK,          -969, "chunk number beyond the frame's chunk count") \
+  X(B2S_E_CHUNK_ID,        -968, "sparse-frame chunk id outside 0..2^32-1") \
+  X(B2S_E_CHUNK_BOUNDS,    -967, "stored chunk outside the frame's data section") \
+  X(B2S_E_CHUNK_SIZE,      -966, "chunk size disagrees with the frame header") \
+  X(B2S_E_B2ND,            -965, "malformed b2nd metalayer") \
+  X(B2S_E_READONLY,        -964, "frame opened read-only or not writable this way") \
+  X(B2S_E_RECOVER,         -963, "frame's last commit was interrupted; run recovery") \
+  X(B2S_E_UNRECOVERABLE,   -962, "no complete commit found; frame cannot be restored") \
+  X(B2S_E_TOO_BIG,         -961, "frame structure would exceed a format limit") \
+  X(B2S_E_IO_LIMIT,        -960, "write cut short by fault injection") \
+  X(B2S_E_CONFIG,          -959, "invalid configuration") \
+  X(B2S_E_PROTO,           -958, "malformed or unexpected protocol message") \
+  X(B2S_E_PROTO_VERSION,   -957, "unsupported protocol version") \
+  X(B2S_E_STREAM_NAME,     -956, "invalid stream name") \
+  X(B2S_E_NOSTREAM,        -955, "no such stream") \
+  X(B2S_E_NOTEMPLATE,      -954, "no such stream template") \
+  X(B2S_E_OVERSIZE,        -953, "buffer larger than the configured limit") \
+  X(B2S_E_DROPPED,         -952, "buffer dropped by the backpressure policy") \
+  X(B2S_E_TIMEOUT,         -951, "timed out") \
+  X(B2S_E_CLOSED,          -950, "connection or stream closed") \
+  X(B2S_E_BUSY,            -949, "resource busy or exhausted") \
+  X(B2S_E_AUTH,            -948, "authentication failed") \
+  X(B2S_E_SHM_HEADER,      -947, "shared-memory header invalid or not matching its size") \
+  X(B2S_E_SHM_SLOT,        -946, "shared-memory slot index out of range") \
+  X(B2S_E_SHM_STATE,       -945, "shared-memory slot not in the state this needs") \
+  X(B2S_E_SHM_ACCOUNT,     -944, "shared-memory slot accounting does not add up") \
+  X(B2S_E_LOCKED,          -943, "held by another writer (locked)") \
+  X(B2S_E_FRAME_LATE,      -942, "frame number late: behind the reorder window") \
+  X(B2S_E_FRAME_DUP,       -941, "duplicate frame number") \
+  X(B2S_E_LIMIT,           -940, "a daemon limit on sessions, streams or descriptors was reached") \
+  X(B2S_E_SERIES_FORMAT,   -939, "series metadata is not a msgpack map of string keys") \
+  X(B2S_E_SERIES_KEY,      -938, "series metadata key empty, over 64 bytes, not UTF-8 or repeated") \
+  X(B2S_E_SERIES_VALUE,    -937, "series metadata value over 64 KiB encoded") \
+  X(B2S_E_SERIES_SIZE,     -936, "series metadata over 256 KiB encoded") \
+  X(B2S_E_RECORD,          -935, "malformed chunk record") \
+  X(B2S_E_RECORD_USER,     -934, "chunk record user part over 4 KiB or not a map or bytes") \
+  X(B2S_E_PAIR,            -933, "records frame does not match its data frame") \
+  X(B2S_E_CHECKSUM,        -932, "chunk checksum differs from its record") \
+  X(B2S_E_WRONG_RANK,      -931, "frame number belongs to another rank of the cluster") \
+  X(B2S_E_NEED_FRAME,      -930, "a distributed stream needs a frame number with every buffer") \
+  X(B2S_E_OBJ_CONFLICT,    -929, "stored object exists with different bytes") \
+  X(B2S_E_STORE,           -928, "object store unavailable or refused the request")
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,
-#define B2S_ERR_ENUM_(name, msg) name,
-  /* enumerators count upward from -999; all stay below every -errno */
+#define B2S_ERR_ENUM_(name, value, msg) name = value,
+  /* values count upward from -999 and stay below every -errno */
   B2S_ERROR_LIST(B2S_ERR_ENUM_)
 #undef B2S_ERR_ENUM_
-  B2S_E_END_
 };
+
+/* One past the last code; codes are B2S_E_BASE_ < code < B2S_E_END_. */
+#define B2S_ERR_COUNT_(name, value, msg) +1
+#define B2S_E_END_ (B2S_E_BASE_ + 1 B2S_ERROR_LIST(B2S_ERR_COUNT_))
 
 /* Message for a negative return value (ours or -errno); never NULL. */
 const char *b2s_strerror(int code);
+
+/* The details of an error beyond its code: the one way they travel
+ * between functions and rooms (docs/ARCHITECTURE.md, conventions).  A
+ * function that can say more than its code takes a b2s_errdetail * as its
+ * last argument (NULL: the caller does not want it), returns the code,
+ * and puts the same code and a sentence for a person (which key, which
+ * file, which limit) here. */
+#define B2S_ERRDETAIL_TEXT 512
+typedef struct b2s_errdetail {
+  int code;                          /* the code it explains; 0: none */
+  char text[B2S_ERRDETAIL_TEXT];     /* "" when the code says it all */
+} b2s_errdetail;
+
+/* Clear ed (NULL is fine). */
+void b2s_errdetail_clear(b2s_errdetail *ed);
+/* Set ed's code and text (printf format; NULL fmt: no text); returns
+ * code, so `return b2s_errdetail_set(ed, B2S_E_LIMIT, "...")` reads as
+ * it does.  ed may be NULL. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int b2s_errdetail_set(b2s_errdetail *ed, int code, const char *fmt, ...);
 
 #endif

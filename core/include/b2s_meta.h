@@ -28,9 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frame.h"
-#include "frame_writer.h"
-#include "msgpack.h"
+#include "b2s_frame.h"
+#include "b2s_frame_writer.h"
+#include "b2s_msgpack.h"
 
 /* ---- series metadata ------------------------------------------------------ */
 

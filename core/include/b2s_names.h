@@ -34,6 +34,16 @@
   X("delta", B2S_FILTER_DELTA)                                                 \
   X("truncprec", B2S_FILTER_TRUNC_PREC)
 
+/* X(name, code) for every split mode (enum b2s_splitmode). */
+#define B2S_SPLIT_NAMES(X)                                                     \
+  X("always", B2S_SPLIT_ALWAYS)                                                \
+  X("never", B2S_SPLIT_NEVER)                                                  \
+  X("auto", B2S_SPLIT_AUTO)                                                    \
+  X("forward_compat", B2S_SPLIT_FORWARD_COMPAT)
+
+/* The name of a split mode, or NULL. */
+const char *b2s_split_name(int splitmode);
+
 /* enum b2s_codec of name, or B2S_E_CODEC (also for NULL). */
 int b2s_codec_from_name(const char *name);
 /* The name of codec, or NULL when it has none. */

@@ -1,5 +1,5 @@
 """The messages between the ranks of a distributed stream, its committer
-and its followers (dist/include/b2s_dmsg.h), each one ZeroMQ frame:
+and its followers (proto/b2s_dmsg.h), each one ZeroMQ frame:
 
     "B2DM" u8 version (1) u8 type u16le name_len name, then by type
     WRITTEN   (1): u64le index  u32le rank  u32le rec_len  rec bytes

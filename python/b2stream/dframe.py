@@ -1,7 +1,7 @@
 """Reading a distributed frame: one logical Blosc2 sparse frame whose chunks
 are objects in an object store (a Ceph RADOS pool, or a local store
 directory), written by several ranks, with one committer keeping its index
-(dist/include/b2s_dframe.h).  Readers see the committed chunks only.
+(cluster/include/b2s_dframe.h).  Readers see the committed chunks only.
 
 URLs: ``rados://POOL/NAME`` (Ceph configuration from ``ceph_conf``, else
 ``$CEPH_CONF``, else librados's own search) and ``dir:///ABS/DIR/NAME``

@@ -1,4 +1,4 @@
-"""CurveZMQ key files (docs/PROTOCOL.md 1.1, proto/curve_key.h): one Z85
+"""CurveZMQ key files (docs/PROTOCOL.md 1.1, proto/b2s_curve_key.h): one Z85
 key of 40 characters on the first line that is neither blank nor a '#'
 comment, as `b2stream keygen FILE` writes them."""
 from __future__ import annotations

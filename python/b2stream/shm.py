@@ -1,4 +1,4 @@
-"""Shared-memory slots of a producer (docs/PROTOCOL.md 4.3, proto/shm.h).
+"""Shared-memory slots of a producer (docs/PROTOCOL.md 4.3, proto/b2s_shm.h).
 
 A slot and a credit are reserved together at acquire, so submit never
 waits and never sends without credit; cancel returns both.  The slot state
@@ -24,7 +24,7 @@ from .errors import ClosedError, OversizeError, ShmError, error_for
 _SHM_SLICE_MS = 100          # slot waits are sliced so ACKs keep being read
 
 
-# Header fields of proto/shm.h's b2s_shm_header read from the mapping
+# Header fields of proto/b2s_shm.h's b2s_shm_header read from the mapping
 # (geometry, written once by the daemon before the name is published).
 _SHM_GEOMETRY = struct.Struct("=QIIIIQQQQQ")
 _SHM_MAGIC = 0x314D485353324230
@@ -86,7 +86,7 @@ class ShmSlot:
 
 
 class ShmSegment:
-    """A producer's shared-memory segment (proto/shm.h).  The slot state
+    """A producer's shared-memory segment (proto/b2s_shm.h).  The slot state
     transitions (compare-and-swap on the slot's state word) run in
     libb2s_py; the slots' bytes are views of this process's own mmap of
     /dev/shm/NAME, which stays mapped as long as any view of it lives."""

@@ -31,11 +31,11 @@ static void check_equal(const b2s_config *a, const b2s_config *b) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char err[512];
+  b2s_errdetail ed;
   b2s_config *cfg = NULL;
   if (b2s_config_parse((const char *)data, size, "fuzz.yaml", "/base/dir",
-                       &cfg, err, sizeof err) != 0) {
-    if (!err[0])
+                       &cfg, &ed) != 0) {
+    if (!ed.text[0] || ed.code >= 0)
       abort();   /* every failure explains itself */
     return 0;
   }
@@ -46,9 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   fclose(f);
   b2s_config *back = NULL;
-  if (b2s_config_parse(text, len, "dump.yaml", "/base/dir", &back, err,
-                       sizeof err) != 0) {
-    fprintf(stderr, "dump does not load: %s\n%s\n", err, text);
+  if (b2s_config_parse(text, len, "dump.yaml", "/base/dir", &back, &ed) != 0) {
+    fprintf(stderr, "dump does not load: %s\n%s\n", ed.text, text);
     abort();
   }
   check_equal(cfg, back);

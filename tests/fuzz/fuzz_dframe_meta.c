@@ -1,5 +1,5 @@
 /* libFuzzer target for NAME.meta of a distributed frame
- * (b2s_dframe_meta_decode, dist/dframe_meta.c): untrusted bytes from an
+ * (b2s_dframe_meta_decode, cluster/dframe_meta.c): untrusted bytes from an
  * object store.
  *
  * Whatever decodes must pass the parameter checks, encode, and decode

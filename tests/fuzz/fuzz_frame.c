@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frame.h"
+#include "b2s_frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

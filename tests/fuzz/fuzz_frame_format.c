@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frame_format.h"
+#include "b2s_frame_format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* libFuzzer target for the CurveZMQ key file parsers (proto/curve_key.h):
+/* libFuzzer target for the CurveZMQ key file parsers (proto/b2s_curve_key.h):
  * the first key of a key file and the authorized keys list.  Whatever the
  * bytes, parsing must not crash, read outside the text or leak; a key
  * found is 40 valid Z85 characters, NUL-terminated, taken from the text;
@@ -12,7 +12,7 @@
 #include <zmq.h>
 
 #include "b2s_errors.h"
-#include "curve_key.h"
+#include "b2s_curve_key.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

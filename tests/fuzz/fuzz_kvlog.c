@@ -1,5 +1,5 @@
 /* libFuzzer target for the local store's key-log reader: the input is a
- * key-log file (dist/store_kvlog.h) as found on disk after a crash or on
+ * key-log file (cluster/store_kvlog.h) as found on disk after a crash or on
  * a damaged disk.
  *
  * The parser must stay inside the input and see only whole, valid
@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   memcpy(in, data, size);
   size_t entries = 0, valid = 0, keys = 0;
-  kvlog_parse(in, size, count_entry, &entries, &valid);
+  b2s_kvlog_parse(in, size, count_entry, &entries, &valid);
   if (valid > size)
     abort();
 
@@ -120,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   size_t len, valid2 = 0, entries2 = 0;
   uint8_t *after = read_log(&len);
-  kvlog_parse(after, len, count_entry, &entries2, &valid2);
+  b2s_kvlog_parse(after, len, count_entry, &entries2, &valid2);
   if (len <= valid || memcmp(after, in, valid) != 0 || valid2 != len ||
       entries2 != entries + 1)
     abort();

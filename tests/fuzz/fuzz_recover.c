@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "frame.h"
-#include "frame_writer.h"
+#include "b2s_frame.h"
+#include "b2s_frame_writer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char path[64];

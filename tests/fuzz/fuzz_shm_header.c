@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shm.h"
+#include "b2s_shm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

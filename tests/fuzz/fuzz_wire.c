@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "b2s_errors.h"
-#include "wire.h"
+#include "b2s_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -262,7 +262,7 @@ mf_manifest *mf_load(const char *dir) {
 static const char how_to_set[] =
     "set the meson option with `meson configure <builddir> "
     "-Dvectors=/path/to/vectors` (relative paths are taken from the source "
-    "root; default ../shared/vectors) and run the tests with `meson test`";
+    "root; default tests/vectors) and run the tests with `meson test`";
 
 mf_manifest *mf_load_env(char *why, size_t whylen, bool *missing) {
   const char *dir = getenv("B2S_VECTORS");
