@@ -289,14 +289,22 @@ int b2s_fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
   return rc;
 }
 
+/* Whether chunk i's storage is also a neighbour's (b2s_fwriter_append_again
+ * puts the entries of one stored chunk next to each other). */
+static bool entry_shared(const b2s_fwriter *w, int64_t i) {
+  int64_t e = w->index[i];
+  return (i > 0 && w->index[i - 1] == e) || (i + 1 < w->n && w->index[i + 1] == e);
+}
+
 /* Forget chunk i's storage: its bytes become a hole (cframe) or its file
- * is removed after the next commit (sparse). */
+ * is removed after the next commit (sparse); storage another entry still
+ * uses stays. */
 static int release_entry(b2s_fwriter *w, int64_t i, int32_t *old_nbytes) {
   int32_t cb = 0;
   int rc = b2s_fw_entry_sizes(w, i, old_nbytes, &cb);
   if (rc < 0)
     return rc;
-  if (w->index[i] >= 0) {
+  if (w->index[i] >= 0 && !entry_shared(w, i)) {
     w->stored_bytes -= cb;
     if (w->sparse)
       rc = queue_unlink(w, w->index[i]);
@@ -447,6 +455,23 @@ int64_t b2s_fwriter_append(b2s_fwriter *w, const void *chunk, size_t cbytes) {
     return B2S_E_ARG;
   int rc = b2s_fwriter_insert(w, w->n, chunk, cbytes);
   return rc < 0 ? rc : w->n;
+}
+
+int64_t b2s_fwriter_append_again(b2s_fwriter *w) {
+  if (w == NULL || w->n == 0 || w->index[w->n - 1] < 0)
+    return B2S_E_ARG;
+  int32_t nb = w->last_nbytes;
+  int rc = index_reserve(w, w->n + 1);
+  if (rc == 0)
+    rc = chunksize_rules(w, w->n, nb, false);
+  if (rc < 0)
+    return rc;
+  /* chunksize_rules may store special entries, never the stored last one */
+  w->index[w->n] = w->index[w->n - 1];
+  w->n++;
+  w->hdr.nbytes += nb;
+  b2s_fw_touch(w, w->n - 1);
+  return w->n;
 }
 
 int64_t b2s_fwriter_append_buffer(b2s_fwriter *w, b2s_ctx *ctx,

@@ -243,6 +243,18 @@ int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
                      b2s_chunk_xxh64(chunk, (size_t)rc), B2S_RECORD_GAP | flags);
 }
 
+int64_t b2s_pair_append_again(b2s_pair *p) {
+  if (p == NULL)
+    return B2S_E_ARG;
+  int64_t n = b2s_fwriter_append_again(p->rec);
+  if (n < 0)
+    return n;
+  n = b2s_fwriter_append_again(p->data);
+  if (n < 0)
+    b2s_fwriter_delete(p->rec, b2s_fwriter_nchunks(p->rec) - 1);
+  return n;
+}
+
 int b2s_pair_commit(b2s_pair *p) {
   if (p == NULL)
     return B2S_E_ARG;
@@ -272,18 +284,17 @@ b2s_fwriter *b2s_pair_records(b2s_pair *p) { return p ? p->rec : NULL; }
 
 /* ---- opening ------------------------------------------------------------- */
 
-/* A record (flags 0, checksum as stored) for each chunk of the data frame,
- * which had no records frame. */
-static int backfill(b2s_pair *p, const char *data_path) {
-  int64_t n = b2s_fwriter_nchunks(p->data);
-  if (n == 0)
-    return 0;
+/* A "no record" record (checksum as stored) for each chunk of the data
+ * frame from `from` on: chunks whose producer's record is unknown (a frame
+ * written without records, or records lost with a power loss) stay data. */
+static int fill(b2s_pair *p, const char *data_path, int64_t from) {
   b2s_frame *f;
   int rc = b2s_frame_open(data_path, &f, NULL);
   if (rc < 0)
     return rc;
+  int64_t n = b2s_frame_nchunks(f);
   uint8_t *buf = NULL;
-  for (int64_t i = 0; rc >= 0 && i < n; i++) {
+  for (int64_t i = from; rc >= 0 && i < n; i++) {
     int32_t cb = 0;
     rc = b2s_frame_chunk_sizes(f, i, &cb, NULL);
     uint8_t *nb = rc >= 0 ? realloc(buf, (size_t)cb) : NULL;
@@ -294,11 +305,38 @@ static int backfill(b2s_pair *p, const char *data_path) {
       rc = b2s_frame_chunk_read(f, i, buf, (size_t)cb);
     }
     if (rc >= 0)
-      rc = put_record(p, NULL, b2s_chunk_xxh64(buf, (size_t)rc), 0);
+      rc = put_record(p, NULL, b2s_chunk_xxh64(buf, (size_t)rc),
+                      B2S_RECORD_NONE);
   }
   free(buf);
   b2s_frame_free(f);
-  return rc < 0 ? rc : b2s_fwriter_commit(p->rec);
+  return rc < 0 ? rc : 0;
+}
+
+int b2s_pair_records_fill(b2s_fwriter *rec, const char *data_path,
+                          int64_t from) {
+  b2s_pair *p = pair_new();
+  if (p == NULL)
+    return B2S_E_NOMEM;
+  p->rec = rec;                    /* borrowed */
+  int rc = fill(p, data_path, from);
+  p->rec = NULL;
+  b2s_pair_free(p);
+  return rc;
+}
+
+int b2s_pair_records_create(const char *data_path, const char *rpath,
+                            bool sparse, const b2s_fwriter_opts *opts,
+                            b2s_fwriter **out) {
+  b2s_pair *p = pair_new();
+  if (p == NULL)
+    return B2S_E_NOMEM;
+  int rc = create_records(p, data_path, rpath, sparse, opts);
+  *out = rc < 0 ? NULL : p->rec;
+  if (rc == 0)
+    p->rec = NULL;
+  b2s_pair_free(p);
+  return rc;
 }
 
 static int open_records(b2s_pair *p, const char *data_path,
@@ -307,22 +345,30 @@ static int open_records(b2s_pair *p, const char *data_path,
   int rc = b2s_records_path(data_path, rpath, sizeof rpath);
   if (rc < 0)
     return rc;
+  if (!b2s_pair_exists(rpath)) {
+    /* built aside and published whole: a crash leaves none or all */
+    const b2s_frame_header *h = b2s_fwriter_header(p->data);
+    rc = b2s_pair_records_publish(data_path, rpath,
+                                  h->frame_type == B2S_FRAME_TYPE_SPARSE, opts);
+    if (rc < 0)
+      return rc;
+  }
   b2s_fwriter_opts ro = records_opts(opts);
-  if (b2s_pair_exists(rpath))
-    return b2s_fwriter_open(rpath, &ro, &p->rec, err);
-  const b2s_frame_header *h = b2s_fwriter_header(p->data);
-  rc = create_records(p, data_path, rpath, h->frame_type == B2S_FRAME_TYPE_SPARSE, opts);
-  return rc < 0 ? rc : backfill(p, data_path);
+  return b2s_fwriter_open(rpath, &ro, &p->rec, err);
 }
 
-/* Cut the longer frame back to the shorter one's count (as recovery). */
-static int align(b2s_pair *p) {
+/* As recovery: records past the data cut back, data chunks past the
+ * records given "no record" records (data is never cut). */
+static int align(b2s_pair *p, const char *data_path) {
   int64_t nd = b2s_fwriter_nchunks(p->data), nr = b2s_fwriter_nchunks(p->rec);
-  b2s_fwriter *w = nr > nd ? p->rec : nd > nr ? p->data : NULL;
-  if (w == NULL)
+  if (nd == nr)
     return 0;
-  int64_t cut = b2s_pair_cut_tail(w, nr < nd ? nr : nd);
-  return cut < 0 ? (int)cut : b2s_fwriter_commit(w);
+  if (nr > nd) {
+    int64_t cut = b2s_pair_cut_tail(p->rec, nd);
+    return cut < 0 ? (int)cut : b2s_fwriter_commit(p->rec);
+  }
+  int rc = fill(p, data_path, nr);
+  return rc < 0 ? rc : b2s_fwriter_commit(p->rec);
 }
 
 int b2s_pair_open(const char *data_path, const b2s_fwriter_opts *opts,
@@ -339,7 +385,7 @@ int b2s_pair_open(const char *data_path, const b2s_fwriter_opts *opts,
   if (rc == 0)
     rc = open_records(p, data_path, opts, err);
   if (rc == 0)
-    rc = align(p);
+    rc = align(p, data_path);
   if (rc < 0) {
     b2s_pair_free(p);
     return rc;

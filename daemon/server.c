@@ -284,10 +284,11 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
     snprintf(text, sizeof text,
              "protocol version %u not supported; this daemon speaks %d to %d",
              m.version, B2S_WIRE_VERSION, B2S_WIRE_VERSION_MAX);
-    uint8_t v = s ? s->version : B2S_WIRE_VERSION;
+    /* in version 1 whatever the session's: the one layout every client
+     * can read (PROTOCOL.md section 8) */
     if (s)
       session_end(srv, s);
-    error_raw(srv, in->sock, rid, rlen, v,
+    error_raw(srv, in->sock, rid, rlen, B2S_WIRE_VERSION,
               &(b2sd_errreply){.tag = m.tag, .code = rc,
                   .flags = B2S_WIRE_ERROR_CLOSED_SESSION,
                   .ref_type = m.type < 0x80 ? m.type : 0,

@@ -19,7 +19,8 @@ static const char help[] =
     "writer (b2streamd) holds the frame.\n"
     "A records frame beside it (NAME.records.b2frame) is restored too, and\n"
     "the two are aligned: records past the data frame's last chunk are cut\n"
-    "(records_cut), and data chunks without a record are cut (data_cut).\n"
+    "(records_cut), and data chunks without a record get a \"no record\"\n"
+    "record (records_filled): data is never cut.\n"
     "Prints a report; exits 1 when the frame cannot be restored.\n"
     "\n"
     "  --deep   decode every chunk, not only the recent ones\n"
@@ -54,12 +55,12 @@ static void report_records(const char *path, const b2s_pair_report *r) {
          "records_commit: %lld\n"
          "records_dropped_chunks: %lld\n"
          "records_cut:    %lld\n"
-         "data_cut:       %lld\n"
+         "records_filled: %lld\n"
          "nchunks_final:  %lld\n",
          rpath, r->records.was_clean ? "clean (nothing to do)" : "restored",
          (long long)r->records.commit,
          (long long)r->records.dropped_chunks, (long long)r->records_cut,
-         (long long)r->data_cut, (long long)(r->data.nchunks - r->data_cut));
+         (long long)r->records_filled, (long long)r->data.nchunks);
 }
 
 static int run(int argc, char **argv) {
