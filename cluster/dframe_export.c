@@ -8,36 +8,26 @@
 /* a commit every 4 runs of DF_LIST_MAX chunks bounds what the writers hold */
 #define EXPORT_COMMIT_RUNS 4
 
-/* A gap record whose checksum is that of the gap chunk: appended as a gap
- * without reading its object. */
+/* A gap record whose checksum is that of a gap chunk: appended as a gap
+ * (with the export's typesize, b2s_pair_append_gap) without reading its
+ * object.  Ranks before version 0.2 stored gaps with a one-byte value,
+ * which c-blosc2 cannot read in a frame of wider items; their records
+ * are recognised too, so the export never copies such a chunk. */
 static bool plain_gap(const b2s_dframe *df, const b2s_record *rec) {
   if (!(rec->flags & B2S_RECORD_GAP))
     return false;
   uint8_t chunk[B2S_GAP_CHUNK_MAX];
-  int n = b2s_gap_chunk(df->p.chunk_nbytes, chunk, sizeof chunk);
-  return n > 0 && b2s_chunk_xxh64(chunk, (size_t)n) == rec->xxh64;
-}
-
-/* A gap as c-blosc2 3.3 reads it at any position: zeros repeated in a
- * value of the frame's typesize.  Its lazy chunk reader (which inspects
- * chunk 0 when a frame file opens) sizes a repeated value by the frame's
- * typesize, so the one-byte value of b2s_gap_chunk fails in a frame of
- * typesize > 1 ("Cannot inspect the first chunk in frame").  The record
- * keeps its GAP flag; its checksum becomes that of these bytes. */
-static int append_typed_gap(b2s_dframe *df, b2s_pair *p, b2s_record *rec) {
-  static const uint8_t zeros[B2S_MAX_TYPESIZE];
-  int32_t ts = df->p.cparams.typesize;
-  if (ts < 1 || ts > B2S_MAX_TYPESIZE || df->p.chunk_nbytes % ts != 0)
-    ts = 1;
-  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
-  cp.typesize = ts;
-  uint8_t chunk[B2S_GAP_CHUNK_MAX + B2S_MAX_TYPESIZE];
-  int n = b2s_chunk_repeatval(&cp, df->p.chunk_nbytes, chunk,
-                              (int32_t)sizeof chunk, zeros, ts);
-  if (n < 0)
-    return n;
-  int64_t k = b2s_pair_append(p, chunk, (size_t)n, rec);
-  return k < 0 ? (int)k : 0;
+  b2s_cparams cp = df->p.cparams;
+  for (int legacy = 0; legacy < 2; legacy++) {
+    if (legacy) {               /* one-byte value, default blocks */
+      cp = B2S_CPARAMS_DEFAULTS;
+      cp.typesize = 1;
+    }
+    int n = b2s_gap_chunk(&cp, df->p.chunk_nbytes, chunk, sizeof chunk);
+    if (n > 0 && b2s_chunk_xxh64(chunk, (size_t)n) == rec->xxh64)
+      return true;
+  }
+  return false;
 }
 
 static int export_one(b2s_dframe *df, b2s_pair *p, int64_t i,
@@ -46,8 +36,12 @@ static int export_one(b2s_dframe *df, b2s_pair *p, int64_t i,
   int rc = b2s_record_decode(rb, rlen, &rec);
   if (rc < 0)
     return rc;
-  if (plain_gap(df, &rec))
-    return append_typed_gap(df, p, &rec);
+  if (plain_gap(df, &rec)) {
+    int64_t n = b2s_pair_append_gap(p, df->p.chunk_nbytes,
+                                    rec.flags & ~(uint32_t)B2S_RECORD_GAP,
+                                    &rec);
+    return n < 0 ? (int)n : 0;
+  }
   uint8_t *chunk;
   size_t cbytes;
   rc = b2s_dframe_chunk_get(df, i, &chunk, &cbytes);

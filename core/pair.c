@@ -167,24 +167,16 @@ static int64_t append_both(b2s_pair *p, const void *chunk, size_t cbytes,
   return n;
 }
 
-static const uint8_t nan32[4] = {0x00, 0x00, 0xc0, 0x7f};
-static const uint8_t nan64[8] = {0, 0, 0, 0, 0, 0, 0xf8, 0x7f};
-
 /* The repeated-value chunk equivalent to a zeros/NaN/uninit chunk (the
  * frame writer would otherwise store those as index entries or rewrite
- * them, and the checksum must be of the bytes as stored). */
-static int as_repeat(const b2s_chunk_info *ci, uint8_t out[64]) {
-  static const uint8_t zero[8] = {0};
-  const uint8_t *val = zero;
-  int32_t vs = 1;
-  if (ci->special == B2S_SPECIAL_NAN && (ci->typesize == 4 || ci->typesize == 8) &&
-      ci->nbytes % ci->typesize == 0) {
-    val = ci->typesize == 4 ? nan32 : nan64;
-    vs = ci->typesize;
-  }
-  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
-  cp.typesize = vs;
-  return b2s_chunk_repeatval(&cp, ci->nbytes, out, 64, val, vs);
+ * them, and the checksum must be of the bytes as stored), with the data
+ * frame's typesize. */
+static int as_repeat(const b2s_pair *p, const b2s_chunk_info *ci,
+                     uint8_t *out) {
+  b2s_cparams cp;
+  b2s_frame_header_cparams(b2s_fwriter_header(p->data), &cp);
+  return b2s_chunk_special_as_repeat(&cp, ci->special, ci->nbytes, out,
+                                     B2S_REPEAT_CHUNK_MAX);
 }
 
 /* hashed: xxh64 is the checksum of chunk[cbytes] as given */
@@ -197,10 +189,10 @@ static int64_t append_chunk(b2s_pair *p, const void *chunk, size_t cbytes,
   int rc = b2s_chunk_info_get(chunk, cbytes, &ci);
   if (rc < 0)
     return rc;
-  uint8_t repl[64];
+  uint8_t repl[B2S_REPEAT_CHUNK_MAX];
   if (ci.special == B2S_SPECIAL_ZERO || ci.special == B2S_SPECIAL_NAN ||
       ci.special == B2S_SPECIAL_UNINIT) {
-    rc = as_repeat(&ci, repl);
+    rc = as_repeat(p, &ci, repl);
     if (rc < 0)
       return rc;
     chunk = repl;
@@ -221,14 +213,12 @@ int64_t b2s_pair_append_hashed(b2s_pair *p, const void *chunk, size_t cbytes,
   return append_chunk(p, chunk, cbytes, rec, true, xxh64);
 }
 
-int b2s_gap_chunk(int32_t nbytes, uint8_t *out, size_t cap) {
-  if (out == NULL || nbytes <= 0)
+int b2s_gap_chunk(const b2s_cparams *cp, int32_t nbytes, uint8_t *out,
+                  size_t cap) {
+  if (cp == NULL || out == NULL || nbytes <= 0)
     return B2S_E_ARG;
-  static const uint8_t zero = 0;
-  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
-  cp.typesize = 1;
   int32_t c = cap > INT32_MAX ? INT32_MAX : (int32_t)cap;
-  return b2s_chunk_repeatval(&cp, nbytes, out, c, &zero, 1);
+  return b2s_chunk_special_as_repeat(cp, B2S_SPECIAL_ZERO, nbytes, out, c);
 }
 
 int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
@@ -236,7 +226,9 @@ int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
   if (p == NULL || nbytes <= 0)
     return B2S_E_ARG;
   uint8_t chunk[B2S_GAP_CHUNK_MAX];
-  int rc = b2s_gap_chunk(nbytes, chunk, sizeof chunk);
+  b2s_cparams cp;
+  b2s_frame_header_cparams(b2s_fwriter_header(p->data), &cp);
+  int rc = b2s_gap_chunk(&cp, nbytes, chunk, sizeof chunk);
   if (rc < 0)
     return rc;
   return append_both(p, chunk, (size_t)rc, rec,

@@ -340,6 +340,27 @@ static char *user_json(const b2s_record *r) {
   return text;
 }
 
+/* A gap the daemon filled for a frame number that never came carries no
+ * frame number: in a frame-number stream chunk index = frame number - the
+ * first, so it is the nearest numbered record's, shifted by the distance
+ * (docs/METADATA.md 4). */
+static void fill_gap_frames(recs *R, int64_t n) {
+  int64_t last = -1;            /* index of the last numbered record */
+  for (int64_t i = 0; i < n; i++) {
+    if (R->frame[i] >= 0)
+      last = i;
+    else if (R->gap[i] && last >= 0)
+      R->frame[i] = R->frame[last] + (i - last);
+  }
+  last = -1;                    /* leading gaps: from the first numbered */
+  for (int64_t i = n - 1; i >= 0; i--) {
+    if (R->frame[i] >= 0)
+      last = i;
+    else if (R->gap[i] && last >= 0 && R->frame[last] >= last - i)
+      R->frame[i] = R->frame[last] - (last - i);
+  }
+}
+
 static int read_records(cli_src *src, recs *R, int64_t n, int64_t *have) {
   cli_recs cr;
   if (cli_recs_open(src, &cr) < 0)
@@ -366,6 +387,7 @@ static int read_records(cli_src *src, recs *R, int64_t n, int64_t *have) {
     R->user[i] = user_json(&r);
   }
   cli_recs_close(&cr);
+  fill_gap_frames(R, *have);
   return rc;
 }
 

@@ -176,11 +176,14 @@ int64_t b2s_pair_append_hashed(b2s_pair *p, const void *chunk, size_t cbytes,
 int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
                             const b2s_record *rec);
 
-/* The placeholder chunk b2s_pair_append_gap appends (a repeated-zero
- * special chunk of nbytes), for writers that store gaps elsewhere.
- * Returns its size, at most B2S_GAP_CHUNK_MAX. */
-#define B2S_GAP_CHUNK_MAX 64
-int b2s_gap_chunk(int32_t nbytes, uint8_t *out, size_t cap);
+/* The placeholder chunk b2s_pair_append_gap appends, for writers that
+ * store gaps elsewhere: zeros of nbytes as a repeated-value chunk with the
+ * frame's parameters cp (its value one item of cp->typesize, its blocks
+ * cp's), as c-blosc2 reads it at any place of the frame, b2nd slices
+ * across it included.  Returns its size, at most B2S_GAP_CHUNK_MAX. */
+#define B2S_GAP_CHUNK_MAX B2S_REPEAT_CHUNK_MAX
+int b2s_gap_chunk(const b2s_cparams *cp, int32_t nbytes, uint8_t *out,
+                  size_t cap);
 
 /* Append the last chunk and its record again, sharing their stored bytes
  * (b2s_fwriter_append_again): a run of identical gaps costs no file and

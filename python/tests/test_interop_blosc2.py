@@ -111,6 +111,21 @@ def _fill(d, stream: str, meta=None, n=len(SEND)) -> None:
 
 
 @pytest.mark.parametrize("stream", ["w", "r"])   # contiguous, sparse
+def test_constant_and_zero_images_open_in_blosc2(daemon, stream):
+    """Zero images become special chunks stored as repeated values, which
+    c-blosc2 sizes by the frame's typesize: the value must be one item."""
+    zero = np.zeros(2048, np.uint32)
+    ones = np.full(2048, 7, np.uint32)
+    sent = [zero, ones, zero, SEND[0], zero]
+    with b2stream.Session(daemon.endpoint) as s, s.open(stream) as p:
+        for i, a in enumerate(sent):
+            p.send(a, frame=i)
+        assert p.flush().upto == len(sent)
+    daemon.stop()
+    assert_same(daemon.frame(stream), [a.tobytes() for a in sent])
+
+
+@pytest.mark.parametrize("stream", ["w", "r"])   # contiguous, sparse
 def test_daemon_frames_open_in_blosc2(daemon, stream):
     _fill(daemon, stream, meta={"detector": "eiger", "energy_eV": 12400.0,
                                 "axes": ["omega"], "raw": b"\x00\xff"})
@@ -157,10 +172,6 @@ def test_b2nd_frame_with_gaps_opens_as_ndarray(make_daemon):
     assert_records_same(path)
 
 
-@pytest.mark.xfail(strict=True, reason="gap chunks are typesize-1 repeated-value "
-                   "chunks; python-blosc2 4.14.1 (c-blosc2 3.3.5) reads each image "
-                   "of such a b2nd frame but fails a slice across a gap and "
-                   "another chunk ('Error while getting the buffer')")
 def test_b2nd_slice_across_gaps(make_daemon):
     d = make_daemon()
     with open(d.config) as f:
@@ -235,9 +246,6 @@ def test_daemon_frame_takes_blosc2_appends(daemon):
     assert cli("cat", path).stdout == b"".join(expect)
 
 
-@pytest.mark.xfail(strict=True, reason="opening the pair for writing aligns the "
-                   "data frame to its records frame (docs/METADATA.md 3) and so "
-                   "cuts chunks another writer appended without records")
 def test_daemon_keeps_chunks_blosc2_appended(daemon):
     _fill(daemon, "w", n=4)
     daemon.stop()
