@@ -21,7 +21,7 @@ static void describe(const b2s_dframe_params *p, char *out, size_t cap) {
  * with both sides in why. */
 static int open_existing(b2s_store *s, const char *name,
                          const b2s_dframe_params *p, b2s_dframe **out,
-                         char *why, size_t cap) {
+                         b2s_errdetail *ed) {
   int rc = b2s_dframe_create(s, name, p, out);
   if (rc != B2S_E_OBJ_CONFLICT)
     return rc;
@@ -32,9 +32,8 @@ static int open_existing(b2s_store *s, const char *name,
     b2s_dframe_free(df);
   }
   describe(p, ours, sizeof ours);
-  snprintf(why, cap, "%s.meta in the store has %s; this rank has %s", name,
-           theirs, ours);
-  return rc;
+  return b2s_errdetail_set(ed, rc, "%s.meta in the store has %s; this rank "
+                           "has %s", name, theirs, ours);
 }
 
 /* How many ranks 0..N-1 propose exactly m; one that differs in other. */
@@ -70,17 +69,17 @@ static int count_agreeing(b2s_store *s, const char *name, int32_t n,
 
 int b2s_dframe_create_agreed(b2s_store *s, const char *name, int32_t rank,
                              const b2s_dframe_params *p, b2s_dframe **out,
-                             char *why, size_t cap) {
-  if (!s || !name || !p || !out || !why || cap == 0 || rank < 0 ||
+                             b2s_errdetail *ed) {
+  b2s_errdetail_clear(ed);
+  if (!s || !name || !p || !out || rank < 0 ||
       b2s_dframe_params_check(p) < 0 || rank >= p->ranks)
     return B2S_E_ARG;
-  why[0] = '\0';
   *out = NULL;
   b2s_dframe *df;
   int rc = b2s_dframe_open(s, name, &df);
   if (rc == 0) {
     b2s_dframe_free(df);
-    return open_existing(s, name, p, out, why, cap);
+    return open_existing(s, name, p, out, ed);
   }
   if (rc != -ENOENT)
     return rc;
@@ -98,14 +97,13 @@ int b2s_dframe_create_agreed(b2s_store *s, const char *name, int32_t rank,
   if (agree < 0)
     return agree;
   if (agree * 2 > p->ranks)
-    return open_existing(s, name, p, out, why, cap);
+    return open_existing(s, name, p, out, ed);
   char ours[160];
   describe(p, ours, sizeof ours);
   if (other >= 0)
-    snprintf(why, cap, "%d of %d ranks propose %s for %s; rank %d proposes "
-             "%s", agree, (int)p->ranks, ours, name, (int)other, what);
-  else
-    snprintf(why, cap, "%d of %d ranks propose %s for %s so far", agree,
-             (int)p->ranks, ours, name);
-  return B2S_E_BUSY;
+    return b2s_errdetail_set(ed, B2S_E_BUSY, "%d of %d ranks propose %s for "
+                             "%s; rank %d proposes %s", agree, (int)p->ranks,
+                             ours, name, (int)other, what);
+  return b2s_errdetail_set(ed, B2S_E_BUSY, "%d of %d ranks propose %s for %s "
+                           "so far", agree, (int)p->ranks, ours, name);
 }

@@ -112,10 +112,12 @@ static int series_defaults(dw *w) {
  * refusing every buffer (B2S_E_CONFIG): a misconfigured rank says so to
  * its producers instead of failing the stream again at every OPEN. */
 static int create_agreed(dw *w, const b2s_dframe_params *p) {
-  char why[512], said[512] = "";
+  b2s_errdetail ed;
+  char said[B2S_ERRDETAIL_TEXT] = "";
   for (;;) {
     int rc = b2s_dframe_create_agreed(w->store, w->st->name, w->d->rank.rank,
-                                      p, &w->df, why, sizeof why);
+                                      p, &w->df, &ed);
+    const char *why = ed.text;
     if (rc == B2S_E_OBJ_CONFLICT) {
       w->misconfigured = true;
       LOG_E("stream %s: this rank's parameters differ from the frame's: %s; "

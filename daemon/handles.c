@@ -141,8 +141,7 @@ static int stream_create_from_template(b2sd_server *srv, const char *name,
   for (b2sd_stream *st = srv->streams; st; st = st->next)
     if (strcmp(st->path, sc.full_path) == 0)
       return B2S_E_CONFIG;
-  char why[128];
-  if ((rc = b2sd_headroom_stream(srv, why, sizeof why)) < 0)
+  if ((rc = b2sd_headroom_stream(srv, NULL)) < 0)
     return rc;
   b2sd_stream *st;
   rc = b2sd_stream_open(srv, &sc, &st);
@@ -448,47 +447,45 @@ void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st) {
 /* A distributed stream stores only the frame numbers this rank owns;
  * the producer learns which rank owns the others, and where it listens. */
 static int rank_check(b2sd_server *srv, const b2sd_stream *st,
-                      const b2sd_rec *rec, char *why, size_t cap) {
+                      const b2sd_rec *rec, b2s_errdetail *ed) {
   int32_t owner = -1;
   int rc = b2sd_rank_check(&st->dist->rank,
                            rec->present & B2S_WIRE_REC_FRAME, rec->frame,
-                           &owner, why, cap);
+                           &owner, ed);
   const b2s_cluster_cfg *k = b2s_config_cluster(srv->cfg);
   if (rc == B2S_E_WRONG_RANK && owner < k->nranks) {
-    size_t n = strlen(why);
-    snprintf(why + n, cap - n, " (%s)", k->ranks[owner]);
+    size_t n = strlen(ed->text);
+    snprintf(ed->text + n, sizeof ed->text - n, " (%s)", k->ranks[owner]);
   }
   return rc;
 }
 
 int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
-                     char *why, size_t cap) {
-  why[0] = '\0';
+                     b2s_errdetail *ed) {
+  b2s_errdetail_clear(ed);
   if (h->st->dist) {
-    int rc = rank_check(srv, h->st, rec, why, cap);
+    int rc = rank_check(srv, h->st, rec, ed);
     if (rc == B2S_E_WRONG_RANK && !h->st->misrouted) {
       /* a producer with another rank list or frames_per_block: its
        * CLOSE must not end (and so close for good) the frame */
       h->st->misrouted = true;
       LOG_W("stream %s: a producer sends frames of other ranks (%s): its "
             "rank list or frames-per-block differ from the cluster's; the "
-            "stream's next CLOSE sends no END", h->st->name, why);
+            "stream's next CLOSE sends no END", h->st->name, ed->text);
     }
     return rc;
   }
   if (!h->st->ordered)
     return 0;
-  if (!(rec->present & B2S_WIRE_REC_FRAME)) {
-    snprintf(why, cap, "stream '%s' is stored in frame-number order "
-             "(order: frame_number): each buffer needs a frame number",
-             h->st->name);
-    return B2S_E_ARG;
-  }
+  if (!(rec->present & B2S_WIRE_REC_FRAME))
+    return b2s_errdetail_set(ed, B2S_E_ARG, "stream '%s' is stored in "
+                             "frame-number order (order: frame_number): each "
+                             "buffer needs a frame number", h->st->name);
   int rc = b2sd_window_check(&h->st->win, rec->frame);
   if (rc == B2S_E_ARG)
-    snprintf(why, cap, "frame number %llu is too far ahead of the next "
-             "one to store in stream '%s'", (unsigned long long)rec->frame,
-             h->st->name);
+    b2s_errdetail_set(ed, rc, "frame number %llu is too far ahead of the "
+                      "next one to store in stream '%s'",
+                      (unsigned long long)rec->frame, h->st->name);
   return rc;
 }
 
@@ -625,12 +622,11 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   size_t plen = payload ? zmq_msg_size(payload) : 0;
   b2sd_bufsrc b = {.msg = payload, .len = plen};
   /* the record first: a refused buffer's gap keeps its frame number */
-  char why[B2SD_WHY_MAX];
+  b2s_errdetail why;
+  b2s_errdetail_clear(&why);
   int rc = b2sd_rec_take(m->flags & B2S_WIRE_DATA_RECORD, recf, &b.rec);
   if (rc == 0)
-    rc = b2sd_frame_check(srv, h, &b.rec, why, sizeof why);
-  else
-    why[0] = '\0';
+    rc = b2sd_frame_check(srv, h, &b.rec, &why);
   if (rc == 0)
     rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
   if (rc == 0 && (h->closing || srv->draining))
@@ -639,7 +635,7 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
     if (b2sd_leaves_gap(rc))
       b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b.rec);
     b2sd_rec_clear(&b.rec);
-    b2sd_buffer_reject(srv, h, m, id, rc, why);
+    b2sd_buffer_reject(srv, h, m, id, rc, why.text);
     return;
   }
   if (!b2sd_buffer_size_ok(srv, h, m, id, plen)) {

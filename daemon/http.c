@@ -200,13 +200,13 @@ static enum MHD_Result answer_thumb(b2sd_http *h, struct MHD_Connection *c,
     return answer_text(c, MHD_HTTP_NOT_FOUND, "no such stream\n");
   void *png = NULL;
   size_t len = 0;
-  char why[160] = "";
-  if (b2sd_thumb_png(&q, &png, &len, why, sizeof why) < 0) {
-    size_t n = strlen(why);
+  b2s_errdetail ed;
+  if (b2sd_thumb_png(&q, &png, &len, &ed) < 0) {
+    size_t n = strlen(ed.text);
     char *body = malloc(n + 2);
     if (!body)
       return answer_text(c, MHD_HTTP_NOT_FOUND, "no thumbnail\n");
-    memcpy(body, why, n);
+    memcpy(body, ed.text, n);
     memcpy(body + n, "\n", 2);
     return answer(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", body,
                   n + 1, MHD_RESPMEM_MUST_FREE);

@@ -88,13 +88,13 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
   if (s)
     session_end(srv, s);
   b2sd_peers_turn(srv);          /* no older event may name this session */
-  char why[128];
-  if (b2sd_headroom_session(srv, why, sizeof why) < 0) {
+  b2s_errdetail why;
+  if (b2sd_headroom_session(srv, &why) < 0) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
               m->version,
               &(b2sd_errreply){.tag = m->tag, .code = B2S_E_LIMIT,
                   .flags = B2S_WIRE_ERROR_CLOSED_SESSION, .ref_type = m->type,
-                  .text = why});
+                  .text = why.text});
     return;
   }
   s = calloc(1, sizeof *s);

@@ -188,8 +188,7 @@ static int open_stream(b2sd_server *srv, source *s, const char *name,
     return rc;
   if (b2sd_stream_find(srv, name))
     return B2S_E_CONFIG;             /* a series id seen before */
-  char why[128];
-  if ((rc = b2sd_headroom_stream(srv, why, sizeof why)) < 0)
+  if ((rc = b2sd_headroom_stream(srv, NULL)) < 0)
     return rc;
   if (arr)
     companion_cfg(&sc, arr);

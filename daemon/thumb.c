@@ -165,20 +165,11 @@ static int image_shape(b2s_frame *f, int64_t *h, int64_t *w, char *dtype,
   return 0;
 }
 
-/* Say why (the answer's text); -1. */
-static int say(char *why, size_t n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int say(char *why, size_t n, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, n, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-#define WHY(...) say(why, whylen, __VA_ARGS__)
+/* No thumbnail, and why (the answer's text). */
+#define WHY(...) b2s_errdetail_set(ed, B2S_E_NOTFOUND, __VA_ARGS__)
 
 int b2sd_thumb_png(const b2sd_thumb_req *q, void **png, size_t *len,
-                   char *why, size_t whylen) {
+                   b2s_errdetail *ed) {
   if (q->ndim < 2 || q->committed <= 0)
     return WHY("not a 2-D stream with a committed image");
   b2s_frame *f = NULL;
@@ -191,7 +182,7 @@ int b2sd_thumb_png(const b2sd_thumb_req *q, void **png, size_t *len,
   char dtype[16];
   int32_t nbytes = 0;
   uint8_t *buf = NULL, gray[B2SD_THUMB_MAX * B2SD_THUMB_MAX];
-  int oh, ow, rc = -1;
+  int oh, ow, rc = B2S_E_NOTFOUND;
   if (n <= 0 || image_shape(f, &h, &w, dtype, sizeof dtype) < 0) {
     (void)WHY("no b2nd image in the frame");
     goto out;

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "b2s_errors.h"
+
 #define B2SD_THUMB_MAX 256
 /* Largest chunk decompressed for a thumbnail: bounds the listener's
  * memory whatever the stream's chunks are. */
@@ -23,9 +25,9 @@ typedef struct b2sd_thumb_req {
 } b2sd_thumb_req;
 
 /* The PNG of q's latest committed image in *png (malloc'ed, *len bytes).
- * 0, or a negative error with the reason in why. */
+ * 0, or a negative error with the reason in ed. */
 int b2sd_thumb_png(const b2sd_thumb_req *q, void **png, size_t *len,
-                   char *why, size_t whylen);
+                   b2s_errdetail *ed);
 
 /* The pure parts, for tests.  Scale an h x w image of NumPy dtype `dtype`
  * (little or big endian u/i of 1, 2, 4, 8 bytes, f of 4 or 8) into

@@ -75,12 +75,12 @@ int b2s_dframe_create(b2s_store *s, const char *name,
  * its proposal, NAME.p.RANK, then counts), so a rank configured with
  * another N or frames_per_block never decides the frame alone.  0 with
  * *out when the frame is open; B2S_E_BUSY while no majority agrees yet
- * (nothing created: call again later; why says who proposes what);
- * B2S_E_OBJ_CONFLICT when NAME.meta holds other parameters (why names
+ * (nothing created: call again later; ed says who proposes what);
+ * B2S_E_OBJ_CONFLICT when NAME.meta holds other parameters (ed names
  * both). */
 int b2s_dframe_create_agreed(b2s_store *s, const char *name, int32_t rank,
                              const b2s_dframe_params *p, b2s_dframe **out,
-                             char *why, size_t cap);
+                             b2s_errdetail *ed);
 /* Open an existing frame (readers); -ENOENT when it has no NAME.meta. */
 int b2s_dframe_open(b2s_store *s, const char *name, b2s_dframe **out);
 void b2s_dframe_free(b2s_dframe *df);                 /* accepts NULL */
