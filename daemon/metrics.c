@@ -259,6 +259,54 @@ static void histogram(b2sd_text *t, const char *name, const char *help,
   }
 }
 
+/* Per detector source, `source` (its endpoint) and `kind` labels. */
+typedef struct srcmetric {
+  const char *name, *type, *help;
+  size_t off;
+} srcmetric;
+
+static const srcmetric srcmetrics[] = {
+  {"source_messages_total", "counter", "Messages received from the "
+   "detector.", offsetof(b2sd_msource, messages)},
+  {"source_images_total", "counter", "Image messages taken (one per image, "
+   "whatever its channels).", offsetof(b2sd_msource, images)},
+  {"source_decode_failures_total", "counter", "Messages refused: malformed, "
+   "of unknown kind or size, or an image that does not decode to its "
+   "declared shape.", offsetof(b2sd_msource, refused)},
+  {"source_unknown_series_total", "counter", "Images of a series no start "
+   "message opened.", offsetof(b2sd_msource, unknown_series)},
+  {"source_series_total", "counter", "Series started.",
+   offsetof(b2sd_msource, series)},
+  {"source_series_timed_out_total", "counter", "Series closed by the "
+   "timeout, with no end message.", offsetof(b2sd_msource, series_timed_out)},
+};
+
+static void source_head(b2sd_text *t, const char *name,
+                        const b2sd_msource *src) {
+  b2sd_text_printf(t, "b2stream_%s{source=\"", name);
+  label(t, src->endpoint);
+  b2sd_text_printf(t, "\",kind=\"");
+  label(t, src->kind ? src->kind : "");
+  b2sd_text_printf(t, "\"}");
+}
+
+static void source_metrics(const b2sd_msnap *s, b2sd_text *t) {
+  for (size_t m = 0; m < sizeof srcmetrics / sizeof srcmetrics[0]; m++) {
+    const srcmetric *d = &srcmetrics[m];
+    family(t, d->name, d->type, d->help);
+    for (size_t i = 0; i < s->nsources; i++) {
+      source_head(t, d->name, &s->sources[i]);
+      b2sd_text_printf(t, " %llu\n", (unsigned long long)*(const uint64_t *)(
+                                         (const char *)&s->sources[i] + d->off));
+    }
+  }
+  family(t, "source_series_open", "gauge", "1 while a series is open.");
+  for (size_t i = 0; i < s->nsources; i++) {
+    source_head(t, "source_series_open", &s->sources[i]);
+    b2sd_text_printf(t, " %d\n", s->sources[i].series_open);
+  }
+}
+
 void b2sd_metrics_prometheus(const b2sd_msnap *s, b2sd_text *out) {
   daemon_metrics(s, out);
   stream_scalars(s, out);
@@ -269,6 +317,7 @@ void b2sd_metrics_prometheus(const b2sd_msnap *s, b2sd_text *out) {
   histogram(out, "stream_notify_delay_seconds",
             "Time from a commit to the NOTIFY that announces it to "
             "followers.", s, offsetof(b2sd_mstream, notify));
+  source_metrics(s, out);
 }
 
 /* ---- JSON for the status page ----------------------------------------------- */

@@ -60,6 +60,16 @@ typedef struct b2sd_mstream {
   b2sd_mhist commit, notify;
 } b2sd_mstream;
 
+/* A detector source (source_s2.c), as its counters stood. */
+#define B2SD_MSOURCES_MAX 8
+typedef struct b2sd_msource {
+  char endpoint[512];
+  const char *kind;              /* "dectris-stream2" */
+  uint64_t messages, images, refused, unknown_series, series,
+      series_timed_out;
+  bool series_open;
+} b2sd_msource;
+
 typedef struct b2sd_msnap {
   uint64_t taken_ns;             /* CLOCK_REALTIME of the snapshot */
   uint64_t start_ns;             /* CLOCK_REALTIME of the start */
@@ -77,6 +87,8 @@ typedef struct b2sd_msnap {
   uint64_t http_requests;        /* filled by the reader */
   size_t nstreams;
   b2sd_mstream *streams;         /* nstreams of them */
+  size_t nsources;
+  b2sd_msource sources[B2SD_MSOURCES_MAX];
 } b2sd_msnap;
 
 /* ---- texts ------------------------------------------------------------------ */

@@ -12,6 +12,7 @@
 #include "progress.h"
 #include "segment.h"
 #include "session.h"
+#include "source_s2.h"
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
@@ -110,6 +111,7 @@ b2sd_msnap *b2sd_msnap_take(b2sd_server *srv, uint64_t start_ns) {
   for (b2sd_stream *st = srv->streams; st && s->nstreams < srv->nstreams;
        st = st->next)
     take_stream(srv, st, &s->streams[s->nstreams++], s);
+  b2sd_sources_msnap(srv, s);
   return s;
 }
 

@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "fdheadroom.h"
+#include "metrics.h"
 #include "b2s_msgpack.h"
 #include "segment.h"
 #include "b2s_wire.h"
@@ -756,4 +757,21 @@ char *b2sd_sources_json(b2sd_server *srv) {
   }
   snprintf(out + at, cap - at, "]");
   return out;
+}
+
+void b2sd_sources_msnap(b2sd_server *srv, b2sd_msnap *snap) {
+  b2sd_sources *ss = srv->sources;
+  for (size_t i = 0; ss && i < ss->n && i < B2SD_MSOURCES_MAX; i++) {
+    const source *s = &ss->s[i];
+    b2sd_msource *m = &snap->sources[snap->nsources++];
+    snprintf(m->endpoint, sizeof m->endpoint, "%s", s->cfg.endpoint);
+    m->kind = "dectris-stream2";
+    m->messages = s->messages;
+    m->images = s->images;
+    m->refused = s->failures;
+    m->unknown_series = s->unknown_series;
+    m->series = s->series;
+    m->series_timed_out = s->timeouts;
+    m->series_open = s->open;
+  }
 }

@@ -18,6 +18,9 @@ void b2sd_sources_tick(b2sd_server *srv, uint64_t now_ns);
 void b2sd_sources_close(b2sd_server *srv);
 /* Close the sockets, free (before zmq_ctx_term).  No-op without sources. */
 void b2sd_sources_free(b2sd_server *srv);
+/* The sources' counters into a metrics snapshot (metrics.h). */
+struct b2sd_msnap;
+void b2sd_sources_msnap(b2sd_server *srv, struct b2sd_msnap *s);
 /* The sources' counters as a JSON array (malloc'ed), NULL when out of
  * memory. */
 char *b2sd_sources_json(b2sd_server *srv);

@@ -43,7 +43,11 @@ static b2sd_msnap one_snap(b2sd_mstream *st) {
     .queued = 8, .inflight_bytes = 1000, .shm_bytes = 2000,
     .stage_bytes = 3000, .memory_limit = 268435456, .shm_segments = 1,
     .shm_slots = 16, .disk_free = 5000, .disk_size = 9000,
-    .http_requests = 42, .nstreams = 1, .streams = st};
+    .http_requests = 42, .nstreams = 1, .streams = st, .nsources = 1,
+    .sources = {{.endpoint = "tcp://dcu\"1:31001", .kind = "dectris-stream2",
+                 .messages = 10, .images = 7, .refused = 1,
+                 .unknown_series = 2, .series = 3, .series_timed_out = 1,
+                 .series_open = true}}};
 }
 
 static const char expect_prom[] =
@@ -192,7 +196,28 @@ static const char expect_prom[] =
   "b2stream_stream_notify_delay_seconds_bucket{stream=\"cam\",le=\"1\"} 0\n"
   "b2stream_stream_notify_delay_seconds_bucket{stream=\"cam\",le=\"+Inf\"} 0\n"
   "b2stream_stream_notify_delay_seconds_sum{stream=\"cam\"} 0.000000000\n"
-  "b2stream_stream_notify_delay_seconds_count{stream=\"cam\"} 0\n";
+  "b2stream_stream_notify_delay_seconds_count{stream=\"cam\"} 0\n"
+  "# HELP b2stream_source_messages_total Messages received from the detector.\n"
+  "# TYPE b2stream_source_messages_total counter\n"
+  "b2stream_source_messages_total{source=\"tcp://dcu\\\"1:31001\",kind=\"dectris-stream2\"} 10\n"
+  "# HELP b2stream_source_images_total Image messages taken (one per image, whatever its channels).\n"
+  "# TYPE b2stream_source_images_total counter\n"
+  "b2stream_source_images_total{source=\"tcp://dcu\\\"1:31001\",kind=\"dectris-stream2\"} 7\n"
+  "# HELP b2stream_source_decode_failures_total Messages refused: malformed, of unknown kind or size, or an image that does not decode to its declared shape.\n"
+  "# TYPE b2stream_source_decode_failures_total counter\n"
+  "b2stream_source_decode_failures_total{source=\"tcp://dcu\\\"1:31001\",kind=\"dectris-stream2\"} 1\n"
+  "# HELP b2stream_source_unknown_series_total Images of a series no start message opened.\n"
+  "# TYPE b2stream_source_unknown_series_total counter\n"
+  "b2stream_source_unknown_series_total{source=\"tcp://dcu\\\"1:31001\",kind=\"dectris-stream2\"} 2\n"
+  "# HELP b2stream_source_series_total Series started.\n"
+  "# TYPE b2stream_source_series_total counter\n"
+  "b2stream_source_series_total{source=\"tcp://dcu\\\"1:31001\",kind=\"dectris-stream2\"} 3\n"
+  "# HELP b2stream_source_series_timed_out_total Series closed by the timeout, with no end message.\n"
+  "# TYPE b2stream_source_series_timed_out_total counter\n"
+  "b2stream_source_series_timed_out_total{source=\"tcp://dcu\\\"1:31001\",kind=\"dectris-stream2\"} 1\n"
+  "# HELP b2stream_source_series_open 1 while a series is open.\n"
+  "# TYPE b2stream_source_series_open gauge\n"
+  "b2stream_source_series_open{source=\"tcp://dcu\\\"1:31001\",kind=\"dectris-stream2\"} 1\n";
 static const char expect_json[] =
   "{\"time\":1700000001.000,\"version\":\"0.1.0\\\"x\\\\\",\"sessions\":3"
   ",\"disk_free\":5000,\"disk_size\":9000,\"memory_used\":6000"
@@ -378,7 +403,7 @@ static void test_every_metric_documented(void **state) {
       fail_msg("%s is not in the metric tables of %s", name, path);
     families++;
   }
-  assert_int_equal(families, 38);
+  assert_int_equal(families, 45);
   b2sd_text_free(&t);
   free(doc);
 }
