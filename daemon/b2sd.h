@@ -197,6 +197,9 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out);
 /* Stop and join the threads, free what they still hold (before the
  * streams are freed).  Accepts NULL. */
 void b2sd_readers_free(b2sd_readers *rd);
+/* A stream was freed: every reader thread drops its frame handles before
+ * its next read.  Accepts NULL.  I/O thread. */
+void b2sd_readers_forget(b2sd_readers *rd);
 
 /* ---- latency histograms (latency.c) ---------------------------------------- */
 
@@ -305,6 +308,13 @@ struct b2sd_stream {
   b2sd_conflict *conflicts;
   size_t nconflicts, capconflicts;
   struct b2sd_follow *follows;
+  /* Closing for good (retire.h): its series ended; no new handle, freed
+   * once written and read out (I/O thread only). */
+  bool retiring;
+  size_t nreads;                 /* reads of it not yet freed (I/O thread) */
+  uint64_t uid;                  /* never reused: the readers' frame cache
+                                    key, as a freed stream's address may be */
+  _Atomic bool writer_exited;    /* its writer closed the frame (release) */
 
   /* Statistics (relaxed atomics; only read for STATS). */
   _Atomic uint64_t st_buffers_in, st_bytes_in, st_bytes_out, st_drops;

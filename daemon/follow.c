@@ -148,6 +148,7 @@ static b2sd_read *read_new(b2sd_stream *st, uint64_t index, bool decompress,
   b2sd_read *r = calloc(1, sizeof *r);
   if (r) {
     r->st = st;
+    st->nreads++;                /* keeps st while r lives (retire.h) */
     r->index = index;
     r->decompress = decompress;
     r->session_id = s->id;
@@ -182,8 +183,10 @@ void b2sd_read_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
     r->tag = m->tag;
     r->record = m->flags & B2S_WIRE_READ_RECORD;
     rc = b2sd_reads_request(srv, s, r);
-    if (rc < 0)
+    if (rc < 0) {
+      st->nreads--;
       free(r);
+    }
   }
   if (rc < 0)
     b2sd_send_error(srv, s, &(b2sd_errreply){

@@ -102,6 +102,9 @@ struct b2sd_readers {
   b2sd_read *todo, *todo_tail;   /* under lock */
   b2sd_read *done;               /* under lock, newest first */
   bool stop;                     /* under lock */
+  uint64_t forget;               /* under lock: bumped when a stream was
+                                  * freed; each thread then drops its
+                                  * frame handles */
   rbytes *bytes;
   /* I/O thread only */
   int64_t limit;                 /* memory_limit the budget was made of */
@@ -116,7 +119,7 @@ struct b2sd_readers {
 
 /* One reader thread's frame handles. */
 typedef struct rframe {
-  b2sd_stream *st;
+  uint64_t uid;                  /* the stream's (b2sd_stream.uid) */
   b2s_frame *fr;
   b2sd_recsrc recs;
 } rframe;
@@ -124,6 +127,7 @@ typedef struct rframe {
 typedef struct rstate {
   rframe *frames;
   size_t nframes;
+  uint64_t forget;               /* rd->forget when last dropped */
 } rstate;
 
 /* FIFO lists of reads: a head and a tail pointer. */
@@ -238,14 +242,14 @@ static int admit_bytes(rbytes *a, b2sd_session *s, b2sd_read *r,
 /* This thread's handles of st (NULL: out of memory). */
 static rframe *rframe_of(rstate *t, b2sd_stream *st) {
   for (size_t i = 0; i < t->nframes; i++)
-    if (t->frames[i].st == st)
+    if (t->frames[i].uid == st->uid)
       return &t->frames[i];
   rframe *n = realloc(t->frames, (t->nframes + 1) * sizeof *n);
   if (!n)
     return NULL;
   t->frames = n;
   rframe *rf = &t->frames[t->nframes++];
-  *rf = (rframe){.st = st};
+  *rf = (rframe){.uid = st->uid};
   return rf;
 }
 
@@ -308,13 +312,31 @@ static void read_chunk(rstate *t, b2sd_read *r) {
   r->rc = rc;
 }
 
+/* Close this thread's frame handles (they open again when asked). */
+static void frames_drop(rstate *t) {
+  for (size_t i = 0; i < t->nframes; i++) {
+    b2s_frame_free(t->frames[i].fr);
+    b2sd_recsrc_close(&t->frames[i].recs);
+  }
+  t->nframes = 0;
+}
+
 static void *reader_main(void *arg) {
   b2sd_readers *rd = arg;
   rstate t = {0};
   pthread_mutex_lock(&rd->lock);
   for (;;) {
-    while (!rd->todo && !rd->stop)
+    while (!rd->todo && !rd->stop && t.forget == rd->forget)
       pthread_cond_wait(&rd->cond, &rd->lock);
+    if (t.forget != rd->forget) {
+      /* a stream was freed: its handles must not hold its files open;
+       * streams end rarely, so dropping them all costs little */
+      t.forget = rd->forget;
+      pthread_mutex_unlock(&rd->lock);
+      frames_drop(&t);
+      pthread_mutex_lock(&rd->lock);
+      continue;
+    }
     b2sd_read *r = list_pop(&rd->todo, &rd->todo_tail);
     if (!r)
       break;                     /* stop, and nothing left to read */
@@ -326,10 +348,7 @@ static void *reader_main(void *arg) {
     b2sd_wake(rd->srv);
   }
   pthread_mutex_unlock(&rd->lock);
-  for (size_t i = 0; i < t.nframes; i++) {
-    b2s_frame_free(t.frames[i].fr);
-    b2sd_recsrc_close(&t.frames[i].recs);
-  }
+  frames_drop(&t);
   free(t.frames);
   return NULL;
 }
@@ -368,7 +387,17 @@ int b2sd_readers_new(b2sd_server *srv, int nthreads, b2sd_readers **out) {
   return 0;
 }
 
+void b2sd_readers_forget(b2sd_readers *rd) {
+  if (!rd)
+    return;
+  pthread_mutex_lock(&rd->lock);
+  rd->forget++;
+  pthread_cond_broadcast(&rd->cond);
+  pthread_mutex_unlock(&rd->lock);
+}
+
 static void read_free(b2sd_read *r) {
+  r->st->nreads--;               /* it may be freed now (retire.h) */
   result_free(r->buf);
   free(r->rec);
   free(r);
@@ -684,6 +713,7 @@ void b2sd_reads_session_end(b2sd_server *srv, b2sd_session *s) {
     s->nwait--;
     if (rd)
       rd->parked--;
+    r->st->nreads--;
     free(r);                     /* never issued */
   }
   while ((r = list_pop(&s->rd_out, &s->rd_out_tail))) {

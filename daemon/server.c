@@ -19,6 +19,7 @@
 #include "outbox.h"
 #include "peers.h"
 #include "progress.h"
+#include "retire.h"
 #include "segment.h"
 
 #include <errno.h>
@@ -440,6 +441,7 @@ static bool scan(b2sd_server *srv) {
     }
     retry |= b2sd_follow_scan(srv, st);
   }
+  b2sd_retire_turn(srv);        /* ended series' streams, step by step */
   return retry;
 }
 
@@ -715,6 +717,8 @@ static int on_signal(b2sd_server *srv) {
       b2s_notify_stopping();
       srv->draining = true;
       for (b2sd_stream *st = srv->streams; st; st = st->next) {
+        if (st->retiring)
+          continue;                  /* drained when its series ended */
         b2sd_stream_drain_mark(st);  /* held frame numbers are stored */
         b2sd_stream_flush(st, st->seq_next);
       }

@@ -22,6 +22,7 @@
 #include "fdheadroom.h"
 #include "metrics.h"
 #include "b2s_msgpack.h"
+#include "retire.h"
 #include "segment.h"
 #include "b2s_wire.h"
 
@@ -42,6 +43,9 @@ typedef struct source {
   uint32_t nch;
   char ch[B2S_S2_MAX_CHANNELS][B2S_S2_MAX_NAME + 1];
   b2sd_stream *st[B2S_S2_MAX_CHANNELS];
+  /* the series' companion streams (flatfield, pixel_mask, countrate) */
+  b2sd_stream *comp[3 * B2S_S2_MAX_CHANNELS];
+  uint32_t ncomp;
   int32_t ts, block, chunk_nbytes;
   int64_t img_nbytes;
   uint64_t last_ns;
@@ -266,7 +270,10 @@ static void gap_at(source *s, b2sd_stream *st, uint64_t f) {
   b2sd_stream_put(st, c);
 }
 
-static void series_close(b2sd_server *srv, source *s, const char *why) {
+/* retire: the series' streams close for good once written (retire.h);
+ * false when the daemon stops, which closes every stream anyway. */
+static void series_close(b2sd_server *srv, source *s, const char *why,
+                         bool retire) {
   (void)srv;
   if (!s->open)
     return;
@@ -278,6 +285,12 @@ static void series_close(b2sd_server *srv, source *s, const char *why) {
       b2sd_stream_drain_mark(s->st[i]);       /* held frames are stored */
       b2sd_stream_flush(s->st[i], s->st[i]->seq_next);
     }
+  for (uint32_t i = 0; retire && i < s->nch; i++)
+    if (s->st[i])
+      b2sd_stream_retire(s->st[i]);
+  for (uint32_t i = 0; retire && i < s->ncomp; i++)
+    b2sd_stream_retire(s->comp[i]);    /* flushed when stored */
+  s->ncomp = 0;
   LOG_I("source %s: series %llu closed (%s)", s->cfg.endpoint,
         (unsigned long long)s->series_id, why);
   s->open = false;
@@ -348,6 +361,8 @@ static int store_array(b2sd_server *srv, source *s, const char *name,
   atomic_fetch_add_explicit(&st->st_bytes_in, j->len, memory_order_relaxed);
   b2sd_pool_push(srv->pool, &j);
   b2sd_stream_flush(st, st->seq_next);
+  if (s->ncomp < sizeof s->comp / sizeof s->comp[0])
+    s->comp[s->ncomp++] = st;
   return 0;
 }
 
@@ -390,7 +405,7 @@ static void companions(b2sd_server *srv, source *s, uint32_t i,
 
 static void on_start(b2sd_server *srv, source *s, zmq_msg_t *msg) {
   const b2s_s2_msg *m = s->m;
-  series_close(srv, s, "a new series started");
+  series_close(srv, s, "a new series started", true);
   char dtype[8];
   int32_t ts;
   if (dtype_of(m->image_dtype, dtype, &ts) < 0 || !m->image_size_x ||
@@ -640,7 +655,7 @@ static void on_message(b2sd_server *srv, source *s, zmq_msg_t *msg) {
   else if (s->m->type == B2S_S2_IMAGE)
     on_image(srv, s, msg);
   else if (s->open && s->m->series_id == s->series_id)
-    series_close(srv, s, "end");
+    series_close(srv, s, "end", true);
   else
     failure(s, F_UNKNOWN, "end of series %llu, which is not open",
             (unsigned long long)s->m->series_id);
@@ -712,7 +727,7 @@ void b2sd_sources_tick(b2sd_server *srv, uint64_t now_ns) {
     if (s->open &&
         now_ns - s->last_ns > (uint64_t)s->cfg.series_timeout_ms * 1000000u) {
       s->timeouts++;
-      series_close(srv, s, "no message within series_timeout_ms");
+      series_close(srv, s, "no message within series_timeout_ms", true);
     }
   }
 }
@@ -720,7 +735,7 @@ void b2sd_sources_tick(b2sd_server *srv, uint64_t now_ns) {
 void b2sd_sources_close(b2sd_server *srv) {
   b2sd_sources *ss = srv->sources;
   for (size_t i = 0; ss && i < ss->n; i++)
-    series_close(srv, &ss->s[i], "daemon stopping");
+    series_close(srv, &ss->s[i], "daemon stopping", false);
 }
 
 void b2sd_sources_free(b2sd_server *srv) {

@@ -346,6 +346,8 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   if (!st)
     return B2S_E_NOMEM;
   st->srv = srv;
+  static _Atomic uint64_t uids;
+  st->uid = atomic_fetch_add_explicit(&uids, 1, memory_order_relaxed) + 1;
   st->cfg = *cfg;
   snprintf(st->name, sizeof st->name, "%s", cfg->name);
   snprintf(st->path, sizeof st->path, "%s", cfg->full_path);
@@ -765,12 +767,16 @@ static void *writer_main(void *arg) {
   else if (sync_fs_of(st->path) == 0)
     LOG_I("stream %s: closed %s (%lld chunks)", st->name, st->path,
           (long long)b2sd_progress_own_committed(st));
+  /* release: the frame is closed before the I/O thread sees this */
+  atomic_store_explicit(&st->writer_exited, true, memory_order_release);
+  b2sd_wake(st->srv);
   return NULL;
 }
 
 int b2sd_stream_start(b2sd_stream *st) {
   if (!st->fw && !st->dist)
     return 0;                /* failed at open: no writer until re-opened */
+  atomic_store_explicit(&st->writer_exited, false, memory_order_relaxed);
   int rc = pthread_create(&st->thread, NULL,
                           st->dist ? b2sd_dwriter_main : writer_main, st);
   if (rc)
