@@ -56,6 +56,8 @@ typedef struct series {
   uint64_t skip;             /* an image id never sent (a gap) */
   int declared;              /* number_of_images sent, when not nimages */
   int arrays;                /* the start carries flatfield, mask, table */
+  int part;                  /* 0: everything; 1: the start alone; 2: all
+                                but the start; 3: all but the end */
 } series;
 
 /* The start's large arrays: flatfield (float32, raw), pixel_mask
@@ -148,7 +150,12 @@ static void send_series(void *push, const series *s, int hostile) {
            (uint64_t)(s->declared ? s->declared : s->nimages), s->arrays ? 3 : 0);
   if (s->arrays)
     start_arrays(&e, s);
-  send_msg(push, &e);
+  if (s->part != 2)
+    send_msg(push, &e);
+  if (s->part == 1) {
+    b2s_s2e_free(&e);
+    return;
+  }
   size_t n = s->ny * s->nx * (size_t)s->ts;
   uint8_t *pix = malloc(n);
   for (int i = 0; i < s->nimages; i++) {
@@ -186,7 +193,8 @@ static void send_series(void *push, const series *s, int hostile) {
   }
   b2s_s2e_reset(&e);
   b2s_s2e_end(&e, s->id, uid);
-  send_msg(push, &e);
+  if (s->part != 3)
+    send_msg(push, &e);
   free(pix);
   b2s_s2e_free(&e);
 }
@@ -311,6 +319,44 @@ static double stats_value(void *s, const char *stream, const char *name) {
   return v;
 }
 
+/* Wait until a number of a stream's STATS reaches want (the workers
+ * count images as they convert them). */
+static void wait_listed(void *s, const char *name, bool want);
+static void stats_wait(void *s, const char *stream, const char *name,
+                       double want) {
+  wait_listed(s, stream, true);        /* made at the series' start */
+  double v = -1;
+  for (int t = 0; t < WAIT_MS / 20 && v != want; t++) {
+    v = stats_value(s, stream, name);
+    if (v != want)
+      usleep(20000);
+  }
+  assert_true(v == want);
+}
+
+/* Whether STATS of all streams lists stream `name`. */
+static bool stats_lists(void *s, const char *name) {
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_STATS);
+  m.tag = 12;
+  m.stats.stream = b2s_wire_cstr("");
+  cli_send(s, &m, NULL, 0);
+  rx r;
+  cli_expect(s, B2S_WIRE_STATS_REPLY, &r);
+  char key[160];
+  snprintf(key, sizeof key, "\"%s\":{", name);
+  bool found = strstr((char *)r.payload, key) != NULL;
+  rx_free(&r);
+  return found;
+}
+
+/* Wait until stream `name` is listed (want true) or gone (false). */
+static void wait_listed(void *s, const char *name, bool want) {
+  for (int t = 0; t < WAIT_MS / 20 && stats_lists(s, name) != want; t++)
+    usleep(20000);
+  assert_true(stats_lists(s, name) == want);
+}
+
 static void *pusher(env *e) {
   void *push = zmq_socket(zctx, ZMQ_PUSH);
   char ep[400];
@@ -335,8 +381,27 @@ static void test_series(void **state) {
     {.id = 7, .nch = 2, .ts = 4, .ny = 64, .nx = 128, .nimages = 4, .skip = 0,
      .arrays = 1},
   };
-  for (size_t k = 0; k < 3; k++)
-    send_series(push, &all[k], k == 0);
+  /* a series' streams close for good once it ended: their counters are
+   * read while it is open (the next start or the end closes it) */
+  void *c = cli_producer(&e);
+  all[0].part = all[1].part = all[2].part = 3;
+  send_series(push, &all[0], 1);
+  /* how the images became chunks: bslz4 with blocks of the frame's by
+   * rewriting (the last block re-encoded when the image is not a whole
+   * number of blocks), lz4 (one block per image) compressed again */
+  stats_wait(c, "det-5-threshold_1", "images_patched", 5);
+  stats_wait(c, "det-5-threshold_2", "images_recompressed", 5);
+  send_series(push, &all[1], 0);
+  stats_wait(c, "det-6-threshold_1", "images_patched", 5);
+  stats_wait(c, "det-6-threshold_3", "buffers_in", 5);        /* raw */
+  assert_true(stats_value(c, "det-6-threshold_3", "images_patched") == 0);
+  send_series(push, &all[2], 0);
+  stats_wait(c, "det-7-threshold_1", "images_rewritten", 4);
+  assert_true(stats_value(c, "det-7-threshold_1", "images_refused") == 0);
+  all[2].part = 2;
+  all[2].nimages = 0;                  /* the end alone */
+  send_series(push, &all[2], 0);
+  all[2].nimages = 4;
   for (size_t k = 0; k < 3; k++)
     check_series(&e, &all[k]);
   /* the start's large arrays, each channel's in a stream of its own */
@@ -351,17 +416,6 @@ static void test_series(void **state) {
   }
   /* the broken message and the stray image were refused, logged once */
   assert_int_equal(env_log_count(&e, "logged once"), 2);
-  /* how the images became chunks: bslz4 with blocks of the frame's by
-   * rewriting (the last block re-encoded when the image is not a whole
-   * number of blocks), lz4 (one block per image) compressed again */
-  void *c = cli_producer(&e);
-  assert_true(stats_value(c, "det-5-threshold_1", "images_patched") == 5);
-  assert_true(stats_value(c, "det-5-threshold_2", "images_recompressed") == 5);
-  assert_true(stats_value(c, "det-6-threshold_1", "images_patched") == 5);
-  assert_true(stats_value(c, "det-6-threshold_3", "buffers_in") == 5);  /* raw */
-  assert_true(stats_value(c, "det-6-threshold_3", "images_patched") == 0);
-  assert_true(stats_value(c, "det-7-threshold_1", "images_rewritten") == 4);
-  assert_true(stats_value(c, "det-7-threshold_1", "images_refused") == 0);
   assert_true(stats_value(c, NULL, "unknown_series") == 1);
   assert_true(stats_value(c, NULL, "refused") == 2);
   assert_true(stats_value(c, NULL, "series") == 3);
@@ -445,9 +499,90 @@ static void test_kill_mid_series(void **state) {
   env_down(&e);
 }
 
+/* More series than max_streams allows at once: each ended series' streams
+ * close for good (their frames complete and closed, gone from STATS, no
+ * longer counted), so the daemon keeps taking series; a follower of one
+ * gets every chunk, then its end (ERROR B2S_E_CLOSED, closed_ref). */
+static void test_series_close_streams(void **state) {
+  (void)state;
+  env e;
+  char yaml[1200];
+  env_init_config(&e, "");
+  config(&e, yaml, sizeof yaml);
+  strncat(yaml, "max_streams: 4\n", sizeof yaml - strlen(yaml) - 1);
+  env_write_config(&e, yaml);
+  void *push = pusher(&e);
+  env_start(&e);
+  void *c = cli_producer(&e);
+  void *cons = cli_connect(&e);
+  cli_hello(cons, B2S_WIRE_HELLO_CONSUMER);
+  const int N = 6;                     /* 12 streams, 4 at most at once */
+  for (int k = 0; k < N; k++) {
+    series s = {.id = 20 + (uint64_t)k, .nch = 2, .ts = 2, .ny = 32,
+                .nx = 48, .nimages = 3 + k, .skip = k == 4 ? 2 : 0,
+                .declared = k == 2 ? 7 : 0};
+    char n0[64], n1[64];
+    snprintf(n0, sizeof n0, "det-%d-%s", 20 + k, CH[0]);
+    snprintf(n1, sizeof n1, "det-%d-%s", 20 + k, CH[1]);
+    uint32_t fid = 0;
+    if (k == 1) {                      /* followed from its start */
+      s.part = 1;
+      send_series(push, &s, 0);
+      wait_listed(c, n0, true);
+      b2s_wire_msg m;
+      b2s_wire_init(&m, B2S_WIRE_FOLLOW);
+      m.tag = 5;
+      m.follow.target = b2s_wire_cstr(n0);
+      cli_send(cons, &m, NULL, 0);
+      rx r;
+      cli_expect(cons, B2S_WIRE_FOLLOWING, &r);
+      fid = r.m.following.follow_id;
+      rx_free(&r);
+      s.part = 2;
+    }
+    send_series(push, &s, 0);
+    check_series(&e, &s);              /* every row */
+    wait_listed(c, n0, false);
+    wait_listed(c, n1, false);
+    check_series(&e, &s);              /* closed, it reopens whole */
+    if (k == 1) {
+      uint64_t next = 0;
+      rx r;
+      for (;;) {
+        cli_recv(cons, &r);
+        if (r.m.type != B2S_WIRE_NOTIFY)
+          break;
+        assert_int_equal(r.m.notify.follow_id, fid);
+        assert_int_equal(r.m.notify.first, next);
+        next += r.m.notify.count;
+        rx_free(&r);
+      }
+      assert_int_equal(next, (uint64_t)s.nimages);
+      assert_int_equal(r.m.type, B2S_WIRE_ERROR);
+      assert_int_equal(r.m.error.code, B2S_E_CLOSED);
+      assert_true(r.m.flags & B2S_WIRE_ERROR_CLOSED_REF);
+      assert_int_equal(r.m.error.ref_id, fid);
+      assert_int_equal(r.m.error.ref_index, (uint64_t)s.nimages);
+      rx_free(&r);
+    }
+  }
+  env_log_wait(&e, "closed for good", 2 * N);
+  assert_int_equal(env_log_count(&e, "refused: the maximum"), 0);
+  assert_true(stats_value(c, NULL, "series") == N);
+  assert_true(stats_value(c, NULL, "refused") == 0);
+  /* an ended series' name no longer opens */
+  b2s_wire_msg o;
+  assert_int_equal(cli_open(c, "det-20-threshold_1", "", &o), B2S_E_NOSTREAM);
+  zmq_close(cons);
+  zmq_close(c);
+  zmq_close(push);
+  env_down(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_series),
+    cmocka_unit_test(test_series_close_streams),
     cmocka_unit_test(test_kill_mid_series),
   };
   return harness_run(tests);
