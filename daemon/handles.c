@@ -412,9 +412,18 @@ int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
     return rank_check(srv, h->st, rec, why, cap);
   if (!h->st->ordered)
     return 0;
-  if (!(rec->present & B2S_WIRE_REC_FRAME))
+  if (!(rec->present & B2S_WIRE_REC_FRAME)) {
+    snprintf(why, cap, "stream '%s' is stored in frame-number order "
+             "(order: frame_number): each buffer needs a frame number",
+             h->st->name);
     return B2S_E_ARG;
-  return b2sd_window_check(&h->st->win, rec->frame);
+  }
+  int rc = b2sd_window_check(&h->st->win, rec->frame);
+  if (rc == B2S_E_ARG)
+    snprintf(why, cap, "frame number %llu is too far ahead of the next "
+             "one to store in stream '%s'", (unsigned long long)rec->frame,
+             h->st->name);
+  return rc;
 }
 
 void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec) {

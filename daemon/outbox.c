@@ -87,9 +87,10 @@ void b2sd_send_error(b2sd_server *srv, b2sd_session *s,
   e.tag = r->tag;
   e.flags = r->flags;
   e.error.code = r->code;
-  /* only a request type can be referred to */
-  bool request = !(r->ref_type & B2S_WIRE_FROM_DAEMON) &&
-                 strcmp(b2s_wire_type_name(r->ref_type), "UNKNOWN") != 0;
+  /* only a request type of the session's version can be referred to */
+  int since = b2s_wire_type_since(r->ref_type);
+  bool request = !(r->ref_type & B2S_WIRE_FROM_DAEMON) && since > 0 &&
+                 since <= s->version;
   e.error.ref_type = request ? r->ref_type : 0;
   e.error.ref_id = r->ref_id;
   e.error.ref_index = r->ref_index;

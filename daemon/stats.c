@@ -60,7 +60,52 @@ static void jstr(jbuf *b, const char *s) {
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
+static void jdims64(jbuf *b, const char *key, const int64_t *v, int n) {
+  jp(b, "\"%s\":[", key);
+  for (int i = 0; i < n; i++)
+    jp(b, "%s%lld", i ? "," : "", (long long)v[i]);
+  jp(b, "]");
+}
+
+static void jdims32(jbuf *b, const char *key, const int32_t *v, int n) {
+  int64_t w[B2S_CONFIG_MAX_DIM];
+  for (int i = 0; i < n; i++)
+    w[i] = v[i];
+  jdims64(b, key, w, n);
+}
+
+/* The stream's array description, so that a client on another host can
+ * shape and check images: "b2nd":{shape (as configured: 0 grows),
+ * chunkshape, blockshape, dtype}. */
+static void b2nd_json(jbuf *b, b2sd_stream *st) {
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  const b2s_stream_b2nd *nd = &cfg.b2nd;
+  int n = nd->ndim;
+  if (!nd->enabled || n <= 0 || n > B2S_CONFIG_MAX_DIM)
+    return;
+  jp(b, ",\"b2nd\":{");
+  jdims64(b, "shape", nd->shape, n);
+  jp(b, ",");
+  jdims32(b, "chunkshape", nd->chunkshape, n);
+  jp(b, ",");
+  jdims32(b, "blockshape", nd->blockshape, n);
+  jp(b, ",\"dtype\":\"");
+  jstr(b, nd->dtype);
+  jp(b, "\"}");
+}
+
+/* The series map as META left it, msgpack in hex (JSON has no bytes):
+ * only in the STATS of one stream, being up to 256 KiB. */
+static void series_json(jbuf *b, const b2sd_stream *st) {
+  jp(b, ",\"series_msgpack\":\"");
+  for (size_t i = 0; i < st->series_len; i++)
+    jp(b, "%02x", st->series[i]);
+  jp(b, "\"");
+}
+
+static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st,
+                        bool one) {
   /* relaxed loads: statistics only (pair with the relaxed increments) */
   uint64_t in = LD(st->st_bytes_in), out = LD(st->st_bytes_out);
   uint64_t commits = LD(st->st_commits);
@@ -95,6 +140,9 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st) {
     jstr(b, st->fail_reason[0] ? st->fail_reason : b2s_strerror(failed));
     jp(b, "\"");
   }
+  b2nd_json(b, st);
+  if (one)
+    series_json(b, st);
   jp(b, "}");
 }
 
@@ -126,7 +174,7 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
     if (!first)
       jp(&b, ",");
     first = false;
-    stream_json(&b, srv, st);
+    stream_json(&b, srv, st, only != NULL);
   }
   jp(&b, "}}");
   if (b.oom) {

@@ -456,6 +456,8 @@ typedef struct wstate {
   b2sd_group g;             /* sequence and pending group (groupcommit.h) */
   int64_t appended;         /* chunks appended by this writer */
   int failed;
+  bool grows;               /* b2nd shape[0] 0 in the configuration: the
+                               metalayer's follows the chunks */
   wheld o;                  /* order: frame_number only */
 } wstate;
 
@@ -616,7 +618,15 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
                           bool opened_full) {
   if (w->failed)
     return;
-  if (w->g.pending > 0) {
+  /* durable commits (flushes, fsync groups, the last one) also bring the
+   * b2nd shape up to the chunks, which c-blosc2 readers go by */
+  int grew = w->grows && durable ? b2s_fwriter_b2nd_grow(b2s_pair_data(st->fw))
+                                 : 0;
+  if (grew < 0) {
+    writer_fail(st, w, grew, "b2nd shape");
+    return;
+  }
+  if (w->g.pending > 0 || grew) {
     uint64_t t0 = b2sd_now_ns();
     int rc = b2s_pair_commit(st->fw);   /* records first, then data */
     uint64_t dt = b2sd_now_ns() - t0;
@@ -669,6 +679,7 @@ static void *writer_main(void *arg) {
       writer_fail(st, &w, B2S_E_NOMEM, "reorder window");
   }
   pthread_mutex_lock(&st->lock);
+  w.grows = st->cfg.b2nd.enabled && st->cfg.b2nd.shape[0] == 0;
   for (;;) {
     b2sd_chunk *batch = b2sd_chunk_take_ready(st, w.g.next_seq);
     b2s_stream_durability dur = st->cfg.durability;

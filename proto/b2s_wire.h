@@ -207,6 +207,8 @@ int b2s_wire_decode_v(const uint8_t *buf, size_t len, int max_version,
 
 /* "HELLO", "ACK", ...; "UNKNOWN" for any other value.  Never NULL. */
 const char *b2s_wire_type_name(int type);
+/* The first protocol version that has type; 0 for no type. */
+int b2s_wire_type_since(int type);
 
 /* Whether messages of this type always carry a second frame (the payload):
  * DATA, CHUNK, STATS_REPLY, META.  Version 2 adds frames that depend on

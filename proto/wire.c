@@ -433,6 +433,11 @@ b2s_wire_str b2s_wire_cstr(const char *s) {
   return w;
 }
 
+int b2s_wire_type_since(int type) {
+  const wire_type *t = lookup(type);
+  return t != NULL ? type_since(t) : 0;
+}
+
 const char *b2s_wire_type_name(int type) {
   const wire_type *t = lookup(type);
   return t != NULL ? type_infos[t->type].name : "UNKNOWN";

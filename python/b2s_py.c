@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b2s_chunk.h"
 #include "b2s_dframe.h"
+#include "b2s_py_gather.h"
 #include "b2s_errors.h"
 #include "b2s_meta.h"
 #include "b2s_curve_key.h"
@@ -83,6 +85,20 @@ B2SPY_API int b2spy_frame_chunk_decompress(void *f, int64_t i, void *dst,
   if (i < 0 || i >= b2s_frame_nchunks(f))
     return B2S_E_NCHUNK;
   return b2s_frame_chunk_decompress(f, i, NULL, dst, cap);
+}
+
+/* Chunk i as stored (a special entry as its 32-byte special chunk): its
+ * cbytes, copied into dst when it fits (else call again with room), or a
+ * negative code. */
+B2SPY_API int64_t b2spy_frame_chunk_raw(void *f, int64_t i, void *dst,
+                                       size_t cap) {
+  int32_t cbytes = 0;
+  int rc = b2s_frame_chunk_sizes(f, i, &cbytes, NULL);
+  if (rc < 0)
+    return rc;
+  if ((size_t)cbytes > cap)
+    return cbytes;
+  return b2s_frame_chunk_read(f, i, dst, cap);
 }
 
 /* Reason of the last failed chunk or metalayer call on f ("" when none). */
@@ -315,6 +331,24 @@ B2SPY_API int b2spy_dframe_chunk_decompress(void *h, int64_t i, void *dst,
   /* uninitialised chunks write nothing: give them defined bytes */
   memset(dst, 0, cap);
   return b2s_decompress(d->ctx, d->chunk, d->chunk_len, dst, cap);
+}
+
+/* As b2spy_frame_gather, for committed chunks of a distributed frame. */
+B2SPY_API int b2spy_dframe_gather(void *h, const int64_t *chunks, int64_t n,
+                                  int64_t start, void *dst, size_t nbytes,
+                                  int64_t *bad) {
+  b2spy_dframe *d = h;
+  int rc = 0;
+  int64_t k = 0;
+  memset(dst, 0, (size_t)n * nbytes);  /* uninitialised chunks write nothing */
+  for (; rc >= 0 && k < n; k++) {
+    rc = dframe_hold(d, chunks[k]);
+    if (rc >= 0)
+      rc = b2spy_gather_one(d->ctx, d->chunk, d->chunk_len, start, nbytes,
+                      (uint8_t *)dst + k * nbytes);
+  }
+  *bad = rc < 0 ? k - 1 : -1;
+  return rc < 0 ? rc : 0;
 }
 
 /* Committed record i, flat as b2spy_records_get (user valid until the next

@@ -93,8 +93,9 @@ int pdoc_stats_members(const char *text, pdoc_member *out, int max) {
   char line[512];
   for (const char *p = text; (p = next_line(p, line, sizeof line));) {
     pdoc_member m;
-    if (sscanf(line, "| %15[a-z] | `%63[a-z0-9_]` |", m.object, m.key) != 2 ||
-        (strcmp(m.object, "daemon") != 0 && strcmp(m.object, "stream") != 0))
+    if (sscanf(line, "| %15[a-z0-9] | `%63[a-z0-9_]` |", m.object, m.key) != 2 ||
+        (strcmp(m.object, "daemon") != 0 && strcmp(m.object, "stream") != 0 &&
+         strcmp(m.object, "b2nd") != 0))
       continue;
     if (pdoc_member_find(out, n, m.object, m.key))
       fail_msg("STATS member %s.%s is listed twice", m.object, m.key);

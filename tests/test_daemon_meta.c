@@ -637,6 +637,9 @@ static void test_order_window(void **state) {
   uint8_t buf[256] = {0};
   assert_int_equal(b2sc_send(p, buf, sizeof buf, 5000), 0);
   assert_int_equal(b2sc_flush(p, 10000), B2S_E_ARG);
+  /* the refusal says why, naming the stream */
+  assert_non_null(strstr(b2sc_last_error(s), "needs a frame number"));
+  assert_non_null(strstr(b2sc_last_error(s), "'o4'"));
   assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(s);
   assert_int_equal(env_stop(&e, SIGTERM), 0);

@@ -534,8 +534,57 @@ static void test_stats_members_documented(void **state) {
   env_down(&e);
 }
 
+/* The STATS of one b2nd stream carry its array description (documented
+ * members) and its series map in hex, for clients on other hosts. */
+static void test_stats_b2nd_and_series(void **state) {
+  (void)state;
+  char *doc = pdoc_read();
+  static pdoc_member members[256];
+  int n = pdoc_stats_members(doc, members, 256);
+  char cfg[2048];
+  snprintf(cfg, sizeof cfg, "%s", base_config);
+  char *t = strstr(cfg, "templates:\n");
+  assert_non_null(t);
+  snprintf(t, sizeof cfg - (size_t)(t - cfg),
+           "  nd:\n    typesize: 2\n"
+           "    b2nd: {shape: [0, 4, 6], chunkshape: [1, 4, 6], "
+           "blockshape: [1, 2, 6], dtype: \"<u2\"}\n"
+           "    series: {sample: x}\n"
+           "templates:\n  tm:\n    codec: lz4\n");
+  env e;
+  env_up(&e, cfg);
+  void *s = cli_producer(&e);
+  b2s_wire_msg m;
+  b2s_wire_init(&m, B2S_WIRE_STATS);
+  m.tag = 9;
+  m.stats.stream = (b2s_wire_str){"nd", 2};
+  cli_send(s, &m, NULL, 0);
+  rx r;
+  cli_expect(s, B2S_WIRE_STATS_REPLY, &r);
+  json_object *root = json_tokener_parse((const char *)r.payload), *streams,
+              *st, *nd, *v;
+  assert_non_null(root);
+  assert_true(json_object_object_get_ex(root, "streams", &streams));
+  assert_true(json_object_object_get_ex(streams, "nd", &st));
+  check_members(st, "stream", members, n);
+  assert_true(json_object_object_get_ex(st, "b2nd", &nd));
+  check_members(nd, "b2nd", members, n);
+  assert_string_equal(json_object_to_json_string_ext(nd, JSON_C_TO_STRING_PLAIN),
+                      "{\"shape\":[0,4,6],\"chunkshape\":[1,4,6],"
+                      "\"blockshape\":[1,2,6],\"dtype\":\"<u2\"}");
+  /* {"sample": "x"} as msgpack: 81 a6 "sample" a1 "x" */
+  assert_true(json_object_object_get_ex(st, "series_msgpack", &v));
+  assert_string_equal(json_object_get_string(v), "81a673616d706c65a178");
+  json_object_put(root);
+  rx_free(&r);
+  free(doc);
+  zmq_close(s);
+  env_down(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_stats_b2nd_and_series),
     cmocka_unit_test(test_closed_upto_excludes_data_after_close),
     cmocka_unit_test(test_extra_empty_frame_refused),
     cmocka_unit_test(test_sigterm_answers_every_buffer),

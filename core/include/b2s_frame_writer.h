@@ -180,6 +180,13 @@ const b2s_frame_metas *b2s_fwriter_vlmetas(const b2s_fwriter *w);
 /* b2nd metalayer for b2s_fwriter_create(): adds "b2nd" to metas. */
 int b2s_frame_metas_add_b2nd(b2s_frame_metas *metas, const b2s_b2nd *nd);
 
+/* A frame whose b2nd array grows along its first dimension: set the
+ * metalayer's shape[0] to the items of the whole slabs of chunks the frame
+ * holds (never less than it says), visible with the next commit.  Returns
+ * 1 when it changed, 0 when it had nothing to do (no b2nd metalayer, or
+ * the shape covers the chunks), or a negative code. */
+int b2s_fwriter_b2nd_grow(b2s_fwriter *w);
+
 /* ---- commits ---------------------------------------------------------- */
 
 /* Make every change since the last commit visible and durable per the sync

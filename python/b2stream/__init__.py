@@ -20,8 +20,6 @@ service, on pyzmq and numpy.
 docs/PYTHON.md is the API reference; docs/PROTOCOL.md the wire protocol."""
 from __future__ import annotations
 
-from .cluster import ClusterProducer
-from .consumer import Follow
 from .errors import (ArgumentError, AuthError, B2StreamError, BusyError,
                      ChunkIndexError, ClosedError, ClusterError, ConfigError,
                      DroppedError, FrameDupError, FrameError, FrameLateError,
@@ -35,10 +33,18 @@ from .dframe import DistributedFrame, DistributedParams
 from .dframe import open
 from .frame import B2ndInfo, Frame
 from .keys import public_key, read_key
-from .producer import FlushResult, Producer, ProducerStats
 from .record import Record
-from .shm import ShmSegment, ShmSlot
-from .session import Session, default_endpoint
+
+try:
+    import zmq as _zmq  # noqa: F401
+except ImportError:       # without pyzmq: frames only (e.g. in another venv)
+    _zmq = None
+if _zmq is not None:
+    from .cluster import ClusterProducer
+    from .consumer import Follow
+    from .producer import FlushResult, Producer, ProducerStats
+    from .session import Session, default_endpoint
+    from .shm import ShmSegment, ShmSlot
 
 __version__ = "0.1.0"
 
@@ -47,11 +53,16 @@ RECEIVED, WRITTEN, DURABLE = 1, 2, 3
 BLOCK, DROP_NEWEST, DROP_OLDEST = 1, 2, 3
 
 
-def connect(endpoint: str | None = None, **kw) -> Session:
+def connect(endpoint: str | None = None, **kw) -> "Session":
     """Shorthand for :class:`Session` (endpoint, name=..., timeout=...,
     curve_server_key=..., curve_secret_key=...)."""
+    if _zmq is None:
+        raise ImportError("b2stream sessions need pyzmq (Debian: python3-zmq)")
     return Session(endpoint, **kw)
 
+
+_SESSION_NAMES = {"Session", "default_endpoint", "Producer", "ProducerStats", "FlushResult",
+                  "ShmSegment", "ShmSlot", "Follow", "ClusterProducer"}
 
 __all__ = [
     "Session", "connect", "default_endpoint", "Producer", "ProducerStats",
@@ -68,3 +79,5 @@ __all__ = [
     "RECEIVED", "WRITTEN", "DURABLE",
     "BLOCK", "DROP_NEWEST", "DROP_OLDEST",
 ]
+if _zmq is None:
+    __all__ = [n for n in __all__ if n not in _SESSION_NAMES]

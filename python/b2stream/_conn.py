@@ -21,7 +21,7 @@ import zmq
 
 from . import _wire as w
 from .errors import (AuthError, B2StreamError, ClosedError, NoEntryError,
-                     ProtocolError, TimeoutError, error_for)
+                     NoStreamError, ProtocolError, TimeoutError, error_for, naming)
 from .keys import is_key, public_key, read_key
 
 CODE_PROTO_VERSION = -957      # B2S_E_PROTO_VERSION
@@ -29,6 +29,9 @@ CODE_PROTO_VERSION = -957      # B2S_E_PROTO_VERSION
 #: Environment variable naming the daemon's endpoint (as in libclient).
 ENDPOINT_ENV = "B2STREAM_ENDPOINT"
 DEFAULT_TIMEOUT = 5.0
+_EV_AUTH = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+            | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL)
+_EV_GONE = zmq.EVENT_DISCONNECTED
 _SLICE = 0.5          # longest single poll: KeyboardInterrupt and PING stay timely
 
 
@@ -73,8 +76,23 @@ class _DeadlineNow:
         return True
 
 
+class _SessionTimeout:
+    """The default of timeout arguments: the session's request timeout."""
+
+    def __repr__(self) -> str:
+        return "<session timeout>"
+
+
 #: default of timeout arguments: the session's request timeout
-DEFAULT = object()
+DEFAULT = _SessionTimeout()
+
+#: what each request asks, for messages (no message type numbers)
+_ASKS = {w.HELLO: "the handshake (HELLO)", w.OPEN: "opening the stream (OPEN)",
+         w.FLUSH: "the flush (FLUSH)", w.CLOSE: "closing the handle (CLOSE)",
+         w.SHM_ATTACH: "the shared-memory request (SHM_ATTACH)",
+         w.FOLLOW: "the follow (FOLLOW)", w.READ: "the chunk read (READ)",
+         w.UNFOLLOW: "ending the follow (UNFOLLOW)", w.STATS: "the statistics (STATS)",
+         w.PING: "the ping (PING)", w.META: "the series metadata change (META)"}
 
 
 class Connection:
@@ -141,15 +159,20 @@ class Connection:
         sock = self._ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDTIMEO, int(self.timeout * 1000))
+        events = _EV_GONE
         if self._curve:
             server, secret, public = self._curve
             sock.curve_serverkey = server.encode()
             sock.curve_secretkey = secret.encode()
             sock.curve_publickey = public.encode()
             # a refused CurveZMQ handshake sends nothing: watch for it
-            self._monitor = sock.get_monitor_socket(
-                zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL)
+            events |= _EV_AUTH
+        # a daemon that dies closes the connection: the monitor says so at
+        # once, so a call waiting on it ends with ClosedError, not a timeout
+        self._monitor = sock.get_monitor_socket(events)
+        self._poller = zmq.Poller()
+        self._poller.register(sock, zmq.POLLIN)
+        self._poller.register(self._monitor, zmq.POLLIN)
         sock.connect(self.endpoint)
         self._sock = sock
         self._dead = None
@@ -162,7 +185,6 @@ class Connection:
         except BaseException:
             self._close_socket()
             raise
-        self._close_monitor()
         (self.max_buffer, self.daemon_timeout_ms, self.session_id,
          vmin, vmax) = w.WELCOME_F.unpack_from(hdr, 16)
         self.server, _ = w.rstr(hdr, 16 + w.WELCOME_F.size)
@@ -285,17 +307,21 @@ class Connection:
         self._last_send = time.monotonic()
 
     def _request(self, mtype: int, body: bytes, flags: int, want: int,
-                 deadline: _Deadline | None = None, extra: list | None = None):
+                 deadline: _Deadline | None = None, extra: list | None = None,
+                 about: str = ""):
         """Send a request (header, then the extra frames) and wait for its
         direct reply: (flags, header, payload frame or None).  Raises the
         daemon's ERROR as an exception."""
-        rflags, hdr, frames, _ = self._request_all(mtype, body, flags, want, deadline, extra)
+        rflags, hdr, frames, _ = self._request_all(mtype, body, flags, want, deadline, extra,
+                                                   about)
         return rflags, hdr, (frames[0] if frames else None)
 
     def _request_all(self, mtype: int, body: bytes, flags: int, want: int,
-                     deadline: _Deadline | None = None, extra: list | None = None):
+                     deadline: _Deadline | None = None, extra: list | None = None,
+                     about: str = ""):
         """As _request; returns (flags, header, frames after the header,
-        the reply's version)."""
+        the reply's version).  about: the stream the request names, put in
+        the message of a NoStreamError."""
         deadline = deadline or _Deadline(self.timeout)
         tag = self._tag()
         self._waiting.add(tag)
@@ -303,8 +329,9 @@ class Connection:
             self._send([self._hdr(mtype, body, flags, tag)] + (extra or []))
             while tag not in self._replies:
                 if deadline.passed():
-                    raise TimeoutError(-951, f"no answer to message {mtype:#04x} "
-                                             f"within {self.timeout:g} s")
+                    what = _ASKS.get(mtype, f"message type {mtype:#04x}")
+                    raise TimeoutError(-951, f"the daemon did not answer {what} "
+                                             f"in time")
                 self._pump(deadline)
                 if self._dead is not None and tag not in self._replies:
                     raise self._dead
@@ -312,10 +339,12 @@ class Connection:
             self._waiting.discard(tag)
         reply = self._replies.pop(tag)
         if isinstance(reply, B2StreamError):
-            raise reply
+            raise (naming(reply, about) if about and isinstance(reply, NoStreamError)
+                   else reply)
         rtype, rflags, hdr, frames, version = reply
         if rtype != want:
-            raise ProtocolError(-958, f"answer of type {rtype:#04x} to {mtype:#04x}")
+            raise ProtocolError(-958, f"unexpected answer (type {rtype:#04x}) to "
+                                      f"{_ASKS.get(mtype, hex(mtype))}")
         return rflags, hdr, frames, version
 
     def _pump(self, deadline: _Deadline | None) -> bool:
@@ -329,9 +358,12 @@ class Connection:
             return True
         sock = self._sock
         assert sock is not None
-        if self._monitor is not None:
+        ready = dict(self._poller.poll(int(slice_s * 1000)))
+        if self._monitor is not None and self._monitor in ready:
             self._check_monitor()
-        if not sock.poll(int(slice_s * 1000), zmq.POLLIN):
+            if self._dead is not None:
+                return True
+        if sock not in ready:
             return False
         handled = False
         while True:      # everything queued, but never block
@@ -351,13 +383,28 @@ class Connection:
         assert mon is not None
         while mon.poll(0):
             ev = recv_monitor_message(mon)
-            if ev["event"] & (zmq.EVENT_HANDSHAKE_FAILED_AUTH
-                              | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                              | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL):
+            if ev["event"] & _EV_AUTH:
                 self._dead = AuthError(-948, "CurveZMQ handshake refused: this key is "
                                              "not authorized or the server key is wrong",
                                        closed="session")
                 raise self._dead
+            if ev["event"] & _EV_GONE and self._dead is None:
+                self._connection_lost()
+
+    def _connection_lost(self) -> None:
+        """The daemon closed the connection: take in what it sent before
+        (its last ERROR, pushed chunks), then end the session."""
+        sock = self._sock
+        while sock is not None and self._dead is None:
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            self._dispatch(frames)
+        if self._dead is None:
+            self._end_session(ClosedError(
+                -950, "the daemon closed the connection (it stopped or was killed)",
+                closed="session"))
 
     def _ping_if_idle(self) -> None:
         """PING as the daemon asks (PROTOCOL.md 4.6), and probe a daemon
@@ -468,7 +515,8 @@ class Connection:
     def stats(self, stream: str = "") -> dict:
         """The daemon's statistics (PROTOCOL.md 3.24) as a dict: the whole
         daemon, or one stream (NoStreamError when it does not exist)."""
-        _, _, payload = self._request(w.STATS, w.wstr(stream), 0, w.STATS_REPLY)
+        _, _, payload = self._request(w.STATS, w.wstr(stream), 0, w.STATS_REPLY,
+                                      about=stream)
         if payload is None:
             raise ProtocolError(-958, "STATS_REPLY without its JSON")
         return json.loads(payload.bytes.decode("utf-8"))

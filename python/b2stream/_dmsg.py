@@ -26,7 +26,7 @@ INDEX_LIMIT = 1 << 62
 RANKS_MAX = 1024
 _HEAD = struct.Struct("<4sBBH")
 _NAME = re.compile(rb"[A-Za-z0-9._-]{1,160}")
-_PROTO, _PROTO_VERSION = CODES["PROTO"], CODES["PROTO_VERSION"]
+_PROTO, _PROTO_VERSION = CODES["B2S_E_PROTO"], CODES["B2S_E_PROTO_VERSION"]
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,7 @@ class ClusterProducer:
         :meth:`Producer.send`); returns (rank, buffer id on that rank).
         NeedFrameError, nothing sent, without a frame number."""
         if frame is None:
-            raise NeedFrameError(CODES["NEED_FRAME"], "a distributed stream needs "
+            raise NeedFrameError(CODES["B2S_E_NEED_FRAME"], "a distributed stream needs "
                                                       "a frame number with every buffer")
         if not isinstance(frame, int) or frame < 0:
             raise ArgumentError(-999, f"frame must be an int >= 0, not {frame!r}")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 from typing import Any, Iterator
 
 import numpy as np
 
+from . import _msgpack
 from . import _wire as w
 from . import record as _rec
 from ._conn import Connection, _Deadline
@@ -40,27 +42,54 @@ class _Layout:
         return cls(b2nd=_local_b2nd(session, stream), shape=shape)
 
     def convert(self, payload: Any) -> Any:
+        """A read-only array over the message (no copy, unless b2nd blocks
+        need reordering), or bytes."""
         buf = payload.buffer if hasattr(payload, "buffer") else payload
         if self.dtype is not None:
             a = np.frombuffer(buf, dtype=self.dtype)
-            return a.reshape(self.shape) if self.shape else a
-        if self.b2nd is not None:
-            a = self.b2nd.chunk_from_bytes(buf)
-            return a.reshape(self.shape) if self.shape else a
-        return bytes(buf)
+            a = a.reshape(self.shape) if self.shape else a
+        elif self.b2nd is not None:
+            a = self.b2nd.item_from_bytes(buf)
+            a = a.reshape(self.shape) if self.shape else a
+        else:
+            return bytes(buf)
+        a.flags.writeable = False
+        return a
+
+
+def b2nd_from_stats(info: dict) -> B2ndInfo | None:
+    """The b2nd description a stream's STATS carries (shape as configured:
+    0 grows), None when it has none or leaves the dtype to the frame."""
+    nd = info.get("b2nd")
+    if not nd or not nd.get("dtype"):
+        return None
+    return B2ndInfo(tuple(nd["shape"]), tuple(nd["chunkshape"]), tuple(nd["blockshape"]),
+                    np.dtype(nd["dtype"]))
+
+
+def series_from_stats(info: dict) -> dict | None:
+    """The series metadata a stream's STATS carries, None without it."""
+    raw = info.get("series_msgpack")
+    if raw is None:
+        return None
+    return _msgpack.unpackb(bytes.fromhex(raw)) if raw else {}
 
 
 def _local_b2nd(session: Connection, stream: str) -> B2ndInfo | None:
-    """The b2nd metadata of the stream's frame when that frame is readable
+    """The b2nd metadata of the stream: from STATS (the daemon's
+    configuration, on any host), else from its frame when that is readable
     here (the daemon runs on this host): its path comes from STATS."""
     try:
         info = session.stats(stream).get("streams", {}).get(stream, {})
+        nd = b2nd_from_stats(info)
+        if nd is not None:
+            return nd
         path = info.get("path")
         if not path or not os.path.exists(path):
             return None
         with Frame(path) as f:
             return f.b2nd
-    except (OSError, B2StreamError, ValueError):
+    except (OSError, B2StreamError, ValueError, TypeError):
         return None
 
 
@@ -90,7 +119,8 @@ class Follow:
     def __init__(self, session: Connection, stream: str, start: int | str = 0, *,
                  mode: str = "decompressed", timeout: float | None = None,
                  resume: bool = False, dtype: Any = None, shape: Any = None,
-                 records: bool = False) -> None:
+                 records: bool = False, on_series: Any = None,
+                 series_interval: float = 1.0) -> None:
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {sorted(_MODES)}")
         if records:
@@ -109,6 +139,13 @@ class Follow:
         self._announced = 0
         self._layout = (_Layout.make(session, stream, dtype, shape)
                         if mode == "decompressed" else _Layout())
+        self.on_series = on_series
+        self.series_interval = series_interval
+        self._series: dict | None = None
+        self._series_at = 0.0
+        if on_series is not None:
+            self._series = self.session.series(stream)
+            self._series_at = time.monotonic()
         from_end = start == "end"
         self._start(0 if from_end else int(start), from_end)
 
@@ -116,7 +153,7 @@ class Follow:
         flags = (_MODES[self.mode] | (w.FOLLOW_FROM_END if from_end else 0)
                  | (w.FOLLOW_RECORDS if self.records else 0))
         _, hdr, _ = self.session._request(w.FOLLOW, w.FOLLOW_F.pack(start) + w.wstr(self.stream),
-                                          flags, w.FOLLOWING)
+                                          flags, w.FOLLOWING, about=self.stream)
         first, committed, fid = w.FOLLOWING_F.unpack_from(hdr, 16)
         self.follow_id = fid
         self.position = first            # index the next step returns
@@ -131,6 +168,30 @@ class Follow:
     @property
     def start(self) -> int:
         return self.position
+
+    @property
+    def series(self) -> dict:
+        """The stream's series metadata (docs/METADATA.md) as a dict, as
+        the daemon has it now (with ``on_series``: as last seen)."""
+        if self.on_series is None or self._series is None:
+            return self.session.series(self.stream)
+        return self._series
+
+    def _watch_series(self) -> None:
+        """With on_series: every series_interval seconds of iteration,
+        look at the series metadata and call on_series(series) when a META
+        changed it."""
+        now = time.monotonic()
+        if now - self._series_at < self.series_interval:
+            return
+        self._series_at = now
+        try:
+            new = self.session.series(self.stream)
+        except (ClosedError, TimeoutError):
+            return             # the next step says what happened
+        if new != self._series:
+            self._series = new
+            self.on_series(new)
 
     # -- messages from the pump ---------------------------------------------------
 
@@ -207,6 +268,8 @@ class Follow:
                 self.session._pump(deadline)
             except ClosedError as exc:
                 self.closed = self.closed or exc
+        if self.on_series is not None and self.closed is None:
+            self._watch_series()
         index = self.position
         self.position += 1
         if self.mode == "notify":
@@ -247,16 +310,17 @@ class Follow:
                                  record=record)
 
     def unfollow(self, timeout: float | None = None) -> int:
-        """End the follow; returns the first index not delivered by the
-        daemon (to follow again from there).  Idempotent."""
+        """End the follow; returns the resume point: the index of the first
+        chunk this follow did not return (chunks the daemon had pushed but
+        the program had not taken yet are dropped, and following again
+        from the returned index gets them).  Idempotent."""
         if self.session.follows.get(self.follow_id) is not self:
             return self.position
         try:
             if self.closed is None and self.session.alive:
-                _, hdr, _ = self.session._request(
+                self.session._request(
                     w.UNFOLLOW, w.HANDLE_F.pack(self.follow_id), 0, w.UNFOLLOWED,
                     _Deadline(self.session.timeout if timeout is None else timeout))
-                return w.UNFOLLOWED_F.unpack_from(hdr, 16)[0]
             return self.position
         finally:
             self.session.follows.pop(self.follow_id, None)

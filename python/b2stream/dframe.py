@@ -18,12 +18,13 @@ import errno
 import os
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from . import _dmsg, _native
 from .errors import ArgumentError, ChunkIndexError, error_for
+from ._ndarray import NdArray
 from .frame import B2ndInfo, Frame, native_record, read_b2nd, read_series
 from .record import Record
 
@@ -79,7 +80,7 @@ def is_url(target) -> bool:
     return isinstance(target, str) and target.startswith(("rados://", "dir://"))
 
 
-class DistributedFrame:
+class DistributedFrame(NdArray):
     """A distributed frame opened for reading.
 
     >>> with DistributedFrame("rados://b2s/run42", ceph_conf="/etc/ceph/ceph.conf") as f:
@@ -141,7 +142,20 @@ class DistributedFrame:
         return self._closed
 
     def __len__(self) -> int:
+        """Images along dimension 0 for a b2nd frame, else chunks (both
+        committed)."""
+        return self.shape[0] if self._b2nd is not None and self._b2nd.shape else self._committed
+
+    # -- the N-d array (_ndarray.NdArray) ------------------------------------
+
+    def _nd_count(self) -> int:
         return self._committed
+
+    def _nd_chunk(self, j: int) -> np.ndarray:
+        return self.chunk(j, raw=True)
+
+    def _nd_gather(self):
+        return _native.lib().b2spy_dframe_gather, (self._handle(),), ()
 
     @property
     def b2nd(self) -> B2ndInfo | None:
@@ -200,15 +214,19 @@ class DistributedFrame:
         """Committed chunk i decompressed, as bytes."""
         return self.chunk(i, raw=True).tobytes()
 
-    def chunk(self, i: int, raw: bool = False) -> np.ndarray:
-        """Committed chunk i decompressed: shaped and typed from the b2nd
-        metadata, else (or with raw=True) a flat uint8 array."""
+    def chunk(self, i: int, raw: bool = False, stored: bool = False) -> Any:
+        """Committed chunk i decompressed: a read-only array typed from the
+        b2nd metadata and shaped :attr:`B2ndInfo.item_shape` (an image,
+        for one image a chunk), else (or with raw=True) a flat uint8 array.
+        stored=True: the chunk as stored (:meth:`raw_chunk`)."""
+        if stored:
+            return self.raw_chunk(i)
         buf = np.empty(self.params.chunk_nbytes, dtype=np.uint8)
         n = self.read_chunk_into(i, buf)
         buf = buf[:n]
         if raw or self._b2nd is None:
             return buf
-        return self._b2nd.chunk_from_bytes(buf)
+        return self._b2nd.item_from_bytes(buf)
 
     def record(self, i: int) -> Record:
         """The record of committed chunk i (frame number, timestamp, xxh64,
@@ -218,6 +236,11 @@ class DistributedFrame:
                              f"{self.url}: record {j}")
 
     def __iter__(self) -> Iterator[np.ndarray]:
+        """The committed images (along dimension 0) of a b2nd frame, else
+        the committed chunks as uint8 arrays."""
+        if self._b2nd is not None and self._b2nd.shape:
+            yield from self._nd_iter()
+            return
         for i in range(self._committed):
             yield self.chunk(i)
 

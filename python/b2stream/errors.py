@@ -26,15 +26,35 @@ _NAMES = (
     "SERIES_SIZE RECORD RECORD_USER PAIR CHECKSUM WRONG_RANK NEED_FRAME "
     "OBJ_CONFLICT STORE"
 ).split()
-#: Code value by name, e.g. ``CODES["NOSTREAM"] == -955``.
-CODES: dict[str, int] = {name: -999 + i for i, name in enumerate(_NAMES)}
+
+
+class _Codes(dict):
+    """Keyed by the C names; the names without ``B2S_E_`` look up too."""
+
+    def __missing__(self, key: str) -> int:
+        if isinstance(key, str) and not key.startswith("B2S_E_") and "B2S_E_" + key in self:
+            return self["B2S_E_" + key]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or (
+            isinstance(key, str) and dict.__contains__(self, "B2S_E_" + key))
+
+
+#: Code value by its C name, e.g. ``CODES["B2S_E_NOSTREAM"] == -955``
+#: (``CODES["NOSTREAM"]`` too); ``CODES[code_name(c)] == c`` for every
+#: b2stream code.
+CODES: dict[str, int] = _Codes(("B2S_E_" + name, -999 + i) for i, name in enumerate(_NAMES))
+_SHORT: dict[str, int] = {name: -999 + i for i, name in enumerate(_NAMES)}
+_BY_VALUE: dict[int, str] = {v: k for k, v in CODES.items()}
 
 
 def code_name(code: int) -> str:
-    """``B2S_E_NOSTREAM`` for -955, ``ENOSPC`` for -28, else the number."""
-    for name, value in CODES.items():
-        if value == code:
-            return "B2S_E_" + name
+    """The name of a code as :data:`CODES` has it (``B2S_E_NOSTREAM`` for
+    -955), ``ENOSPC`` for -28, else the number."""
+    name = _BY_VALUE.get(code)
+    if name is not None:
+        return name
     if -4096 < code < 0:
         return _errno.errorcode.get(-code, str(code))
     return str(code)
@@ -115,8 +135,9 @@ class TimeoutError(B2StreamError, builtins.TimeoutError):
     """B2S_E_TIMEOUT: a wait ran out (never sent by the daemon)."""
 
 
-class ClosedError(B2StreamError):
-    """B2S_E_CLOSED: the connection, session, handle or follow is gone."""
+class ClosedError(B2StreamError, ConnectionError):
+    """B2S_E_CLOSED: the connection, session, handle or follow is gone
+    (the daemon stopped or was killed, or the object was closed)."""
 
 
 class BusyError(B2StreamError):
@@ -200,7 +221,7 @@ class NoEntryError(SystemError_, FileNotFoundError):
     """-ENOENT: e.g. an ipc:// socket file that does not exist."""
 
 
-_FAMILY: dict[int, type[B2StreamError]] = {CODES[name]: cls for name, cls in (
+_FAMILY: dict[int, type[B2StreamError]] = {_SHORT[name]: cls for name, cls in (
     ("ARG", ArgumentError), ("NOMEM", NoMemoryError),
     ("NCHUNK", ChunkIndexError), ("CONFIG", ConfigError),
     ("PROTO", ProtocolError), ("PROTO_VERSION", ProtocolError),
@@ -222,9 +243,9 @@ def error_for(code: int, message: str = "", **kw) -> B2StreamError:
     """The exception of the family `code` belongs to."""
     cls = _FAMILY.get(code)
     if cls is None:
-        if CODES["SHORT"] <= code <= CODES["IO_LIMIT"]:
+        if _SHORT["SHORT"] <= code <= _SHORT["IO_LIMIT"]:
             cls = FrameError
-        elif CODES["SHM_HEADER"] <= code <= CODES["SHM_ACCOUNT"]:
+        elif _SHORT["SHM_HEADER"] <= code <= _SHORT["SHM_ACCOUNT"]:
             cls = ShmError
         elif code == -_errno.ENOENT:
             cls = NoEntryError
@@ -233,3 +254,13 @@ def error_for(code: int, message: str = "", **kw) -> B2StreamError:
         else:
             cls = B2StreamError
     return cls(code, message, **kw)
+
+
+def naming(exc: B2StreamError, what: str) -> B2StreamError:
+    """exc with its message naming what it is about (a stream's name), as
+    the same class with the same fields."""
+    if what in exc.message:
+        return exc
+    new = type(exc)(exc.code, f"{exc.message}: '{what}'", ref_type=exc.ref_type,
+                    ref_id=exc.ref_id, ref_index=exc.ref_index, closed=exc.closed)
+    return new

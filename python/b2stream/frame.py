@@ -14,11 +14,12 @@ import ctypes
 import os
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from . import _msgpack, _native
+from ._ndarray import NdArray
 from .errors import ChunkIndexError, FrameError, error_for
 from .record import Record
 
@@ -34,12 +35,29 @@ class B2ndInfo:
     blockshape: tuple[int, ...]
     dtype: np.dtype
 
+    @property
+    def item_shape(self) -> tuple[int, ...]:
+        """The shape a chunk is given in: an image's (``chunkshape``
+        without its leading 1) when each chunk holds one image of a stream
+        growing along dimension 0, else ``chunkshape``."""
+        cs = tuple(self.chunkshape)
+        return cs[1:] if len(cs) > 1 and cs[0] == 1 else cs
+
     def chunk_from_bytes(self, buf) -> np.ndarray:
         """One decompressed chunk as an array of ``chunkshape`` (zero-copy
         when its blocks are laid out in C order, i.e. each block spans the
         trailing dimensions of the chunk)."""
         flat = np.frombuffer(buf, dtype=self.dtype)
         return unblock(flat, self.chunkshape, self.blockshape)
+
+    def item_from_bytes(self, buf) -> np.ndarray:
+        """One decompressed chunk as a read-only array of
+        :attr:`item_shape` (an image, for one image a chunk)."""
+        a = self.chunk_from_bytes(buf)
+        if a.shape == tuple(self.chunkshape):
+            a = a.reshape(self.item_shape)
+        a.flags.writeable = False
+        return a
 
 
 def _c_order_blocks(chunkshape, blockshape) -> bool:
@@ -122,13 +140,21 @@ def read_series(getter, handle: int, what: str) -> dict:
     return value
 
 
-class Frame:
-    """A Blosc2 frame opened read-only.
+class Frame(NdArray):
+    """A Blosc2 frame opened read-only.  A frame with a b2nd metalayer
+    reads as a read-only numpy-like array (``shape``, ``dtype``, ``len``,
+    ``f[i]``, ``f[2:4]``, ``f[i, y0:y1, x0:x1]``, ``f[[1, 5]]``,
+    ``f[:, y, x]``, ``np.asarray(f)``, iteration over images), decoding
+    only the chunks (and blocks) a selection needs.
 
     >>> with Frame("data/detector1.b2frame") as f:
-    ...     first = f.chunk(0)          # numpy array (b2nd) or uint8 array
+    ...     first = f[0]                # the first image
+    ...     series = f[:, 100, 200]     # one pixel across every image
     ...     whole = f.to_numpy()
     """
+
+    #: threads a selection decodes on (as python-blosc2's nthreads)
+    nthreads: int = os.cpu_count() or 1
 
     def __init__(self, path: str | os.PathLike, retries: int = 3) -> None:
         self.path = os.fspath(path)
@@ -220,7 +246,20 @@ class Frame:
         return int(_native.lib().b2spy_frame_nchunks(self._handle()))
 
     def __len__(self) -> int:
+        """Images along dimension 0 for a b2nd frame, else chunks."""
+        return self.shape[0] if self._b2nd is not None and self._b2nd.shape else self.nchunks
+
+    # -- the N-d array (_ndarray.NdArray) ------------------------------------
+
+    def _nd_count(self) -> int:
         return self.nchunks
+
+    def _nd_chunk(self, j: int) -> np.ndarray:
+        return self.chunk(j, raw=True)
+
+    def _nd_gather(self):
+        return (_native.lib().b2spy_frame_gather, (self._handle(), self.path.encode()),
+                (max(1, int(self.nthreads)),))
 
     @property
     def sparse(self) -> bool:
@@ -258,45 +297,52 @@ class Frame:
             raise self._error(rc, i)
         return rc
 
-    def chunk(self, i: int, raw: bool = False) -> np.ndarray:
-        """Chunk i decompressed: shaped and typed from the b2nd metadata
-        (``chunkshape``), else, or with raw=True, a flat uint8 array."""
+    def chunk(self, i: int, raw: bool = False, stored: bool = False) -> Any:
+        """Chunk i decompressed: a read-only array typed from the b2nd
+        metadata and shaped :attr:`B2ndInfo.item_shape` (an image, for one
+        image a chunk), else, or with raw=True, a flat uint8 array.
+        stored=True: the chunk as stored (bytes of the Blosc2 chunk; its
+        XXH64 is the ``xxh64`` of its record)."""
+        if stored:
+            return self.raw_chunk(i)
         buf = np.empty(self.chunk_nbytes(i), dtype=np.uint8)
         n = self.read_chunk_into(i, buf)
         buf = buf[:n]
         if raw or self._b2nd is None:
             return buf
-        return self._b2nd.chunk_from_bytes(buf)
+        return self._b2nd.item_from_bytes(buf)
+
+    def raw_chunk(self, i: int) -> bytes:
+        """Chunk i as stored (a special entry as its 32-byte special
+        chunk)."""
+        j = self._index(i)
+        lib = _native.lib()
+        n = lib.b2spy_frame_chunk_raw(self._handle(), j, None, 0)
+        if n < 0:
+            raise self._error(int(n), i)
+        buf = ctypes.create_string_buffer(max(int(n), 1))
+        n = lib.b2spy_frame_chunk_raw(self._handle(), j, buf, len(buf))
+        if n < 0:
+            raise self._error(int(n), i)
+        return buf.raw[:n]
 
     def __iter__(self) -> Iterator[np.ndarray]:
+        """The images (along dimension 0) of a b2nd frame, else the
+        chunks as uint8 arrays."""
+        if self._b2nd is not None and self._b2nd.shape:
+            yield from self._nd_iter()
+            return
         for i in range(self.nchunks):
             yield self.chunk(i)
 
     def to_numpy(self) -> np.ndarray:
-        """The whole frame: for a b2nd frame the N-d array of its shape
-        (the first dimension grown to the chunks present when the stream
-        grows along it), else the concatenated bytes as uint8."""
-        n = self.nchunks
+        """The whole frame: for a b2nd frame the N-d array of
+        :attr:`shape` (a writable copy), else the concatenated bytes as
+        uint8."""
         if self._b2nd is None:
-            parts = [self.chunk(i, raw=True) for i in range(n)]
+            parts = [self.chunk(i, raw=True) for i in range(self.nchunks)]
             return np.concatenate(parts) if parts else np.empty(0, np.uint8)
-        info = self._b2nd
-        cs = info.chunkshape
-        shape = list(info.shape)
-        grid = [-(-s // c) if s else 0 for s, c in zip(shape, cs)]
-        per = int(np.prod(grid[1:])) if len(grid) > 1 else 1
-        if shape and (shape[0] == 0 or grid[0] * per < n):
-            # a stream growing along dimension 0: as many rows of chunks as
-            # the frame holds
-            grid[0] = -(-n // per)
-            shape[0] = grid[0] * cs[0]
-        out = np.zeros(shape, dtype=info.dtype)
-        for i in range(min(n, int(np.prod(grid)) if grid else 0)):
-            pos = np.unravel_index(i, grid)
-            sl = tuple(slice(p * c, min((p + 1) * c, s)) for p, c, s in zip(pos, cs, shape))
-            block = self.chunk(i)
-            out[sl] = block[tuple(slice(0, x.stop - x.start) for x in sl)]
-        return out
+        return np.array(self[...])
 
     # -- life cycle -------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from . import _msgpack
 from . import _wire as w
 from . import record as _rec
@@ -84,6 +86,7 @@ class Producer:
         self._drops_at_flush = 0
         self._rejections: list[B2StreamError] = []
         self._shm: ShmSegment | None = None
+        self._spec: Any = False            # array_spec, not asked yet
         session.producers[handle] = self
 
     # -- messages from the pump ----------------------------------------------
@@ -168,6 +171,8 @@ class Producer:
         bytes; at most 4096 bytes encoded).  ProtocolError
         B2S_E_PROTO_VERSION on a version-1 session."""
         rec = self._record(frame, ts, user)
+        if isinstance(data, np.ndarray):
+            self.check_array(data)
         mv = as_bytes_view(data)
         n = mv.nbytes
         if n == 0:
@@ -201,6 +206,33 @@ class Producer:
             return False
         self.send(data, timeout=0, copy=copy, frame=frame, ts=ts, user=user)
         return True
+
+    def array_spec(self) -> tuple[np.dtype, tuple[int, ...]] | None:
+        """(dtype, shape) a buffer of a b2nd stream must have: the stream's
+        dtype and the image shape (chunkshape without its leading 1), or
+        None when the stream is no b2nd array.  Asked of the daemon (STATS)
+        once per producer."""
+        if self._spec is False:
+            from .consumer import b2nd_from_stats
+            info = self.session.stats(self.stream).get("streams", {}).get(self.stream, {})
+            nd = b2nd_from_stats(info)
+            self._spec = None if nd is None else (nd.dtype, nd.item_shape, nd.chunkshape)
+        return None if self._spec is None else self._spec[:2]
+
+    def check_array(self, data: np.ndarray) -> None:
+        """ArgumentError (a ValueError) unless the numpy array has the
+        stream's b2nd dtype and an image's shape (or the chunk shape, or is
+        flat with a chunk's items, in their stored block order); the
+        daemon itself refuses only a buffer of the wrong size
+        (B2S_E_CHUNK_SIZE)."""
+        if self.array_spec() is None:
+            return
+        dtype, item, chunk = self._spec
+        # a flat array: the chunk's items in their stored (block) order
+        flat = (int(np.prod(chunk)),)
+        if data.dtype != dtype or data.shape not in (item, chunk, flat):
+            raise ArgumentError(-999, f"array of {data.dtype} {data.shape} for stream "
+                                      f"'{self.stream}' of {dtype} {item} images")
 
     def _record(self, frame: int | None, ts: int | None, user: Any) -> bytes | None:
         """The record frame of a buffer, None when it has none."""

@@ -11,7 +11,7 @@ from . import _msgpack
 from . import _wire as w
 from . import record as _rec
 from ._conn import DEFAULT_TIMEOUT, ENDPOINT_ENV, Connection, default_endpoint
-from .consumer import Follow, _Layout
+from .consumer import Follow, _Layout, series_from_stats
 from .errors import ProtocolError
 from .producer import Producer
 
@@ -49,22 +49,41 @@ class Session(Connection):
         if meta:
             self._need_v2("series metadata")
             extra = [_msgpack.pack_map(meta, "series metadata")]
-            _, hdr, _ = self._request(w.OPEN, body, w.OPEN_META, w.OPENED, extra=extra)
+            _, hdr, _ = self._request(w.OPEN, body, w.OPEN_META, w.OPENED, extra=extra,
+                                      about=stream)
         else:
-            _, hdr, _ = self._request(w.OPEN, body, 0, w.OPENED)
+            _, hdr, _ = self._request(w.OPEN, body, 0, w.OPENED, about=stream)
         return Producer(self, stream, *w.OPENED_F.unpack_from(hdr, 16))
 
     def follow(self, stream: str, start: int | str = 0, *, mode: str = "decompressed",
                timeout: float | None = None, resume: bool = False,
-               dtype: Any = None, shape: Any = None, records: bool = False) -> "Follow":
+               dtype: Any = None, shape: Any = None, records: bool = False,
+               on_series: Any = None, series_interval: float = 1.0) -> "Follow":
         """Follow stream: an iterator of ``(index, data)`` for every chunk
         committed from ``start`` on (an index, or ``"end"`` for the chunks
         committed after now), each exactly once and in order.  See
         :class:`~b2stream.consumer.Follow` for mode, timeout, resume, dtype,
         shape and records (``(index, data, record)`` with each chunk's
-        :class:`~b2stream.record.Record`; protocol version 2)."""
+        :class:`~b2stream.record.Record`; protocol version 2), on_series
+        and series_interval (a callback given the new series metadata when
+        a META changed it, looked at every series_interval seconds of
+        iteration)."""
         return Follow(self, stream, start, mode=mode, timeout=timeout, resume=resume,
-                      dtype=dtype, shape=shape, records=records)
+                      dtype=dtype, shape=shape, records=records, on_series=on_series,
+                      series_interval=series_interval)
+
+    def series(self, stream: str) -> dict:
+        """The stream's series metadata (docs/METADATA.md) as the daemon
+        has it now, from its STATS: the merged result of every META, which
+        the frame holds from the next commit on."""
+        info = self.stats(stream).get("streams", {}).get(stream, {})
+        value = series_from_stats(info)
+        if value is None:
+            raise ProtocolError(-958, "the daemon's STATS carry no series metadata "
+                                      "(a daemon older than this package)")
+        if not isinstance(value, dict):
+            raise ProtocolError(-958, "series metadata from the daemon is no map")
+        return value
 
     def read(self, stream: str, index: int, *, decompressed: bool = True,
              dtype: Any = None, shape: Any = None, layout: Any = "auto",
@@ -79,7 +98,8 @@ class Session(Connection):
             self._need_v2("records")
         body = w.READ_F.pack(index, 0) + w.wstr(stream)
         flags = (w.READ_DECOMPRESS if decompressed else 0) | (w.READ_RECORD if record else 0)
-        rflags, _, frames, _ = self._request_all(w.READ, body, flags, w.CHUNK)
+        rflags, _, frames, _ = self._request_all(w.READ, body, flags, w.CHUNK,
+                                                about=stream)
         want = 2 if record else 1
         if len(frames) != want or bool(rflags & w.CHUNK_RECORD) != record:
             raise ProtocolError(-958, f"CHUNK with {len(frames)} frames after the "

@@ -193,7 +193,10 @@ class ShmSegment:
              ts: int | None = None, user: Any = None) -> int:
         """Copy data into a slot and submit it (for sources that do not
         fill slots in place); returns the buffer id.  frame, ts, user: the
-        buffer's record, as for :meth:`Producer.send`."""
+        buffer's record, as for :meth:`Producer.send` (which also checks a
+        numpy array against a b2nd stream's dtype and image shape)."""
+        if hasattr(data, "dtype") and hasattr(data, "shape"):
+            self.producer.check_array(data)
         mv = as_bytes_view(data)
         with self.acquire(timeout) as slot:
             if mv.nbytes > self.slot_size:

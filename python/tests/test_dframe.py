@@ -93,7 +93,7 @@ def test_committed_prefix(store):
         assert f.b2nd.dtype == np.dtype("<u2")
         for k in range(3):
             a = f.chunk(k)
-            assert a.shape == (1, 64, 32) and a.dtype == np.dtype("<u2")
+            assert a.shape == (64, 32) and a.dtype == np.dtype("<u2")
             assert np.array_equal(a.reshape(-1), expected(k))
             assert f.chunk_bytes(k) == expected(k).tobytes()
             r = f.record(k)
@@ -132,7 +132,7 @@ def test_gap_and_series(store, tmp_path):
         r = f.record(2)
         assert r.gap and r.frame == 2
         assert not f.chunk(2).any()
-        assert f.chunk(2).shape == (1, 64, 32)
+        assert f.chunk(2).shape == (64, 32)
         assert np.array_equal(f.chunk(3).reshape(-1), expected(3))
 
 
@@ -306,4 +306,22 @@ def test_committed_message_bytes():
 def test_malformed_messages(buf, code):
     with pytest.raises(errors.ProtocolError) as ei:
         _dmsg.decode(buf)
-    assert ei.value.code == errors.CODES[code]
+    assert ei.value.code == errors.CODES["B2S_E_" + code]
+
+
+def test_distributed_frame_as_array(store):
+    name = unique("nd")
+    store.make(name, 5, 4)
+    ref = np.stack([expected(k).reshape(64, 32) for k in range(4)])
+    with b2stream.open(store.frame_url(name), ceph_conf=store.ceph_conf) as f:
+        assert f.shape == (4, 64, 32) and len(f) == 4 and f.dtype == np.dtype("<u2")
+        for key in (2, -1, slice(1, 3), (1, slice(3, 9), slice(5, 30)), [3, 0],
+                    (slice(None), 10, 20), (Ellipsis, 7)):
+            got = f[key]
+            np.testing.assert_array_equal(got, ref[key])
+            assert not got.flags.writeable
+        np.testing.assert_array_equal(np.asarray(f), ref)
+        assert len(list(f)) == 4
+        assert f.chunk(1, stored=True) == f.raw_chunk(1)
+        with pytest.raises(IndexError):
+            f[4]                                # stored, not committed

@@ -74,7 +74,7 @@ def test_running_mean_leaves_cleanly_on_ctrl_c(daemon, tmp_path):
             assert proc.returncode == 0, err
             assert "running mean of 4 images" in out
             mean = np.load(tmp_path / "img-mean.npy")
-            assert mean.shape == (1, 64, 32) and np.allclose(mean, 3.0)
+            assert mean.shape == (64, 32) and np.allclose(mean, 3.0)
             deadline = time.monotonic() + 10      # its session is gone (BYE)
             while s.stats()["daemon"]["sessions"] != 1 and time.monotonic() < deadline:
                 time.sleep(0.05)

@@ -173,8 +173,8 @@ def test_shared_memory_slots(daemon):
             assert p.flush().upto == 13
         with s.follow("img", timeout=10) as f:
             got = [next(f) for _ in range(13)]
-    assert [int(a[0, 0, 0]) for _, a in got] == list(range(12)) + [99]
-    assert all(a.shape == (1, 64, 32) and (a == a[0, 0, 0]).all() for _, a in got)
+    assert [int(a[0, 0]) for _, a in got] == list(range(12)) + [99]
+    assert all(a.shape == (64, 32) and (a == a[0, 0]).all() for _, a in got)
 
 
 def _keygen(path: str) -> str:

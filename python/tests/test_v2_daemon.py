@@ -35,7 +35,7 @@ def _raw_hello_v2(endpoint: str) -> tuple[int, int, int]:
         _, version, mtype, flags, tag, _ = w.PREFIX.unpack_from(hdr)
         if mtype == w.ERROR:
             ref_index, code, _, _ = w.ERROR_F.unpack_from(hdr, 16)
-            assert code == errors.CODES["PROTO_VERSION"] and flags & w.ERROR_CLOSED_SESSION
+            assert code == errors.CODES["B2S_E_PROTO_VERSION"] and flags & w.ERROR_CLOSED_SESSION
             return mtype, version, ref_index
         sock.send(w.header(w.BYE, version=version))
         return mtype, version, 0
@@ -67,7 +67,7 @@ def test_version_1_session_refuses_v2_calls(daemon):
         with s.open("w") as p:
             with pytest.raises(errors.ProtocolError) as ei:
                 p.send(b"abcd", frame=1)
-            assert ei.value.code == errors.CODES["PROTO_VERSION"]
+            assert ei.value.code == errors.CODES["B2S_E_PROTO_VERSION"]
             with pytest.raises(errors.ProtocolError):
                 p.set_meta(sample="x")
             p.send(b"abcd")               # the session goes on

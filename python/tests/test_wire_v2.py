@@ -202,7 +202,7 @@ def test_fallback_to_version_1_and_v2_calls_refused(fake):
                      lambda: s.read("det1", 0, record=True)):
             with pytest.raises(errors.ProtocolError) as ei:
                 call()
-            assert ei.value.code == errors.CODES["PROTO_VERSION"]
+            assert ei.value.code == errors.CODES["B2S_E_PROTO_VERSION"]
         p.send(b"plain")
         assert p.flush().upto == 1
 
@@ -290,6 +290,6 @@ def test_error_names_match_the_c_library():
         pytest.skip("libb2s_py not built")
     for name, code in errors.CODES.items():
         assert _native.strerror(code) != _native.strerror(-12345), name
-    assert "checksum" in _native.strerror(errors.CODES["CHECKSUM"])
-    assert "late" in _native.strerror(errors.CODES["FRAME_LATE"])
-    assert "rank" in _native.strerror(errors.CODES["WRONG_RANK"])
+    assert "checksum" in _native.strerror(errors.CODES["B2S_E_CHECKSUM"])
+    assert "late" in _native.strerror(errors.CODES["B2S_E_FRAME_LATE"])
+    assert "rank" in _native.strerror(errors.CODES["B2S_E_WRONG_RANK"])
