@@ -67,7 +67,8 @@ int b2s_dframe_put_gap(b2s_dframe *df, int64_t i, uint32_t flags,
   if (df == NULL || i < 0 || i >= B2S_DFRAME_INDEX_LIMIT)
     return B2S_E_ARG;
   uint8_t chunk[B2S_GAP_CHUNK_MAX];
-  int rc = b2s_gap_chunk(df->p.chunk_nbytes, chunk, sizeof chunk);
+  int rc = b2s_gap_chunk(&df->p.cparams, df->p.chunk_nbytes, chunk,
+                         sizeof chunk);
   if (rc < 0)
     return rc;
   size_t cbytes = (size_t)rc;

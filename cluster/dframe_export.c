@@ -8,14 +8,26 @@
 /* a commit every 4 runs of DF_LIST_MAX chunks bounds what the writers hold */
 #define EXPORT_COMMIT_RUNS 4
 
-/* A gap record whose checksum is that of the gap chunk: appended as a gap
- * without reading its object. */
+/* A gap record whose checksum is that of a gap chunk: appended as a gap
+ * (with the export's typesize, b2s_pair_append_gap) without reading its
+ * object.  Ranks before version 0.2 stored gaps with a one-byte value,
+ * which c-blosc2 cannot read in a frame of wider items; their records
+ * are recognised too, so the export never copies such a chunk. */
 static bool plain_gap(const b2s_dframe *df, const b2s_record *rec) {
   if (!(rec->flags & B2S_RECORD_GAP))
     return false;
   uint8_t chunk[B2S_GAP_CHUNK_MAX];
-  int n = b2s_gap_chunk(df->p.chunk_nbytes, chunk, sizeof chunk);
-  return n > 0 && b2s_chunk_xxh64(chunk, (size_t)n) == rec->xxh64;
+  b2s_cparams cp = df->p.cparams;
+  for (int legacy = 0; legacy < 2; legacy++) {
+    if (legacy) {               /* one-byte value, default blocks */
+      cp = B2S_CPARAMS_DEFAULTS;
+      cp.typesize = 1;
+    }
+    int n = b2s_gap_chunk(&cp, df->p.chunk_nbytes, chunk, sizeof chunk);
+    if (n > 0 && b2s_chunk_xxh64(chunk, (size_t)n) == rec->xxh64)
+      return true;
+  }
+  return false;
 }
 
 static int export_one(b2s_dframe *df, b2s_pair *p, int64_t i,

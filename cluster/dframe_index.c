@@ -174,16 +174,42 @@ int b2s_dframe_commit(b2s_dframe *df, int64_t n, const uint8_t *const *recs,
 
 /* ---- committed records ----------------------------------------------------- */
 
+int64_t b2s_dframe_records_recovered(const b2s_dframe *df) {
+  return df ? df->recs_from_objects : 0;
+}
+
+/* The record of committed chunk i as committed, or, when the key log lost
+ * it (a batch damaged and skipped), as its chunk object carries it: the
+ * committer committed exactly those bytes. */
+static int record_raw(b2s_dframe *df, int64_t i, uint8_t **v, size_t *len) {
+  char key[REC_KEY_LEN + 1];
+  rec_key(i, key);
+  int rc = b2s_store_kv_get(df->s, df->index_obj, key, v, len);
+  if (rc != -ENOENT)
+    return rc;
+  b2s_mpbuf m;
+  b2s_mpbuf_init(&m);
+  rc = b2s_dframe_stored_record(df, i, &m);
+  if (rc == 0 && check_record(i, m.data, m.len) < 0)
+    rc = B2S_E_RECORD;
+  if (rc == 0) {
+    df->recs_from_objects++;
+    *v = m.data;                   /* handed over */
+    *len = m.len;
+    return 0;
+  }
+  b2s_mpbuf_fini(&m);
+  return rc == -ENOENT ? B2S_E_INDEX : rc;
+}
+
 int b2s_dframe_record_get(b2s_dframe *df, int64_t i, b2s_record *rec) {
   if (df == NULL || rec == NULL || i < 0)
     return B2S_E_ARG;
   if (i >= df->committed)
     return -ENOENT;
-  char key[REC_KEY_LEN + 1];
-  rec_key(i, key);
   uint8_t *v = NULL;
   size_t len = 0;
-  int rc = b2s_store_kv_get(df->s, df->index_obj, key, &v, &len);
+  int rc = record_raw(df, i, &v, &len);
   if (rc < 0)
     return rc;
   rc = b2s_record_decode(v, len, rec);
@@ -227,10 +253,124 @@ int b2s_dframe_records_list(b2s_dframe *df, int64_t from, int64_t n,
   char after[REC_KEY_LEN + 1] = "r";
   if (from > 0)
     rec_key(from - 1, after);
+  size_t start = out->len;
   rec_walk w = {.next = from, .out = out, .lens = lens};
   int rc = b2s_store_kv_list(df->s, df->index_obj, after, (size_t)n,
                              list_cb, &w);
+  if (rc < 0 && rc != B2S_E_INDEX)
+    return rc;
+  if (rc == 0 && w.got == n)
+    return 0;
+  /* keys missing (a damaged batch skipped): one by one, with the chunk
+   * objects' records where the key log has none */
+  out->len = start;
+  for (int64_t k = 0; k < n; k++) {
+    uint8_t *v = NULL;
+    size_t len = 0;
+    rc = record_raw(df, from + k, &v, &len);
+    if (rc == 0)
+      rc = b2s_mp_write_raw(out, v, len);
+    free(v);
+    if (rc < 0)
+      return rc;
+    lens[k] = len;
+  }
+  return 0;
+}
+
+/* ---- rebuilding the key log from the chunk objects ---------------------- */
+
+#define REINDEX_BATCH 1024
+
+/* Records [from, from + n) rewritten in one batch with "committed" = h
+ * (at or above what is stored, so it never moves back). */
+static int reindex_batch(b2s_dframe *df, int64_t from, int64_t n, int64_t h,
+                         const b2s_mpbuf *recs, const size_t *lens) {
+  b2s_kv *kv = malloc((size_t)(n + 2) * sizeof *kv);
+  char (*keys)[REC_KEY_LEN + 1] = malloc((size_t)(n + 1) * sizeof *keys);
+  if (kv == NULL || keys == NULL) {
+    free(kv);
+    free(keys);
+    return B2S_E_NOMEM;
+  }
+  size_t off = 0;
+  for (int64_t k = 0; k < n; k++) {
+    rec_key(from + k, keys[k]);
+    kv[k] = (b2s_kv){keys[k], recs->data + off, lens[k]};
+    off += lens[k];
+  }
+  char count[24];
+  snprintf(count, sizeof count, "%" PRId64, h);
+  kv[n] = (b2s_kv){KEY_COMMITTED, count, strlen(count)};
+  kv[n + 1] = (b2s_kv){KEY_CLOSED, df->closed ? "1" : "0", 1};
+  int rc = b2s_store_kv_set(df->s, df->index_obj, kv, (size_t)n + 2);
+  free(kv);
+  free(keys);
+  return rc;
+}
+
+/* The stored run's end: H, or past it while chunk objects are there. */
+static int64_t stored_end(b2s_dframe *df, int64_t h) {
+  if (df->closed)
+    return h;
+  b2s_mpbuf m;
+  b2s_mpbuf_init(&m);
+  while (h < B2S_DFRAME_INDEX_LIMIT) {
+    m.len = 0;
+    if (b2s_dframe_stored_record(df, h, &m) < 0 ||
+        check_record(h, m.data, m.len) < 0)
+      break;
+    h++;
+  }
+  b2s_mpbuf_fini(&m);
+  return h;
+}
+
+int b2s_dframe_reindex(b2s_dframe *df, int64_t *missing, int64_t *h) {
+  if (df == NULL || missing == NULL || h == NULL)
+    return B2S_E_ARG;
+  *missing = 0;
+  int rc = b2s_dframe_refresh(df, NULL, NULL);
   if (rc < 0)
     return rc;
-  return w.got == n ? 0 : B2S_E_INDEX;
+  int64_t end = stored_end(df, df->committed);
+  *h = end;
+  b2s_mpbuf recs;
+  b2s_mpbuf_init(&recs);
+  size_t *lens = calloc(REINDEX_BATCH, sizeof *lens);
+  if (lens == NULL)
+    return B2S_E_NOMEM;
+  for (int64_t from = 0; rc == 0 && from < end; from += REINDEX_BATCH) {
+    int64_t n = end - from < REINDEX_BATCH ? end - from : REINDEX_BATCH;
+    recs.len = 0;
+    for (int64_t k = 0; rc == 0 && k < n; k++) {
+      char key[REC_KEY_LEN + 1];
+      uint8_t *v = NULL;
+      size_t len = 0;
+      rec_key(from + k, key);
+      if (from + k < df->committed &&
+          b2s_store_kv_get(df->s, df->index_obj, key, &v, &len) == -ENOENT)
+        ++*missing;
+      free(v);
+      size_t before = recs.len;
+      rc = b2s_dframe_stored_record(df, from + k, &recs);
+      if (rc == 0 && check_record(from + k, recs.data + before,
+                                  recs.len - before) < 0)
+        rc = B2S_E_RECORD;
+      if (rc == -ENOENT) {
+        *h = from + k;             /* committed, yet no object */
+        rc = B2S_E_INDEX;
+      }
+      lens[k] = recs.len - before;
+    }
+    if (rc == 0)
+      rc = reindex_batch(df, from, n, end, &recs, lens);
+  }
+  if (rc == 0 && end == 0)         /* nothing stored: the head only */
+    rc = reindex_batch(df, 0, 0, 0, &recs, lens);
+  b2s_mpbuf_fini(&recs);
+  free(lens);
+  if (rc == 0 && end > df->committed)
+    df->committed = end;
+  return rc;
 }

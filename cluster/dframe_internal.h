@@ -30,6 +30,7 @@ struct b2s_dframe {
   int64_t commit_h;                /* the committer's H; -1 until read */
   uint8_t *rec;                    /* the last record read (record_get) */
   b2s_mpbuf mp;                    /* scratch for encoding records */
+  int64_t recs_from_objects;       /* committed records the key log lost */
 };
 
 /* ---- NAME.meta (dframe_meta.c) ---- */

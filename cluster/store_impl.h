@@ -32,7 +32,21 @@ typedef struct store_ops {
                 uint8_t **val, size_t *len);
   int (*kv_list)(b2s_store *s, const char *obj, const char *after,
                  size_t max, b2s_kv_cb cb, void *arg);
+  /* leases (store_lease.c): take fills *state, renew and drop get it */
+  int (*lease_take)(b2s_store *s, const char *name, const char *holder,
+                    int ms, void **state, char *who, size_t cap);
+  int (*lease_renew)(b2s_store *s, const char *name, const char *holder,
+                     int ms, void *state);
+  void (*lease_drop)(b2s_store *s, const char *name, const char *holder,
+                     void *state);
 } store_ops;
+
+int b2s_local_lease_take(b2s_store *s, const char *name, const char *holder,
+                     int ms, void **state, char *who, size_t cap);
+int b2s_local_lease_renew(b2s_store *s, const char *name, const char *holder,
+                      int ms, void *state);
+void b2s_local_lease_drop(b2s_store *s, const char *name, const char *holder,
+                      void *state);
 
 /* Every backend's handle starts with this. */
 struct b2s_store {

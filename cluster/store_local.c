@@ -253,6 +253,9 @@ static const store_ops local_ops = {
     .kv_set = b2s_local_kv_set,
     .kv_get = b2s_local_kv_get,
     .kv_list = b2s_local_kv_list,
+    .lease_take = b2s_local_lease_take,
+    .lease_renew = b2s_local_lease_renew,
+    .lease_drop = b2s_local_lease_drop,
 };
 
 /* mkdir -p with mode 0750 for what is created. */

@@ -287,6 +287,65 @@ static void rados_free_store(b2s_store *s) {
   free(rs);
 }
 
+/* ---- leases: cls_lock's exclusive lock, the holder its cookie ---------- */
+
+#define LEASE_LOCK "b2s.lease"
+
+static int lease_lock(store_rados *rs, const char *name, const char *holder,
+                      int ms) {
+  struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+  return rados_lock_exclusive(rs->io, name, LEASE_LOCK, holder,
+                              "b2stream lease", &tv,
+                              LIBRADOS_LOCK_FLAG_MAY_RENEW);
+}
+
+/* The cookie of whoever holds the lock ("" when none is listed). */
+static void lease_holder(store_rados *rs, const char *name, char *who,
+                         size_t cap) {
+  char tag[256], clients[1024], cookies[1024], addrs[1024];
+  size_t tl = sizeof tag, cl = sizeof clients, ckl = sizeof cookies,
+         al = sizeof addrs;
+  int excl = 0;
+  who[0] = '\0';
+  ssize_t n = rados_list_lockers(rs->io, name, LEASE_LOCK, &excl, tag, &tl,
+                                 clients, &cl, cookies, &ckl, addrs, &al);
+  if (n > 0)     /* NUL-separated lists: the first locker */
+    snprintf(who, cap, "%.*s (client %.*s at %.*s)", (int)strnlen(cookies, ckl),
+             cookies, (int)strnlen(clients, cl), clients,
+             (int)strnlen(addrs, al), addrs);
+}
+
+static int rados_lease_take(b2s_store *s, const char *name,
+                            const char *holder, int ms, void **state,
+                            char *who, size_t cap) {
+  store_rados *rs = (store_rados *)s;
+  *state = NULL;
+  int rc = lease_lock(rs, name, holder, ms);
+  if (rc == -EBUSY || rc == -EEXIST) {
+    lease_holder(rs, name, who, cap);
+    return b2s_store_fail(B2S_E_BUSY, "rados %s/%s: leased by %s", rs->pool,
+                      name, who[0] ? who : "another client");
+  }
+  return rc ? rados_err(rs, rc, "lock", name) : 0;
+}
+
+static int rados_lease_renew(b2s_store *s, const char *name,
+                             const char *holder, int ms, void *state) {
+  (void)state;
+  store_rados *rs = (store_rados *)s;
+  int rc = lease_lock(rs, name, holder, ms);
+  if (rc == -EBUSY || rc == -EEXIST)
+    return b2s_store_fail(B2S_E_BUSY, "rados %s/%s: lease lost", rs->pool, name);
+  return rc ? rados_err(rs, rc, "lock", name) : 0;
+}
+
+static void rados_lease_drop(b2s_store *s, const char *name,
+                             const char *holder, void *state) {
+  (void)state;
+  store_rados *rs = (store_rados *)s;
+  rados_unlock(rs->io, name, LEASE_LOCK, holder);
+}
+
 static const store_ops rados_ops = {
     .kind = "rados",
     .free = rados_free_store,
@@ -299,6 +358,9 @@ static const store_ops rados_ops = {
     .kv_set = rados_kv_set,
     .kv_get = rados_kv_get,
     .kv_list = rados_kv_list,
+    .lease_take = rados_lease_take,
+    .lease_renew = rados_lease_renew,
+    .lease_drop = rados_lease_drop,
 };
 
 /* Configuration file, timeouts, connection. */

@@ -20,6 +20,8 @@ int b2s_store_fail(int code, const char *fmt, ...) {
 
 const char *b2s_store_last_error(void) { return store_last_err; }
 
+void b2s_store_clear_error(void) { store_last_err[0] = '\0'; }
+
 int b2s_store_name_ok(const char *name, size_t max, int dot_ok) {
   if (!name || !name[0] || (!dot_ok && name[0] == '.'))
     return 0;

@@ -69,6 +69,12 @@ int b2s_dcommit_written(b2s_dcommit *dc, int64_t i, const uint8_t *rec,
  * rank outside 0..N-1. */
 int b2s_dcommit_end(b2s_dcommit *dc, int32_t rank, int64_t end);
 
+/* Rank r wrote index i (its WRITTEN): at or beyond the END it sent, that
+ * END is stale (the rank writes again) and counts no more until the rank
+ * sends END again, so the frame is not closed under the new run.
+ * B2S_E_ARG for a rank outside 0..N-1. */
+int b2s_dcommit_wrote(b2s_dcommit *dc, int32_t rank, int64_t i);
+
 /* What to do at time now_ms (any monotonic clock; the same for every
  * call).  COMMIT batches hold at most max_batch records. */
 void b2s_dcommit_next(b2s_dcommit *dc, int64_t now_ms, int64_t max_batch,

@@ -63,7 +63,10 @@ static cm_frame *frame_add(committer *c, const char *name, size_t len) {
 static int frame_try_open(committer *c, cm_frame *f) {
   if (f->df != NULL)
     return 0;
-  int rc = cm_frame_open(f, c->s, c->o);
+  int rc = cm_lease_take(f, c->s, c->o, 0);
+  if (rc < 0)
+    return rc;
+  rc = cm_frame_open(f, c->s, c->o);
   if (rc < 0 && rc != -ENOENT)
     cm_log(CM_ERR, "frame %s: cannot open: %s%s%s", f->name,
            b2s_strerror(rc), *b2s_store_last_error() ? ": " : "",
@@ -115,8 +118,12 @@ static void handle(committer *c, const uint8_t *buf, size_t len) {
       refuse(c, len, B2S_E_LIMIT, name);
       return;
     }
-    if ((rc = frame_try_open(c, f)) < 0)
+    /* kept and retried when leased elsewhere; else the slot goes, and
+     * the lease this committer may have taken with it */
+    if ((rc = frame_try_open(c, f)) < 0 && rc != B2S_E_BUSY) {
+      cm_lease_drop(f);
       c->nframes--;
+    }
   } else {
     rc = frame_try_open(c, f);
   }
@@ -126,7 +133,7 @@ static void handle(committer *c, const uint8_t *buf, size_t len) {
     cm_log(CM_WARN, "frame %s: chunk %lld is more than the window ahead of "
            "committed %lld: refused", name, (long long)m.index,
            (long long)b2s_dcommit_committed(f->dc));
-  if (rc < 0)
+  if (rc < 0 && rc != B2S_E_CLOSED && rc != B2S_E_BUSY)   /* logged */
     refuse(c, len, rc, name);
 }
 
@@ -169,8 +176,11 @@ static void heartbeat(committer *c) {
     return;
   c->last_beat = now;
   for (int k = 0; k < c->nframes; k++) {
-    frame_try_open(c, &c->frames[k]);
-    publish(c, &c->frames[k]);
+    cm_frame *f = &c->frames[k];
+    if (cm_lease_renew(f) < 0)
+      cm_frame_fini(f);           /* another committer has it now */
+    frame_try_open(c, f);
+    publish(c, f);
   }
 }
 
@@ -230,22 +240,36 @@ static int setup(committer *c, const cm_opts *o) {
   }
   c->frames = calloc(FRAMES_MAX, sizeof *c->frames);
   c->zctx = zmq_ctx_new();
-  if (c->frames == NULL || c->zctx == NULL ||
-      bind_socket(c, &c->pull, ZMQ_PULL, o->pull) < 0 ||
-      bind_socket(c, &c->pub, ZMQ_PUB, o->pub) < 0)
+  if (c->frames == NULL || c->zctx == NULL)
     return -1;
+  /* the named frames' leases before the endpoints: a second committer
+   * takes nothing over (a killed one's lease may need to expire) */
   for (int k = 0; k < o->nframes; k++) {
     size_t len = strlen(o->frames[k]);
     if (!b2s_dname_valid(o->frames[k], len) || frame_find(c, o->frames[k], len))
       continue;
-    frame_try_open(c, frame_add(c, o->frames[k], len));
+    cm_frame *f = frame_add(c, o->frames[k], len);
+    /* a local lease dies with its holder: no wait there */
+    bool local = strcmp(b2s_store_kind(c->s), "local") == 0;
+    if (cm_lease_take(f, c->s, o, local ? 0 : o->lease_ms + 1000) < 0) {
+      cm_log(CM_ERR, "not started: frame %s has another committer",
+             f->name);
+      return -1;
+    }
   }
+  if (bind_socket(c, &c->pull, ZMQ_PULL, o->pull) < 0 ||
+      bind_socket(c, &c->pub, ZMQ_PUB, o->pub) < 0)
+    return -1;
+  for (int k = 0; k < c->nframes; k++)
+    frame_try_open(c, &c->frames[k]);
   return 0;
 }
 
 static void teardown(committer *c) {
-  for (int k = 0; k < c->nframes; k++)
+  for (int k = 0; k < c->nframes; k++) {
     cm_frame_fini(&c->frames[k]);
+    cm_lease_drop(&c->frames[k]);
+  }
   free(c->frames);
   if (c->pull)
     zmq_close(c->pull);

@@ -27,6 +27,7 @@ typedef struct cm_opts {
   int64_t gap_timeout_ms;
   int64_t window;                   /* 0: the tracker's default */
   int sync;                         /* enum b2s_sync, local store */
+  int64_t lease_ms;                 /* a frame's lease in the store */
 } cm_opts;
 
 /* Run until SIGTERM or SIGINT; returns the process exit status. */
@@ -41,6 +42,9 @@ typedef struct cm_frame {
   int64_t retry_at;                 /* after a store error: not before */
   bool closed;                      /* "closed" is set in the store */
   int64_t gaps, lost_found;         /* gaps written, records probed back */
+  int64_t late;                     /* WRITTEN refused after the close */
+  b2s_lease *lease;                 /* this committer's, in the store */
+  bool lease_refused;               /* another holds it (logged once) */
 } cm_frame;
 
 /* Open the frame and rebuild its state from the store: H from
@@ -60,6 +64,18 @@ int cm_frame_message(cm_frame *f, const b2s_dmsg *m);
  * once). */
 void cm_frame_step(cm_frame *f, int64_t now_ms, bool gaps, bool *published,
                    int64_t *wait_ms);
+
+/* ---- the frame's lease (committer_lease.c) ---- */
+
+/* Take f's lease in the store, waiting up to wait_ms while another holds
+ * it (one killed keeps a RADOS lease until it expires); B2S_E_BUSY, with
+ * the holder logged once, when another committer keeps it. */
+int cm_lease_take(cm_frame *f, b2s_store *s, const cm_opts *o,
+                  int64_t wait_ms);
+/* Renew it; B2S_E_BUSY when it was lost (then dropped: the caller closes
+ * the frame). */
+int cm_lease_renew(cm_frame *f);
+void cm_lease_drop(cm_frame *f);
 
 /* ---- logging (committer_log.c) ---- */
 

@@ -3,6 +3,7 @@
  * the caller does, after a commit returned, so H is never announced
  * before the key-log batch that holds it was acknowledged. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "committer.h"
@@ -59,9 +60,9 @@ int cm_frame_open(cm_frame *f, b2s_store *s, const cm_opts *o) {
   rc = h < 0 ? (int)h : b2s_dcommit_new(h, &co, &f->dc);
   int64_t found = 0;
   if (rc == 0)
-    rc = rebuild(f, &found);
-  if (rc == 0)
     rc = b2s_dframe_refresh(f->df, NULL, &f->closed);
+  if (rc == 0 && !f->closed)    /* nothing is committed past a close */
+    rc = rebuild(f, &found);
   if (rc < 0) {
     cm_frame_fini(f);
     return rc;
@@ -85,6 +86,18 @@ int cm_frame_message(cm_frame *f, const b2s_dmsg *m) {
   if (m->type != B2S_DMSG_WRITTEN)
     return B2S_E_PROTO;
   int rc = record_ok(m->index, m->rec, m->rec_len);
+  if (rc == 0 && f->closed && m->index >= b2s_dcommit_committed(f->dc)) {
+    /* a closed frame stays closed: the rank refuses such a buffer too
+     * once it sees the close */
+    if (f->late++ % 1000 == 0)
+      cm_log(CM_WARN, "frame %s: closed at %lld chunks; chunk %lld from rank "
+             "%d written after the close is not committed (%lld so far)",
+             f->name, (long long)b2s_dcommit_committed(f->dc),
+             (long long)m->index, (int)m->rank, (long long)f->late);
+    return B2S_E_CLOSED;
+  }
+  if (rc == 0)
+    rc = b2s_dcommit_wrote(f->dc, m->rank, m->index);
   if (rc == 0)
     rc = b2s_dcommit_written(f->dc, m->index, m->rec, m->rec_len);
   return rc < 0 ? rc : 0;
@@ -145,11 +158,24 @@ static int do_close(cm_frame *f, bool *published) {
   return rc;
 }
 
-/* One decision; 1 when there is nothing more to do now. */
+/* One decision; 1 when there is nothing more to do now.  *what names it
+ * for a failure's message. */
 static int step_one(cm_frame *f, int64_t now, bool gaps, bool *published,
-                    int64_t *wait_ms) {
+                    int64_t *wait_ms, char *what, size_t cap) {
   b2s_dcommit_decision d;
   b2s_dcommit_next(f->dc, now, CM_BATCH_MAX, &d);
+  int64_t h = b2s_dcommit_committed(f->dc);
+  if (d.kind == B2S_DCOMMIT_COMMIT)
+    snprintf(what, cap, "committing chunks %lld..%lld", (long long)h,
+             (long long)(h + d.n - 1));
+  else if (d.kind == B2S_DCOMMIT_PROBE || d.kind == B2S_DCOMMIT_GAP)
+    snprintf(what, cap, "%s chunk %lld", d.kind == B2S_DCOMMIT_PROBE
+             ? "reading the stored record of" : "writing a gap at",
+             (long long)d.index);
+  else
+    snprintf(what, cap, "closing at %lld", (long long)h);
+  /* the store's words in a message are this step's only */
+  b2s_store_clear_error();
   int rc;
   switch (d.kind) {
   case B2S_DCOMMIT_COMMIT:
@@ -180,12 +206,13 @@ void cm_frame_step(cm_frame *f, int64_t now_ms, bool gaps, bool *published,
     return;
   }
   for (int k = 0; k < CM_STEPS_MAX; k++) {
-    int rc = step_one(f, now_ms, gaps, published, wait_ms);
+    char what[96];
+    int rc = step_one(f, now_ms, gaps, published, wait_ms, what, sizeof what);
     if (rc == 1)
       return;
     if (rc < 0) {
       /* the store failed: state is unchanged, try again in a second */
-      cm_log(CM_ERR, "frame %s: %s%s%s; retrying in 1 s", f->name,
+      cm_log(CM_ERR, "frame %s: %s: %s%s%s; retrying in 1 s", f->name, what,
              b2s_strerror(rc), *b2s_store_last_error() ? ": " : "",
              b2s_store_last_error());
       f->retry_at = now_ms + 1000;

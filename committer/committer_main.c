@@ -12,13 +12,16 @@
 static void usage(FILE *out) {
   fputs("usage: b2stream-committer --store URL --pull ENDPOINT --pub ENDPOINT\n"
         "         [--frame NAME]... [--gap-timeout-ms N] [--window N]\n"
-        "         [--ceph-conf FILE] [--sync full|none]\n"
+        "         [--ceph-conf FILE] [--sync full|none] [--lease-ms N]\n"
         "Commits the chunks that the ranks of distributed frames stored in\n"
         "URL (rados://POOL, or a directory), announced by WRITTEN and END on\n"
         "the PULL endpoint; publishes COMMITTED on the PUB endpoint after\n"
         "every commit and every second.  Frames are --frame names and those\n"
         "named by messages.  A chunk missing for --gap-timeout-ms (default\n"
-        "10000) while later ones are there becomes a gap.\n", out);
+        "10000) while later ones are there becomes a gap.  Each frame is\n"
+        "leased in the store for --lease-ms (default 10000), renewed every\n"
+        "second: a second committer of a frame is refused, naming the\n"
+        "holder (it waits up to the lease for one killed to expire).\n", out);
 }
 
 static int parse_int(const char *s, int64_t min, int64_t *out) {
@@ -40,6 +43,7 @@ static int parse(int argc, char **argv, cm_opts *o, const char **frames) {
       {"window", required_argument, NULL, 'w'},
       {"ceph-conf", required_argument, NULL, 'c'},
       {"sync", required_argument, NULL, 'y'},
+      {"lease-ms", required_argument, NULL, 'e'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int ch;
@@ -62,6 +66,10 @@ static int parse(int argc, char **argv, cm_opts *o, const char **frames) {
       if (parse_int(optarg, 1, &o->window) < 0)
         return -1;
       break;
+    case 'e':
+      if (parse_int(optarg, 2000, &o->lease_ms) < 0 || o->lease_ms > 3600000)
+        return -1;
+      break;
     case 'y':
       if (strcmp(optarg, "full") != 0 && strcmp(optarg, "none") != 0)
         return -1;
@@ -76,7 +84,7 @@ static int parse(int argc, char **argv, cm_opts *o, const char **frames) {
 
 int main(int argc, char **argv) {
   static const char *frames[FRAMES_ARG_MAX];
-  cm_opts o = {.frames = frames, .gap_timeout_ms = 10000,
+  cm_opts o = {.frames = frames, .gap_timeout_ms = 10000, .lease_ms = 10000,
                .sync = B2S_SYNC_FULL};
   if (parse(argc, argv, &o, frames) < 0) {
     usage(stderr);

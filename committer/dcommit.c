@@ -134,6 +134,16 @@ int b2s_dcommit_end(b2s_dcommit *dc, int32_t rank, int64_t end) {
   return 0;
 }
 
+int b2s_dcommit_wrote(b2s_dcommit *dc, int32_t rank, int64_t i) {
+  if (dc == NULL || rank < 0 || rank >= dc->ranks || i < 0)
+    return B2S_E_ARG;
+  if (dc->end[rank] >= 0 && i >= dc->end[rank]) {
+    dc->end[rank] = -1;          /* a new run: its END comes later */
+    dc->nended--;
+  }
+  return 0;
+}
+
 /* Records ready at H, at most max. */
 static int64_t ready(const b2s_dcommit *dc, int64_t max) {
   int64_t n = 0;

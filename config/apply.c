@@ -154,6 +154,17 @@ static int set_endpoint(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   return rc < 0 ? rc : put_string(c, v, kp, field, d->size, v->str);
 }
 
+static int set_hostport(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                        const char *kp, void *field) {
+  const char *why = b2s_cfg_hostport_check(v->str);
+  if (why) {
+    char q[96];
+    b2s_cfg_quote(q, sizeof q, v->str, v->len);
+    return b2s_cfg_fail(c, v, kp, "%s: %s", q, why);
+  }
+  return put_string(c, v, kp, field, d->size, v->str);
+}
+
 /* rados://POOL (a pool name as Ceph allows it, here kept to a safe set),
  * file:///ABS, or a directory relative to the file's. */
 static int set_storage(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
@@ -197,6 +208,7 @@ static int set_string(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   case CT_TEMPLATE: return set_template(c, d, v, kp, field);
   case CT_UNIX_GROUP: return set_unix_group(c, d, v, kp, field);
   case CT_ENDPOINT: return set_endpoint(c, d, v, kp, field);
+  case CT_HOSTPORT: return set_hostport(c, d, v, kp, field);
   case CT_STORAGE: return set_storage(c, d, v, kp, field);
   default: return put_string(c, v, kp, field, d->size, v->str);
   }
@@ -281,6 +293,7 @@ int b2s_cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template) {
     bool quoted = d->type == CT_PATH || d->type == CT_STREAM_PATH ||
                   d->type == CT_DTYPE || d->type == CT_TEMPLATE ||
                   d->type == CT_UNIX_GROUP || d->type == CT_ENDPOINT ||
+                  d->type == CT_HOSTPORT ||
                   d->type == CT_STORAGE;
     char envval[B2S_CONFIG_PATH_MAX];
     const char *e = d->env ? getenv(d->env) : NULL;
@@ -371,6 +384,12 @@ int b2s_cfg_apply_map(cfg_ctx *c, int scope, const char *prefix,
         c->templates_node = v;
       else
         c->streams_node = v;
+      rc = 0;
+      break;
+    case CT_SOURCES:
+      if (v->kind != CN_SEQ && !b2s_cfg_node_is_null(v))
+        return expected(c, v, kp, "a list of source settings");
+      c->sources_node = v->kind == CN_SEQ ? v : NULL;
       rc = 0;
       break;
     case CT_CLUSTER:

@@ -179,7 +179,17 @@ typedef struct b2s_daemon_cfg {
     char secret_key_file[B2S_CONFIG_PATH_MAX];
     char authorized_keys_file[B2S_CONFIG_PATH_MAX];
   } curve;
+  struct {
+    bool enabled;                      /* an http: section is present */
+    char listen[B2S_CONFIG_ENDPOINT_MAX]; /* "127.0.0.1:9464", "[::1]:9464" */
+    int32_t allow_remote;              /* 1: a non-loopback address is
+                                          allowed (no authentication!) */
+  } http;                              /* metrics and status page */
 } b2s_daemon_cfg;
+
+/* Whether a numeric "HOST:PORT" (http.listen) is on a loopback address
+ * (127.0.0.0/8, ::1). */
+bool b2s_config_hostport_loopback(const char *hostport);
 
 #define B2S_CLUSTER_MAX_RANKS 1024
 
@@ -206,6 +216,24 @@ typedef struct b2s_cluster_cfg {
   char ranks[B2S_CLUSTER_MAX_RANKS][B2S_CONFIG_ENDPOINT_MAX];
 } b2s_cluster_cfg;
 
+/* Sources the daemon pulls data from itself (docs/SOURCES.md). */
+#define B2S_CONFIG_MAX_SOURCES 8
+#define B2S_SOURCE_NAME_MAX 128        /* name pattern, bytes with the NUL */
+
+enum b2s_source_kind {
+  B2S_SOURCE_DECTRIS_STREAM2 = 1,      /* DECTRIS Stream V2 (CBOR) */
+};
+
+typedef struct b2s_source_cfg {
+  int32_t kind;                        /* enum b2s_source_kind */
+  char endpoint[B2S_CONFIG_ENDPOINT_MAX]; /* the daemon connects a PULL */
+  char template_name[B2S_STREAM_NAME_MAX + 1]; /* stream settings */
+  char name[B2S_SOURCE_NAME_MAX];      /* stream name pattern */
+  int32_t series_timeout_ms;           /* an unfinished series closes */
+  int32_t verify;                      /* decode copied LZ4 blocks to check */
+  int32_t max_message;                 /* MiB, largest message accepted */
+} b2s_source_cfg;
+
 typedef struct b2s_config b2s_config;
 
 /* Read and check the file at path.  Returns 0 and a new config in *out, or
@@ -228,6 +256,8 @@ const b2s_daemon_cfg *b2s_config_daemon(const b2s_config *cfg);
 
 /* The cluster section (enabled == false when the file has none). */
 const b2s_cluster_cfg *b2s_config_cluster(const b2s_config *cfg);
+
+const b2s_source_cfg *b2s_config_sources(const b2s_config *cfg, size_t *count);
 
 /* Configured streams in file order; *count receives their number. */
 const b2s_stream_cfg *b2s_config_streams(const b2s_config *cfg, size_t *count);

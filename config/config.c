@@ -43,6 +43,12 @@ static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
       if (!vals[i][0])
         return b2s_cfg_loc_fail(c, loc, DI(keys[i]), "required with curve");
   }
+  if (d->http.enabled && !d->http.allow_remote &&
+      !b2s_config_hostport_loopback(d->http.listen))
+    return b2s_cfg_loc_fail(c, loc, DI("http.listen"), "'%s' is not a loopback "
+                        "address and the page has no authentication; set "
+                        "http.allow_remote: true to serve it anyway",
+                        d->http.listen);
   if (d->max_buffer > d->memory_limit) {
     char a[32], b[32];
     b2s_size_format(d->max_buffer, a, sizeof a);
@@ -82,6 +88,8 @@ static int build(cfg_ctx *c, const char *text, size_t len) {
     rc = b2s_cfg_cluster_load(c);
   if (rc == 0)
     rc = b2s_cfg_streams_load(c);
+  if (rc == 0)
+    rc = b2s_cfg_sources_load(c);
   return rc;
 }
 
@@ -239,6 +247,11 @@ void b2s_config_free(b2s_config *cfg) {
 
 const b2s_daemon_cfg *b2s_config_daemon(const b2s_config *cfg) {
   return &cfg->daemon;
+}
+
+const b2s_source_cfg *b2s_config_sources(const b2s_config *cfg, size_t *count) {
+  *count = cfg->nsources;
+  return cfg->sources;
 }
 
 const b2s_cluster_cfg *b2s_config_cluster(const b2s_config *cfg) {

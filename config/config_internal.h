@@ -16,7 +16,7 @@
 
 /* ---- schema ------------------------------------------------------------ */
 
-enum cfg_scope { CFG_DAEMON, CFG_STREAM, CFG_CLUSTER };
+enum cfg_scope { CFG_DAEMON, CFG_STREAM, CFG_CLUSTER, CFG_SOURCE };
 
 enum cfg_type {
   CT_GROUP,        /* nested mapping of further keys */
@@ -38,6 +38,9 @@ enum cfg_type {
   CT_CLUSTER,      /* mapping of CFG_CLUSTER keys (b2s_cluster_cfg) */
   CT_STORAGE,      /* "rados://POOL", "file:///DIR" or a directory */
   CT_ENDPOINT,     /* one ZeroMQ endpoint, "" allowed when not required */
+  CT_SOURCES,      /* sequence of mappings of CFG_SOURCE keys */
+  CT_STRING,       /* free text (checked by its section) */
+  CT_HOSTPORT,     /* "IPv4:PORT" or "[IPv6]:PORT", numeric (http.listen) */
 };
 
 enum cfg_flags {
@@ -66,7 +69,7 @@ typedef struct cfg_desc {
   const char *help;
 } cfg_desc;
 
-#define CFG_MAX_DESC 64       /* the seen-key mask is one uint64_t */
+#define CFG_MAX_DESC 128      /* schema rows: sizes the per-row arrays */
 extern const cfg_desc b2s_cfg_schema[];
 extern const size_t b2s_cfg_nschema;
 
@@ -128,7 +131,7 @@ typedef struct cfg_ctx {
   const char *base_dir;
   cfg_tree tree;
   b2s_config *cfg;
-  const cfg_node *templates_node, *streams_node, *cluster_node;
+  const cfg_node *templates_node, *streams_node, *cluster_node, *sources_node;
 } cfg_ctx;
 
 /* Where each key of one stream or template mapping was set, so checks that
@@ -184,6 +187,9 @@ int b2s_cfg_stream_rel(const char *data_dir, const char *path, char *out,
                    size_t outlen);
 /* NULL when ep is an ipc:// or tcp:// endpoint we accept, else why not. */
 const char *b2s_cfg_endpoint_check(const char *ep);
+/* NULL when s is a numeric "A.B.C.D:PORT" or "[IPv6]:PORT" with port
+ * 1..65535, else why not (hostport.c). */
+const char *b2s_cfg_hostport_check(const char *s);
 int b2s_cfg_endpoint_resolve(const char *ep, const char *run_dir, char *out,
                          size_t outlen);
 
@@ -203,6 +209,8 @@ int b2s_cfg_series_set(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
 int b2s_cfg_streams_load(cfg_ctx *c);
 /* The cluster: section (cluster.c): defaults, keys, cross-key checks. */
 int b2s_cfg_cluster_load(cfg_ctx *c);
+/* The sources: section (sources.c). */
+int b2s_cfg_sources_load(cfg_ctx *c);
 /* A stream's distributed settings: a cluster to run in, a chunk size. */
 int cfg_stream_distributed(cfg_ctx *c, const b2s_stream_cfg *s,
                            const cfg_loc *loc);
@@ -218,6 +226,8 @@ struct b2s_config {
   size_t ntemplates;
   b2s_stream_cfg stream_defaults;
   b2s_cluster_cfg cluster;
+  b2s_source_cfg sources[B2S_CONFIG_MAX_SOURCES];
+  size_t nsources;
 };
 
 #endif

@@ -212,6 +212,16 @@ static void dump_level(dumper *w, int scope, const char *prefix,
       bool t = d->type == CT_TEMPLATES;
       dump_entries(w, t ? w->cfg->templates : w->cfg->streams,
                    t ? w->cfg->ntemplates : w->cfg->nstreams, key, indent, t);
+    } else if (d->type == CT_SOURCES) {
+      size_t n = w->cfg->nsources;
+      fprintf(w->f, "%*s%s:%s\n", indent, "", key, n ? "" : " []");
+      bool help = w->help;
+      for (size_t k = 0; k < n; k++) {
+        fprintf(w->f, "%*s-\n", indent + 2, "");
+        dump_level(w, CFG_SOURCE, "", &w->cfg->sources[k], indent + 4, false);
+        w->help = false;   /* the first entry explains the keys */
+      }
+      w->help = help;
     } else if (d->type == CT_CLUSTER) {
       if (!w->cfg->cluster.enabled) {
         fprintf(w->f, "%*s%s: null\n", indent, "", key);

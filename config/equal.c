@@ -17,6 +17,7 @@ static bool field_equal(const cfg_desc *d, const void *oa, const void *ob) {
   case CT_TEMPLATES:
   case CT_STREAMS:
   case CT_CLUSTER:
+  case CT_SOURCES:
     return true;
   case CT_INT:
   case CT_SIZE:

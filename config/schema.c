@@ -27,6 +27,8 @@
 #define DAEMON .scope = CFG_DAEMON
 #define CLUSTER .scope = CFG_CLUSTER
 #define STREAM .scope = CFG_STREAM
+#define SOURCE .scope = CFG_SOURCE
+#define SR(m) .off = offsetof(b2s_source_cfg, m), .size = FSIZE(b2s_source_cfg, m)
 
 static const cfg_enum log_levels[] = {
   {"error", B2S_LOG_ERROR}, {"warning", B2S_LOG_WARNING},
@@ -50,6 +52,9 @@ static const cfg_enum backpressures[] = {
 static const cfg_enum gapss[] = {
   {"auto", B2S_GAPS_AUTO}, {"skip", B2S_GAPS_SKIP}, {"fill", B2S_GAPS_FILL},
   {NULL, 0}};
+static const cfg_enum source_kinds[] = {
+  {"dectris-stream2", B2S_SOURCE_DECTRIS_STREAM2}, {NULL, 0}};
+static const cfg_enum bools[] = {{"false", 0}, {"true", 1}, {NULL, 0}};
 static const cfg_enum orders[] = {
   {"arrival", B2S_ORDER_ARRIVAL}, {"frame_number", B2S_ORDER_FRAME_NUMBER},
   {NULL, 0}};
@@ -108,12 +113,46 @@ const cfg_desc b2s_cfg_schema[] = {
   {"curve.authorized_keys_file", DAEMON, .type = CT_PATH,
    D(curve.authorized_keys_file), .def = "",
    .help = "public keys of the clients allowed in, one per line"},
+  {"http", DAEMON, .type = CT_GROUP, .flags = CF_OPTIONAL,
+   .aux = offsetof(b2s_daemon_cfg, http.enabled),
+   .help = "Prometheus metrics (/metrics) and a status page (/) over HTTP, "
+           "read-only and without authentication; null: off"},
+  {"http.listen", DAEMON, .type = CT_HOSTPORT, D(http.listen),
+   .def = "127.0.0.1:9464",
+   .help = "numeric address and port: A.B.C.D:PORT or [IPv6]:PORT"},
+  {"http.allow_remote", DAEMON, .type = CT_ENUM, D(http.allow_remote),
+   .enums = bools, .def = "false",
+   .help = "true: allow a non-loopback listen address (anyone who reaches "
+           "it sees every stream's name and figures)"},
   {"templates", DAEMON, .type = CT_TEMPLATES,
    .help = "stream settings for streams created at run time"},
   {"streams", DAEMON, .type = CT_STREAMS, .help = "streams opened at start"},
   {"cluster", DAEMON, .type = CT_CLUSTER,
    .help = "this daemon as one rank of several on several nodes, for "
            "streams with format: distributed; null: none"},
+  {"sources", DAEMON, .type = CT_SOURCES,
+   .help = "detectors the daemon pulls images from itself (docs/SOURCES.md)"},
+
+  /* sources */
+  {"kind", SOURCE, .type = CT_ENUM, SR(kind), .enums = source_kinds,
+   .help = "dectris-stream2: DECTRIS Stream V2 (CBOR over ZeroMQ PUSH)"},
+  {"endpoint", SOURCE, .type = CT_ENDPOINT, SR(endpoint),
+   .help = "the detector's PUSH endpoint; the daemon connects a PULL socket"},
+  {"template", SOURCE, .type = CT_TEMPLATE, SR(template_name),
+   .help = "template whose settings the series' streams get"},
+  {"name", SOURCE, .type = CT_STRING, SR(name),
+   .def = "{detector}-{series_id}-{channel}",
+   .help = "stream name of a series' channel: {detector}, {series_id}, "
+           "{series_unique_id}, {channel} are replaced"},
+  {"series_timeout_ms", SOURCE, .type = CT_INT, SR(series_timeout_ms),
+   .min = 100, .max = 86400000, .def = "60000", .unit = "ms",
+   .help = "a series with no message for this long is closed"},
+  {"verify", SOURCE, .type = CT_ENUM, SR(verify), .enums = bools,
+   .def = "true", .help = "decode every LZ4 block stored as it came, to "
+                          "refuse damaged images"},
+  {"max_message", SOURCE, .type = CT_INT, SR(max_message), .min = 1,
+   .max = 2047, .def = "256", .unit = "MiB",
+   .help = "largest message accepted; longer ones are refused by ZeroMQ"},
 
   /* cluster */
   {"storage", CLUSTER, .type = CT_STORAGE, C(storage),
@@ -230,7 +269,7 @@ const cfg_desc b2s_cfg_schema[] = {
 const size_t b2s_cfg_nschema = sizeof b2s_cfg_schema / sizeof b2s_cfg_schema[0];
 
 _Static_assert(sizeof b2s_cfg_schema / sizeof b2s_cfg_schema[0] <= CFG_MAX_DESC,
-               "the seen-key mask holds CFG_MAX_DESC entries");
+               "the per-row arrays hold CFG_MAX_DESC entries");
 _Static_assert(sizeof(b2s_daemon_cfg) <= UINT16_MAX &&
                    sizeof(b2s_stream_cfg) <= UINT16_MAX &&
                    offsetof(b2s_cluster_cfg, ranks) <= UINT16_MAX,

@@ -129,7 +129,7 @@ static int load_stream(cfg_ctx *c, const cfg_node *k, const cfg_loc *tlocs) {
   for (size_t i = 0; i < cfg->nstreams; i++)
     if (strcmp(cfg->streams[i].name, k->str) == 0)
       return b2s_cfg_fail(c, k, "streams", "duplicate key '%s'", k->str);
-  size_t ti;
+  size_t ti = 0;   /* set by pick_template on success */
   rc = pick_template(c, k->next, loc.path, &ti);
   if (rc < 0)
     return rc;

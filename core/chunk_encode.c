@@ -343,6 +343,26 @@ int b2s_chunk_nans(const b2s_cparams *cp, int32_t nbytes, void *dst, int32_t dst
   return special_chunk(cp, nbytes, cp->typesize, B2S_SPECIAL_NAN, dst, dstsize, 0);
 }
 
+int b2s_chunk_special_as_repeat(const b2s_cparams *cp, int kind,
+                                int32_t nbytes, void *dst, int32_t dstsize) {
+  static const uint8_t nan32[4] = {0x00, 0x00, 0xc0, 0x7f};
+  static const uint8_t nan64[8] = {0, 0, 0, 0, 0, 0, 0xf8, 0x7f};
+  static const uint8_t zeros[B2S_MAX_TYPESIZE];
+  if (!cp || nbytes <= 0)
+    return B2S_E_ARG;
+  int32_t ts = cp->typesize;
+  const uint8_t *val = zeros;
+  if (ts < 1 || ts > B2S_MAX_TYPESIZE || nbytes % ts != 0)
+    ts = 1;                      /* no whole items: a byte is the item */
+  if (kind == B2S_SPECIAL_NAN && ts != 4 && ts != 8)
+    ts = 1;                      /* a NaN needs float items; zeros then */
+  else if (kind == B2S_SPECIAL_NAN)
+    val = ts == 4 ? nan32 : nan64;
+  b2s_cparams c = *cp;
+  c.typesize = ts;
+  return b2s_chunk_repeatval(&c, nbytes, dst, dstsize, val, ts);
+}
+
 int b2s_chunk_repeatval(const b2s_cparams *cp, int32_t nbytes, void *dst,
                         int32_t dstsize, const void *value, int32_t valsize) {
   if (!value || valsize < 1 || valsize > B2S_MAX_BUFFERSIZE)

@@ -714,3 +714,21 @@ int b2s_b2nd_write(const b2s_b2nd *nd, b2s_mpbuf *out) {
   b2s_mp_write_fixint(out, nd->dtype_format);
   return b2s_mp_write_str32(out, nd->dtype, nd->dtype_len);
 }
+
+int b2s_frame_header_cparams(const b2s_frame_header *h, b2s_cparams *cp) {
+  *cp = B2S_CPARAMS_DEFAULTS;
+  cp->codec = h->codec_flags & 0x0f;
+  if (cp->codec == 6)   /* user-defined codec: its code is in udcodec */
+    cp->codec = h->udcodec;
+  cp->clevel = h->codec_flags >> 4;
+  cp->blocksize = h->blocksize;
+  int split = (h->other_flags & 0x07) + 1;
+  cp->splitmode = split <= B2S_SPLIT_FORWARD_COMPAT ? split
+                                                    : B2S_SPLIT_FORWARD_COMPAT;
+  memcpy(cp->filters, h->filters, B2S_MAX_FILTERS);
+  memcpy(cp->filters_meta, h->filters_meta, B2S_MAX_FILTERS);
+  cp->use_dict = h->other_flags2 & 1;
+  bool ok = h->typesize >= 1 && h->typesize <= B2S_MAX_TYPESIZE;
+  cp->typesize = ok ? h->typesize : 1;
+  return ok ? 0 : B2S_E_TYPESIZE;
+}

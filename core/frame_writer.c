@@ -50,17 +50,8 @@ void b2s_fw_header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
 
 /* Compression defaults recorded in a header. */
 static b2s_cparams header_cparams(const b2s_frame_header *h) {
-  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
-  cp.codec = h->codec_flags & 0x0f;
-  if (cp.codec == 6)
-    cp.codec = h->udcodec;
-  cp.clevel = h->codec_flags >> 4;
-  cp.typesize = h->typesize > 0 && h->typesize <= 255 ? h->typesize : 1;
-  cp.blocksize = h->blocksize;
-  cp.splitmode = (h->other_flags & 3) + 1;
-  memcpy(cp.filters, h->filters, B2S_FRAME_NFILTERS);
-  memcpy(cp.filters_meta, h->filters_meta, B2S_FRAME_NFILTERS);
-  cp.use_dict = h->other_flags2 & 1;
+  b2s_cparams cp;
+  b2s_frame_header_cparams(h, &cp);   /* a wild typesize reads as 1 */
   return cp;
 }
 
@@ -289,14 +280,22 @@ int b2s_fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
   return rc;
 }
 
+/* Whether chunk i's storage is also a neighbour's (b2s_fwriter_append_again
+ * puts the entries of one stored chunk next to each other). */
+static bool entry_shared(const b2s_fwriter *w, int64_t i) {
+  int64_t e = w->index[i];
+  return (i > 0 && w->index[i - 1] == e) || (i + 1 < w->n && w->index[i + 1] == e);
+}
+
 /* Forget chunk i's storage: its bytes become a hole (cframe) or its file
- * is removed after the next commit (sparse). */
+ * is removed after the next commit (sparse); storage another entry still
+ * uses stays. */
 static int release_entry(b2s_fwriter *w, int64_t i, int32_t *old_nbytes) {
   int32_t cb = 0;
   int rc = b2s_fw_entry_sizes(w, i, old_nbytes, &cb);
   if (rc < 0)
     return rc;
-  if (w->index[i] >= 0) {
+  if (w->index[i] >= 0 && !entry_shared(w, i)) {
     w->stored_bytes -= cb;
     if (w->sparse)
       rc = queue_unlink(w, w->index[i]);
@@ -306,24 +305,14 @@ static int release_entry(b2s_fwriter *w, int64_t i, int32_t *old_nbytes) {
 
 /* ---- chunksize bookkeeping (spec 4.9) ------------------------------------------ */
 
-static const uint8_t nan32[4] = {0x00, 0x00, 0xc0, 0x7f};
-static const uint8_t nan64[8] = {0, 0, 0, 0, 0, 0, 0xf8, 0x7f};
-
 /* A repeated-value chunk standing for a special chunk of nbytes (c-blosc2
  * misreads special index entries once chunks vary in size). */
 static int special_as_chunk(b2s_fwriter *w, int kind, int32_t nbytes,
-                            int32_t typesize, uint8_t out[64]) {
+                            int32_t typesize, uint8_t *out) {
   b2s_cparams cp = header_cparams(&w->hdr);
-  uint8_t zero[8] = {0};
-  const uint8_t *val = zero;
-  int32_t vs = 1;
-  if (kind == B2S_SPECIAL_NAN && (typesize == 4 || typesize == 8) &&
-      nbytes % typesize == 0) {
-    val = typesize == 4 ? nan32 : nan64;
-    vs = typesize;
-  }
-  cp.typesize = vs;
-  return b2s_chunk_repeatval(&cp, nbytes, out, 64, val, vs);
+  cp.typesize = typesize;
+  return b2s_chunk_special_as_repeat(&cp, kind, nbytes, out,
+                                     B2S_REPEAT_CHUNK_MAX);
 }
 
 static int go_variable(b2s_fwriter *w) {
@@ -334,7 +323,7 @@ static int go_variable(b2s_fwriter *w) {
     if (e >= 0)
       continue;
     int32_t nb = 0, cb = 0;
-    uint8_t chunk[64];
+    uint8_t chunk[B2S_REPEAT_CHUNK_MAX];
     int rc = b2s_fw_entry_sizes(w, i, &nb, &cb);
     if (rc >= 0)
       rc = special_as_chunk(w, b2s_frame_entry_kind(e), nb, w->hdr.typesize,
@@ -375,7 +364,7 @@ typedef struct incoming {
   b2s_chunk_info ci;
   const void *chunk;
   int32_t cbytes;
-  uint8_t repl[64];
+  uint8_t repl[B2S_REPEAT_CHUNK_MAX];
 } incoming;
 
 static int check_chunk(b2s_fwriter *w, const void *chunk, size_t cbytes,
@@ -406,7 +395,8 @@ static int place(b2s_fwriter *w, incoming *in, int64_t *entry) {
     return 0;
   }
   if (special) {
-    int rc = special_as_chunk(w, kind, in->ci.nbytes, in->ci.typesize, in->repl);
+    int rc = special_as_chunk(w, kind, in->ci.nbytes, w->hdr.typesize,
+                              in->repl);
     if (rc < 0)
       return rc;
     in->chunk = in->repl;
@@ -447,6 +437,23 @@ int64_t b2s_fwriter_append(b2s_fwriter *w, const void *chunk, size_t cbytes) {
     return B2S_E_ARG;
   int rc = b2s_fwriter_insert(w, w->n, chunk, cbytes);
   return rc < 0 ? rc : w->n;
+}
+
+int64_t b2s_fwriter_append_again(b2s_fwriter *w) {
+  if (w == NULL || w->n == 0 || w->index[w->n - 1] < 0)
+    return B2S_E_ARG;
+  int32_t nb = w->last_nbytes;
+  int rc = index_reserve(w, w->n + 1);
+  if (rc == 0)
+    rc = chunksize_rules(w, w->n, nb, false);
+  if (rc < 0)
+    return rc;
+  /* chunksize_rules may store special entries, never the stored last one */
+  w->index[w->n] = w->index[w->n - 1];
+  w->n++;
+  w->hdr.nbytes += nb;
+  b2s_fw_touch(w, w->n - 1);
+  return w->n;
 }
 
 int64_t b2s_fwriter_append_buffer(b2s_fwriter *w, b2s_ctx *ctx,

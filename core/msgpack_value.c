@@ -188,8 +188,8 @@ int b2s_mp_skip(b2s_mpreader *r, int max_depth) {
    * is a lie, caught before looping over it */
   if (items > b2s_mpreader_left(r))
     rc = B2S_E_TRUNCATED;
-  else if (items > 0 && max_depth <= 1)
-    rc = B2S_E_MSGPACK;
+  else if (max_depth < 0)
+    rc = B2S_E_MSGPACK;   /* a container deeper than allowed, even empty */
   for (uint64_t k = 0; rc == 0 && k < items; k++)
     rc = b2s_mp_skip(r, max_depth - 1);
   if (rc < 0)

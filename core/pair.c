@@ -167,24 +167,16 @@ static int64_t append_both(b2s_pair *p, const void *chunk, size_t cbytes,
   return n;
 }
 
-static const uint8_t nan32[4] = {0x00, 0x00, 0xc0, 0x7f};
-static const uint8_t nan64[8] = {0, 0, 0, 0, 0, 0, 0xf8, 0x7f};
-
 /* The repeated-value chunk equivalent to a zeros/NaN/uninit chunk (the
  * frame writer would otherwise store those as index entries or rewrite
- * them, and the checksum must be of the bytes as stored). */
-static int as_repeat(const b2s_chunk_info *ci, uint8_t out[64]) {
-  static const uint8_t zero[8] = {0};
-  const uint8_t *val = zero;
-  int32_t vs = 1;
-  if (ci->special == B2S_SPECIAL_NAN && (ci->typesize == 4 || ci->typesize == 8) &&
-      ci->nbytes % ci->typesize == 0) {
-    val = ci->typesize == 4 ? nan32 : nan64;
-    vs = ci->typesize;
-  }
-  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
-  cp.typesize = vs;
-  return b2s_chunk_repeatval(&cp, ci->nbytes, out, 64, val, vs);
+ * them, and the checksum must be of the bytes as stored), with the data
+ * frame's typesize. */
+static int as_repeat(const b2s_pair *p, const b2s_chunk_info *ci,
+                     uint8_t *out) {
+  b2s_cparams cp;
+  b2s_frame_header_cparams(b2s_fwriter_header(p->data), &cp);
+  return b2s_chunk_special_as_repeat(&cp, ci->special, ci->nbytes, out,
+                                     B2S_REPEAT_CHUNK_MAX);
 }
 
 /* hashed: xxh64 is the checksum of chunk[cbytes] as given */
@@ -197,10 +189,10 @@ static int64_t append_chunk(b2s_pair *p, const void *chunk, size_t cbytes,
   int rc = b2s_chunk_info_get(chunk, cbytes, &ci);
   if (rc < 0)
     return rc;
-  uint8_t repl[64];
+  uint8_t repl[B2S_REPEAT_CHUNK_MAX];
   if (ci.special == B2S_SPECIAL_ZERO || ci.special == B2S_SPECIAL_NAN ||
       ci.special == B2S_SPECIAL_UNINIT) {
-    rc = as_repeat(&ci, repl);
+    rc = as_repeat(p, &ci, repl);
     if (rc < 0)
       return rc;
     chunk = repl;
@@ -221,14 +213,12 @@ int64_t b2s_pair_append_hashed(b2s_pair *p, const void *chunk, size_t cbytes,
   return append_chunk(p, chunk, cbytes, rec, true, xxh64);
 }
 
-int b2s_gap_chunk(int32_t nbytes, uint8_t *out, size_t cap) {
-  if (out == NULL || nbytes <= 0)
+int b2s_gap_chunk(const b2s_cparams *cp, int32_t nbytes, uint8_t *out,
+                  size_t cap) {
+  if (cp == NULL || out == NULL || nbytes <= 0)
     return B2S_E_ARG;
-  static const uint8_t zero = 0;
-  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
-  cp.typesize = 1;
   int32_t c = cap > INT32_MAX ? INT32_MAX : (int32_t)cap;
-  return b2s_chunk_repeatval(&cp, nbytes, out, c, &zero, 1);
+  return b2s_chunk_special_as_repeat(cp, B2S_SPECIAL_ZERO, nbytes, out, c);
 }
 
 int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
@@ -236,11 +226,25 @@ int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
   if (p == NULL || nbytes <= 0)
     return B2S_E_ARG;
   uint8_t chunk[B2S_GAP_CHUNK_MAX];
-  int rc = b2s_gap_chunk(nbytes, chunk, sizeof chunk);
+  b2s_cparams cp;
+  b2s_frame_header_cparams(b2s_fwriter_header(p->data), &cp);
+  int rc = b2s_gap_chunk(&cp, nbytes, chunk, sizeof chunk);
   if (rc < 0)
     return rc;
   return append_both(p, chunk, (size_t)rc, rec,
                      b2s_chunk_xxh64(chunk, (size_t)rc), B2S_RECORD_GAP | flags);
+}
+
+int64_t b2s_pair_append_again(b2s_pair *p) {
+  if (p == NULL)
+    return B2S_E_ARG;
+  int64_t n = b2s_fwriter_append_again(p->rec);
+  if (n < 0)
+    return n;
+  n = b2s_fwriter_append_again(p->data);
+  if (n < 0)
+    b2s_fwriter_delete(p->rec, b2s_fwriter_nchunks(p->rec) - 1);
+  return n;
 }
 
 int b2s_pair_commit(b2s_pair *p) {
@@ -272,18 +276,17 @@ b2s_fwriter *b2s_pair_records(b2s_pair *p) { return p ? p->rec : NULL; }
 
 /* ---- opening ------------------------------------------------------------- */
 
-/* A record (flags 0, checksum as stored) for each chunk of the data frame,
- * which had no records frame. */
-static int backfill(b2s_pair *p, const char *data_path) {
-  int64_t n = b2s_fwriter_nchunks(p->data);
-  if (n == 0)
-    return 0;
+/* A "no record" record (checksum as stored) for each chunk of the data
+ * frame from `from` on: chunks whose producer's record is unknown (a frame
+ * written without records, or records lost with a power loss) stay data. */
+static int fill(b2s_pair *p, const char *data_path, int64_t from) {
   b2s_frame *f;
   int rc = b2s_frame_open(data_path, &f, NULL);
   if (rc < 0)
     return rc;
+  int64_t n = b2s_frame_nchunks(f);
   uint8_t *buf = NULL;
-  for (int64_t i = 0; rc >= 0 && i < n; i++) {
+  for (int64_t i = from; rc >= 0 && i < n; i++) {
     int32_t cb = 0;
     rc = b2s_frame_chunk_sizes(f, i, &cb, NULL);
     uint8_t *nb = rc >= 0 ? realloc(buf, (size_t)cb) : NULL;
@@ -294,11 +297,38 @@ static int backfill(b2s_pair *p, const char *data_path) {
       rc = b2s_frame_chunk_read(f, i, buf, (size_t)cb);
     }
     if (rc >= 0)
-      rc = put_record(p, NULL, b2s_chunk_xxh64(buf, (size_t)rc), 0);
+      rc = put_record(p, NULL, b2s_chunk_xxh64(buf, (size_t)rc),
+                      B2S_RECORD_NONE);
   }
   free(buf);
   b2s_frame_free(f);
-  return rc < 0 ? rc : b2s_fwriter_commit(p->rec);
+  return rc < 0 ? rc : 0;
+}
+
+int b2s_pair_records_fill(b2s_fwriter *rec, const char *data_path,
+                          int64_t from) {
+  b2s_pair *p = pair_new();
+  if (p == NULL)
+    return B2S_E_NOMEM;
+  p->rec = rec;                    /* borrowed */
+  int rc = fill(p, data_path, from);
+  p->rec = NULL;
+  b2s_pair_free(p);
+  return rc;
+}
+
+int b2s_pair_records_create(const char *data_path, const char *rpath,
+                            bool sparse, const b2s_fwriter_opts *opts,
+                            b2s_fwriter **out) {
+  b2s_pair *p = pair_new();
+  if (p == NULL)
+    return B2S_E_NOMEM;
+  int rc = create_records(p, data_path, rpath, sparse, opts);
+  *out = rc < 0 ? NULL : p->rec;
+  if (rc == 0)
+    p->rec = NULL;
+  b2s_pair_free(p);
+  return rc;
 }
 
 static int open_records(b2s_pair *p, const char *data_path,
@@ -307,22 +337,30 @@ static int open_records(b2s_pair *p, const char *data_path,
   int rc = b2s_records_path(data_path, rpath, sizeof rpath);
   if (rc < 0)
     return rc;
+  if (!b2s_pair_exists(rpath)) {
+    /* built aside and published whole: a crash leaves none or all */
+    const b2s_frame_header *h = b2s_fwriter_header(p->data);
+    rc = b2s_pair_records_publish(data_path, rpath,
+                                  h->frame_type == B2S_FRAME_TYPE_SPARSE, opts);
+    if (rc < 0)
+      return rc;
+  }
   b2s_fwriter_opts ro = records_opts(opts);
-  if (b2s_pair_exists(rpath))
-    return b2s_fwriter_open(rpath, &ro, &p->rec, err);
-  const b2s_frame_header *h = b2s_fwriter_header(p->data);
-  rc = create_records(p, data_path, rpath, h->frame_type == B2S_FRAME_TYPE_SPARSE, opts);
-  return rc < 0 ? rc : backfill(p, data_path);
+  return b2s_fwriter_open(rpath, &ro, &p->rec, err);
 }
 
-/* Cut the longer frame back to the shorter one's count (as recovery). */
-static int align(b2s_pair *p) {
+/* As recovery: records past the data cut back, data chunks past the
+ * records given "no record" records (data is never cut). */
+static int align(b2s_pair *p, const char *data_path) {
   int64_t nd = b2s_fwriter_nchunks(p->data), nr = b2s_fwriter_nchunks(p->rec);
-  b2s_fwriter *w = nr > nd ? p->rec : nd > nr ? p->data : NULL;
-  if (w == NULL)
+  if (nd == nr)
     return 0;
-  int64_t cut = b2s_pair_cut_tail(w, nr < nd ? nr : nd);
-  return cut < 0 ? (int)cut : b2s_fwriter_commit(w);
+  if (nr > nd) {
+    int64_t cut = b2s_pair_cut_tail(p->rec, nd);
+    return cut < 0 ? (int)cut : b2s_fwriter_commit(p->rec);
+  }
+  int rc = fill(p, data_path, nr);
+  return rc < 0 ? rc : b2s_fwriter_commit(p->rec);
 }
 
 int b2s_pair_open(const char *data_path, const b2s_fwriter_opts *opts,
@@ -339,7 +377,7 @@ int b2s_pair_open(const char *data_path, const b2s_fwriter_opts *opts,
   if (rc == 0)
     rc = open_records(p, data_path, opts, err);
   if (rc == 0)
-    rc = align(p);
+    rc = align(p, data_path);
   if (rc < 0) {
     b2s_pair_free(p);
     return rc;

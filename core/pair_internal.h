@@ -14,4 +14,23 @@ int64_t b2s_pair_cut_tail(b2s_fwriter *w, int64_t keep);
 /* Whether a file or directory exists at path. */
 bool b2s_pair_exists(const char *path);
 
+/* Append a "no record" record (checksum of the chunk as stored) to rec
+ * for each chunk of the committed data frame at data_path from `from` on
+ * (pending until rec's next commit). */
+int b2s_pair_records_fill(b2s_fwriter *rec, const char *data_path,
+                          int64_t from);
+
+/* Create and commit an empty records frame at rpath, marked as the records
+ * of data_path. */
+int b2s_pair_records_create(const char *data_path, const char *rpath,
+                            bool sparse, const b2s_fwriter_opts *opts,
+                            b2s_fwriter **out);
+
+/* Build the records frame of data_path (a "no record" record per chunk)
+ * under a temporary name beside rpath, then publish it at rpath: written,
+ * synced, renamed, directory synced.  A crash leaves no records frame (a
+ * leftover build is removed by the next call). */
+int b2s_pair_records_publish(const char *data_path, const char *rpath,
+                             bool sparse, const b2s_fwriter_opts *opts);
+
 #endif

@@ -1,6 +1,7 @@
 /* Recovery of a data frame and its records frame: each is restored to its
- * newest complete commit, then the longer one is cut back so that every
- * chunk has its record and every record its chunk (docs/METADATA.md). */
+ * newest complete commit, then records past the data are cut and data
+ * chunks past the records get "no record" records, so that every chunk has
+ * its record and every record its chunk (docs/METADATA.md). */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -54,6 +55,27 @@ static int cut_frame(const char *path, int64_t keep, int64_t *cut,
   return b2s_fwriter_close(w);
 }
 
+/* "No record" records for the data chunks past the records frame's count;
+ * durably, as a cut. */
+static int fill_records(const char *data_path, const char *rpath,
+                        int64_t have, int64_t want, int64_t *filled,
+                        b2s_frame_error *err) {
+  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+  o.sync = B2S_SYNC_FULL;
+  o.compact_on_close = false;
+  b2s_fwriter *w;
+  int rc = b2s_fwriter_open(rpath, &o, &w, err);
+  if (rc < 0)
+    return rc;
+  rc = b2s_pair_records_fill(w, data_path, have);
+  if (rc < 0) {
+    b2s_fwriter_free(w);
+    return rc;
+  }
+  *filled = want - have;
+  return b2s_fwriter_close(w);
+}
+
 int b2s_pair_recover(const char *data_path, bool deep, b2s_pair_report *rep,
                      b2s_frame_error *err) {
   b2s_pair_report local;
@@ -78,6 +100,6 @@ int b2s_pair_recover(const char *data_path, bool deep, b2s_pair_report *rep,
   if (rc == 0 && nr > nd)
     rc = cut_frame(rpath, nd, &rep->records_cut, err);
   else if (rc == 0 && nd > nr)
-    rc = cut_frame(data_path, nr, &rep->data_cut, err);
+    rc = fill_records(data_path, rpath, nr, nd, &rep->records_filled, err);
   return rc;
 }

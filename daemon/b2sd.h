@@ -33,6 +33,11 @@
  *   - "b2sd-zap", the ZAP handler of CURVE (auth.c), when curve is
  *     configured: answers libzmq's authentication requests and logs
  *     failed handshakes; shares only the authorized key set.
+ *   - "MHD-single", libmicrohttpd's thread, when http: is configured
+ *     (http.c): answers /metrics, /status.json, / and thumbnails from
+ *     snapshots the I/O thread takes when it asks (msnap.c) and from
+ *     frame files it opens itself; touches no stream, session or lock of
+ *     the daemon but its own (a leaf).
  *   - libzmq's own threads call back into the daemon in one place: freeing
  *     a read result that was sent without a copy (readers.c).
  * Workers and writers never touch the I/O thread's sockets: they publish
@@ -46,7 +51,8 @@
  * before the chunk pool's lock (its writer gives chunks back while it
  * holds its own lock).  Every other mutex is a leaf, never held while
  * another is taken: the job FIFO's (workers.c), the readers' queue lock
- * and their byte account (readers.c), the authorized keys' (auth.c), and
+ * and their byte account (readers.c), the HTTP listener's snapshot lock
+ * (http.c), the authorized keys' (auth.c), and
  * the frame writer's helper mutex (core, taken only inside b2s_fwriter
  * calls, which no daemon lock surrounds).  b2sd_wake takes no lock, so it may be called under any.
  *
@@ -69,7 +75,9 @@
 #include "b2s_frame.h"
 #include "b2s_frame_writer.h"
 #include "b2s_meta.h"
+#include "b2s_h5lz4.h"
 #include "log.h"
+#include "metrics.h"
 #include "order.h"
 #include "b2s_shm.h"
 
@@ -123,6 +131,13 @@ typedef struct b2sd_job {
   uint64_t buffer_id;
   b2sd_rec rec;                  /* moves to the chunk */
   bool fill_gaps;                /* gaps: fill: a failure leaves a gap */
+  /* A detector image compressed at the source (sources, source_s2.c):
+   * the worker converts its framing (b2s_h5lz4.h) instead of compressing
+   * data[len]; h5_nbytes is the image's declared size. */
+  bool h5;
+  b2s_h5_params h5p;
+  int64_t h5_nbytes;
+  int32_t h5_chunk_nbytes;       /* the frame's chunk size (a gap's) */
 } b2sd_job;
 
 /* One compressed chunk (or a tombstone) on its way to the writer.  A
@@ -203,9 +218,11 @@ double b2sd_latency_quantile_us(const b2sd_latency *l, double q);
 /* ---- streams (stream.c) ---------------------------------------------------- */
 
 /* A buffer of a distributed stream its writer could not store: the frame
- * number was taken in the store (B2S_E_OBJ_CONFLICT). */
+ * number was taken in the store (B2S_E_OBJ_CONFLICT), or the frame is
+ * closed (B2S_E_CLOSED). */
 typedef struct b2sd_conflict {
   uint64_t seq, frame;
+  int code;
 } b2sd_conflict;
 
 struct b2sd_stream {
@@ -275,6 +292,12 @@ struct b2sd_stream {
    * by the I/O thread before the writer starts, then read only; NULL for
    * other formats. */
   struct b2sd_dist *dist;
+  /* distributed: when END is due because the last producer went away
+   * without CLOSE (0: not due; I/O thread only) */
+  uint64_t end_due_ns;
+  /* distributed: a producer sent frames of other ranks since the last
+   * END (I/O thread only) */
+  bool misrouted;
   /* Under lock: buffers the distributed writer could not store, appended
    * before it publishes a written level past them; the I/O thread takes
    * them (b2sd_dist_conflicts) after loading the progress and before it
@@ -287,6 +310,15 @@ struct b2sd_stream {
   _Atomic uint64_t st_buffers_in, st_bytes_in, st_bytes_out, st_drops;
   _Atomic uint64_t st_chunks, st_commits, st_commit_ns_total,
       st_commit_ns_max, st_slow_calls, st_errors;
+  /* Detector images by how they became chunks (enum b2s_h5_path), and
+   * those that could not (damaged). */
+  _Atomic uint64_t st_h5_path[3], st_h5_failed;
+  /* For metrics (metrics.h), relaxed too: drops by drop-oldest (the rest
+   * of st_drops are drop-newest's), refused buffers, gaps written, the
+   * time (CLOCK_REALTIME) of the last commit, and the latency histograms
+   * of commits (writer) and commit -> NOTIFY (I/O thread). */
+  _Atomic uint64_t st_drops_oldest, st_rejected, st_gaps, st_last_commit_ns;
+  b2sd_hist st_commit_hist, st_notify_hist;
 };
 
 /* A stream whose frame cannot be opened is still returned, failed
@@ -418,6 +450,9 @@ struct b2sd_server {
   bool draining;
   bool reload;
   int nworkers;
+  struct b2sd_sources *sources;  /* detectors pulled from (source_s2.h) */
+  struct b2sd_http *http;        /* metrics and status page (http.h);
+                                    NULL when not configured */
 };
 
 /* The I/O loop; returns when a SIGTERM/SIGINT drain has finished. */

@@ -39,6 +39,10 @@ typedef struct dw {
   void *push;
   void *sub;                     /* COMMITTED of this frame, or NULL */
   bool end_pending;              /* END sent, not yet confirmed */
+  bool check_closed;             /* at start and after an END: the frame
+                                    may be closed in the store by now */
+  bool closed;                   /* it is: nothing more is stored */
+  bool misconfigured;            /* NAME.meta has other parameters */
   uint64_t end_sent_ns;
   bool durable_store;            /* rados, or local with full sync */
   uint64_t next_seq, written, durable;
@@ -102,6 +106,45 @@ static int series_defaults(dw *w) {
   return rc;
 }
 
+/* NAME.meta once a majority of the ranks propose the same parameters
+ * (b2s_dframe_create_agreed), waiting a second at a time, until the
+ * stream stops.  Parameters other than the frame's leave this writer
+ * refusing every buffer (B2S_E_CONFIG): a misconfigured rank says so to
+ * its producers instead of failing the stream again at every OPEN. */
+static int create_agreed(dw *w, const b2s_dframe_params *p) {
+  b2s_errdetail ed;
+  char said[B2S_ERRDETAIL_TEXT] = "";
+  for (;;) {
+    int rc = b2s_dframe_create_agreed(w->store, w->st->name, w->d->rank.rank,
+                                      p, &w->df, &ed);
+    const char *why = ed.text;
+    if (rc == B2S_E_OBJ_CONFLICT) {
+      w->misconfigured = true;
+      LOG_E("stream %s: this rank's parameters differ from the frame's: %s; "
+            "every buffer is refused until its configuration is fixed",
+            w->st->name, why);
+    }
+    if (rc != B2S_E_BUSY)
+      return rc;
+    if (strcmp(why, said) != 0)
+      LOG_W("stream %s: waiting for a majority of the ranks before "
+            "creating the frame: %s", w->st->name, why);
+    snprintf(said, sizeof said, "%s", why);
+    pthread_mutex_lock(&w->st->lock);
+    bool stop = w->st->stop;
+    if (!stop) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);   /* the cond's clock */
+      ts.tv_sec += 1;
+      pthread_cond_timedwait(&w->st->cond, &w->st->lock, &ts);
+      stop = w->st->stop;
+    }
+    pthread_mutex_unlock(&w->st->lock);
+    if (stop)
+      return B2S_E_CLOSED;
+  }
+}
+
 static int open_frame(dw *w) {
   b2s_store_opts so = {
       .ceph_conf = w->d->ceph_conf[0] ? w->d->ceph_conf : NULL,
@@ -122,15 +165,14 @@ static int open_frame(dw *w) {
                          .has_b2nd = w->cfg.b2nd.enabled};
   if (p.has_b2nd)
     b2s_stream_cfg_b2nd(&w->cfg, &p.b2nd);
-  rc = b2s_dframe_create(w->store, w->st->name, &p, &w->df);
+  rc = create_agreed(w, &p);
   if (rc == 0)
     rc = series_defaults(w);
   slow_check(w, "opening the frame", t0);
+  if (rc == B2S_E_OBJ_CONFLICT)
+    return 0;                    /* refusing every buffer, said */
   if (rc < 0)
-    dw_fail(w, rc, rc == B2S_E_OBJ_CONFLICT
-                       ? "opening the frame (its parameters in the store "
-                         "differ from this configuration)"
-                       : "opening the frame");
+    dw_fail(w, rc, "opening the frame");
   return rc;
 }
 
@@ -202,11 +244,12 @@ static void report(dw *w, b2s_dmsg *m) {
 }
 
 static void send_end(dw *w, bool again) {
-  if (!w->push)
+  if (!w->push || w->misconfigured)   /* not a rank of this frame */
     return;
   b2s_dmsg m = {.type = B2S_DMSG_END, .index = w->end};
   report(w, &m);
   w->end_pending = true;
+  w->check_closed = true;
   w->end_sent_ns = b2sd_now_ns();
   if (again)
     LOG_D("stream %s: end sent again (frames below %lld)", w->st->name,
@@ -230,7 +273,7 @@ static void end_confirm(dw *w) {
         m.type != B2S_DMSG_COMMITTED)
       continue;
     if (m.closed)
-      w->end_pending = false;
+      w->end_pending = false, w->closed = true;
   }
 }
 
@@ -260,7 +303,7 @@ static int encode_record(dw *w, const b2sd_chunk *c, uint64_t f) {
 
 /* Tell the I/O thread that c's buffer was not stored: its producer gets
  * an ERROR instead of an acknowledgement. */
-static void conflict(dw *w, const b2sd_chunk *c) {
+static void conflict(dw *w, const b2sd_chunk *c, int code) {
   b2sd_stream *st = w->st;
   pthread_mutex_lock(&st->lock);
   if (st->nconflicts == st->capconflicts) {
@@ -274,10 +317,35 @@ static void conflict(dw *w, const b2sd_chunk *c) {
   bool kept = st->nconflicts < st->capconflicts;
   if (kept)
     st->conflicts[st->nconflicts++] =
-        (b2sd_conflict){.seq = c->seq, .frame = c->rec.frame};
+        (b2sd_conflict){.seq = c->seq, .frame = c->rec.frame, .code = code};
   pthread_mutex_unlock(&st->lock);
   if (!kept)                     /* never acknowledge what is not stored */
     dw_fail(w, B2S_E_NOMEM, "noting a buffer not stored");
+}
+
+/* Whether the committer has closed the frame in the store.  Asked at
+ * the writer's start and after each END this writer sent (the committer
+ * closes only with every rank's END), for the first chunk stored after
+ * it, before that chunk is acknowledged: a closed frame stays closed. */
+static bool frame_closed(dw *w) {
+  if (w->closed || w->misconfigured)
+    return true;
+  if (!w->check_closed)
+    return false;
+  bool closed = false;
+  int64_t h = 0;
+  int rc = b2s_dframe_refresh(w->df, &h, &closed);
+  if (rc < 0) {
+    dw_fail(w, rc, "reading whether the frame is closed");
+    return true;
+  }
+  if (closed) {
+    w->closed = true;
+    LOG_E("stream %s: the distributed frame is closed in the store at %lld "
+          "chunks; buffers written to it are refused (a closed frame is "
+          "not written again: use a new name)", w->st->name, (long long)h);
+  }
+  return closed;
 }
 
 static void store_chunk(dw *w, const b2sd_chunk *c) {
@@ -285,6 +353,11 @@ static void store_chunk(dw *w, const b2sd_chunk *c) {
   uint64_t f = c->rec.frame;
   if (!(c->rec.present & B2S_WIRE_REC_FRAME)) {   /* refused at ingest */
     LOG_E("stream %s: a chunk without frame number; not stored", st->name);
+    return;
+  }
+  if (frame_closed(w)) {
+    if (!w->failed)
+      conflict(w, c, w->misconfigured ? B2S_E_CONFIG : B2S_E_CLOSED);
     return;
   }
   b2s_record rec;
@@ -301,13 +374,20 @@ static void store_chunk(dw *w, const b2sd_chunk *c) {
           (unsigned long long)f);
     /* relaxed: statistics counter */
     atomic_fetch_add_explicit(&st->st_errors, 1, memory_order_relaxed);
-    conflict(w, c);
+    conflict(w, c, B2S_E_OBJ_CONFLICT);
     return;
   }
   if (rc < 0) {
     dw_fail(w, rc, "storing a chunk");
     return;
   }
+  /* closed while it was stored: not acknowledged, and never committed */
+  if (frame_closed(w)) {
+    if (!w->failed)
+      conflict(w, c, B2S_E_CLOSED);
+    return;
+  }
+  w->check_closed = false;
   w->stored++;
   if ((int64_t)f + 1 > w->end)
     w->end = (int64_t)f + 1;
@@ -330,6 +410,8 @@ static void act(dw *w, const b2sd_chunk *c) {
   if (w->failed)
     return;
   if (c->series) {
+    if (w->misconfigured)
+      return;                    /* not this frame's rank: nothing merged */
     int rc = b2s_dframe_series_merge(w->df, c->series, c->series_len);
     if (rc < 0)
       dw_fail(w, rc, "series metadata");
@@ -433,6 +515,7 @@ void *b2sd_dwriter_main(void *stream) {
   w->cfg = st->cfg;
   pthread_mutex_unlock(&st->lock);
   w->next_seq = w->written = w->durable = st->seq_base;
+  w->check_closed = true;
   b2s_mpbuf_init(&w->rec);
   if (open_frame(w) == 0 && open_push(w) == 0)
     LOG_I("stream %s: distributed frame in %s (%s), rank %d of %d, "

@@ -57,27 +57,32 @@ static int refuse(b2sd_server *srv, const char *why) {
 }
 
 static int headroom(b2sd_server *srv, long now, long most, const char *what,
-                long need, long reserve, char *why, size_t n) {
+                long need, long reserve, b2s_errdetail *ed) {
+  b2s_errdetail mine;
+  if (ed == NULL)
+    ed = &mine;                  /* the log line still says why */
+  b2s_errdetail_clear(ed);
   if (now >= most) {
-    snprintf(why, n, "%s refused: the maximum of %ld is reached", what, most);
-    return refuse(srv, why);
+    b2s_errdetail_set(ed, B2S_E_LIMIT, "%s refused: the maximum of %ld is "
+                      "reached", what, most);
+    return refuse(srv, ed->text);
   }
   long limit = b2sd_fd_limit(), open = b2sd_fd_open();
   if (!b2sd_fd_headroom(limit, open, need, reserve)) {
-    snprintf(why, n, "%s refused: %ld of %ld file descriptors in use", what,
-             open, limit);
-    return refuse(srv, why);
+    b2s_errdetail_set(ed, B2S_E_LIMIT, "%s refused: %ld of %ld file "
+                      "descriptors in use", what, open, limit);
+    return refuse(srv, ed->text);
   }
   return 0;
 }
 
-int b2sd_headroom_session(b2sd_server *srv, char *why, size_t n) {
+int b2sd_headroom_session(b2sd_server *srv, b2s_errdetail *ed) {
   return headroom(srv, (long)srv->nsessions, srv->dcfg.max_sessions, "session",
-              0, B2SD_FD_RESERVE_SESSION, why, n);
+              0, B2SD_FD_RESERVE_SESSION, ed);
 }
 
-int b2sd_headroom_stream(b2sd_server *srv, char *why, size_t n) {
+int b2sd_headroom_stream(b2sd_server *srv, b2s_errdetail *ed) {
   return headroom(srv, (long)srv->streams_made, srv->dcfg.max_streams,
               "stream from a template", B2SD_FD_PER_STREAM, B2SD_FD_RESERVE,
-              why, n);
+              ed);
 }

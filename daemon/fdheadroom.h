@@ -40,8 +40,8 @@ void b2sd_accept_guard_init(void);
  * 0, or B2S_E_LIMIT with the reason in why[n], counted in
  * srv->limit_refused and logged (the first time, then at every power of
  * two).  I/O thread. */
-int b2sd_headroom_session(b2sd_server *srv, char *why, size_t n);
-int b2sd_headroom_stream(b2sd_server *srv, char *why, size_t n);
+int b2sd_headroom_session(b2sd_server *srv, b2s_errdetail *ed);
+int b2sd_headroom_stream(b2sd_server *srv, b2s_errdetail *ed);
 
 /* Whether `need` more descriptors leave `reserve` free, with `open` open
  * of `limit` (an unknown count leaves no room). */

@@ -315,7 +315,10 @@ bool b2sd_follow_scan(b2sd_server *srv, b2sd_stream *st) {
       held = true;
     }
   }
-  if (stamp && notified)
-    b2sd_latency_note(&st->notify_lat, b2sd_now_ns() - stamp);
+  if (stamp && notified) {
+    uint64_t dt = b2sd_now_ns() - stamp;
+    b2sd_latency_note(&st->notify_lat, dt);
+    b2sd_hist_note(&st->st_notify_hist, dt);
+  }
   return held;
 }

@@ -4,6 +4,7 @@
  * acknowledgements the handle's ledger (ledger.c) says are due.  I/O
  * thread only. */
 #define _GNU_SOURCE
+#include "clock.h"
 #include "dwriter.h"
 #include "fdheadroom.h"
 #include "outbox.h"
@@ -18,8 +19,18 @@
 
 /* ---- handles ---------------------------------------------------------------- */
 
+/* Whether st has a producer that has not sent CLOSE. */
+static bool has_open_producer(const b2sd_stream *st) {
+  for (const b2sd_handle *o = st->handles; o; o = o->next_st)
+    if (!o->closing)
+      return true;
+  return false;
+}
+
 void b2sd_handle_free(b2sd_handle *h) {
   b2sd_session *s = h->sess;
+  b2sd_stream *st = h->st;
+  bool gone = !h->closing;       /* freed without its CLOSE */
   for (b2sd_handle **pp = &s->handles; *pp; pp = &(*pp)->next_s)
     if (*pp == h) {
       *pp = h->next_s;
@@ -35,6 +46,34 @@ void b2sd_handle_free(b2sd_handle *h) {
     b2sd_seg_end(h->seg);     /* the producer's slots come back */
   b2sd_ledger_fini(&h->lg);
   free(h);
+  /* a distributed stream's last producer gone without CLOSE (killed,
+   * connection lost): END after B2SD_GONE_END_MS unless one comes back,
+   * so the frame does not stay open until the rank stops */
+  if (gone && st->dist && !has_open_producer(st))
+    st->end_due_ns = b2sd_now_ns() + B2SD_GONE_END_MS * UINT64_C(1000000);
+}
+
+void b2sd_dist_gone_tick(b2sd_stream *st) {
+  if (!st->end_due_ns || b2sd_now_ns() < st->end_due_ns)
+    return;
+  st->end_due_ns = 0;
+  if (has_open_producer(st))     /* one came back: its CLOSE ends */
+    return;
+  LOG_W("stream %s: its producers went away without CLOSE %d s ago",
+        st->name, B2SD_GONE_END_MS / 1000);
+  b2sd_misrouted_end(st);
+}
+
+void b2sd_misrouted_end(b2sd_stream *st) {
+  if (!st->misrouted) {
+    b2sd_stream_end_mark(st);
+    return;
+  }
+  st->misrouted = false;         /* the next producer's CLOSE ends */
+  LOG_W("stream %s: no END at this CLOSE: a producer sent frames of other "
+        "ranks since the last END (a wrong rank list or frames-per-block), "
+        "and a run with the producers misconfigured must not close the "
+        "frame for good", st->name);
 }
 
 /* Progress of one handle: credits, ACKs, FLUSHED, CLOSED, as its ledger
@@ -102,8 +141,7 @@ static int stream_create_from_template(b2sd_server *srv, const char *name,
   for (b2sd_stream *st = srv->streams; st; st = st->next)
     if (strcmp(st->path, sc.full_path) == 0)
       return B2S_E_CONFIG;
-  char why[128];
-  if ((rc = b2sd_headroom_stream(srv, why, sizeof why)) < 0)
+  if ((rc = b2sd_headroom_stream(srv, NULL)) < 0)
     return rc;
   b2sd_stream *st;
   rc = b2sd_stream_open(srv, &sc, &st);
@@ -267,6 +305,9 @@ static void send_dropped(b2sd_server *srv, b2sd_handle *h, uint64_t id,
   h->dropped++;
   /* relaxed: statistics counter */
   atomic_fetch_add_explicit(&h->st->st_drops, 1, memory_order_relaxed);
+  if (reason == B2S_WIRE_POLICY_DROP_OLDEST)
+    atomic_fetch_add_explicit(&h->st->st_drops_oldest, 1,
+                              memory_order_relaxed);
 }
 
 /* drop-oldest: take the stream's oldest queued job out and report it. */
@@ -338,6 +379,8 @@ void b2sd_buffer_reject(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, int code,
                         const char *why) {
   b2sd_ledger_push(&h->lg, B2SD_ENTRY_REJECTED, 0);
+  /* relaxed: statistics counter */
+  atomic_fetch_add_explicit(&h->st->st_rejected, 1, memory_order_relaxed);
   b2sd_send_error(srv, h->sess, &(b2sd_errreply){
       .tag = m->tag, .code = code, .ref_type = m->type, .ref_id = h->id,
       .ref_index = id, .text = why && why[0] ? why : NULL});
@@ -372,15 +415,27 @@ void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st) {
   st->nconflicts = st->capconflicts = 0;
   pthread_mutex_unlock(&st->lock);
   for (size_t i = 0; i < n; i++) {
-    char why[160];
-    snprintf(why, sizeof why, "frame number %llu is in the store with other "
-             "bytes (made a gap meanwhile?); this buffer was not stored",
-             (unsigned long long)v[i].frame);
+    char why[200];
+    if (v[i].code == B2S_E_CONFIG)
+      snprintf(why, sizeof why, "frame number %llu: this rank's cluster "
+               "settings differ from the distributed frame's in the store "
+               "(ranks, frames_per_block or the stream's parameters; its "
+               "log says which); this buffer was not stored",
+               (unsigned long long)v[i].frame);
+    else if (v[i].code == B2S_E_CLOSED)
+      snprintf(why, sizeof why, "frame number %llu: the distributed frame "
+               "is closed in the store, and a closed frame is not written "
+               "again (write under a new name); this buffer was not stored",
+               (unsigned long long)v[i].frame);
+    else
+      snprintf(why, sizeof why, "frame number %llu is in the store with "
+               "other bytes (made a gap meanwhile?); this buffer was not "
+               "stored", (unsigned long long)v[i].frame);
     for (b2sd_handle *h = st->handles; h; h = h->next_st) {
       int64_t id = b2sd_ledger_reject_seq(&h->lg, v[i].seq);
       if (id >= 0) {
         b2sd_send_error(srv, h->sess, &(b2sd_errreply){
-            .code = B2S_E_OBJ_CONFLICT, .ref_type = B2S_WIRE_DATA,
+            .code = v[i].code, .ref_type = B2S_WIRE_DATA,
             .ref_id = h->id, .ref_index = (uint64_t)id, .text = why});
         break;
       }
@@ -392,37 +447,45 @@ void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st) {
 /* A distributed stream stores only the frame numbers this rank owns;
  * the producer learns which rank owns the others, and where it listens. */
 static int rank_check(b2sd_server *srv, const b2sd_stream *st,
-                      const b2sd_rec *rec, char *why, size_t cap) {
+                      const b2sd_rec *rec, b2s_errdetail *ed) {
   int32_t owner = -1;
   int rc = b2sd_rank_check(&st->dist->rank,
                            rec->present & B2S_WIRE_REC_FRAME, rec->frame,
-                           &owner, why, cap);
+                           &owner, ed);
   const b2s_cluster_cfg *k = b2s_config_cluster(srv->cfg);
   if (rc == B2S_E_WRONG_RANK && owner < k->nranks) {
-    size_t n = strlen(why);
-    snprintf(why + n, cap - n, " (%s)", k->ranks[owner]);
+    size_t n = strlen(ed->text);
+    snprintf(ed->text + n, sizeof ed->text - n, " (%s)", k->ranks[owner]);
   }
   return rc;
 }
 
 int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
-                     char *why, size_t cap) {
-  why[0] = '\0';
-  if (h->st->dist)
-    return rank_check(srv, h->st, rec, why, cap);
+                     b2s_errdetail *ed) {
+  b2s_errdetail_clear(ed);
+  if (h->st->dist) {
+    int rc = rank_check(srv, h->st, rec, ed);
+    if (rc == B2S_E_WRONG_RANK && !h->st->misrouted) {
+      /* a producer with another rank list or frames_per_block: its
+       * CLOSE must not end (and so close for good) the frame */
+      h->st->misrouted = true;
+      LOG_W("stream %s: a producer sends frames of other ranks (%s): its "
+            "rank list or frames-per-block differ from the cluster's; the "
+            "stream's next CLOSE sends no END", h->st->name, ed->text);
+    }
+    return rc;
+  }
   if (!h->st->ordered)
     return 0;
-  if (!(rec->present & B2S_WIRE_REC_FRAME)) {
-    snprintf(why, cap, "stream '%s' is stored in frame-number order "
-             "(order: frame_number): each buffer needs a frame number",
-             h->st->name);
-    return B2S_E_ARG;
-  }
+  if (!(rec->present & B2S_WIRE_REC_FRAME))
+    return b2s_errdetail_set(ed, B2S_E_ARG, "stream '%s' is stored in "
+                             "frame-number order (order: frame_number): each "
+                             "buffer needs a frame number", h->st->name);
   int rc = b2sd_window_check(&h->st->win, rec->frame);
   if (rc == B2S_E_ARG)
-    snprintf(why, cap, "frame number %llu is too far ahead of the next "
-             "one to store in stream '%s'", (unsigned long long)rec->frame,
-             h->st->name);
+    b2s_errdetail_set(ed, rc, "frame number %llu is too far ahead of the "
+                      "next one to store in stream '%s'",
+                      (unsigned long long)rec->frame, h->st->name);
   return rc;
 }
 
@@ -559,12 +622,11 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   size_t plen = payload ? zmq_msg_size(payload) : 0;
   b2sd_bufsrc b = {.msg = payload, .len = plen};
   /* the record first: a refused buffer's gap keeps its frame number */
-  char why[B2SD_WHY_MAX];
+  b2s_errdetail why;
+  b2s_errdetail_clear(&why);
   int rc = b2sd_rec_take(m->flags & B2S_WIRE_DATA_RECORD, recf, &b.rec);
   if (rc == 0)
-    rc = b2sd_frame_check(srv, h, &b.rec, why, sizeof why);
-  else
-    why[0] = '\0';
+    rc = b2sd_frame_check(srv, h, &b.rec, &why);
   if (rc == 0)
     rc = b2s_wire_check_payload(m, plen, (size_t)srv->dcfg.max_buffer);
   if (rc == 0 && (h->closing || srv->draining))
@@ -573,7 +635,7 @@ void b2sd_data_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
     if (b2sd_leaves_gap(rc))
       b2sd_gap_put(h, B2S_RECORD_REJECTED, plen, &b.rec);
     b2sd_rec_clear(&b.rec);
-    b2sd_buffer_reject(srv, h, m, id, rc, why);
+    b2sd_buffer_reject(srv, h, m, id, rc, why.text);
     return;
   }
   if (!b2sd_buffer_size_ok(srv, h, m, id, plen)) {
@@ -607,7 +669,7 @@ void b2sd_flush_close_msg(b2sd_server *srv, b2sd_session *s,
   if (m->type == B2S_WIRE_CLOSE) {
     if (last_open_producer(h)) {
       b2sd_stream_drain_mark(h->st);
-      b2sd_stream_end_mark(h->st);
+      b2sd_misrouted_end(h->st);
     }
     h->closing = true;
     h->close_tag = m->tag;

@@ -30,7 +30,8 @@ int b2sd_window_check(const b2sd_window *win, uint64_t f) {
     return recent && *slot(win, f) == STORED ? B2S_E_FRAME_DUP
                                              : B2S_E_FRAME_LATE;
   }
-  if (f - win->next >= (uint64_t)win->w + B2SD_ORDER_JUMP_MAX)
+  /* window + JUMP_MAX ahead is the farthest allowed (METADATA.md 4) */
+  if (f - win->next > (uint64_t)win->w + B2SD_ORDER_JUMP_MAX)
     return B2S_E_ARG;
   if (f - win->next < win->w && *slot(win, f) == PENDING)
     return B2S_E_FRAME_DUP;

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "b2s_errors.h"
+
 /* Frame numbers stop here: chunk indexes of a distributed frame and the
  * index of its messages are below 2^62. */
 #define B2SD_RANK_FRAME_LIMIT (UINT64_C(1) << 62)
@@ -29,6 +31,6 @@ int32_t b2sd_rank_owner(const b2sd_rank *k, uint64_t f);
  * B2S_E_WRONG_RANK (another rank owns it; *owner says which).  why
  * (cap bytes, may be NULL) gets the message for the producer. */
 int b2sd_rank_check(const b2sd_rank *k, bool has_frame, uint64_t f,
-                    int32_t *owner, char *why, size_t cap);
+                    int32_t *owner, b2s_errdetail *ed);
 
 #endif

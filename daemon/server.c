@@ -8,11 +8,13 @@
  * published (taken, written, durable, committed) becomes ACK, FLUSHED,
  * CLOSED and NOTIFY messages.  Replies go out through outbox.c. */
 #define _GNU_SOURCE
+#include "source_s2.h"
 #include "chunkpool.h"
 #include "clock.h"
 #include "endpoint.h"
 #include "drain.h"
 #include "fdheadroom.h"
+#include "http.h"
 #include "notify.h"
 #include "outbox.h"
 #include "peers.h"
@@ -86,13 +88,13 @@ static void on_hello(b2sd_server *srv, inmsg *in, b2sd_session *s,
   if (s)
     session_end(srv, s);
   b2sd_peers_turn(srv);          /* no older event may name this session */
-  char why[128];
-  if (b2sd_headroom_session(srv, why, sizeof why) < 0) {
+  b2s_errdetail why;
+  if (b2sd_headroom_session(srv, &why) < 0) {
     error_raw(srv, in->sock, zmq_msg_data(&in->rid), zmq_msg_size(&in->rid),
               m->version,
               &(b2sd_errreply){.tag = m->tag, .code = B2S_E_LIMIT,
                   .flags = B2S_WIRE_ERROR_CLOSED_SESSION, .ref_type = m->type,
-                  .text = why});
+                  .text = why.text});
     return;
   }
   s = calloc(1, sizeof *s);
@@ -282,10 +284,11 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
     snprintf(text, sizeof text,
              "protocol version %u not supported; this daemon speaks %d to %d",
              m.version, B2S_WIRE_VERSION, B2S_WIRE_VERSION_MAX);
-    uint8_t v = s ? s->version : B2S_WIRE_VERSION;
+    /* in version 1 whatever the session's: the one layout every client
+     * can read (PROTOCOL.md section 8) */
     if (s)
       session_end(srv, s);
-    error_raw(srv, in->sock, rid, rlen, v,
+    error_raw(srv, in->sock, rid, rlen, B2S_WIRE_VERSION,
               &(b2sd_errreply){.tag = m.tag, .code = rc,
                   .flags = B2S_WIRE_ERROR_CLOSED_SESSION,
                   .ref_type = m.type < 0x80 ? m.type : 0,
@@ -425,8 +428,10 @@ static bool scan(b2sd_server *srv) {
       stream_failed(srv, st, p.failed);
       continue;
     }
-    if (st->dist)
+    if (st->dist) {
       b2sd_dist_conflicts(srv, st);
+      b2sd_dist_gone_tick(st);
+    }
     for (b2sd_handle *h = st->handles, *nx; h; h = nx) {
       nx = h->next_st;
       if (!h->sess->dead)
@@ -521,8 +526,11 @@ static void reload(b2sd_server *srv) {
   if (d->nlisten != srv->dcfg.nlisten ||
       memcmp(d->listen, srv->dcfg.listen, sizeof d->listen) != 0 ||
       strcmp(d->data_dir, srv->dcfg.data_dir) != 0 ||
-      d->workers != srv->dcfg.workers)
-    LOG_W("reload: listen, data_dir and workers apply after a restart");
+      d->workers != srv->dcfg.workers ||
+      d->http.enabled != srv->dcfg.http.enabled ||
+      strcmp(d->http.listen, srv->dcfg.http.listen) != 0)
+    LOG_W("reload: listen, data_dir, workers and http apply after a "
+          "restart");
   if (!b2s_cluster_cfg_equal(b2s_config_cluster(srv->cfg),
                              b2s_config_cluster(cfg)))
     LOG_W("reload: cluster changes apply to distributed streams opened "
@@ -630,6 +638,8 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     if (rc < 0)
       return rc;
   }
+  if ((rc = b2sd_sources_new(srv)) < 0)
+    return rc;
   if (srv->dcfg.curve.enabled &&
       (rc = b2sd_auth_new(srv->zctx, &srv->dcfg, &srv->auth)) < 0)
     return rc;
@@ -676,7 +686,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   }
   if (srv->auth && (rc = b2sd_auth_start(srv->auth)) < 0)
     return rc;
-  return 0;
+  return b2sd_http_start(srv, &srv->http);
 }
 
 static bool drained(b2sd_server *srv) {
@@ -715,7 +725,7 @@ static int on_signal(b2sd_server *srv) {
 }
 
 int b2sd_server_run(b2sd_server *srv) {
-  zmq_pollitem_t items[2 * B2S_CONFIG_MAX_LISTEN + 2];
+  zmq_pollitem_t items[2 * B2S_CONFIG_MAX_LISTEN + 2 + B2S_CONFIG_MAX_SOURCES];
   int n = srv->nsockets;
   for (int i = 0; i < n; i++)
     items[i] = (zmq_pollitem_t){.socket = srv->sockets[i], .events = ZMQ_POLLIN};
@@ -724,6 +734,7 @@ int b2sd_server_run(b2sd_server *srv) {
   for (int i = 0; i < n; i++)
     items[n + 2 + i] = (zmq_pollitem_t){.socket = srv->monitors[i],
                                         .events = ZMQ_POLLIN};
+  int nsrc = b2sd_sources_items(srv, items + 2 * n + 2);
   bool retry = false;
   b2sd_drain drain = {0};
   uint64_t last_sweep = 0, last_dog = 0, dog_usec = 0;
@@ -731,7 +742,7 @@ int b2sd_server_run(b2sd_server *srv) {
     dog_usec = 0;
   for (;;) {
     long timeout = retry ? 10 : srv->draining ? 20 : 500;
-    int rc = zmq_poll(items, 2 * n + 2, timeout);
+    int rc = zmq_poll(items, 2 * n + 2 + nsrc, timeout);
     if (rc < 0 && errno != EINTR) {
       LOG_E("zmq_poll: %s", zmq_strerror(errno));
       return -errno;
@@ -749,9 +760,11 @@ int b2sd_server_run(b2sd_server *srv) {
     b2sd_peers_turn(srv);
     for (int i = 0; i < n; i++)
       recv_batch(srv, i);
+    b2sd_sources_recv(srv);
     /* observed before the scan, so the scan sends every last ACK */
     bool done = srv->draining && drained(srv);
     retry = scan(srv);
+    b2sd_http_turn(srv->http);   /* a snapshot, when a reader asked */
     uint64_t now = b2sd_now_ns();
     if (dog_usec && now - last_dog > dog_usec * 1000u / 3) {
       b2s_notify_watchdog();       /* the loop turns: the daemon is alive */
@@ -759,6 +772,7 @@ int b2sd_server_run(b2sd_server *srv) {
     }
     if (now - last_sweep > 200000000u) {
       sweep_sessions(srv);
+      b2sd_sources_tick(srv, now);
       last_sweep = now;
     }
     if (srv->draining) {
@@ -786,6 +800,10 @@ int b2sd_server_run(b2sd_server *srv) {
 }
 
 void b2sd_server_fini(b2sd_server *srv) {
+  b2sd_sources_close(srv);         /* open series: held images stored */
+  b2sd_sources_free(srv);
+  b2sd_http_stop(srv->http);     /* its requests end before the rest */
+  srv->http = NULL;
   /* workers first (they finish queued jobs), then the writers */
   b2sd_pool_free(srv->pool);
   srv->pool = NULL;

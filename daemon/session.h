@@ -20,7 +20,6 @@
 #include <string.h>
 
 #define B2SD_MAX_HANDLES 1024     /* per session */
-#define B2SD_WHY_MAX 768          /* an ERROR text built for one buffer */
 #define B2SD_MAX_FOLLOWS 1024     /* per session */
 #define B2SD_MAX_FLUSHES 64       /* pending FLUSHes per handle */
 /* A limit as text, for the ERROR messages that name it. */
@@ -177,15 +176,23 @@ void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec);
 /* 0, or why the buffer's frame number is refused: order: frame_number
  * (no frame number: B2S_E_ARG; late, duplicate: order.h); a distributed
  * stream (rank.h: B2S_E_NEED_FRAME, B2S_E_WRONG_RANK naming the owner and
- * its endpoint, in why).  why (cap bytes) gets "" when the code says
- * enough. */
+ * its endpoint, in ed).  ed's text is "" when the code says enough. */
 int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
-                     char *why, size_t cap);
+                     b2s_errdetail *ed);
 /* A distributed stream's buffers its writer could not store (the frame
  * number was taken in the store): each producer gets a per-buffer ERROR
  * B2S_E_OBJ_CONFLICT and no acknowledgement above received for it.  Call
  * after b2sd_progress_load, before the handles' progress. */
 void b2sd_dist_conflicts(b2sd_server *srv, b2sd_stream *st);
+/* A distributed stream whose last producer went away without CLOSE gets
+ * its END this long after (unless a producer opens it meanwhile): the
+ * committer can then close the frame. */
+#define B2SD_GONE_END_MS 10000
+void b2sd_dist_gone_tick(b2sd_stream *st);
+/* END for a distributed stream's last CLOSE, unless a producer sent
+ * frames of other ranks since the last END (then the flag is cleared and
+ * the next one ends). */
+void b2sd_misrouted_end(b2sd_stream *st);
 /* Whether a buffer refused with code keeps its place (b2sd_gap_put): one
  * refused for what it is, not for how it was sent. */
 bool b2sd_leaves_gap(int code);

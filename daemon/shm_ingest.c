@@ -84,12 +84,11 @@ void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
   const void *data = NULL;
   /* the record first: a refused buffer's gap keeps its frame number */
   b2sd_rec rec = {0};
-  char why[B2SD_WHY_MAX];
+  b2s_errdetail why;
+  b2s_errdetail_clear(&why);
   int rc = b2sd_rec_take(m->flags & B2S_WIRE_SHM_SUBMIT_RECORD, recf, &rec);
   if (rc == 0)
-    rc = b2sd_frame_check(srv, h, &rec, why, sizeof why);
-  else
-    why[0] = '\0';
+    rc = b2sd_frame_check(srv, h, &rec, &why);
   if (rc == 0)
     rc = submit_check(srv, h, m, len);
   if (rc == 0 && !b2sd_buffer_size_ok(srv, h, m, id, len)) {
@@ -102,7 +101,7 @@ void b2sd_shm_submit_msg(b2sd_server *srv, b2sd_session *s,
     if (b2sd_leaves_gap(rc))
       b2sd_gap_put(h, B2S_RECORD_REJECTED, len, &rec);
     b2sd_rec_clear(&rec);
-    b2sd_buffer_reject(srv, h, m, id, rc, why);
+    b2sd_buffer_reject(srv, h, m, id, rc, why.text);
     return;
   }
   b2sd_bufsrc b = {.seg = h->seg, .slot = slot, .data = data, .len = len,

@@ -7,6 +7,7 @@
 #include "session.h"
 #include "fdheadroom.h"
 #include "progress.h"
+#include "source_s2.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -118,7 +119,9 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st,
         "\"commit_latency_max_us\":%.1f,\"notifies\":%llu,"
         "\"notify_latency_p50_us\":%.1f,\"notify_latency_p99_us\":%.1f,"
         "\"notify_latency_max_us\":%.1f,\"slow_disk_calls\":%llu,"
-        "\"errors\":%llu,\"failed\":%d",
+        "\"errors\":%llu,\"failed\":%d,\"images_rewritten\":%llu,"
+        "\"images_patched\":%llu,\"images_recompressed\":%llu,"
+        "\"images_refused\":%llu",
      (unsigned long long)LD(st->st_buffers_in),
      (unsigned long long)in, (unsigned long long)LD(st->st_chunks),
      (unsigned long long)out, out ? (double)in / (double)out : 0.0,
@@ -132,7 +135,11 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st,
      b2sd_latency_quantile_us(&st->notify_lat, 0.99),
      (double)st->notify_lat.max_ns / 1e3,
      (unsigned long long)LD(st->st_slow_calls),
-     (unsigned long long)LD(st->st_errors), b2sd_progress_failed_stat(st));
+     (unsigned long long)LD(st->st_errors), b2sd_progress_failed_stat(st),
+     (unsigned long long)LD(st->st_h5_path[B2S_H5_VERBATIM]),
+     (unsigned long long)LD(st->st_h5_path[B2S_H5_PATCHED]),
+     (unsigned long long)LD(st->st_h5_path[B2S_H5_RECOMPRESSED]),
+     (unsigned long long)LD(st->st_h5_failed));
   /* why, for a failed stream (fail_reason: I/O thread, as STATS) */
   int failed = b2sd_progress_failed_stat(st);
   if (failed) {
@@ -149,6 +156,7 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st,
 char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
   jbuf b = {0};
   size_t nsess = 0;
+  char *src = b2sd_sources_json(srv);
   for (b2sd_session *s = srv->sessions; s; s = s->next)
     nsess++;
   jp(&b, "{\"daemon\":{\"version\":\"%s\",\"workers\":%d,\"streams\":%zu,"
@@ -157,7 +165,8 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
          "\"limit_refused\":%llu,\"fd_open\":%ld,\"fd_limit\":%ld,"
          "\"queued\":%zu,\"inflight_bytes\":%lld,"
          "\"shm_bytes\":%lld,\"stage_bytes\":%lld,"
-         "\"memory_limit\":%lld,\"draining\":%s},\"streams\":{",
+         "\"memory_limit\":%lld,\"draining\":%s,\"sources\":%s},"
+         "\"streams\":{",
      B2SD_VERSION, srv->nworkers, srv->nstreams, nsess,
      (unsigned long long)srv->sessions_reclaimed,
      (unsigned long long)srv->connections,
@@ -166,7 +175,8 @@ char *b2sd_stats_json(b2sd_server *srv, b2sd_stream *only) {
      b2sd_pool_queued(srv->pool),
      (long long)LD(srv->inflight_bytes), (long long)LD(srv->shm_bytes),
      (long long)LD(srv->stage_bytes), (long long)srv->dcfg.memory_limit,
-     srv->draining ? "true" : "false");
+     srv->draining ? "true" : "false", src ? src : "[]");
+  free(src);
   bool first = true;
   for (b2sd_stream *st = srv->streams; st; st = st->next) {
     if (only && st != only)

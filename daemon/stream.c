@@ -144,19 +144,19 @@ static int open_existing(b2sd_stream *st, const b2s_fwriter_opts *opts) {
   }
   const b2s_recover_report *rep = &pr.data;
   if (rep->was_clean && (!pr.has_records || pr.records.was_clean) &&
-      pr.records_cut == 0 && pr.data_cut == 0)
+      pr.records_cut == 0 && pr.records_filled == 0)
     LOG_I("stream %s: %s is clean, %lld chunks", st->name, st->path,
           (long long)rep->nchunks);
   else
     LOG_W("stream %s: recovered %s to commit %lld: %lld chunks kept, "
           "%lld dropped, %lld checked, %lld orphan files removed, %lld "
           "entries of missing chunk files removed; %lld records past the "
-          "data cut, %lld chunks without a record cut",
+          "data cut, %lld chunks without a record given a no-record record",
           st->name, st->path, (long long)rep->commit,
           (long long)rep->nchunks, (long long)rep->dropped_chunks,
           (long long)rep->chunks_checked, (long long)rep->orphan_files,
           (long long)rep->missing_files, (long long)pr.records_cut,
-          (long long)pr.data_cut);
+          (long long)pr.records_filled);
   rc = b2s_pair_open(st->path, opts, &st->fw, &ferr);
   if (rc < 0)
     snprintf(st->fail_reason, sizeof st->fail_reason,
@@ -258,12 +258,20 @@ static void order_resume(b2sd_stream *st) {
   st->ord_resume = false;
   if (!st->ordered || n <= 0 || b2s_records_open(st->path, &rs, NULL) < 0)
     return;
-  if (b2s_records_get(rs, n - 1, &rec) == 0 && rec.has_frame) {
+  /* gaps of passed frame numbers carry none: the last chunk's is that of
+   * the newest record with one plus the chunks after it (a crash may come
+   * between a run of gaps and the buffer that moved the window) */
+  int64_t i = n - 1;
+  while (i >= 0 && b2s_records_get(rs, i, &rec) == 0 && !rec.has_frame &&
+         (rec.flags & B2S_RECORD_GAP))
+    i--;
+  if (i >= 0 && rec.has_frame) {
+    uint64_t last = rec.frame + (uint64_t)(n - 1 - i);
     st->ord_resume = true;
-    st->ord_last = rec.frame;
+    st->ord_last = last;
     st->win.known = true;
-    st->win.next = rec.frame + 1;
-    st->win.max = rec.frame;
+    st->win.next = last + 1;
+    st->win.max = last;
     memset(st->win.state, 0, 2 * (size_t)st->win.w);
   }
   b2s_records_free(rs);
@@ -450,6 +458,8 @@ typedef struct wheld {
   bool known;
   uint64_t next, max;
   int32_t nbytes;           /* size of the last chunk: a gap's size */
+  int32_t run_nbytes;       /* > 0: the last chunk is a passed frame's gap
+                               of this size, which the next one shares */
 } wheld;
 
 typedef struct wstate {
@@ -511,6 +521,7 @@ static void writer_series(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
 /* Append c (or its gap) and give it back. */
 static void writer_store(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
   bool gap = c->cbytes == 0 && c->gap && c->nbytes > 0;
+  w->o.run_nbytes = 0;      /* the last chunk is another one now */
   if (!w->failed && (c->cbytes > 0 || gap)) {
     uint64_t t0 = b2sd_now_ns();
     int64_t rc = store(st, c);
@@ -524,6 +535,8 @@ static void writer_store(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
       atomic_fetch_add_explicit(&st->st_bytes_out, (uint64_t)c->cbytes,
                                 memory_order_relaxed);
       atomic_fetch_add_explicit(&st->st_chunks, 1, memory_order_relaxed);
+      if (gap)
+        atomic_fetch_add_explicit(&st->st_gaps, 1, memory_order_relaxed);
     }
   }
   if (c->err) {
@@ -544,10 +557,15 @@ static void order_pass(b2sd_stream *st, wstate *w) {
     o->nheld--;
     writer_store(st, w, c);
   } else if (!w->failed) {
-    b2s_record rec = {.has_frame = true, .frame = o->next};
+    /* Every gap of a run is the same placeholder and the same record (no
+     * frame number: chunk index tells it), stored once: a jump costs two
+     * chunk files, not two per frame number passed. */
+    int32_t nb = o->nbytes > 0 ? o->nbytes : 1;
     uint64_t t0 = b2sd_now_ns();
-    int64_t rc = b2s_pair_append_gap(st->fw, o->nbytes > 0 ? o->nbytes : 1,
-                                     0, &rec);
+    int64_t rc = o->run_nbytes == nb
+                     ? b2s_pair_append_again(st->fw)
+                     : b2s_pair_append_gap(st->fw, nb, 0, NULL);
+    o->run_nbytes = rc < 0 ? 0 : nb;
     if (rc < 0)
       writer_fail(st, w, (int)rc, "append");
     else
@@ -642,6 +660,9 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
                               memory_order_relaxed);
     if (dt > atomic_load_explicit(&st->st_commit_ns_max, memory_order_relaxed))
       atomic_store_explicit(&st->st_commit_ns_max, dt, memory_order_relaxed);
+    b2sd_hist_note(&st->st_commit_hist, dt);
+    atomic_store_explicit(&st->st_last_commit_ns, b2sd_wall_ns(),
+                          memory_order_relaxed);
   }
   w->g.written = written_level(w);
   if (opened_full) {

@@ -81,25 +81,52 @@ static b2sd_job *pool_take(b2sd_pool *p, bool *wake) {
 
 /* Compress job j into a new chunk; a tombstone carrying the error when
  * that fails.  Never NULL. */
+/* A detector image: its framing rewritten into a chunk (b2s_h5lz4.h). */
+static int convert_job(b2s_ctx *ctx, b2sd_job *j, b2sd_chunk *c, size_t need) {
+  b2s_h5_result res;
+  int rc = b2s_h5_to_chunk(ctx, &j->h5p, j->data, j->len, j->h5_nbytes,
+                           c->data, need, &res);
+  if (rc > 0) {
+    /* relaxed: statistics counters */
+    atomic_fetch_add_explicit(&j->st->st_h5_path[res.path], 1,
+                              memory_order_relaxed);
+    b2s_chunk_info ci;
+    if (b2s_chunk_info_get(c->data, (size_t)rc, &ci) < 0)
+      return B2S_E_DECODE;
+    c->nbytes = ci.nbytes;
+  } else {
+    atomic_fetch_add_explicit(&j->st->st_h5_failed, 1, memory_order_relaxed);
+  }
+  return rc;
+}
+
 static b2sd_chunk *compress_job(b2sd_pool *p, b2s_ctx *ctx, b2sd_job *j) {
   size_t need = j->len + B2S_MAX_OVERHEAD;
-  b2sd_chunk *c = ctx ? b2sd_chunkpool_get(p->srv->chunks, need) : NULL;
-  int rc = c ? 0 : B2S_E_NOMEM;
+  if (j->h5) {
+    int64_t bound = b2s_h5_chunk_bound(&j->h5p, j->data, j->len);
+    need = bound > 0 ? (size_t)bound : 0;
+  }
+  b2sd_chunk *c = ctx && need ? b2sd_chunkpool_get(p->srv->chunks, need) : NULL;
+  int rc = c ? 0 : need ? B2S_E_NOMEM : B2S_E_DECODE;
   if (c) {
     /* relaxed: the memory bound; pairs with the fetch_sub in
      * b2sd_chunk_done.  Counted before the job's bytes leave, so the
      * total never dips below what is held. */
     atomic_fetch_add_explicit(&p->srv->inflight_bytes, (int64_t)c->cap,
                               memory_order_relaxed);
-    rc = b2s_compress(ctx, &j->cparams, j->data, (int32_t)j->len, c->data,
-                      (int32_t)need);
+    if (j->h5)
+      rc = need ? convert_job(ctx, j, c, need) : B2S_E_DECODE;
+    else
+      rc = b2s_compress(ctx, &j->cparams, j->data, (int32_t)j->len, c->data,
+                        (int32_t)need);
     if (rc > 0) {
       /* the record's checksum, here while the chunk is in this core's
        * cache and the workers run in parallel; the writer is one thread
        * for the stream and would read it back cold */
       c->xxh64 = b2s_chunk_xxh64(c->data, (size_t)rc);
       c->cbytes = rc;
-      c->nbytes = (int32_t)j->len;
+      if (!j->h5)
+        c->nbytes = (int32_t)j->len;
       c->err = 0;
       return c;
     }
@@ -141,7 +168,7 @@ static void *worker_main(void *arg) {
     j->rec = (b2sd_rec){0};
     if (c->cbytes == 0 && j->fill_gaps) {   /* its place stays, empty */
       c->gap = B2S_RECORD_GAP | B2S_RECORD_REJECTED;
-      c->nbytes = (int32_t)j->len;
+      c->nbytes = j->h5 ? j->h5_chunk_nbytes : (int32_t)j->len;
     }
     b2sd_job_free(p->srv, j);  /* the slot or message goes back first */
     b2sd_stream_put(st, c);

@@ -187,7 +187,10 @@ int b2sc_producer_open(b2sc_session *s, const char *stream, const char *tmpl,
  * call returns.  Waits up to timeout_ms for credit when the daemon withholds
  * it (policy block): B2S_E_TIMEOUT, nothing sent.  B2S_E_OVERSIZE when len
  * exceeds the stream's max_buffer, B2S_E_ARG when len is 0, B2S_E_CLOSED
- * when the daemon closed the handle (b2sc_last_error says why).  Drops and
+ * when the daemon closed the handle, or the code it closed it for when it
+ * gave one (-EFBIG file too large, -ENOSPC, -EIO: the stream failed to
+ * write; b2sc_last_error says more).  Later calls on the handle return the
+ * same code.  Drops and
  * per-buffer rejections arrive later: b2sc_flush reports them, the counters
  * count them. */
 int b2sc_send(b2sc_producer *p, const void *buf, size_t len, int timeout_ms);

@@ -15,7 +15,7 @@ int b2sc_producer_set_meta(b2sc_producer *p, const void *meta,
   if (p->s->version < 2)
     return B2S_E_PROTO_VERSION;
   if (p->closed)
-    return B2S_E_CLOSED;
+    return p->closed;   /* the daemon's reason, as b2sc_send */
   zmq_msg_t payload;
   if ((rc = sc_meta_msg(meta, meta_len, &payload)) < 0)
     return rc;

@@ -180,7 +180,9 @@ static int usable(const b2sc_producer *p) {
   int rc = sc_session_usable(p->s);
   if (rc < 0)
     return rc;
-  return p->closed ? B2S_E_CLOSED : 0;
+  /* the daemon's reason when it gave one (-EFBIG, -ENOSPC, -EIO...): a
+   * producer told only "closed" cannot tell a full disk from a stop */
+  return p->closed;
 }
 
 int sc_producer_wait_credit(b2sc_producer *p, int64_t deadline) {

@@ -101,11 +101,20 @@ static int fixed_size(uint8_t m) {
   }
 }
 
+static bool is_container(uint8_t m) {
+  return (m >= 0x80 && m <= 0x9f) || (m >= 0xdc && m <= 0xdf);
+}
+
+/* depth: containers around the value (the outer map's entries are at 1);
+ * a container at depth MP_DEPTH_MAX is the deepest allowed, scalars go one
+ * deeper (the rule of b2s_mp_skip with B2S_MP_MAX_DEPTH). */
 static bool skip(mp_cur *c, int depth) {
   const uint8_t *p;
-  if (depth > MP_DEPTH_MAX || !take(c, 1, &p))
+  if (!take(c, 1, &p))
     return false;
   uint8_t m = *p;
+  if (is_container(m) && depth > MP_DEPTH_MAX)
+    return false;
   int fixed = fixed_size(m);
   if (fixed >= 0)
     return take(c, (size_t)fixed, NULL);

@@ -2249,7 +2249,7 @@ static void test_meta_recover(void **state) {
   run(&r, "recover", path, NULL);
   expect_ok(&r, "recover");
   char *text = strndup((const char *)r.out, r.out_len);
-  CHECK(strstr(text, "records_cut:    2\n") && strstr(text, "data_cut:       0\n") &&
+  CHECK(strstr(text, "records_cut:    2\n") && strstr(text, "records_filled: 0\n") &&
             strstr(text, "nchunks_final:  3\n"),
         "recover: %s", text);
   free(text);

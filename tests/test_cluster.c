@@ -266,6 +266,13 @@ static void test_wrong_rank_refused(void **state) {
   assert_int_equal(st.rejected, 4 + 2 + 1);
   assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(s);
+  /* that CLOSE sent no END (its producer sent other ranks' frames); the
+   * next producer's does */
+  assert_int_equal(b2sc_connect(c.eps[0], "plain", &s), 0);
+  assert_int_equal(b2sc_producer_open(s, "img", NULL, &p), 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  assert_true(env_log_count(&c.rank[0], "no END at this CLOSE") == 1);
 
   reports_wait(&r, ends_reported, 1);   /* the last CLOSE: END from rank 0 */
   assert_int_equal(r.end[0], 6);        /* one past frame 5 */

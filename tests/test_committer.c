@@ -57,6 +57,8 @@ static void start(fixture *fx) {
     const char *argv[] = {exe, "--store", fx->store, "--pull", fx->pull,
                           "--pub", fx->pub, "--gap-timeout-ms", gap,
                           "--sync", "none", "--frame", fx->run,
+                          /* RADOS: a killed one's lease expires soon */
+                          "--lease-ms", "2000",
                           g_rados ? "--ceph-conf" : NULL,
                           getenv("B2S_CEPH_CONF"), NULL};
     execv(exe, (char *const *)argv);
@@ -113,9 +115,9 @@ static int setup(void **state) {
 
 /* RADOS: the objects this test made (a shared pool) */
 static void remove_objects(fixture *fx) {
-  const char *names[] = {fx->run, fx->other};
+  const char *names[] = {fx->run, fx->other, fx->nosuch};
   char obj[200];
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 3; k++) {
     snprintf(obj, sizeof obj, "%s.meta", names[k]);
     b2s_store_remove(fx->s, obj);
     snprintf(obj, sizeof obj, "%s.index", names[k]);
@@ -304,7 +306,14 @@ static void test_out_of_order_and_gap(void **state) {
   /* the restarted committer still knows "run" is closed */
   int64_t last3 = 0;
   assert_int_equal(follow(fx, fx->run, 14, true, &last3, 5000), 14);
+  /* made later, that frame is committed: the refusal left no lease of
+   * this committer behind to refuse it with */
+  b2s_dframe *df3 = create(fx, fx->nosuch);
+  int64_t last4 = 0;
+  rank_put(fx, df3, fx->nosuch, 0, true);
+  assert_int_equal(follow(fx, fx->nosuch, 1, false, &last4, 5000), 1);
   assert_int_equal(stop(fx, SIGTERM), 0);
+  b2s_dframe_free(df3);
   b2s_dframe_free(df2);
   b2s_dframe_free(df);
   FILE *log = fopen(fx->log, "r");

@@ -1131,6 +1131,69 @@ static void test_cluster_section(void **state) {
   b2s_config_free(cfg);
 }
 
+/* ---- sources ------------------------------------------------------------- */
+
+static void test_sources(void **state) {
+  (void)state;
+  size_t n;
+  b2s_config *cfg = parse_ok("");
+  b2s_config_sources(cfg, &n);
+  assert_int_equal(n, 0);
+  b2s_config_free(cfg);
+  static const char yaml[] =
+      "templates:\n  eiger: {typesize: 2}\n"
+      "sources:\n"
+      "  - kind: dectris-stream2\n"
+      "    endpoint: tcp://dcu.example:31001\n"
+      "    template: eiger\n"
+      "  - {kind: dectris-stream2, endpoint: 'ipc:///run/det2', template: eiger,\n"
+      "     name: 'p.{series_unique_id}_{channel}', series_timeout_ms: 5000,\n"
+      "     verify: false, max_message: 64}\n";
+  cfg = parse_ok(yaml);
+  const b2s_source_cfg *s = b2s_config_sources(cfg, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(s[0].kind, B2S_SOURCE_DECTRIS_STREAM2);
+  assert_string_equal(s[0].endpoint, "tcp://dcu.example:31001");
+  assert_string_equal(s[0].template_name, "eiger");
+  assert_string_equal(s[0].name, "{detector}-{series_id}-{channel}");
+  assert_int_equal(s[0].series_timeout_ms, 60000);
+  assert_int_equal(s[0].verify, 1);
+  assert_int_equal(s[0].max_message, 256);
+  assert_string_equal(s[1].name, "p.{series_unique_id}_{channel}");
+  assert_int_equal(s[1].series_timeout_ms, 5000);
+  assert_int_equal(s[1].verify, 0);
+  assert_int_equal(s[1].max_message, 64);
+  /* the dump loads back to the same sources */
+  char *text = dump(cfg, B2S_DUMP_HELP);
+  b2s_config *again = parse_ok(text);
+  const b2s_source_cfg *t = b2s_config_sources(again, &n);
+  assert_int_equal(n, 2);
+  assert_memory_equal(s, t, 2 * sizeof *s);
+  b2s_config_free(again);
+  free(text);
+  b2s_config_free(cfg);
+
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, template: e}\n",
+            "b2streamd.yaml:3:5: sources[0].endpoint: required in a source");
+  parse_err("sources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1, template: e}\n",
+            "b2streamd.yaml:2:60: sources[0].template: no template named 'e'");
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: eiger1, endpoint: tcp://a:1, template: e}\n",
+            "b2streamd.yaml:3:12: sources[0].kind: 'eiger1' is not one of dectris-stream2");
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " template: e, name: '{channel}'}\n",
+            "b2streamd.yaml:3:69: sources[0].name: must contain {channel} and "
+            "{series_id} or {series_unique_id}, so every series and channel gets "
+            "a stream of its own");
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " template: e, name: '{chan}{series_id}'}\n",
+            "b2streamd.yaml:3:69: sources[0].name: unknown placeholder (known: "
+            "{detector}, {series_id}, {series_unique_id}, {channel})");
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1, template: e}\n"
+            "  - {kind: dectris-stream2, endpoint: tcp://a:1, template: e}\n",
+            "b2streamd.yaml:4:39: sources[1].endpoint: also the endpoint of sources[0]");
+  parse_err("sources: {a: 1}\n", "b2streamd.yaml:1:10: sources: expected a list of source settings, got a mapping");
+}
+
 static void test_cluster_example(void **state) {
   (void)state;
   const char *path = getenv("B2S_CLUSTER_EXAMPLE");
@@ -1290,6 +1353,43 @@ static void test_distributed_streams(void **state) {
   b2s_config_free(c);
 }
 
+/* http: off unless present; numeric loopback by default; a remote address
+ * only when allowed in so many words. */
+static void test_http_section(void **state) {
+  (void)state;
+  b2s_config *cfg = parse_ok("");
+  assert_false(b2s_config_daemon(cfg)->http.enabled);
+  b2s_config_free(cfg);
+  cfg = parse_ok("http: {}\n");
+  const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
+  assert_true(d->http.enabled);
+  assert_string_equal(d->http.listen, "127.0.0.1:9464");
+  assert_int_equal(d->http.allow_remote, 0);
+  b2s_config_free(cfg);
+  cfg = parse_ok("http: {listen: \"[::1]:8080\"}\n");
+  assert_string_equal(b2s_config_daemon(cfg)->http.listen, "[::1]:8080");
+  b2s_config_free(cfg);
+  cfg = parse_ok("http: {listen: \"0.0.0.0:9464\", allow_remote: true}\n");
+  assert_int_equal(b2s_config_daemon(cfg)->http.allow_remote, 1);
+  b2s_config_free(cfg);
+  parse_err("http: {listen: \"0.0.0.0:9464\"}\n",
+            "b2streamd.yaml:1:16: http.listen: '0.0.0.0:9464' is not a "
+            "loopback address and the page has no authentication; set "
+            "http.allow_remote: true to serve it anyway");
+  parse_err("http: {listen: \"localhost:9464\"}\n",
+            "b2streamd.yaml:1:16: http.listen: 'localhost:9464': not a "
+            "numeric IPv4 address (names are not resolved)");
+  parse_err("http: {listen: \"127.0.0.1:0\"}\n",
+            "b2streamd.yaml:1:16: http.listen: '127.0.0.1:0': the port is "
+            "1..65535");
+  parse_err("http: {listen: \"[::1]9464\"}\n",
+            "b2streamd.yaml:1:16: http.listen: '[::1]9464': expected "
+            "[IPv6]:PORT");
+  assert_true(b2s_config_hostport_loopback("127.1.2.3:1"));
+  assert_false(b2s_config_hostport_loopback("[::2]:1"));
+  roundtrip("http: {listen: \"127.0.0.1:9999\"}\n");
+}
+
 static void test_load_from_files(void **state) {
   (void)state;
   char dir[] = "/tmp/b2s_config_XXXXXX";
@@ -1411,10 +1511,12 @@ int main(void) {
       cmocka_unit_test(test_b2nd_for_the_frame),
       cmocka_unit_test(test_gaps_and_order),
       cmocka_unit_test(test_load_from_files),
-      cmocka_unit_test(test_cluster_section),
+      cmocka_unit_test(test_sources),
+    cmocka_unit_test(test_cluster_section),
       cmocka_unit_test(test_cluster_example),
       cmocka_unit_test(test_cluster_many_ranks),
       cmocka_unit_test(test_cluster_errors),
+      cmocka_unit_test(test_http_section),
       cmocka_unit_test(test_distributed_streams),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

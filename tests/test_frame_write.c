@@ -1271,6 +1271,69 @@ static void test_move_cost(void **state) {
   model_free(&m);
 }
 
+/* ---- entries sharing a stored chunk ----------------------------------------- */
+
+static int64_t chunk_files(const char *dir) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int64_t n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL)
+    n += strstr(de->d_name, ".chunk") != NULL;
+  closedir(d);
+  return n;
+}
+
+/* b2s_fwriter_append_again: A, B, B, B, B stores B once; the frame reads
+ * back (also after a reopen and recovery); deleting the shared entries
+ * from the end keeps B's storage until its last entry goes. */
+static void again_run(bool sparse) {
+  char path[512];
+  pathf(path, sparse ? "again_sp.b2frame" : "again.b2frame");
+  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+  b2s_fwriter *w;
+  assert_int_equal(b2s_fwriter_create(path, sparse, &o, NULL, &w), 0);
+  assert_int_equal(b2s_fwriter_append_again(w), B2S_E_ARG);   /* no chunk */
+  model m = {0};
+  uint8_t d[2][4000], c[4000 + B2S_MAX_OVERHEAD];
+  for (int k = 0; k < 2; k++) {
+    fill(d[k], 4000, 7 + (uint32_t)k);
+    int32_t cb = compress_buf(d[k], 4000, c);
+    assert_int_equal(b2s_fwriter_append(w, c, (size_t)cb), k + 1);
+    model_insert(&m, k, d[k], 4000);
+  }
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(b2s_fwriter_append_again(w), 3 + k);
+    model_insert(&m, 2 + k, d[1], 4000);
+  }
+  assert_int_equal(b2s_fwriter_close(w), 0);
+  check_frame(path, &m);
+  if (sparse)
+    assert_int_equal(chunk_files(path), 2);
+  assert_int_equal(b2s_frame_recover(path, true, NULL, NULL), 0);
+  check_frame(path, &m);
+  assert_int_equal(b2s_fwriter_open(path, &o, &w, NULL), 0);
+  for (int k = 0; k < 3; k++) {     /* B's storage stays: B still there */
+    assert_int_equal(b2s_fwriter_delete(w, b2s_fwriter_nchunks(w) - 1), 0);
+    model_delete(&m, m.n - 1);
+    assert_int_equal(b2s_fwriter_commit(w), 0);
+    check_frame(path, &m);
+  }
+  assert_int_equal(b2s_fwriter_delete(w, 1), 0);   /* B's last entry */
+  model_delete(&m, 1);
+  assert_int_equal(b2s_fwriter_close(w), 0);
+  check_frame(path, &m);
+  if (sparse)
+    assert_int_equal(chunk_files(path), 1);
+  model_free(&m);
+}
+
+static void test_append_again(void **state) {
+  (void)state;
+  again_run(false);
+  again_run(true);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ops_contiguous),
@@ -1288,6 +1351,7 @@ int main(void) {
       cmocka_unit_test(test_sparse_close_cut),
       cmocka_unit_test(test_record_checksum),
       cmocka_unit_test(test_reopen_empty),
+      cmocka_unit_test(test_append_again),
       cmocka_unit_test(test_create_leftover),
       cmocka_unit_test(test_compact_after_recover),
       cmocka_unit_test(test_move_cost),

@@ -612,6 +612,7 @@ static void test_pair_open_backfills(void **state) {
     int cb = b2s_frame_chunk_read(f, k, chunk, sizeof chunk);
     assert_true(r.xxh64 == XXH64(chunk, (size_t)cb, 0));
     assert_false(r.has_frame);
+    assert_int_equal(r.flags, B2S_RECORD_NONE);
   }
   b2s_frame_free(f);
   b2s_records_free(rs);
@@ -646,6 +647,32 @@ static void crash_after_one_commit(const char *path, bool sparse,
   b2s_pair_free(p);
 }
 
+/* Chunks from..n-1 of the pair at path: data kept, each with a "no
+ * record" record carrying its checksum. */
+static void check_no_record(const char *path, int from, int n) {
+  b2s_records *rs;
+  b2s_frame *f;
+  assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_records_count(rs), n);
+  assert_int_equal(b2s_frame_nchunks(f), n);
+  for (int k = from; k < n; k++) {
+    b2s_record r;
+    assert_int_equal(b2s_records_get(rs, k, &r), 0);
+    assert_int_equal(r.flags, B2S_RECORD_NONE);
+    assert_false(r.has_frame);
+    uint8_t chunk[4200], want[4200];
+    int cb = b2s_frame_chunk_read(f, k, chunk, sizeof chunk);
+    assert_true(cb > 0);
+    assert_true(r.xxh64 == XXH64(chunk, (size_t)cb, 0));
+    assert_int_equal(make_chunk(k, want, sizeof want), cb);
+    assert_memory_equal(chunk, want, (size_t)cb);
+  }
+  b2s_frame_free(f);
+  b2s_records_free(rs);
+}
+
+/* Records ahead are cut; data ahead is kept, with "no record" records. */
 static void check_crash(const char *name, bool sparse, bool records_first) {
   char path[300], rpath[320];
   path_in(path, sizeof path, name);
@@ -657,23 +684,32 @@ static void check_crash(const char *name, bool sparse, bool records_first) {
   assert_int_equal(b2s_pair_recover(path, false, &rep, NULL), 0);
   assert_true(rep.has_records);
   assert_int_equal(rep.records_cut, records_first ? 2 : 0);
-  assert_int_equal(rep.data_cut, records_first ? 0 : 2);
-  assert_int_equal(count_of(path), 3);
-  assert_int_equal(count_of(rpath), 3);
-  check_pair(path, 3, -1);
+  assert_int_equal(rep.records_filled, records_first ? 0 : 2);
+  int n = records_first ? 3 : 5;
+  assert_int_equal(count_of(path), n);
+  assert_int_equal(count_of(rpath), n);
+  if (records_first)
+    check_pair(path, 3, -1);
+  else
+    check_no_record(path, 3, 5);
   /* a second recovery finds nothing to do */
   assert_int_equal(b2s_pair_recover(path, false, &rep, NULL), 0);
-  assert_int_equal(rep.records_cut + rep.data_cut, 0);
+  assert_int_equal(rep.records_cut + rep.records_filled, 0);
   /* and the pair appends on from there */
   b2s_pair *p;
   assert_int_equal(b2s_pair_open(path, NULL, &p, NULL), 0);
   uint8_t chunk[4100];
-  b2s_record r = {.has_frame = true, .frame = 103, .has_ts = true,
-                  .ts = 1700000000000000003};
-  int cb = make_chunk(3, chunk, sizeof chunk);
-  assert_int_equal(b2s_pair_append(p, chunk, (size_t)cb, &r), 4);
+  b2s_record r = {.has_frame = true, .frame = 100 + (uint64_t)n,
+                  .has_ts = true, .ts = 1700000000000000000 + n};
+  int cb = make_chunk(n, chunk, sizeof chunk);
+  assert_int_equal(b2s_pair_append(p, chunk, (size_t)cb, &r), n + 1);
   assert_int_equal(b2s_pair_close(p), 0);
-  check_pair(path, 4, -1);
+  if (records_first) {
+    check_pair(path, 4, -1);
+  } else {
+    assert_int_equal(count_of(path), 6);
+    assert_int_equal(count_of(rpath), 6);
+  }
 }
 
 static void test_crash_records_ahead(void **state) {
@@ -700,6 +736,14 @@ static void test_open_aligns(void **state) {
   assert_int_equal(b2s_fwriter_nchunks(b2s_pair_records(p)), 3);
   assert_int_equal(b2s_pair_close(p), 0);
   assert_int_equal(count_of(rpath), 3);
+  /* data ahead: kept, with "no record" records */
+  path_in(path, sizeof path, "openalign2.b2frame");
+  crash_after_one_commit(path, false, false);
+  assert_int_equal(b2s_pair_open(path, NULL, &p, NULL), 0);
+  assert_int_equal(b2s_pair_nchunks(p), 5);
+  assert_int_equal(b2s_fwriter_nchunks(b2s_pair_records(p)), 5);
+  assert_int_equal(b2s_pair_close(p), 0);
+  check_no_record(path, 3, 5);
 }
 
 static void test_recover_without_records(void **state) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "b2s_errors.h"
+#include "b2s_meta.h"
 #include "b2s_wire.h"
 
 /* Every type of the one list (b2s_wire_types.h), with its version. */
@@ -1526,6 +1527,48 @@ static void test_v2_msgpack_maps(void **state) {
   }
 }
 
+/* A user map {"a": k nested arrays}, the innermost empty or holding nil. */
+static size_t nested_map(uint8_t *b, int k, bool filled) {
+  size_t n = 0;
+  b[n++] = 0x81;
+  b[n++] = 0xa1;
+  b[n++] = 'a';
+  for (int i = 0; i < k; i++)
+    b[n++] = i == k - 1 && !filled ? 0x90 : 0x91;
+  if (filled)
+    b[n++] = 0xc0;
+  return n;
+}
+
+/* What the wire accepts as a record's user map, the records frame stores
+ * (b2s_record_encode, the writer's check) and reads back: the same
+ * nesting rule on both sides, up to 32 containers inside the map. */
+static void test_user_map_depth_agrees(void **state) {
+  (void)state;
+  uint8_t b[64];
+  for (int k = 30; k <= 34; k++)
+    for (int filled = 0; filled < 2; filled++) {
+      size_t n = nested_map(b, k, filled);
+      bool ok = k <= 32;
+      assert_int_equal(b2s_wire_mp_map_check(b, n, true), ok ? 0 : B2S_E_PROTO);
+      b2s_record r = {.user_kind = B2S_RECORD_USER_MAP, .user = b,
+                      .user_len = (uint32_t)n};
+      b2s_mpbuf m;
+      b2s_mpbuf_init(&m);
+      int rc = b2s_record_encode(&r, &m);
+      if (rc != (ok ? 0 : B2S_E_RECORD_USER))
+        fail_msg("%d arrays (innermost %s): encode %d", k,
+                 filled ? "filled" : "empty", rc);
+      if (ok) {
+        b2s_record back;
+        assert_int_equal(b2s_record_decode(m.data, m.len, &back), 0);
+        assert_int_equal(back.user_len, n);
+        assert_memory_equal(back.user, b, n);
+      }
+      b2s_mpbuf_fini(&m);
+    }
+}
+
 /* ---- the error table of PROTOCOL.md 6.3 --------------------------------- */
 
 static const struct { const char *name; int value; } codes[] = {
@@ -1620,6 +1663,7 @@ int main(void) {
     cmocka_unit_test(test_v2_frames_and_payloads),
     cmocka_unit_test(test_v2_record_rules),
     cmocka_unit_test(test_v2_msgpack_maps),
+    cmocka_unit_test(test_user_map_depth_agrees),
     cmocka_unit_test(test_error_table_matches),
   };
   return cmocka_run_group_tests(tests, setup_types, NULL);

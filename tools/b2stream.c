@@ -10,6 +10,10 @@ static const cli_cmd *const commands[] = {
     &cli_cmd_info,   &cli_cmd_ls,      &cli_cmd_cat,     &cli_cmd_verify,
     &cli_cmd_recover, &cli_cmd_convert, &cli_cmd_pack,   &cli_cmd_unpack,
     &cli_cmd_produce, &cli_cmd_tail,   &cli_cmd_stats,   &cli_cmd_keygen,
+    &cli_cmd_top,
+#ifdef B2S_HAVE_HDF5
+    &cli_cmd_export, &cli_cmd_import,
+#endif
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -58,6 +58,7 @@ typedef struct cli_cmd {
 
 extern const cli_cmd cli_cmd_info, cli_cmd_ls, cli_cmd_cat, cli_cmd_unpack,
     cli_cmd_verify, cli_cmd_recover, cli_cmd_convert, cli_cmd_pack;
+extern const cli_cmd cli_cmd_export, cli_cmd_import;   /* with libhdf5 */
 
 /* Walks argv[1..argc) of a subcommand.  Options (--name, --name=value,
  * --name value) may come anywhere; "--" ends them; "-" is an operand. */

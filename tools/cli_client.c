@@ -85,9 +85,10 @@ void cli_print_record(const b2sc_record *r) {
     printf(" xxh64=%016" PRIx64, r->xxh64);
   else
     fputs(" xxh64=-", stdout);
-  static const char *const names[] = {"gap", "dropped", "rejected"};
+  static const char *const names[] = {"gap", "dropped", "rejected",
+                                      "norecord"};
   const char *sep = " flags=";
-  for (unsigned b = 0; b < 3; b++)
+  for (unsigned b = 0; b < 4; b++)
     if (r->flags & (1u << b)) {
       printf("%s%s", sep, names[b]);
       sep = ",";

@@ -9,7 +9,7 @@
 #include "cli.h"
 
 extern const cli_cmd cli_cmd_produce, cli_cmd_tail, cli_cmd_stats,
-    cli_cmd_keygen;
+    cli_cmd_keygen, cli_cmd_top;
 
 /* Help text lines describing --endpoint, shared by the three commands. */
 #define CLI_ENDPOINT_HELP                                                      \

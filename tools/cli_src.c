@@ -232,6 +232,12 @@ int cli_src_open_dist(const char *path, const char *ceph_conf, cli_src *src) {
 }
 
 void cli_src_close(cli_src *src) {
+  int64_t lost = b2s_dframe_records_recovered(src->dframe);
+  if (lost > 0)
+    cli_err("warning: %s: the key log lacks %lld records of committed chunks "
+            "(a damaged batch, skipped by its checksum); they were read from "
+            "their chunk objects (b2stream recover rewrites them)",
+            src->path ? src->path : "frame", (long long)lost);
   b2s_dframe_free(src->dframe);     /* borrows the store: freed first */
   b2s_store_free(src->store);
   free(src->dchunk);

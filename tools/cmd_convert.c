@@ -31,23 +31,8 @@ static const char help[] =
 
 /* Writer options that reproduce SRC's header defaults. */
 static int opts_from(const b2s_frame_header *h, b2s_fwriter_opts *wo) {
-  b2s_cparams *cp = &wo->cparams;
   *wo = B2S_FWRITER_OPTS_DEFAULTS;
-  cp->codec = h->codec_flags & 0x0f;
-  if (cp->codec == 6)   /* user-defined codec: its code is in udcodec */
-    cp->codec = h->udcodec;
-  cp->clevel = h->codec_flags >> 4;
-  if (h->typesize > B2S_MAX_TYPESIZE)
-    return B2S_E_TYPESIZE;
-  cp->typesize = h->typesize;
-  cp->blocksize = h->blocksize;
-  int split = (h->other_flags & 0x07) + 1;
-  cp->splitmode = split <= B2S_SPLIT_FORWARD_COMPAT ? split
-                                                   : B2S_SPLIT_FORWARD_COMPAT;
-  memcpy(cp->filters, h->filters, B2S_MAX_FILTERS);
-  memcpy(cp->filters_meta, h->filters_meta, B2S_MAX_FILTERS);
-  cp->use_dict = h->other_flags2 & 1;
-  return 0;
+  return b2s_frame_header_cparams(h, &wo->cparams);
 }
 
 static int copy_chunks(cli_src *src, b2s_fwriter *w, const char *dst) {

@@ -23,7 +23,8 @@ static const char help[] =
     "  --idle MS          stop after MS milliseconds without a new chunk\n"
     "  --records          add each chunk's record to its line: frame=N\n"
     "                     ts=NS xxh64=HEX flags=F (- for a field the record\n"
-    "                     does not hold; flags as gap,dropped,rejected or\n"
+    "                     does not hold; flags as gap,dropped,rejected,\n"
+    "                     norecord or\n"
     "                     0); needs a daemon speaking protocol version 2\n"
     CLI_ENDPOINT_HELP
     "\n"

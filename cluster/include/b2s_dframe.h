@@ -70,10 +70,34 @@ static inline int32_t b2s_dframe_owner(int64_t f, int32_t frames_per_block,
  * frame with other parameters gives B2S_E_OBJ_CONFLICT). */
 int b2s_dframe_create(b2s_store *s, const char *name,
                       const b2s_dframe_params *p, b2s_dframe **out);
+/* What ranks call instead: NAME.meta is created only once more than half
+ * of p->ranks ranks proposed exactly these parameters (each rank writes
+ * its proposal, NAME.p.RANK, then counts), so a rank configured with
+ * another N or frames_per_block never decides the frame alone.  0 with
+ * *out when the frame is open; B2S_E_BUSY while no majority agrees yet
+ * (nothing created: call again later; ed says who proposes what);
+ * B2S_E_OBJ_CONFLICT when NAME.meta holds other parameters (ed names
+ * both). */
+int b2s_dframe_create_agreed(b2s_store *s, const char *name, int32_t rank,
+                             const b2s_dframe_params *p, b2s_dframe **out,
+                             b2s_errdetail *ed);
 /* Open an existing frame (readers); -ENOENT when it has no NAME.meta. */
 int b2s_dframe_open(b2s_store *s, const char *name, b2s_dframe **out);
 void b2s_dframe_free(b2s_dframe *df);                 /* accepts NULL */
 const b2s_dframe_params *b2s_dframe_params_get(const b2s_dframe *df);
+/* Records of committed chunks this handle found missing from the key log
+ * (a damaged batch, which the store skips) and read from their chunk
+ * objects instead: callers warn when it is not 0. */
+int64_t b2s_dframe_records_recovered(const b2s_dframe *df);
+
+/* Rebuild the key log from the chunk objects (b2stream recover, with no
+ * committer running): the record of every chunk below H is written again
+ * from its object's attribute, and chunks stored right above H are
+ * committed as a committer's start-up scan would (not on a closed frame);
+ * "committed" never moves back.  *missing gets the records the key log
+ * had lost, *h the committed count after.  B2S_E_INDEX when a chunk below
+ * H has no object (*h then names it). */
+int b2s_dframe_reindex(b2s_dframe *df, int64_t *missing, int64_t *h);
 
 /* ---- ranks ------------------------------------------------------------------ */
 

@@ -59,6 +59,9 @@ void b2s_store_free(b2s_store *s);                /* accepts NULL */
 const char *b2s_store_kind(const b2s_store *s);
 /* The store's own words on the last failure of this thread ("" if none). */
 const char *b2s_store_last_error(void);
+/* Forget this thread's last failure (so a later message does not show
+ * the words of one already handled). */
+void b2s_store_clear_error(void);
 
 /* ---- objects -------------------------------------------------------------- */
 
@@ -110,5 +113,29 @@ typedef int (*b2s_kv_cb)(void *arg, const char *key, const void *val,
                          size_t len);
 int b2s_store_kv_list(b2s_store *s, const char *obj, const char *after,
                       size_t max, b2s_kv_cb cb, void *arg);
+
+/* ---- leases --------------------------------------------------------------- */
+
+/* An exclusive lease on `name` (an object name of its own, beside the
+ * objects it guards) for `holder`: 1..200 printable bytes that name who
+ * holds it (host, process), shown to whoever is refused.
+ *   - local: flock(2) on the file .l.NAME, which holds the holder's text;
+ *     the kernel drops it when the holder exits or is killed, so
+ *     duration_ms does not matter (on a network file system, its lock
+ *     manager's rules apply);
+ *   - rados: cls_lock's exclusive lock "b2s.lease" on object NAME, the
+ *     holder as its cookie, for duration_ms; b2s_store_lease_renew
+ *     extends it, and a holder killed keeps it until it expires.
+ * B2S_E_BUSY when another holds it: *who gets its holder's text (cap
+ * bytes, NUL-terminated; "" when unknown). */
+typedef struct b2s_lease b2s_lease;
+int b2s_store_lease_take(b2s_store *s, const char *name, const char *holder,
+                         int duration_ms, b2s_lease **out, char *who,
+                         size_t cap);
+/* Extend the lease by its duration; B2S_E_BUSY when it was lost (it
+ * expired and another took it), another code when the store failed. */
+int b2s_store_lease_renew(b2s_lease *l);
+/* Give the lease up (accepts NULL). */
+void b2s_store_lease_drop(b2s_lease *l);
 
 #endif

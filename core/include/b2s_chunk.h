@@ -133,6 +133,16 @@ int b2s_chunk_nans(const b2s_cparams *cp, int32_t nbytes, void *dst,
                    int32_t dstsize);
 int b2s_chunk_uninit(const b2s_cparams *cp, int32_t nbytes, void *dst,
                      int32_t dstsize);
+/* The repeated-value chunk that stands for a special chunk of `kind`
+ * (B2S_SPECIAL_ZERO, _NAN, _UNINIT) of nbytes in a frame of typesize
+ * cp->typesize: zeros (and uninitialised bytes) as a zero value of that
+ * typesize, NaN as the float32/float64 NaN.  c-blosc2 sizes a frame's
+ * repeated value by the frame's typesize, so a one-byte value would not
+ * read back in a frame of wider items.  At most B2S_REPEAT_CHUNK_MAX
+ * bytes. */
+#define B2S_REPEAT_CHUNK_MAX (B2S_HEADER_LEN + B2S_MAX_TYPESIZE)
+int b2s_chunk_special_as_repeat(const b2s_cparams *cp, int kind,
+                                int32_t nbytes, void *dst, int32_t dstsize);
 int b2s_chunk_repeatval(const b2s_cparams *cp, int32_t nbytes, void *dst,
                         int32_t dstsize, const void *value, int32_t valsize);
 

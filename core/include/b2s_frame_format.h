@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "b2s_chunk.h"
+
 #include "b2s_msgpack.h"
 
 #define B2S_FRAME_MAGIC "b2frame"          /* + NUL: 8 bytes */
@@ -141,6 +143,12 @@ int b2s_frame_metas_add(b2s_frame_metas *m, const char *name,
  * opener knows which one it expects) and frame_len against the file. */
 int b2s_frame_header_parse(const uint8_t *buf, size_t len,
                            b2s_frame_header *h, b2s_frame_error *err);
+
+/* The compression parameters a header records (codec, clevel, typesize,
+ * blocksize, split mode, filters, dictionary), as a writer of the frame
+ * uses them: 0, or B2S_E_TYPESIZE for a typesize beyond Blosc2's (then 1
+ * in *cp). */
+int b2s_frame_header_cparams(const b2s_frame_header *h, b2s_cparams *cp);
 
 /* Write the 87 fixed bytes for h (header_len and frame_len as in h). */
 void b2s_frame_header_encode(const b2s_frame_header *h,

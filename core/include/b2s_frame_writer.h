@@ -151,6 +151,15 @@ int b2s_fwriter_stats_get(const b2s_fwriter *w, b2s_fwriter_stats *st);
  * number of chunks. */
 int64_t b2s_fwriter_append(b2s_fwriter *w, const void *chunk, size_t cbytes);
 
+/* Append the last chunk again without storing it again: the new index
+ * entry names the same stored bytes (offset, or chunk file), which
+ * c-blosc2 reads like any entry.  A run of identical chunks (placeholders)
+ * then costs 8 index bytes each, not a file each.  Such entries stay next
+ * to each other (delete and update keep the storage while a neighbour uses
+ * it; do not reorder them apart).  B2S_E_ARG when the last chunk is not
+ * stored (none, or a special entry).  Returns the new number of chunks. */
+int64_t b2s_fwriter_append_again(b2s_fwriter *w);
+
 /* Compress src[0..nbytes) with the header's defaults and append.  ctx may
  * be NULL (the writer's own). */
 int64_t b2s_fwriter_append_buffer(b2s_fwriter *w, b2s_ctx *ctx,

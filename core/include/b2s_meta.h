@@ -77,6 +77,8 @@ enum b2s_record_flag {
   B2S_RECORD_GAP = 1,                      /* placeholder chunk */
   B2S_RECORD_DROPPED = 2,                  /* buffer dropped (backpressure) */
   B2S_RECORD_REJECTED = 4,                 /* buffer refused (bad input) */
+  B2S_RECORD_NONE = 8,                     /* no record: made from the stored
+                                              chunk, the producer's unknown */
 };
 
 enum b2s_record_user {
@@ -174,11 +176,19 @@ int64_t b2s_pair_append_hashed(b2s_pair *p, const void *chunk, size_t cbytes,
 int64_t b2s_pair_append_gap(b2s_pair *p, int32_t nbytes, uint32_t flags,
                             const b2s_record *rec);
 
-/* The placeholder chunk b2s_pair_append_gap appends (a repeated-zero
- * special chunk of nbytes), for writers that store gaps elsewhere.
- * Returns its size, at most B2S_GAP_CHUNK_MAX. */
-#define B2S_GAP_CHUNK_MAX 64
-int b2s_gap_chunk(int32_t nbytes, uint8_t *out, size_t cap);
+/* The placeholder chunk b2s_pair_append_gap appends, for writers that
+ * store gaps elsewhere: zeros of nbytes as a repeated-value chunk with the
+ * frame's parameters cp (its value one item of cp->typesize, its blocks
+ * cp's), as c-blosc2 reads it at any place of the frame, b2nd slices
+ * across it included.  Returns its size, at most B2S_GAP_CHUNK_MAX. */
+#define B2S_GAP_CHUNK_MAX B2S_REPEAT_CHUNK_MAX
+int b2s_gap_chunk(const b2s_cparams *cp, int32_t nbytes, uint8_t *out,
+                  size_t cap);
+
+/* Append the last chunk and its record again, sharing their stored bytes
+ * (b2s_fwriter_append_again): a run of identical gaps costs no file and
+ * no chunk bytes past its first. */
+int64_t b2s_pair_append_again(b2s_pair *p);
 
 /* Commit the records frame, then the data frame: a crash in between leaves
  * records ahead, which recovery cuts back. */
@@ -196,13 +206,15 @@ typedef struct b2s_pair_report {
   b2s_recover_report data, records;
   bool has_records;                /* a records frame exists */
   int64_t records_cut;             /* records past the data count removed */
-  int64_t data_cut;                /* data chunks without a record removed */
+  int64_t records_filled;          /* "no record" records given to data
+                                      chunks that had none */
 } b2s_pair_report;
 
 /* Recover the data frame and, when it exists, its records frame
  * (b2s_frame_recover on each), then align the counts: records past the
  * data frame's chunk count are cut; data chunks past the records count
- * (possible only after power loss without fsync) are cut.  err describes
+ * (after power loss without fsync) get "no record" records: data is
+ * never cut.  err describes
  * the frame that failed.  rep and err may be NULL. */
 int b2s_pair_recover(const char *data_path, bool deep, b2s_pair_report *rep,
                      b2s_frame_error *err);

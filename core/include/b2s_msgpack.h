@@ -145,15 +145,20 @@ typedef struct b2s_mpval {
   int8_t ext_type;
 } b2s_mpval;
 
-/* Deepest nesting b2s_mp_skip accepts (hostile input cannot recurse deeper). */
+/* Containers nested inside a value that b2s_mp_skip accepts: a map holding
+ * at most 32 levels of containers (so 33 with the map itself), exactly
+ * what the wire's map check accepts (docs/PROTOCOL.md section 2.4), so that
+ * what the daemon acknowledges it can store.  Hostile input cannot
+ * recurse deeper. */
 #define B2S_MP_MAX_DEPTH 32
 
 /* Read one value's header (and a string's, bin's or ext's payload).
  * B2S_E_MSGPACK for the never-used marker 0xc1, B2S_E_TRUNCATED when the
  * value runs past the end; the cursor does not move on error. */
 int b2s_mp_read_any(b2s_mpreader *r, b2s_mpval *v);
-/* Skip one whole value (containers included), at most max_depth levels
- * deep (B2S_E_MSGPACK beyond); every element count is checked against the
+/* Skip one whole value (containers included) with at most max_depth levels
+ * of containers inside it (B2S_E_MSGPACK for a container deeper, even an
+ * empty one; scalars inside the deepest ones are fine); every element count is checked against the
  * bytes left, so hostile counts cost no more than the input's length. */
 int b2s_mp_skip(b2s_mpreader *r, int max_depth);
 

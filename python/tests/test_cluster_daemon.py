@@ -62,7 +62,9 @@ def _buf(f: int) -> np.ndarray:
 def test_plain_producer_gets_wrong_rank(make_daemon):
     tmp, ds, eps, pull = _cluster(make_daemon, 2, 2)
     try:
-        with Session(eps[0]) as s:
+        # a frame is made once a majority of its ranks (here both) have
+        # opened its stream (DISTRIBUTED.md 9): rank 1 opens it too
+        with Session(eps[0]) as s, Session(eps[1]) as s1, s1.open("dimg", "dist"):
             p = s.open("dimg", "dist")
             for f in range(4):                  # rank 0 owns 0, 1
                 p.send(_buf(f), frame=f)

@@ -1,0 +1,777 @@
+/* Sources: the daemon pulls images from DECTRIS detectors itself, over
+ * Stream V2 (docs/SOURCES.md).  I/O thread only.
+ *
+ * Each source connects a PULL socket to the detector.  A start message
+ * opens one stream per channel, made from the source's template with the
+ * series' image layout (a b2nd array of flattened images, see
+ * series_cfg); each image message becomes one job per channel that the
+ * workers convert from the detector's compressed framing (b2s_h5lz4.h)
+ * instead of compressing, at chunk index image_id - first image_id through
+ * the stream's frame-number order (gaps filled); an end message, a new
+ * start or the timeout closes the series.  Broken messages are counted and
+ * logged once per kind; they never stop the source or other streams. */
+#define _GNU_SOURCE
+#include "source_s2.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "fdheadroom.h"
+#include "metrics.h"
+#include "b2s_msgpack.h"
+#include "segment.h"
+#include "b2s_wire.h"
+
+#define RECV_BATCH 64
+#define BSLZ4_BLOCK 8192    /* the bitshuffle filter's default block, bytes */
+
+typedef struct source {
+  b2s_source_cfg cfg;
+  void *sock;
+  b2s_s2_msg *m;
+  b2s_mpbuf mp;
+  /* the open series */
+  bool open;
+  uint64_t series_id, first;
+  bool have_first;
+  uint64_t nimages;                /* declared by the start (0: unknown) */
+  uint64_t max_frame;              /* highest frame number queued + 1 */
+  uint32_t nch;
+  char ch[B2S_S2_MAX_CHANNELS][B2S_S2_MAX_NAME + 1];
+  b2sd_stream *st[B2S_S2_MAX_CHANNELS];
+  int32_t ts, block, chunk_nbytes;
+  int64_t img_nbytes;
+  uint64_t last_ns;
+  /* statistics */
+  uint64_t messages, images, failures, unknown_series, series, timeouts;
+  uint64_t logged;                 /* bit k: failure kind k was logged */
+} source;
+
+typedef struct b2sd_sources {
+  size_t n;
+  source s[B2S_CONFIG_MAX_SOURCES];
+} b2sd_sources;
+
+/* Count a broken message, logging its kind the first time. */
+static void failure(source *s, unsigned kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void failure(source *s, unsigned kind, const char *fmt, ...) {
+  s->failures++;
+  if (kind < 64 && (s->logged & (UINT64_C(1) << kind)))
+    return;
+  s->logged |= kind < 64 ? UINT64_C(1) << kind : 0;
+  char why[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  LOG_W("source %s: %s (logged once; see stats)", s->cfg.endpoint, why);
+}
+
+enum { F_DECODE = 1, F_SERIES = 20, F_UNKNOWN, F_IMAGE, F_STREAM, F_META,
+       F_FULL };
+
+static void free_buf(void *data, void *hint) {
+  (void)hint;
+  free(data);
+}
+
+/* Name characters allowed in stream names; others become '_'. */
+static void put_clean(char *out, size_t cap, size_t *at, const char *s,
+                      size_t n) {
+  for (size_t i = 0; i < n && *at + 1 < cap; i++) {
+    char c = s[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+    out[(*at)++] = ok ? c : '_';
+  }
+  out[*at] = '\0';
+}
+
+static b2s_s2_str text_field(const b2s_s2_msg *m, const char *key) {
+  const b2s_s2_field *f = b2s_s2_field_get(m, key);
+  b2s_s2_str none = {"", 0};
+  if (!f || f->value.len < 1 || (f->value.p[0] >> 5) != 3)
+    return none;
+  /* a definite text string: header then bytes (decoded already) */
+  size_t h = (f->value.p[0] & 31) < 24 ? 1 : (f->value.p[0] & 31) == 24 ? 2
+           : (f->value.p[0] & 31) == 25 ? 3 : (f->value.p[0] & 31) == 26 ? 5 : 9;
+  if (h > f->value.len)
+    return none;
+  return (b2s_s2_str){(const char *)f->value.p + h, f->value.len - h};
+}
+
+static int stream_name(const source *s, const b2s_s2_msg *m, const char *ch,
+                       char *out, size_t cap) {
+  b2s_s2_str det = text_field(m, "detector_serial_number");
+  if (!det.len)
+    det = text_field(m, "detector_description");
+  if (!det.len)
+    det = (b2s_s2_str){"dectris", 7};
+  char id[32];
+  snprintf(id, sizeof id, "%llu", (unsigned long long)m->series_id);
+  size_t at = 0;
+  out[0] = '\0';
+  for (const char *p = s->cfg.name; *p;) {
+    if (!strncmp(p, "{detector}", 10)) {
+      put_clean(out, cap, &at, det.p, det.len);
+      p += 10;
+    } else if (!strncmp(p, "{series_id}", 11)) {
+      put_clean(out, cap, &at, id, strlen(id));
+      p += 11;
+    } else if (!strncmp(p, "{series_unique_id}", 18)) {
+      put_clean(out, cap, &at, m->series_unique_id.p, m->series_unique_id.len);
+      p += 18;
+    } else if (!strncmp(p, "{channel}", 9)) {
+      put_clean(out, cap, &at, ch, strlen(ch));
+      p += 9;
+    } else {
+      put_clean(out, cap, &at, p, 1);
+      p++;
+    }
+  }
+  return b2s_stream_name_check(out);
+}
+
+/* The template's settings with the series' layout: a b2nd array
+ * (images, pixels) of one image per chunk whose blocks are bitshuffle's
+ * default blocks, so bslz4 images are stored by rewriting (the chunk is
+ * padded to whole blocks); images are placed by frame number, gaps
+ * filled. */
+static void series_cfg(const source *s, b2s_stream_cfg *sc, const char *dtype) {
+  int64_t npix = s->img_nbytes / s->ts;
+  sc->cparams.typesize = s->ts;
+  sc->b2nd = (b2s_stream_b2nd){.enabled = true, .ndim = 2, .nshape = 2,
+                               .nchunkshape = 2, .nblockshape = 2};
+  /* a growing array: the writer keeps the shape in step with the chunks,
+   * and series_close fills the frame up to number_of_images rows */
+  sc->b2nd.shape[0] = 0;
+  sc->b2nd.shape[1] = npix;
+  sc->b2nd.chunkshape[0] = 1;
+  sc->b2nd.chunkshape[1] = (int32_t)npix;
+  sc->b2nd.blockshape[0] = 1;
+  sc->b2nd.blockshape[1] = s->block / s->ts;
+  snprintf(sc->b2nd.dtype, sizeof sc->b2nd.dtype, "%s", dtype);
+  sc->order = B2S_ORDER_FRAME_NUMBER;
+  sc->gaps = B2S_GAPS_FILL;
+}
+
+/* A companion stream of one start-message array: one chunk, the array's
+ * b2nd shape as chunk and block (one Blosc2 block), in arrival order. */
+static void companion_cfg(b2s_stream_cfg *sc, const b2s_s2_array *a) {
+  sc->cparams.typesize = (int32_t)a->elem_size;
+  sc->cparams.blocksize = (int32_t)a->nbytes;
+  sc->b2nd = (b2s_stream_b2nd){.enabled = true, .ndim = (int8_t)a->ndim,
+                               .nshape = (uint8_t)a->ndim,
+                               .nchunkshape = (uint8_t)a->ndim,
+                               .nblockshape = (uint8_t)a->ndim};
+  for (uint32_t i = 0; i < a->ndim; i++) {
+    sc->b2nd.shape[i] = (int64_t)a->dim[i];
+    sc->b2nd.chunkshape[i] = (int32_t)a->dim[i];
+    sc->b2nd.blockshape[i] = (int32_t)a->dim[i];
+  }
+  snprintf(sc->b2nd.dtype, sizeof sc->b2nd.dtype, "%s", a->dtype);
+  sc->order = B2S_ORDER_ARRIVAL;
+  sc->gaps = B2S_GAPS_SKIP;
+}
+
+/* arr NULL: a channel's image stream (series_cfg), else a companion. */
+static int open_stream(b2sd_server *srv, source *s, const char *name,
+                       const char *dtype, const b2s_s2_array *arr,
+                       b2sd_stream **out) {
+  b2s_stream_cfg sc;
+  int rc = b2s_config_stream_from_template(srv->cfg, s->cfg.template_name,
+                                           name, &sc);
+  if (rc < 0)
+    return rc;
+  if (b2sd_stream_find(srv, name))
+    return B2S_E_CONFIG;             /* a series id seen before */
+  if ((rc = b2sd_headroom_stream(srv, NULL)) < 0)
+    return rc;
+  if (arr)
+    companion_cfg(&sc, arr);
+  else
+    series_cfg(s, &sc, dtype);
+  b2sd_stream *st;
+  if ((rc = b2sd_stream_open(srv, &sc, &st)) < 0)
+    return rc;
+  if ((rc = b2sd_stream_start(st)) < 0) {
+    b2sd_stream_free(st);
+    return rc;
+  }
+  st->next = srv->streams;
+  srv->streams = st;
+  srv->nstreams++;
+  srv->streams_made++;
+  LOG_I("stream %s: series %llu from %s", name,
+        (unsigned long long)s->series_id, s->cfg.endpoint);
+  *out = st;
+  return 0;
+}
+
+/* The start message's fields as series metadata; the large arrays
+ * (flatfield, pixel_mask, countrate table) go to companion streams. */
+static void series_meta(source *s, b2sd_stream *st, const char *channel) {
+  const b2s_s2_msg *m = s->m;
+  static const char *const big[] = {"type", "flatfield", "pixel_mask",
+                                    "countrate_correction_lookup_table"};
+  s->mp.len = 0;                           /* the entries; header after */
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < m->nfields; i++) {
+    const b2s_s2_field *f = &m->fields[i];
+    bool skip = f->key.len > B2S_SERIES_KEY_MAX;
+    for (size_t k = 0; k < 4 && !skip; k++)
+      skip = f->key.len == strlen(big[k]) && !memcmp(f->key.p, big[k], f->key.len);
+    if (skip)
+      continue;
+    size_t at = s->mp.len;
+    b2s_mp_put_str(&s->mp, f->key.p, f->key.len);
+    if (b2s_s2_to_msgpack(f->value, &s->mp, B2S_SERIES_VALUE_MAX) < 0) {
+      s->mp.len = at;
+      failure(s, F_META, "start field %.*s is not kept (too large or "
+              "indefinite-length CBOR)", (int)f->key.len, f->key.p);
+      continue;
+    }
+    kept++;
+  }
+  b2s_mp_put_str(&s->mp, "channel", 7);
+  b2s_mp_put_str(&s->mp, channel, strlen(channel));
+  kept++;
+  b2s_mpbuf head;
+  b2s_mpbuf_init(&head);
+  b2s_mp_put_map(&head, kept);
+  b2s_mp_write_raw(&head, s->mp.data, s->mp.len);
+  int rc = b2sd_stream_meta(st, head.data, head.len);
+  if (rc < 0)
+    failure(s, F_META, "series metadata refused: %s", b2s_strerror(rc));
+  b2s_mpbuf_fini(&head);
+}
+
+/* A gap chunk at frame number f (the writer fills the ones before it). */
+static void gap_at(source *s, b2sd_stream *st, uint64_t f) {
+  if (b2sd_window_check(&st->win, f) < 0)
+    return;
+  b2sd_chunk *c = calloc(1, sizeof *c);
+  if (!c)
+    return;
+  c->seq = st->seq_next++;
+  c->gap = B2S_RECORD_GAP | B2S_RECORD_DROPPED;
+  c->nbytes = s->chunk_nbytes;
+  c->rec.present = B2S_WIRE_REC_FRAME;
+  c->rec.frame = f;
+  b2sd_window_take(&st->win, f);
+  b2sd_stream_put(st, c);
+}
+
+static void series_close(b2sd_server *srv, source *s, const char *why) {
+  (void)srv;
+  if (!s->open)
+    return;
+  for (uint32_t i = 0; i < s->nch; i++)
+    if (s->st[i] && s->nimages > s->max_frame)
+      gap_at(s, s->st[i], s->nimages - 1);    /* as many rows as declared */
+  for (uint32_t i = 0; i < s->nch; i++)
+    if (s->st[i]) {
+      b2sd_stream_drain_mark(s->st[i]);       /* held frames are stored */
+      b2sd_stream_flush(s->st[i], s->st[i]->seq_next);
+    }
+  LOG_I("source %s: series %llu closed (%s)", s->cfg.endpoint,
+        (unsigned long long)s->series_id, why);
+  s->open = false;
+}
+
+static int dtype_of(b2s_s2_str t, char *np, int32_t *ts) {
+  static const struct { const char *n, *np; int32_t ts; } k[] = {
+    {"uint8", "|u1", 1}, {"uint16", "<u2", 2}, {"uint32", "<u4", 4}};
+  for (size_t i = 0; i < 3; i++)
+    if (t.len == strlen(k[i].n) && !memcmp(t.p, k[i].n, t.len)) {
+      strcpy(np, k[i].np);
+      *ts = k[i].ts;
+      return 0;
+    }
+  return -1;
+}
+
+/* Store array a as the one chunk of a new stream `name`: the bytes as
+ * sent (raw) or decoded (tag 56500), compressed by a worker like any
+ * buffer, then the stream is flushed. */
+static int store_array(b2sd_server *srv, source *s, const char *name,
+                       const b2s_s2_array *a, zmq_msg_t *msg) {
+  if (a->nbytes < 1 || a->nbytes > srv->dcfg.max_buffer ||
+      a->nbytes > B2S_MAX_BLOCKSIZE || a->ndim > B2S_CONFIG_MAX_DIM)
+    return B2S_E_RANGE;
+  for (uint32_t i = 0; i < a->ndim; i++)
+    if (a->dim[i] > INT32_MAX)
+      return B2S_E_RANGE;
+  b2sd_job *j = calloc(1, sizeof *j);
+  if (!j)
+    return B2S_E_NOMEM;
+  if (a->comp == B2S_S2_RAW) {
+    zmq_msg_init(&j->msg);
+    zmq_msg_copy(&j->msg, msg);
+    j->data = a->data.p;
+  } else {
+    b2s_h5_params p = {
+      .kind = a->comp == B2S_S2_BSLZ4 ? B2S_H5_BSLZ4 : B2S_H5_LZ4,
+      .elem_size = (int32_t)(a->comp_elem ? a->comp_elem : a->elem_size),
+      .typesize = (int32_t)a->elem_size, .clevel = 5};
+    uint8_t *buf = malloc((size_t)a->nbytes);
+    if (!buf || b2s_h5_decompress(&p, a->data.p, a->data.len, buf,
+                                  (size_t)a->nbytes) < 0) {
+      free(buf);
+      free(j);
+      return B2S_E_DECODE;
+    }
+    zmq_msg_init_data(&j->msg, buf, (size_t)a->nbytes, free_buf, NULL);
+    j->data = buf;
+  }
+  j->len = (size_t)a->nbytes;
+  b2sd_stream *st;
+  int rc = open_stream(srv, s, name, NULL, a, &st);
+  if (rc < 0) {
+    zmq_msg_close(&j->msg);
+    free(j);
+    return rc;
+  }
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  j->st = st;
+  j->seq = st->seq_next++;
+  j->cparams = cfg.cparams;
+  /* relaxed: the memory bound; pairs with the fetch_sub in b2sd_job_free */
+  atomic_fetch_add_explicit(&srv->inflight_bytes, (int64_t)j->len,
+                            memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->st_bytes_in, j->len, memory_order_relaxed);
+  b2sd_pool_push(srv->pool, &j);
+  b2sd_stream_flush(st, st->seq_next);
+  return 0;
+}
+
+/* The start message's large arrays of channel i as companion streams
+ * "<stream>.flatfield", ".pixel_mask" and ".countrate" (docs). */
+static void companions(b2sd_server *srv, source *s, uint32_t i,
+                       const char *stream, zmq_msg_t *msg) {
+  static const char *const maps[] = {"flatfield", "pixel_mask"};
+  b2s_s2_named named[B2S_S2_MAX_CHANNELS];
+  char name[B2S_STREAM_NAME_MAX + 64];
+  for (int k = 0; k < 3; k++) {
+    const b2s_s2_array *a = NULL;
+    b2s_s2_array one;
+    const b2s_s2_field *f = b2s_s2_field_get(
+        s->m, k < 2 ? maps[k] : "countrate_correction_lookup_table");
+    uint32_t n;
+    if (!f)
+      continue;
+    if (k < 2 && b2s_s2_array_map(f->value, named, B2S_S2_MAX_CHANNELS, &n) == 0) {
+      for (uint32_t c = 0; c < n; c++)
+        if (named[c].name.len == strlen(s->ch[i]) &&
+            !memcmp(named[c].name.p, s->ch[i], named[c].name.len))
+          a = &named[c].a;
+    } else if (k == 2 && b2s_s2_array_parse(f->value, &one) == 0) {
+      a = &one;
+    }
+    if (!a)
+      continue;
+    snprintf(name, sizeof name, "%s.%s", stream,
+             k < 2 ? maps[k] : "countrate");
+    int rc = b2s_stream_name_check(name);
+    if (rc == 0)
+      rc = store_array(srv, s, name, a, msg);
+    if (rc < 0)
+      failure(s, F_META + 1, "series %llu: %s not kept as stream %s: %s",
+              (unsigned long long)s->series_id, k < 2 ? maps[k] :
+              "countrate_correction_lookup_table", name, b2s_strerror(rc));
+  }
+}
+
+static void on_start(b2sd_server *srv, source *s, zmq_msg_t *msg) {
+  const b2s_s2_msg *m = s->m;
+  series_close(srv, s, "a new series started");
+  char dtype[8];
+  int32_t ts;
+  if (dtype_of(m->image_dtype, dtype, &ts) < 0 || !m->image_size_x ||
+      !m->image_size_y || m->image_size_x > INT32_MAX / m->image_size_y) {
+    failure(s, F_SERIES, "start of series %llu: image_dtype (uint8/16/32) "
+            "and image_size_x/y are needed", (unsigned long long)m->series_id);
+    return;
+  }
+  int64_t nbytes = (int64_t)(m->image_size_x * m->image_size_y) * ts;
+  int64_t blocks = (nbytes + BSLZ4_BLOCK - 1) / BSLZ4_BLOCK;
+  if (blocks * BSLZ4_BLOCK > B2S_MAX_BUFFERSIZE ||
+      nbytes > srv->dcfg.max_buffer) {
+    failure(s, F_SERIES, "series %llu: images larger than max_buffer",
+            (unsigned long long)m->series_id);
+    return;
+  }
+  s->series_id = m->series_id;
+  s->ts = ts;
+  s->img_nbytes = nbytes;
+  s->block = BSLZ4_BLOCK;
+  s->chunk_nbytes = (int32_t)(blocks * BSLZ4_BLOCK);
+  s->nch = m->nchannels;
+  s->have_first = false;
+  s->nimages = m->number_of_images <= (uint64_t)INT32_MAX ? m->number_of_images : 0;
+  s->max_frame = 0;
+  memset(s->st, 0, sizeof s->st);
+  for (uint32_t i = 0; i < s->nch; i++) {
+    snprintf(s->ch[i], sizeof s->ch[i], "%.*s", (int)m->channels[i].len,
+             m->channels[i].p);
+    char name[B2S_STREAM_NAME_MAX + 64];
+    int rc = stream_name(s, m, s->ch[i], name, sizeof name);
+    if (rc == 0)
+      rc = open_stream(srv, s, name, dtype, NULL, &s->st[i]);
+    if (rc < 0) {
+      failure(s, F_STREAM, "series %llu channel %s: no stream %s: %s",
+              (unsigned long long)s->series_id, s->ch[i], name,
+              b2s_strerror(rc));
+      continue;
+    }
+    series_meta(s, s->st[i], s->ch[i]);
+    companions(srv, s, i, name, msg);
+  }
+  s->open = true;
+  s->series++;
+}
+
+/* The image's record: frame number, start time, and the Stream V2 fields
+ * (times exact in ns and as the detector's rationals, user_data). */
+static int image_record(source *s, uint64_t frame, b2sd_rec *rec) {
+  const b2s_s2_msg *m = s->m;
+  b2s_mpbuf *b = &s->mp;
+  b->len = 0;
+  int64_t t[3] = {0, 0, 0};
+  const b2s_s2_rational *q[3] = {&m->start_time, &m->stop_time, &m->real_time};
+  static const char *const names[3] = {"start_time_ns", "stop_time_ns",
+                                       "real_time_ns"};
+  uint32_t n = 2 + (m->has_times ? 4 : 0) + (m->user_data.len ? 1 : 0);
+  b2s_mp_put_map(b, n);
+  b2s_mp_put_str(b, "image_id", 8);
+  b2s_mp_put_uint(b, m->image_id);
+  b2s_mp_put_str(b, "series_id", 9);
+  b2s_mp_put_uint(b, m->series_id);
+  if (m->has_times) {
+    for (int i = 0; i < 3; i++) {
+      if (!b2s_s2_rational_ns(*q[i], &t[i]))
+        return B2S_E_RANGE;
+      b2s_mp_put_str(b, names[i], strlen(names[i]));
+      b2s_mp_put_int(b, t[i]);
+    }
+    /* the exact times: numerators over this time base */
+    b2s_mp_put_str(b, "time_base", 9);
+    b2s_mp_put_uint(b, m->start_time.den);
+  }
+  if (m->user_data.len) {
+    b2s_mp_put_str(b, "user_data", 9);
+    /* a record holds B2S_RECORD_USER_MAX bytes: larger user data is nil */
+    size_t left = B2S_RECORD_USER_MAX - 16 - b->len;
+    if (b2s_s2_to_msgpack(m->user_data, b, left) < 0) {
+      failure(s, F_META, "image user_data larger than a record holds "
+              "(%d bytes) or not convertible: stored as nil",
+              B2S_RECORD_USER_MAX);
+      b2s_mp_put_nil(b);
+    }
+  }
+  if (b->len > B2S_RECORD_USER_MAX)
+    return B2S_E_RANGE;
+  rec->user = malloc(b->len);
+  if (!rec->user)
+    return B2S_E_NOMEM;
+  memcpy(rec->user, b->data, b->len);
+  rec->user_len = (uint16_t)b->len;
+  rec->present = B2S_WIRE_REC_FRAME | B2S_WIRE_REC_USER_MAP |
+                 (m->has_times ? B2S_WIRE_REC_TS : 0);
+  rec->frame = frame;
+  rec->ts = t[0];
+  return 0;
+}
+
+static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
+                         const b2s_s2_array *a, uint64_t frame,
+                         zmq_msg_t *msg) {
+  if (a->ndim != 2 || a->dim[0] * a->dim[1] * a->elem_size !=
+                          (uint64_t)s->img_nbytes ||
+      (int32_t)a->elem_size != s->ts)
+    return B2S_E_CHUNK_SIZE;
+  int rc = b2sd_window_check(&st->win, frame);
+  if (rc < 0)
+    return rc;
+  b2s_stream_cfg cfg;
+  b2sd_stream_cfg_get(st, &cfg);
+  b2sd_job *j = calloc(1, sizeof *j);
+  if (!j)
+    return B2S_E_NOMEM;
+  if ((rc = image_record(s, frame, &j->rec)) < 0) {
+    free(j);
+    return rc;
+  }
+  j->st = st;
+  j->seq = st->seq_next++;
+  j->cparams = cfg.cparams;
+  if (a->comp == B2S_S2_RAW) {
+    /* an uncompressed image: padded to the frame's chunk, compressed by the
+     * worker like any buffer (LZ4 + bitshuffle in the frame's blocks) */
+    uint8_t *buf = malloc((size_t)s->chunk_nbytes);
+    if (!buf) {
+      b2sd_rec_clear(&j->rec);
+      free(j);
+      return B2S_E_NOMEM;
+    }
+    memcpy(buf, a->data.p, (size_t)a->nbytes);
+    memset(buf + a->nbytes, 0, (size_t)(s->chunk_nbytes - a->nbytes));
+    zmq_msg_init_data(&j->msg, buf, (size_t)s->chunk_nbytes, free_buf, NULL);
+    j->data = buf;
+    j->len = (size_t)s->chunk_nbytes;
+    j->cparams.codec = B2S_CODEC_LZ4;
+    j->cparams.typesize = s->ts;
+    j->cparams.blocksize = s->block;
+    j->cparams.splitmode = B2S_SPLIT_NEVER;
+    memset(j->cparams.filters, 0, sizeof j->cparams.filters);
+    memset(j->cparams.filters_meta, 0, sizeof j->cparams.filters_meta);
+    j->cparams.filters[5] = B2S_FILTER_BITSHUFFLE;
+    j->fill_gaps = true;
+    atomic_fetch_add_explicit(&srv->inflight_bytes, (int64_t)j->len,
+                              memory_order_relaxed);
+    b2sd_window_take(&st->win, frame);
+    atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->st_bytes_in, (uint64_t)a->nbytes,
+                              memory_order_relaxed);
+    b2sd_pool_push(srv->pool, &j);
+    return 0;
+  }
+  zmq_msg_init(&j->msg);
+  zmq_msg_copy(&j->msg, msg);   /* shares the buffer, no copy */
+  j->data = a->data.p;
+  j->len = a->data.len;
+  /* relaxed: the memory bound; pairs with the fetch_sub in b2sd_job_free */
+  atomic_fetch_add_explicit(&srv->inflight_bytes, (int64_t)j->len,
+                            memory_order_relaxed);
+  j->fill_gaps = true;
+  j->h5 = true;
+  j->h5p = (b2s_h5_params){
+    .kind = a->comp == B2S_S2_BSLZ4 ? B2S_H5_BSLZ4 : B2S_H5_LZ4,
+    .elem_size = (int32_t)(a->comp_elem ? a->comp_elem : a->elem_size),
+    .typesize = s->ts, .clevel = cfg.cparams.clevel ? cfg.cparams.clevel : 5,
+    .verify = s->cfg.verify != 0, .pad_blocks = true, .want_block = s->block};
+  j->h5_nbytes = a->nbytes;
+  j->h5_chunk_nbytes = s->chunk_nbytes;
+  b2sd_window_take(&st->win, frame);
+  /* relaxed: statistics counters */
+  atomic_fetch_add_explicit(&st->st_buffers_in, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->st_bytes_in, (uint64_t)a->nbytes,
+                            memory_order_relaxed);
+  b2sd_pool_push(srv->pool, &j);
+  return 0;
+}
+
+static void on_image(b2sd_server *srv, source *s, zmq_msg_t *msg) {
+  const b2s_s2_msg *m = s->m;
+  if (!s->open || m->series_id != s->series_id) {
+    s->unknown_series++;
+    failure(s, F_UNKNOWN, "image %llu of series %llu, which is not open",
+            (unsigned long long)m->image_id, (unsigned long long)m->series_id);
+    return;
+  }
+  if (!s->have_first) {
+    s->first = m->image_id;
+    s->have_first = true;
+  }
+  if (m->image_id < s->first) {
+    failure(s, F_IMAGE, "image %llu before the series' first image %llu",
+            (unsigned long long)m->image_id, (unsigned long long)s->first);
+    return;
+  }
+  s->images++;
+  if (m->image_id - s->first + 1 > s->max_frame)
+    s->max_frame = m->image_id - s->first + 1;
+  for (uint32_t i = 0; i < s->nch; i++) {
+    const b2s_s2_array *a = NULL;
+    for (uint32_t k = 0; k < m->ndata; k++)
+      if (m->data[k].name.len == strlen(s->ch[i]) &&
+          !memcmp(m->data[k].name.p, s->ch[i], m->data[k].name.len))
+        a = &m->data[k].a;
+    if (!a || !s->st[i])
+      continue;                      /* its place stays a gap */
+    int rc = queue_channel(srv, s, s->st[i], a, m->image_id - s->first, msg);
+    if (rc < 0)
+      failure(s, F_IMAGE + 10, "image %llu channel %s refused: %s",
+              (unsigned long long)m->image_id, s->ch[i], b2s_strerror(rc));
+  }
+}
+
+/* Headroom for one more image on every stream of the series: else the
+ * message waits in ZeroMQ, and the detector's PUSH holds back. */
+static bool headroom(b2sd_server *srv, source *s) {
+  if (!s->open)
+    return true;
+  int64_t inflight =
+      atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
+  /* with nothing in flight an image is always taken: one larger than the
+   * room must not stop the source for good */
+  if (inflight > 0 &&
+      inflight + s->img_nbytes * (int64_t)s->nch > b2sd_memory_headroom(srv))
+    return false;
+  for (uint32_t i = 0; i < s->nch; i++) {
+    if (!s->st[i])
+      continue;
+    b2s_stream_cfg cfg;
+    b2sd_stream_cfg_get(s->st[i], &cfg);
+    if (b2sd_pool_stream_queued(srv->pool, s->st[i]) >= (size_t)cfg.queue_depth)
+      return false;
+  }
+  return true;
+}
+
+static void on_message(b2sd_server *srv, source *s, zmq_msg_t *msg) {
+  s->messages++;
+  s->last_ns = b2sd_now_ns();
+  int rc = b2s_s2_decode(zmq_msg_data(msg), zmq_msg_size(msg), s->m);
+  if (rc < 0) {
+    failure(s, F_DECODE + (unsigned)-rc, "message refused: %s%s%s",
+            b2s_s2_strerror(rc), s->m->err_field ? " in " : "",
+            s->m->err_field ? s->m->err_field : "");
+    return;
+  }
+  if (s->m->type == B2S_S2_START)
+    on_start(srv, s, msg);
+  else if (s->m->type == B2S_S2_IMAGE)
+    on_image(srv, s, msg);
+  else if (s->open && s->m->series_id == s->series_id)
+    series_close(srv, s, "end");
+  else
+    failure(s, F_UNKNOWN, "end of series %llu, which is not open",
+            (unsigned long long)s->m->series_id);
+}
+
+int b2sd_sources_new(b2sd_server *srv) {
+  size_t n;
+  const b2s_source_cfg *cfg = b2s_config_sources(srv->cfg, &n);
+  if (n == 0)
+    return 0;
+  b2sd_sources *ss = calloc(1, sizeof *ss);
+  if (!ss)
+    return B2S_E_NOMEM;
+  srv->sources = ss;
+  for (size_t i = 0; i < n; i++) {
+    source *s = &ss->s[ss->n];
+    s->cfg = cfg[i];
+    b2s_mpbuf_init(&s->mp);
+    if (!(s->m = malloc(sizeof *s->m)))
+      return B2S_E_NOMEM;
+    ss->n++;
+    if (!(s->sock = zmq_socket(srv->zctx, ZMQ_PULL)))
+      return -errno;
+    int64_t max = (int64_t)s->cfg.max_message << 20;
+    int hwm = 64, linger = 0;
+    zmq_setsockopt(s->sock, ZMQ_MAXMSGSIZE, &max, sizeof max);
+    zmq_setsockopt(s->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(s->sock, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(s->sock, s->cfg.endpoint) < 0) {
+      int e = errno;
+      LOG_E("source %s: cannot connect: %s", s->cfg.endpoint, zmq_strerror(e));
+      return -e;
+    }
+    LOG_I("source %s: connected (dectris-stream2, template %s)",
+          s->cfg.endpoint, s->cfg.template_name);
+  }
+  return 0;
+}
+
+int b2sd_sources_items(b2sd_server *srv, zmq_pollitem_t *items) {
+  b2sd_sources *ss = srv->sources;
+  size_t n = ss ? ss->n : 0;
+  for (size_t i = 0; i < n; i++)
+    items[i] = (zmq_pollitem_t){.socket = ss->s[i].sock, .events = ZMQ_POLLIN};
+  return (int)n;
+}
+
+void b2sd_sources_recv(b2sd_server *srv) {
+  b2sd_sources *ss = srv->sources;
+  for (size_t i = 0; ss && i < ss->n && !srv->draining; i++) {
+    source *s = &ss->s[i];
+    for (int k = 0; k < RECV_BATCH && headroom(srv, s); k++) {
+      zmq_msg_t msg;
+      zmq_msg_init(&msg);
+      if (zmq_msg_recv(&msg, s->sock, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&msg);
+        break;
+      }
+      on_message(srv, s, &msg);
+      zmq_msg_close(&msg);             /* the jobs hold their own copies */
+    }
+  }
+}
+
+void b2sd_sources_tick(b2sd_server *srv, uint64_t now_ns) {
+  b2sd_sources *ss = srv->sources;
+  for (size_t i = 0; ss && i < ss->n; i++) {
+    source *s = &ss->s[i];
+    if (s->open &&
+        now_ns - s->last_ns > (uint64_t)s->cfg.series_timeout_ms * 1000000u) {
+      s->timeouts++;
+      series_close(srv, s, "no message within series_timeout_ms");
+    }
+  }
+}
+
+void b2sd_sources_close(b2sd_server *srv) {
+  b2sd_sources *ss = srv->sources;
+  for (size_t i = 0; ss && i < ss->n; i++)
+    series_close(srv, &ss->s[i], "daemon stopping");
+}
+
+void b2sd_sources_free(b2sd_server *srv) {
+  b2sd_sources *ss = srv->sources;
+  if (!ss)
+    return;
+  for (size_t i = 0; i < ss->n; i++) {
+    if (ss->s[i].sock)
+      zmq_close(ss->s[i].sock);
+    free(ss->s[i].m);
+    b2s_mpbuf_fini(&ss->s[i].mp);
+  }
+  free(ss);
+  srv->sources = NULL;
+}
+
+char *b2sd_sources_json(b2sd_server *srv) {
+  b2sd_sources *ss = srv->sources;
+  size_t cap = 64 + (ss ? ss->n : 0) * 1024;
+  char *out = malloc(cap);
+  if (!out)
+    return NULL;
+  size_t at = (size_t)snprintf(out, cap, "[");
+  for (size_t i = 0; ss && i < ss->n; i++) {
+    source *s = &ss->s[i];
+    at += (size_t)snprintf(out + at, cap - at,
+        "%s{\"kind\":\"dectris-stream2\",\"endpoint\":\"%s\",\"messages\":%llu,"
+        "\"images\":%llu,\"refused\":%llu,\"unknown_series\":%llu,"
+        "\"series\":%llu,\"series_timed_out\":%llu,\"series_open\":%s}",
+        i ? "," : "", s->cfg.endpoint, (unsigned long long)s->messages,
+        (unsigned long long)s->images, (unsigned long long)s->failures,
+        (unsigned long long)s->unknown_series, (unsigned long long)s->series,
+        (unsigned long long)s->timeouts, s->open ? "true" : "false");
+  }
+  snprintf(out + at, cap - at, "]");
+  return out;
+}
+
+void b2sd_sources_msnap(b2sd_server *srv, b2sd_msnap *snap) {
+  b2sd_sources *ss = srv->sources;
+  for (size_t i = 0; ss && i < ss->n && i < B2SD_MSOURCES_MAX; i++) {
+    const source *s = &ss->s[i];
+    b2sd_msource *m = &snap->sources[snap->nsources++];
+    snprintf(m->endpoint, sizeof m->endpoint, "%s", s->cfg.endpoint);
+    m->kind = "dectris-stream2";
+    m->messages = s->messages;
+    m->images = s->images;
+    m->refused = s->failures;
+    m->unknown_series = s->unknown_series;
+    m->series = s->series;
+    m->series_timed_out = s->timeouts;
+    m->series_open = s->open;
+  }
+}

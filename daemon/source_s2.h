@@ -1,0 +1,28 @@
+/* Sources the daemon pulls from itself: DECTRIS Stream V2 detectors
+ * (source_s2.c, docs/SOURCES.md).  I/O thread only. */
+#ifndef B2SD_SOURCE_S2_H
+#define B2SD_SOURCE_S2_H
+
+#include "b2sd.h"
+#include "b2s_stream2.h"
+
+/* Connect a PULL socket per configured source. */
+int b2sd_sources_new(b2sd_server *srv);
+/* Poll items for the sources' sockets into items; returns how many. */
+int b2sd_sources_items(b2sd_server *srv, zmq_pollitem_t *items);
+/* Read what the sockets hold, as far as the streams have room. */
+void b2sd_sources_recv(b2sd_server *srv);
+/* Close series that have been silent past their timeout. */
+void b2sd_sources_tick(b2sd_server *srv, uint64_t now_ns);
+/* Close the open series (drain), before the streams stop. */
+void b2sd_sources_close(b2sd_server *srv);
+/* Close the sockets, free (before zmq_ctx_term).  No-op without sources. */
+void b2sd_sources_free(b2sd_server *srv);
+/* The sources' counters into a metrics snapshot (metrics.h). */
+struct b2sd_msnap;
+void b2sd_sources_msnap(b2sd_server *srv, struct b2sd_msnap *s);
+/* The sources' counters as a JSON array (malloc'ed), NULL when out of
+ * memory. */
+char *b2sd_sources_json(b2sd_server *srv);
+
+#endif

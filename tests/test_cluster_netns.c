@@ -1,0 +1,346 @@
+/* A distributed stream across hosts, short version: each host a network
+ * namespace made here (ip netns, a veth pair into a bridge in a hub
+ * namespace, an address of 10.228.0.0/24 each), three ranks on three
+ * hosts, the committer on a fourth, `b2stream produce --ranks` on a
+ * fifth, all over tcp://, sharing a directory store (the namespaces share
+ * the file system).  While the producer runs, rank 1's host and then the
+ * committer's host are cut off (ip link set down) for 2 s and healed,
+ * then the committer and rank 2 are killed with SIGKILL and restarted.
+ * Checked: the producer acknowledges every buffer, the committed prefix
+ * read from the store never shrinks, every committed chunk holds its
+ * frame bit for bit when first seen and at the end, the frame closes.
+ * Needs root (CAP_NET_ADMIN) and iproute2; skipped otherwise. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "b2s_chunk.h"
+#include "b2s_dframe.h"
+#include "b2s_errors.h"
+#include "b2s_store.h"
+#include "cluster_util.h"
+#include "daemon_harness.h"
+
+#define HOSTS 5                    /* ranks 0..2, committer 3, producer 4 */
+#define NFRAMES 6000
+#define CHUNK 4096
+#define PORT 7000
+
+static char ns[HOSTS + 1][32];     /* [HOSTS]: the hub */
+static char dir[256];
+
+static int sh(const char *fmt, ...) {
+  char cmd[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void ip_of(int host, char *out, size_t cap) {
+  snprintf(out, cap, "10.228.0.%d", host + 1);
+}
+
+static void hosts_down(void) {
+  for (int h = 0; h <= HOSTS; h++)
+    if (ns[h][0])
+      sh("ip netns del %s 2>/dev/null", ns[h]);
+}
+
+/* The hub's bridge and one veth per host; 0 or why not. */
+static int hosts_up(void) {
+  for (int h = 0; h <= HOSTS; h++)
+    snprintf(ns[h], sizeof ns[h], "b2s%d%c%d", (int)getpid() % 100000,
+             h == HOSTS ? 'h' : 'n', h);
+  const char *hub = ns[HOSTS];
+  if (sh("ip netns add %s", hub) || sh("ip -n %s link add br0 type bridge", hub) ||
+      sh("ip -n %s link set br0 up", hub))
+    return -1;
+  for (int h = 0; h < HOSTS; h++) {
+    char ip[32];
+    ip_of(h, ip, sizeof ip);
+    if (sh("ip netns add %s", ns[h]) ||
+        sh("ip -n %s link add v%d type veth peer name eth0 netns %s", hub, h,
+           ns[h]) ||
+        sh("ip -n %s link set v%d master br0 up", hub, h) ||
+        sh("ip -n %s addr add %s/24 dev eth0", ns[h], ip) ||
+        sh("ip -n %s link set eth0 up", ns[h]) ||
+        sh("ip -n %s link set lo up", ns[h]))
+      return -1;
+  }
+  return 0;
+}
+
+static void link_set(int host, const char *state) {
+  assert_int_equal(sh("ip -n %s link set eth0 %s", ns[host], state), 0);
+}
+
+/* ---- processes in the hosts -------------------------------------------------- */
+
+static pid_t spawn_in(int host, const char *log, char *const argv[]) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    char *args[32] = {"ip", "netns", "exec", ns[host]};
+    int n = 4;
+    for (int k = 0; argv[k] && n < 31; k++)
+      args[n++] = argv[k];
+    args[n] = NULL;
+    execvp("ip", args);
+    _exit(127);
+  }
+  return pid;
+}
+
+static int stop(pid_t pid, int sig) {
+  kill(pid, sig);
+  int st;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void rank_config(env *e, int r, const char *store) {
+  char y[4096], ip[32], cip[32];
+  ip_of(r, ip, sizeof ip);
+  ip_of(3, cip, sizeof cip);
+  int n = snprintf(y, sizeof y,
+                   "listen: [tcp://%s:%d]\nrun_dir: run\ndata_dir: data\n"
+                   "workers: 2\nmax_buffer: 1MiB\nlog_level: info\n"
+                   "cluster:\n  storage: \"%s\"\n  rank: %d\n"
+                   "  committer: tcp://%s:%d\n  committer_pub: tcp://%s:%d\n"
+                   "  frames_per_block: 1\n  ranks:\n",
+                   ip, PORT, store, r, cip, PORT + 1, cip, PORT + 2);
+  for (int k = 0; k < 3; k++) {
+    ip_of(k, ip, sizeof ip);
+    n += snprintf(y + n, sizeof y - (size_t)n, "    - tcp://%s:%d\n", ip,
+                  PORT);
+  }
+  snprintf(y + n, sizeof y - (size_t)n,
+           "streams:\n  img:\n    format: distributed\n"
+           "    chunk_nbytes: 4096\n    typesize: 4\n    codec: lz4\n"
+           "    durability: {ack: fsync}\n");
+  env_init_config(e, y);
+}
+
+static void wait_log(const env *e, const char *text) {
+  for (int t = 0; env_log_count((env *)e, text) == 0; t += 50) {
+    if (t > WAIT_MS)
+      fail_msg("%s: no '%s' in its log", e->dir, text);
+    usleep(50000);
+  }
+}
+
+/* ---- the follower: the store's committed prefix ----------------------------- */
+
+typedef struct follower {
+  b2s_store *s;
+  b2s_dframe *df;
+  int64_t h;                       /* highest seen */
+  int64_t regressions, checked;
+  b2s_ctx *ctx;
+} follower;
+
+static void check_chunk(follower *f, int64_t i) {
+  uint8_t *chunk = NULL, got[CHUNK], want[CHUNK];
+  size_t len = 0;
+  assert_int_equal(b2s_dframe_chunk_get(f->df, i, &chunk, &len), 0);
+  assert_int_equal(b2s_decompress(f->ctx, chunk, len, got, sizeof got), CHUNK);
+  free(chunk);
+  cluster_frame_fill(want, CHUNK, (uint64_t)i);
+  if (memcmp(got, want, CHUNK) != 0)
+    fail_msg("chunk %lld differs from frame %lld", (long long)i, (long long)i);
+  f->checked++;
+}
+
+/* What the store says now: H never below one seen (a fresh handle each
+ * time, so nothing cached hides a regression), new chunks checked. */
+static void follow(follower *f, const char *store) {
+  b2s_store *s;
+  b2s_dframe *df;
+  b2s_store_opts o = {0};
+  assert_int_equal(b2s_store_open(store, &o, &s), 0);
+  if (b2s_dframe_open(s, "img", &df) != 0) {
+    b2s_store_free(s);
+    return;
+  }
+  int64_t h;
+  assert_int_equal(b2s_dframe_refresh(df, &h, NULL), 0);
+  if (h < f->h)
+    f->regressions++;
+  b2s_dframe_free(f->df);
+  b2s_store_free(f->s);
+  f->s = s;
+  f->df = df;
+  for (int64_t i = f->h; i < h; i++)
+    check_chunk(f, i);
+  if (h > f->h)
+    f->h = h;
+}
+
+/* ---- the test ------------------------------------------------------------------- */
+
+static void test_netns_cut_and_heal(void **state) {
+  (void)state;
+  if (geteuid() != 0 || sh("ip netns list >/dev/null 2>&1") != 0) {
+    printf("network namespace test skipped: needs root and iproute2\n");
+    skip();
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (hosts_up() != 0) {
+    hosts_down();
+    printf("network namespace test skipped: cannot make namespaces\n");
+    skip();
+  }
+  snprintf(dir, sizeof dir, "/tmp/b2s-netns-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  char store[300], in[300], plog[300], clog[300], cip[32], pull[64], pub[64];
+  snprintf(store, sizeof store, "%s/store", dir);
+  snprintf(in, sizeof in, "%s/in.bin", dir);
+  snprintf(plog, sizeof plog, "%s/produce.log", dir);
+  snprintf(clog, sizeof clog, "%s/committer.log", dir);
+  ip_of(3, cip, sizeof cip);
+  snprintf(pull, sizeof pull, "tcp://%s:%d", cip, PORT + 1);
+  snprintf(pub, sizeof pub, "tcp://%s:%d", cip, PORT + 2);
+  FILE *f = fopen(in, "w");
+  assert_non_null(f);
+  uint8_t buf[CHUNK];
+  for (uint64_t k = 0; k < NFRAMES; k++) {
+    cluster_frame_fill(buf, CHUNK, k);
+    assert_int_equal(fwrite(buf, 1, CHUNK, f), CHUNK);
+  }
+  fclose(f);
+
+  char *cm_argv[] = {(char *)getenv("B2S_COMMITTER"), "--store", store,
+                     "--pull", pull, "--pub", pub, "--frame", "img",
+                     "--gap-timeout-ms", "60000", NULL};
+  pid_t cm = spawn_in(3, clog, cm_argv);
+  env ranks[3];
+  pid_t rp[3];
+  char *rank_argv[3][4];
+  for (int r = 0; r < 3; r++) {
+    rank_config(&ranks[r], r, store);
+    rank_argv[r][0] = (char *)getenv("B2S_DAEMON");
+    rank_argv[r][1] = "--config";
+    rank_argv[r][2] = ranks[r].config;
+    rank_argv[r][3] = NULL;
+    rp[r] = spawn_in(r, ranks[r].log, rank_argv[r]);
+  }
+  for (int r = 0; r < 3; r++)
+    wait_log(&ranks[r], "listening on tcp://");
+  char eps[512], ip[32];
+  int n = 0;
+  for (int r = 0; r < 3; r++) {
+    ip_of(r, ip, sizeof ip);
+    n += snprintf(eps + n, sizeof eps - (size_t)n, "%stcp://%s:%d",
+                  r ? "," : "", ip, PORT);
+  }
+  char *pr_argv[] = {(char *)getenv("B2S_CLI"), "produce", "--ranks", eps,
+                     "--frames-per-block", "1", "--frame-number", "0",
+                     "--stream", "img", "--chunk-bytes", "4096", in, NULL};
+  pid_t prod = spawn_in(4, plog, pr_argv);
+
+  follower fo = {.ctx = b2s_ctx_new()};
+  int faults = 0, phase = 0, st = 0;
+  struct timespec cut_at;
+  for (int t = 0;; t += 50) {
+    assert_true(t < 300000);
+    follow(&fo, store);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((phase == 0 && fo.h >= NFRAMES / 6) ||
+        (phase == 2 && fo.h >= NFRAMES / 2)) {
+      link_set(phase == 0 ? 1 : 3, "down");   /* rank 1, then committer */
+      cut_at = now;
+      faults++;
+      phase++;
+    } else if ((phase == 1 || phase == 3) && now.tv_sec - cut_at.tv_sec >= 2) {
+      link_set(phase == 1 ? 1 : 3, "up");
+      phase++;
+    }
+    if (phase == 4 && fo.h >= NFRAMES * 2 / 3) {
+      assert_int_equal(stop(cm, SIGKILL), -1);
+      assert_int_equal(stop(rp[2], SIGKILL), -1);
+      usleep(300000);
+      cm = spawn_in(3, clog, cm_argv);
+      rp[2] = spawn_in(2, ranks[2].log, rank_argv[2]);
+      faults += 2;
+      phase++;
+    }
+    if (phase >= 5 && waitpid(prod, &st, WNOHANG) == prod)
+      break;
+    if (phase < 5 && waitpid(prod, &st, WNOHANG) == prod)
+      fail_msg("the producer ended before the faults (phase %d)", phase);
+    usleep(50000);
+  }
+  char out[4096] = "";
+  f = fopen(plog, "r");
+  assert_non_null(f);
+  out[fread(out, 1, sizeof out - 1, f)] = '\0';
+  fclose(f);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("produce: %s", out);
+  char want[128];
+  snprintf(want, sizeof want, "%d acknowledged, 0 refused, 0 dropped, 0 not "
+           "acknowledged", NFRAMES);
+  assert_non_null(strstr(out, want));
+  printf("%s", out);
+  /* the producer closed: every rank ends, the committer closes */
+  bool closed = false;
+  for (int t = 0; !closed || fo.h < NFRAMES; t += 100) {
+    if (t > 60000)
+      fail_msg("committed %lld of %d, closed %d", (long long)fo.h, NFRAMES,
+               closed);
+    follow(&fo, store);
+    assert_int_equal(b2s_dframe_refresh(fo.df, NULL, &closed), 0);
+    usleep(100000);
+  }
+  assert_int_equal(fo.h, NFRAMES);
+  for (int64_t i = 0; i < NFRAMES; i++)      /* again, at the end */
+    check_chunk(&fo, i);
+  assert_int_equal(fo.regressions, 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  printf("netns: %d acknowledged, 0 lost, %lld prefix regressions, %d "
+         "faults (2 link cuts, 2 kill -9), %lld chunk checks, %.1f s\n",
+         NFRAMES,
+         (long long)fo.regressions, faults, (long long)fo.checked,
+         (double)(t1.tv_sec - t0.tv_sec) +
+             (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+  b2s_dframe_free(fo.df);
+  b2s_store_free(fo.s);
+  b2s_ctx_free(fo.ctx);
+  assert_int_equal(stop(cm, SIGTERM), 0);
+  for (int r = 0; r < 3; r++) {
+    assert_int_equal(stop(rp[r], SIGTERM), 0);
+    env_fini(&ranks[r]);
+  }
+  hosts_down();
+  sh("rm -rf '%s'", dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_netns_cut_and_heal),
+  };
+  int rc = harness_run(tests);
+  hosts_down();                    /* also after a failure */
+  return rc;
+}

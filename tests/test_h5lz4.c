@@ -1,0 +1,317 @@
+/* bslz4 / lz4 HDF5 framings -> Blosc2 chunks: every conversion decodes to
+ * the original pixels, takes the expected path, and malformed framings are
+ * refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <lz4.h>
+
+#include "b2s_chunk.h"
+#include "b2s_h5lz4.h"
+
+/* Detector-like pixels: mostly small counts, compressible; or noise. */
+static void fill(uint8_t *p, size_t n, int noisy, uint32_t seed) {
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    p[i] = noisy ? (uint8_t)(seed >> 16) : (i % 7 == 0 ? (uint8_t)(seed >> 24) & 3 : 0);
+  }
+}
+
+typedef struct conv {
+  uint8_t *pix, *framed, *chunk, *back;
+  int64_t flen;
+  int clen;
+  b2s_h5_result res;
+} conv;
+
+static void conv_free(conv *c) {
+  free(c->pix); free(c->framed); free(c->chunk); free(c->back);
+}
+
+/* Frame n bytes of pixels, convert, decode the chunk; assert equality. */
+static conv roundtrip(int kind, int32_t es, size_t n, uint32_t block, int noisy,
+                      int verify) {
+  conv c = {0};
+  b2s_h5_params p = {.kind = kind, .elem_size = es, .typesize = es,
+                     .clevel = 5, .verify = verify};
+  c.pix = malloc(n + 1);
+  fill(c.pix, n, noisy, (uint32_t)n);
+  size_t fb = b2s_h5_compress_bound(&p, block, n);
+  c.framed = malloc(fb);
+  c.flen = b2s_h5_compress(&p, block, c.pix, n, c.framed, fb);
+  assert_true(c.flen >= B2S_H5_HEADER_LEN);
+  int64_t cb = b2s_h5_chunk_bound(&p, c.framed, (size_t)c.flen);
+  assert_true(cb >= (int64_t)n);
+  c.chunk = malloc((size_t)cb);
+  b2s_ctx *ctx = b2s_ctx_new();
+  c.clen = b2s_h5_to_chunk(ctx, &p, c.framed, (size_t)c.flen, (int64_t)n,
+                           c.chunk, (size_t)cb, &c.res);
+  assert_true(c.clen > 0);
+  c.back = malloc(n + 1);
+  assert_int_equal(b2s_decompress(ctx, c.chunk, (size_t)c.clen, c.back, n + 1),
+                   (int)n);
+  assert_memory_equal(c.back, c.pix, n);
+  /* The framing decodes to the same pixels on its own. */
+  memset(c.back, 0xee, n);
+  assert_int_equal(b2s_h5_decompress(&p, c.framed, (size_t)c.flen, c.back, n),
+                   (int)n);
+  assert_memory_equal(c.back, c.pix, n);
+  b2s_chunk_info ci;
+  assert_int_equal(b2s_chunk_info_get(c.chunk, (size_t)c.clen, &ci), 0);
+  assert_int_equal(ci.typesize, es);
+  assert_true(ci.dont_split || ci.memcpyed);
+  if (!ci.memcpyed)
+    assert_int_equal(ci.filters[5], kind == B2S_H5_BSLZ4 ? B2S_FILTER_BITSHUFFLE : 0);
+  b2s_ctx_free(ctx);
+  return c;
+}
+
+/* The framed and chunk bytes of every LZ4 stream are the same bytes. */
+static void assert_streams_copied(const conv *c) {
+  b2s_chunk_info ci;
+  assert_int_equal(b2s_chunk_info_get(c->chunk, (size_t)c->clen, &ci), 0);
+  size_t pos = B2S_H5_HEADER_LEN;
+  for (int32_t b = 0; b < ci.nblocks; b++) {
+    uint32_t cs = (uint32_t)c->framed[pos] << 24 | (uint32_t)c->framed[pos + 1] << 16 |
+                  (uint32_t)c->framed[pos + 2] << 8 | c->framed[pos + 3];
+    int32_t bstart;
+    memcpy(&bstart, c->chunk + B2S_HEADER_LEN + 4 * b, 4);
+    int32_t ccs;
+    memcpy(&ccs, c->chunk + bstart, 4);
+    assert_int_equal((int32_t)cs, ccs);
+    assert_memory_equal(c->framed + pos + 4, c->chunk + bstart + 4, cs);
+    pos += 4 + cs;
+  }
+}
+
+static void test_bslz4_verbatim(void **state) {
+  (void)state;
+  int32_t sizes[] = {1, 2, 4};
+  for (int i = 0; i < 3; i++) {
+    int32_t es = sizes[i];
+    /* 512x1030 pixels (a multiple of 8), a whole number of blocks, one
+     * block shorter than the default, and a block larger than the image. */
+    size_t ns[] = {512 * 1030, 4096 * 4, 1000, 640};
+    for (int k = 0; k < 4; k++) {
+      conv c = roundtrip(B2S_H5_BSLZ4, es, ns[k] * (size_t)es, 0, 0, 1);
+      assert_int_equal(c.res.path, B2S_H5_VERBATIM);
+      assert_int_equal(c.res.reencoded, 0);
+      assert_streams_copied(&c);
+      conv_free(&c);
+    }
+  }
+}
+
+static void test_bslz4_tail_patched(void **state) {
+  (void)state;
+  int32_t sizes[] = {1, 2, 4};
+  for (int i = 0; i < 3; i++) {
+    /* nelem % 8 != 0 (an EIGER2 500k image: 514x1030 = 4 mod 8): with a
+     * short LZ4 block, and with none (the tail follows a full block). */
+    size_t ns[] = {514 * 1030, 4096 * 3 + 5, 8192 / (size_t)sizes[i] + 3, 37};
+    for (int k = 0; k < 4; k++) {
+      conv c = roundtrip(B2S_H5_BSLZ4, sizes[i], ns[k] * (size_t)sizes[i], 0, 0, 1);
+      assert_int_equal(c.res.path, B2S_H5_PATCHED);
+      assert_int_equal(c.res.reencoded, 1);
+      conv_free(&c);
+    }
+  }
+}
+
+static void test_bslz4_incompressible_block(void **state) {
+  (void)state;
+  /* Noise: LZ4 output is larger than the block; stored raw in Blosc2. */
+  conv c = roundtrip(B2S_H5_BSLZ4, 2, 64 * 1024, 0, 1, 0);
+  assert_true(c.res.path == B2S_H5_PATCHED || c.res.path == B2S_H5_RECOMPRESSED);
+  conv_free(&c);
+  /* Under 32 bytes: Blosc2 stores such chunks memcpy'ed. */
+  c = roundtrip(B2S_H5_BSLZ4, 2, 24, 0, 0, 1);
+  assert_int_equal(c.res.path, B2S_H5_RECOMPRESSED);
+  conv_free(&c);
+}
+
+static void test_bslz4_odd_blocks(void **state) {
+  (void)state;
+  /* Non-default block sizes map as they are. */
+  uint32_t blocks[] = {16 * 2, 1024, 65536, 1u << 20};
+  for (int k = 0; k < 4; k++) {
+    conv c = roundtrip(B2S_H5_BSLZ4, 2, 2 * 100000, blocks[k], 0, 1);
+    assert_int_equal(c.res.path, B2S_H5_VERBATIM);
+    conv_free(&c);
+  }
+}
+
+/* pad_blocks: the chunk holds the pixels then zeros up to whole blocks,
+ * only the last block re-encoded. */
+static void test_padded(void **state) {
+  (void)state;
+  struct { int kind; int32_t es; size_t n; uint32_t block; } cases[] = {
+    {B2S_H5_BSLZ4, 2, 514 * 1030, 0}, {B2S_H5_BSLZ4, 4, 4096 + 3, 0},
+    {B2S_H5_BSLZ4, 1, 8192 * 2 + 8, 0}, {B2S_H5_LZ4, 2, 10007, 4096},
+  };
+  for (int k = 0; k < 4; k++) {
+    b2s_h5_params p = {.kind = cases[k].kind, .elem_size = cases[k].es,
+                       .typesize = cases[k].es, .clevel = 5, .verify = true,
+                       .pad_blocks = true};
+    size_t n = cases[k].n * (size_t)cases[k].es;
+    uint8_t *pix = malloc(n);
+    fill(pix, n, 0, 3);
+    size_t fb = b2s_h5_compress_bound(&p, cases[k].block, n);
+    uint8_t *f = malloc(fb);
+    int64_t fl = b2s_h5_compress(&p, cases[k].block, pix, n, f, fb);
+    int64_t cb = b2s_h5_chunk_bound(&p, f, (size_t)fl);
+    uint8_t *chunk = malloc((size_t)cb);
+    b2s_ctx *ctx = b2s_ctx_new();
+    b2s_h5_result res;
+    int cl = b2s_h5_to_chunk(ctx, &p, f, (size_t)fl, (int64_t)n, chunk, (size_t)cb, &res);
+    assert_true(cl > 0);
+    assert_int_equal(res.path, B2S_H5_PATCHED);
+    assert_int_equal(res.reencoded, 1);
+    b2s_chunk_info ci;
+    assert_int_equal(b2s_chunk_info_get(chunk, (size_t)cl, &ci), 0);
+    assert_int_equal(ci.nbytes % ci.blocksize, 0);
+    assert_true((size_t)ci.nbytes > n && (size_t)ci.nbytes < n + (size_t)ci.blocksize);
+    uint8_t *back = malloc((size_t)ci.nbytes);
+    assert_int_equal(b2s_decompress(ctx, chunk, (size_t)cl, back, (size_t)ci.nbytes),
+                     ci.nbytes);
+    assert_memory_equal(back, pix, n);
+    for (size_t i = n; i < (size_t)ci.nbytes; i++)
+      assert_int_equal(back[i], 0);
+    b2s_ctx_free(ctx);
+    free(back); free(chunk); free(f); free(pix);
+  }
+}
+
+/* want_block: a framing with the frame's block size is rewritten, one with
+ * another block size is decoded and compressed again with the frame's. */
+static void test_want_block(void **state) {
+  (void)state;
+  size_t n = 2 * 514 * 1030;
+  uint8_t *pix = malloc(n);
+  fill(pix, n, 0, 11);
+  uint32_t blocks[] = {8192, 16384, 4096};
+  for (int k = 0; k < 3; k++) {
+    b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2,
+                       .clevel = 5, .verify = true, .pad_blocks = true,
+                       .want_block = 8192};
+    size_t fb = b2s_h5_compress_bound(&p, blocks[k], n);
+    uint8_t *f = malloc(fb);
+    int64_t fl = b2s_h5_compress(&p, blocks[k], pix, n, f, fb);
+    size_t cap = (size_t)b2s_h5_chunk_bound(&p, f, (size_t)fl);
+    uint8_t *chunk = malloc(cap);
+    b2s_ctx *ctx = b2s_ctx_new();
+    b2s_h5_result res;
+    int cl = b2s_h5_to_chunk(ctx, &p, f, (size_t)fl, (int64_t)n, chunk, cap, &res);
+    assert_true(cl > 0);
+    assert_int_equal(res.path, k == 0 ? B2S_H5_PATCHED : B2S_H5_RECOMPRESSED);
+    b2s_chunk_info ci;
+    assert_int_equal(b2s_chunk_info_get(chunk, (size_t)cl, &ci), 0);
+    assert_int_equal(ci.blocksize, 8192);
+    assert_int_equal(ci.nbytes, (n + 8191) / 8192 * 8192);
+    uint8_t *back = malloc((size_t)ci.nbytes);
+    assert_int_equal(b2s_decompress(ctx, chunk, (size_t)cl, back, (size_t)ci.nbytes),
+                     ci.nbytes);
+    assert_memory_equal(back, pix, n);
+    b2s_ctx_free(ctx);
+    free(back); free(chunk); free(f);
+  }
+  free(pix);
+}
+
+static void test_lz4_verbatim(void **state) {
+  (void)state;
+  conv c = roundtrip(B2S_H5_LZ4, 2, 2 * 514 * 1030, 0, 0, 1);
+  assert_int_equal(c.res.path, B2S_H5_VERBATIM);
+  assert_int_equal(c.res.nblocks, 1);
+  assert_streams_copied(&c);
+  conv_free(&c);
+  c = roundtrip(B2S_H5_LZ4, 4, 4 * 100001, 4096, 0, 1);
+  assert_int_equal(c.res.path, B2S_H5_VERBATIM);
+  assert_streams_copied(&c);
+  conv_free(&c);
+  /* Raw blocks (noise) map onto raw Blosc2 streams as they are; a chunk
+   * larger than data + 32 becomes the encoder's memcpy chunk. */
+  c = roundtrip(B2S_H5_LZ4, 1, 100000, 4096, 1, 1);
+  assert_int_equal(c.res.path, B2S_H5_RECOMPRESSED);
+  conv_free(&c);
+}
+
+/* A valid bslz4 buffer to corrupt. */
+static size_t make_bslz4(uint8_t **out, size_t n) {
+  b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2,
+                     .clevel = 5, .verify = true};
+  uint8_t *pix = malloc(n);
+  fill(pix, n, 0, 7);
+  size_t fb = b2s_h5_compress_bound(&p, 0, n);
+  *out = malloc(fb);
+  int64_t len = b2s_h5_compress(&p, 0, pix, n, *out, fb);
+  free(pix);
+  assert_true(len > 0);
+  return (size_t)len;
+}
+
+static int convert(const uint8_t *src, size_t len, int64_t n, bool verify) {
+  b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2,
+                     .clevel = 5, .verify = verify};
+  size_t cap = (size_t)n + len + 65536;
+  uint8_t *dst = malloc(cap);
+  b2s_ctx *ctx = b2s_ctx_new();
+  int rc = b2s_h5_to_chunk(ctx, &p, src, len, n, dst, cap, NULL);
+  b2s_ctx_free(ctx);
+  free(dst);
+  return rc;
+}
+
+static void test_malformed(void **state) {
+  (void)state;
+  const size_t n = 2 * 20000;
+  uint8_t *f;
+  size_t len = make_bslz4(&f, n);
+  assert_true(convert(f, len, (int64_t)n, true) > 0);
+  /* Declared size differs from the image's. */
+  assert_int_equal(convert(f, len, (int64_t)n - 2, true), B2S_E_DECODE);
+  /* Truncated anywhere, or one byte too many. */
+  for (size_t cut = 0; cut < len; cut += len / 17 + 1)
+    assert_true(convert(f, cut, (int64_t)n, true) < 0);
+  uint8_t *g = malloc(len + 1);
+  memcpy(g, f, len);
+  g[len] = 0;
+  assert_int_equal(convert(g, len + 1, (int64_t)n, true), B2S_E_DECODE);
+  /* A stream size past the end, and a zero stream size. */
+  memcpy(g, f, len);
+  g[12] = 0x7f;
+  assert_int_equal(convert(g, len, (int64_t)n, true), B2S_E_DECODE);
+  memcpy(g, f, len);
+  memset(g + 12, 0, 4);
+  assert_int_equal(convert(g, len, (int64_t)n, true), B2S_E_DECODE);
+  /* Block size not a multiple of 8 elements. */
+  memcpy(g, f, len);
+  g[11] = 0x08;
+  assert_int_equal(convert(g, len, (int64_t)n, true), B2S_E_DECODE);
+  /* A damaged LZ4 stream: verification catches it (the first token's
+   * literal count no longer matches). */
+  memcpy(g, f, len);
+  g[16] ^= 0xf0;
+  assert_int_equal(convert(g, len, (int64_t)n, true), B2S_E_DECODE);
+  free(g);
+  free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_bslz4_verbatim),
+    cmocka_unit_test(test_bslz4_tail_patched),
+    cmocka_unit_test(test_bslz4_incompressible_block),
+    cmocka_unit_test(test_bslz4_odd_blocks),
+    cmocka_unit_test(test_padded),
+    cmocka_unit_test(test_want_block),
+    cmocka_unit_test(test_lz4_verbatim),
+    cmocka_unit_test(test_malformed),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
