@@ -832,7 +832,7 @@ static double stats_number(b2sc_session *s, const char *stream,
 /* ---- e2e throughput ------------------------------------------------------------- */
 
 /* The record a detector would send with image i: its frame number, a
- * timestamp and a small user map ({"exp": 10}, PROTOCOL.md 11.9). */
+ * timestamp and a small user map ({"exp": 10}, PROTOCOL.md 9.3). */
 static b2sc_record bench_record(long i) {
   static const uint8_t user[] = {0x81, 0xa3, 'e', 'x', 'p', 0x0a};
   b2sc_record r = {0};

@@ -94,7 +94,7 @@ void b2sd_wake(b2sd_server *srv);
 
 /* ---- jobs and chunks ------------------------------------------------------ */
 
-/* A producer's record of one buffer (PROTOCOL.md 11.3), carried from the
+/* A producer's record of one buffer (PROTOCOL.md 2.4, 4.2), carried from the
  * I/O thread through the job and the chunk to the writer, which stores it
  * with the chunk.  present 0: the buffer came without one.  Whoever holds
  * the job or chunk owns user (malloc'ed). */

@@ -1,4 +1,4 @@
-/* Records for consumers (PROTOCOL.md 11.5): the stored record of a chunk
+/* Records for consumers (PROTOCOL.md 4.4): the stored record of a chunk
  * as the wire's record frame, the records of a run of chunks read from a
  * stream's companion frame, and the NOTIFY and CHUNK headers that carry
  * them.  The message builders are plain functions of plain data; the

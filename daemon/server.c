@@ -182,7 +182,7 @@ static void on_ping(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m) {
 
 /* Decode a header in any version this daemon speaks.  A HELLO of a later
  * version (same layout in every version) is read as our highest: the
- * session then speaks it (PROTOCOL.md 11.1). */
+ * session then speaks it (PROTOCOL.md 8.1). */
 static int decode_header(inmsg *in, b2s_wire_msg *m) {
   const uint8_t *buf = zmq_msg_data(&in->hdr);
   size_t len = zmq_msg_size(&in->hdr);

@@ -1,4 +1,4 @@
-/* Shared-memory ingest (PROTOCOL.md 3.11-3.13, 4.3): SHM_ATTACH gives a
+/* Shared-memory ingest (PROTOCOL.md 3.13-3.15, 4.3): SHM_ATTACH gives a
  * producer handle its own segment (segment.c), SHM_SUBMIT hands one of
  * its filled slots to the handle's buffer path (handles.c).  I/O thread
  * only. */

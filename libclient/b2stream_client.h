@@ -167,7 +167,7 @@ int b2sc_protocol_version(const b2sc_session *s);
  * at INT32_MAX), B2S_E_TIMEOUT, or B2S_E_CLOSED. */
 int b2sc_ping(b2sc_session *s, int timeout_ms);
 
-/* Statistics as one JSON object (docs/PROTOCOL.md 3.22): the whole daemon
+/* Statistics as one JSON object (docs/PROTOCOL.md 3.24): the whole daemon
  * when stream is NULL or "", else that stream (B2S_E_NOSTREAM).  *json is
  * malloc'ed and NUL-terminated, *len its length without the NUL (len may be
  * NULL); the caller frees it. */
@@ -252,7 +252,7 @@ int b2sc_producer_close(b2sc_producer *p);
  * when its bit is in present; fields not present must be 0 when sent.
  * The user part is opaque bytes, or with B2SC_REC_USER_MAP one msgpack map
  * (stored as that map, read back as a dict by python).  docs/PROTOCOL.md
- * section 11 has the wire format. */
+ * section 2.4 has the wire format. */
 #define B2SC_USER_MAX 4096
 enum {                                   /* present */
   B2SC_REC_FRAME = 0x1,                  /* frame given */

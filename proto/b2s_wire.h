@@ -77,7 +77,7 @@ enum {
   B2S_WIRE_CHUNK_RECORD = 0x0004,          /* frame 3: the record */
 };
 
-/* Version-2 limits (docs/PROTOCOL.md section 11.7). */
+/* Version-2 limits (docs/PROTOCOL.md section 7). */
 #define B2S_WIRE_USER_MAX 4096       /* user part of a record */
 #define B2S_WIRE_REC_FIXED 30        /* record frame without its user part */
 #define B2S_WIRE_REC_MAX (B2S_WIRE_REC_FIXED + B2S_WIRE_USER_MAX)
@@ -245,7 +245,7 @@ size_t b2s_wire_utf8_cut(const char *s, size_t len, size_t max);
 
 /* ---- version 2: records and metadata (wire_rec.c) ----------------------- */
 
-/* Record frame, little endian (docs/PROTOCOL.md 11.2): u64 frame, i64
+/* Record frame, little endian (docs/PROTOCOL.md 2.4): u64 frame, i64
  * ts_ns, u64 xxh64, u16 present, u16 flags, u16 user_len, user bytes. */
 enum {                                /* present bits */
   B2S_WIRE_REC_FRAME = 0x0001,        /* frame number given */

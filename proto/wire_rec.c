@@ -1,5 +1,5 @@
 /* Version-2 extra frames of the wire protocol (docs/PROTOCOL.md section
- * 10): the record frame and the structural check of msgpack maps (record
+ * 2.4): the record frame and the structural check of msgpack maps (record
  * user parts, series metadata).
  *
  * The checks here keep the daemon from storing bytes that a msgpack reader

@@ -1,5 +1,5 @@
 /* Records delivered to consumers by the real daemon (docs/PROTOCOL.md
- * 11.5) through the client library, and the b2stream tool's options of
+ * 4.4) through the client library, and the b2stream tool's options of
  * protocol version 2 (produce --meta/--frame-number/--timestamp, tail
  * --records).  Written for a daemon that negotiates version 2 in HELLO:
  * against one that speaks only version 1 every test skips, saying so. */

@@ -1,4 +1,4 @@
-/* Integration tests of b2streamd with protocol version 2 (PROTOCOL.md 11):
+/* Integration tests of b2streamd with protocol version 2 (PROTOCOL.md 8.2):
  * HELLO negotiation (a version-1 client is served as before), the records
  * of DATA and SHM_SUBMIT stored next to their chunks (checked in the
  * records frame with core's reader, byte for byte, checksums included),

@@ -1,5 +1,5 @@
 /* Integration tests of b2streamd: configuration reload on SIGHUP, and
- * follows that push chunks (PROTOCOL.md 3.14).  The real daemon
+ * follows that push chunks (PROTOCOL.md 3.16).  The real daemon
  * ($B2S_DAEMON) runs on a temporary directory; a raw client speaks the
  * protocol (daemon_harness) and the frames are checked byte for byte.
  * The tests learn that a reload has happened from the daemon's log. */

@@ -987,7 +987,7 @@ static void test_utf8_cut(void **state) {
   assert_int_equal(w.len, 3);
 }
 
-/* ---- version 2 (PROTOCOL.md section 11) --------------------------------- */
+/* ---- version 2 (PROTOCOL.md 2.4, 8.2) ----------------------------------- */
 
 static int encode_v2(const b2s_wire_msg *m, uint8_t *buf) {
   return b2s_wire_encode_v(m, 2, buf, B2S_WIRE_HEADER_MAX);
@@ -1007,7 +1007,7 @@ static void expect_bytes_v2(const b2s_wire_msg *m, const uint8_t *want,
   assert_int_equal(b2s_wire_decode(want, len, &d), B2S_E_PROTO_VERSION);
 }
 
-/* The version-2 record of PROTOCOL.md 11.9: frame 1007, ts, {"exp": 10}. */
+/* The version-2 record of PROTOCOL.md 9.3: frame 1007, ts, {"exp": 10}. */
 static const uint8_t user_exp[] = {0x81, 0xa3, 0x65, 0x78, 0x70, 0x0a};
 
 static b2s_wire_rec sample_rec(void) {

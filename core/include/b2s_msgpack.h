@@ -147,7 +147,7 @@ typedef struct b2s_mpval {
 
 /* Containers nested inside a value that b2s_mp_skip accepts: a map holding
  * at most 32 levels of containers (so 33 with the map itself), exactly
- * what the wire's map check accepts (docs/PROTOCOL.md section 10), so that
+ * what the wire's map check accepts (docs/PROTOCOL.md section 2.4), so that
  * what the daemon acknowledges it can store.  Hostile input cannot
  * recurse deeper. */
 #define B2S_MP_MAX_DEPTH 32

@@ -124,7 +124,7 @@ class Connection:
         if not 1 <= protocol <= w.VERSION_MAX:
             raise ValueError(f"protocol must be 1 .. {w.VERSION_MAX}")
         self._protocol_max = protocol
-        #: the version the session speaks (docs/PROTOCOL.md 11.1)
+        #: the version the session speaks (docs/PROTOCOL.md 8.1)
         self.protocol_version = protocol
         self._roles = set(roles)
         bad = self._roles - {"producer", "consumer"}
@@ -513,7 +513,7 @@ class Connection:
         return time.monotonic() - t0
 
     def stats(self, stream: str = "") -> dict:
-        """The daemon's statistics (PROTOCOL.md 3.22) as a dict: the whole
+        """The daemon's statistics (PROTOCOL.md 3.24) as a dict: the whole
         daemon, or one stream (NoStreamError when it does not exist)."""
         _, _, payload = self._request(w.STATS, w.wstr(stream), 0, w.STATS_REPLY,
                                       about=stream)

@@ -1,5 +1,5 @@
 """A small, strict msgpack codec for series metadata and record user parts
-(docs/PROTOCOL.md 11): nil, bool, int (-2**63 .. 2**64-1), float64, str,
+(docs/PROTOCOL.md 2.4, 3.11): nil, bool, int (-2**63 .. 2**64-1), float64, str,
 bin, array, map.  The encoder writes the shortest form of each value, as
 msgpack-python's packb(use_bin_type=True) does, so the bytes are the ones
 python-blosc2 would write.  The decoder accepts every encoding of these

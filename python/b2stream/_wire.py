@@ -6,7 +6,7 @@ import struct
 
 MAGIC = b"B2SW"
 VERSION = 1             # the version of sessions that negotiated nothing
-VERSION_MAX = 2         # the highest this package speaks (section 11)
+VERSION_MAX = 2         # the highest this package speaks (section 8)
 PREFIX = struct.Struct("<4sBBHII")     # magic, version, type, flags, tag, 0
 HEADER_MAX = 1059
 
@@ -28,7 +28,7 @@ FOLLOW_PUSH_COMPRESSED, FOLLOW_PUSH_DECOMPRESSED = 0x0004, 0x0008
 READ_DECOMPRESS = 0x0001
 CHUNK_DECOMPRESSED, CHUNK_PUSHED = 0x0001, 0x0002
 ERROR_CLOSED_REF, ERROR_CLOSED_SESSION = 0x0001, 0x0002
-# version 2 flags (section 11.1)
+# version 2 flags (section 8.2)
 OPEN_META, DATA_RECORD, SHM_SUBMIT_RECORD = 0x0001, 0x0001, 0x0001
 FOLLOW_RECORDS, READ_RECORD = 0x0010, 0x0002
 NOTIFY_RECORDS, CHUNK_RECORD = 0x0001, 0x0004

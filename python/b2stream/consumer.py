@@ -196,7 +196,7 @@ class Follow:
     # -- messages from the pump ---------------------------------------------------
 
     def _frames_ok(self, mtype: int, flags: int, frames: list) -> bool:
-        """The frames after the header as 11.1 says: with records, one more
+        """The frames after the header as 8.2 says: with records, one more
         (NOTIFY: the records; CHUNK: the record after the chunk)."""
         bit = w.NOTIFY_RECORDS if mtype == w.NOTIFY else w.CHUNK_RECORD
         want = (0 if mtype == w.NOTIFY else 1) + (1 if self.records else 0)

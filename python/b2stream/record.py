@@ -1,4 +1,4 @@
-"""Chunk records (docs/PROTOCOL.md 11.2, docs/METADATA.md): what a
+"""Chunk records (docs/PROTOCOL.md 2.4, docs/METADATA.md): what a
 producer says about a buffer (frame number, timestamp, user part) and what
 the daemon adds to the stored chunk (checksum, gap flags).
 
@@ -21,7 +21,7 @@ _FLAGS_ALL = FLAG_GAP | FLAG_DROPPED | FLAG_REJECTED
 
 
 class RecordFrameError(ValueError):
-    """A record frame that breaks a rule of PROTOCOL.md 11.2."""
+    """A record frame that breaks a rule of PROTOCOL.md 2.4."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def encode(frame: int | None = None, ts: int | None = None, user: Any = None) ->
 
 def decode_one(buf: bytes | memoryview, pos: int = 0) -> tuple[Record, int]:
     """The record at pos of buf and the offset after it; RecordFrameError for
-    one that breaks the rules of 11.2."""
+    one that breaks the rules of 2.4."""
     if len(buf) - pos < RECORD.size:
         raise RecordFrameError(f"record of {len(buf) - pos} bytes, under {RECORD.size}")
     frame, ts, xxh, present, flags, n = RECORD.unpack_from(buf, pos)

@@ -1,6 +1,6 @@
 """The package's msgpack codec (b2stream._msgpack), without the daemon:
 byte for byte against msgpack-python where it is installed, and against
-the reference bytes of docs/PROTOCOL.md 11.9."""
+the reference bytes of docs/PROTOCOL.md 9.3."""
 from __future__ import annotations
 
 import math
@@ -29,7 +29,7 @@ def test_shortest_form_as_msgpack_python(value):
 
 
 def test_reference_bytes_of_the_protocol():
-    # PROTOCOL.md 11.9: the OPEN metadata, the META map and a user map
+    # PROTOCOL.md 9.3: the OPEN metadata, the META map and a user map
     assert m.packb({"gain": 1.5}) == bytes.fromhex("81a46761696ecb3ff8000000000000")
     assert m.packb({"gain": None, "sample": "Fe2"}) == bytes.fromhex(
         "82a46761696ec0a673616d706c65a3466532")

@@ -40,12 +40,19 @@ def test_protocol_md_headings_match():
         doc = f.read()
     for name, value, since in listed_types():
         # each type has a heading "NAME (0xNN), client → daemon" or
-        # "daemon → client", possibly shared with a sibling (FLUSH, CLOSE)
+        # "daemon → client", possibly shared with a sibling (FLUSH, CLOSE);
+        # a type of a later version says so in its own heading
         pattern = r"^#+ .*\b%s \(0x%02X\)" % (name, value)
         m = re.search(pattern, doc, re.M)
         assert m, f"{name} (0x{value:02X}) has no heading in PROTOCOL.md"
         heading = doc[m.start():doc.index("\n", m.start())]
         direction = "daemon → client" if value & 0x80 else "client → daemon"
         assert direction in heading, heading
-        if since == 2:
-            assert "since v2" in heading or "version 2" in doc[:m.start()].rsplit("\n## ", 1)[-1], heading
+        if since > 1:
+            assert f"since v{since}" in heading, heading
+        else:
+            assert "since v" not in heading, heading
+        # and its row in the type table of section 3 gives the same version
+        row = re.search(r"^\| 0x%02X \| %s \|.*\| v(\d) \|$" % (value, name),
+                        doc, re.M)
+        assert row and int(row.group(1)) == since, f"{name} row of the type table"

@@ -1,6 +1,6 @@
 """Protocol version 2 on the client side, without the real daemon: a
 scripted stand-in daemon (a ZeroMQ ROUTER) checks what the package sends
-against the reference bytes of docs/PROTOCOL.md 11.9 and answers as a
+against the reference bytes of docs/PROTOCOL.md 9.3 and answers as a
 version-2 daemon would; records and error codes are decoded alone."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from b2stream import errors
 from b2stream import record as rec
 
 H = bytes.fromhex
-# PROTOCOL.md 11.9: the DATA's record (frame 1007, ts_ns, user {"exp": 10})
+# PROTOCOL.md 9.3: the DATA's record (frame 1007, ts_ns, user {"exp": 10})
 # and the same record as stored (xxh64 0x0123456789abcdef added)
 REC_1007 = H("ef03000000000000" "15cd853dfe9c9717" "0000000000000000"
              "0b000000" "0600" "81a36578700a")
@@ -142,7 +142,7 @@ def test_hello_bytes(fake):
     d = fake()
     with d.session(name="cam0", roles=("producer",)) as s:
         assert s.protocol_version == 2 and s.server == "fake 0.2"
-    # 11.9's HELLO but for the pid and ping_ms (the package promises none)
+    # 9.3's HELLO but for the pid and ping_ms (the package promises none)
     hello = d.got[0][0]
     assert hello[:16] == H("42325357020101000100000000000000")
     assert hello[20:] == bytes(4) + H("0400") + b"cam0"
