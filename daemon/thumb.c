@@ -77,7 +77,11 @@ int b2sd_thumb_scale(const void *pixels, const char *dtype, int64_t h,
   for (int y = 0; y < *oh; y++)
     for (int x = 0; x < *ow; x++) {
       double v = pixel(px + ((y * step) * w + x * step) * f.size, &f);
-      double g = isfinite(v) && hi > lo ? (v - lo) * 255.0 / (hi - lo) : 0;
+      /* halves first: hi - lo of float64 extremes would overflow */
+      double g = isfinite(v) && hi > lo
+                     ? (v / 2 - lo / 2) / (hi / 2 - lo / 2) * 255.0
+                     : 0;
+      g = isfinite(g) ? (g < 0 ? 0 : g > 255 ? 255 : g) : 0;
       out[y * *ow + x] = (uint8_t)(g + 0.5);
     }
   return 0;

@@ -2328,7 +2328,10 @@ static void test_ls_json_damaged(void **state) {
   assert_int_equal(failures, 0);
 }
 
-int main(void) {
+/* argv[1] "K/N": run only every N-th test from the K-th (1-based), so
+ * meson runs the parts side by side (each test starts many processes,
+ * which is slow under the sanitizers). */
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_help, test_setup),
       cmocka_unit_test_setup(test_bad_args, test_setup),
@@ -2359,5 +2362,15 @@ int main(void) {
       cmocka_unit_test_setup(test_meta_verify, test_setup),
       cmocka_unit_test_setup(test_meta_recover, test_setup),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  size_t n = sizeof tests / sizeof tests[0], k = 1, parts = 1, m = 0;
+  if (argc > 1 && (sscanf(argv[1], "%zu/%zu", &k, &parts) != 2 || k < 1 ||
+                   k > parts)) {
+    fprintf(stderr, "usage: test_cli [K/N]\n");
+    return 2;
+  }
+  struct CMUnitTest part[sizeof tests / sizeof tests[0]];
+  for (size_t i = k - 1; i < n; i += parts)
+    part[m++] = tests[i];
+  return _cmocka_run_group_tests("test_cli", part, m, group_setup,
+                                 group_teardown);
 }

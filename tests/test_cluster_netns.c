@@ -287,8 +287,16 @@ static void test_netns_cut_and_heal(void **state) {
     }
     if (phase >= 5 && waitpid(prod, &st, WNOHANG) == prod)
       break;
-    if (phase < 5 && waitpid(prod, &st, WNOHANG) == prod)
-      fail_msg("the producer ended before the faults (phase %d)", phase);
+    if (phase < 5 && waitpid(prod, &st, WNOHANG) == prod) {
+      char early[2048] = "";
+      FILE *pl = fopen(plog, "r");
+      if (pl) {
+        early[fread(early, 1, sizeof early - 1, pl)] = '\0';
+        fclose(pl);
+      }
+      fail_msg("the producer ended before the faults (phase %d): %s", phase,
+               early);
+    }
     usleep(50000);
   }
   char out[4096] = "";

@@ -341,6 +341,12 @@ static void test_thumb_scale(void **state) {
   assert_int_equal(out[0], 0);
   assert_int_equal(out[1], 0);   /* NaN: black */
   assert_int_equal(out[2], 255);
+  /* the extremes of float64: hi - lo overflows, the scale must not */
+  double ext[3] = {-1.7e308, 0.0, 1.7e308};
+  assert_int_equal(b2sd_thumb_scale(ext, "<f8", 1, 3, out, &oh, &ow), 0);
+  assert_int_equal(out[0], 0);
+  assert_int_equal(out[1], 128);
+  assert_int_equal(out[2], 255);
   uint8_t flat[4] = {7, 7, 7, 7};
   assert_int_equal(b2sd_thumb_scale(flat, "|u1", 2, 2, out, &oh, &ow), 0);
   assert_int_equal(out[0] | out[1] | out[2] | out[3], 0);
