@@ -121,7 +121,7 @@ void cli_top_render(const cli_top_sample *s, cli_top_sort by, size_t max_rows, c
   out[0] = '\0';
   put(out, cap, &at, "b2streamd %s  sessions %lld  memory %.1f of %.0f MB  "
       "streams %zu  sorted by %s\n", s->version, (long long)s->sessions,
-      (double)(s->inflight_bytes + s->shm_bytes) / 1e6,
+      ((double)s->inflight_bytes + (double)s->shm_bytes) / 1e6,
       (double)s->memory_limit / 1e6, s->nrows, sort_names[by]);
   put(out, cap, &at, "%-20s %-7s %9s %9s %6s %7s %9s %7s %10s\n", "STREAM",
       "STATE", "MB/s", "IMG/s", "RATIO", "QUEUED", "DROPS", "ERRORS",
