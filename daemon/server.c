@@ -813,6 +813,10 @@ void b2sd_server_fini(b2sd_server *srv) {
   srv->pool = NULL;
   b2sd_readers_free(srv->readers);  /* before the streams they read */
   srv->readers = NULL;
+  /* the sessions' reads count on their streams (nreads): let them go
+   * while the streams are there */
+  for (b2sd_session *s = srv->sessions; s; s = s->next)
+    b2sd_reads_session_end(srv, s);
   while (srv->streams) {
     b2sd_stream *st = srv->streams;
     srv->streams = st->next;

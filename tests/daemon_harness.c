@@ -147,7 +147,7 @@ void env_start_as_is(env *e) {
 static void log_tail(const env *e, int rc) {
   fprintf(stderr, "daemon exited with %d; the end of %s:\n", rc, e->log);
   char cmd[400];
-  snprintf(cmd, sizeof cmd, "tail -n 30 '%s' >&2", e->log);
+  snprintf(cmd, sizeof cmd, "tail -n 120 '%s' >&2", e->log);
   if (system(cmd) != 0)
     fprintf(stderr, "(no log)\n");
 }
