@@ -313,6 +313,8 @@ static void test_remote_and_busy_port(void **state) {
            "data_dir: data\nhttp: {listen: \"0.0.0.0:%d\", "
            "allow_remote: true}\nstreams:\n  w: {}\n", p);
   env_up(&e, yaml);
+  /* the listener starts beside the ready socket: wait for its warning */
+  env_log_wait(&e, "is not a loopback address", 1);
   assert_int_equal(env_log_count(&e, "is not a loopback address"), 1);
   port = p;
   free(metrics_until("b2stream_streams", 1));
