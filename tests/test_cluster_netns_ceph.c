@@ -359,6 +359,9 @@ typedef struct run {
   char clog[300];
   int osd_down;                    /* an OSD killed and not yet clean: its
                                       id, else -1 */
+  const follower *fo;
+  int64_t h_osd_killed;            /* committed when the OSD was killed */
+  int64_t served_on_two;           /* chunks committed while it was down */
   double clean_s;                  /* longest wait for active+clean */
   double clean_from;
 } run;
@@ -380,11 +383,12 @@ static void schedule(run *r, rng *g, int rounds) {
     f->at = 5.0 + SLOT_S * k + (double)(rng_next(g) % 3000) / 1000.0;
     f->who = (int)(rng_next(g) % 3);
     /* cuts 1-4 s, under the committer's lease of 10 s; kills restarted
-       after 0.2-2 s; an OSD made again after 2-6 s */
+       after 0.2-2 s; an OSD made again after 10-14 s, well after it is
+       marked down (heartbeat grace 5 s), so the pool serves on two */
     f->hold = f->kind == RANK_CUT || f->kind == CM_CUT
                   ? 1.0 + (double)(rng_next(g) % 3000) / 1000.0
               : f->kind == OSD_KILL
-                  ? 2.0 + (double)(rng_next(g) % 4000) / 1000.0
+                  ? 10.0 + (double)(rng_next(g) % 4000) / 1000.0
                   : 0.2 + (double)(rng_next(g) % 1800) / 1000.0;
     printf("fault %d at %.1f s: %s (%s %d), for %.1f s\n", k, f->at,
            kind_name[f->kind], f->kind == OSD_KILL ? "osd" : "rank",
@@ -428,6 +432,7 @@ static void fault_begin(run *r, fault *f) {
     if (ceph_cmd("kill-osd", who) != 0)
       fail_msg("kill-osd %d failed (%s/ceph.log)", f->who, dir);
     r->osd_down = f->who;
+    r->h_osd_killed = r->fo->h;
   }
   r->injected++;
   f->state = 1;
@@ -438,6 +443,14 @@ static void fault_begin(run *r, fault *f) {
 static void fault_end(run *r, fault *f) {
   switch (f->kind) {
   case OSD_KILL: {
+    /* the pool served with one OSD of three gone */
+    int64_t served = r->fo->h - r->h_osd_killed;
+    printf("%6.1f s: %lld chunks committed while osd.%d was down\n",
+           now_s() - r->t0, (long long)served, f->who);
+    if (served <= 0)
+      fail_msg("nothing was committed in %.1f s with osd.%d down", f->hold,
+               f->who);
+    r->served_on_two += served;
     char who[16];
     snprintf(who, sizeof who, "%d", f->who);
     if (ceph_cmd("restart-osd", who) != 0)
@@ -601,8 +614,8 @@ static const char *skip_reason(void) {
     return "needs root";
   if (sh("ip netns list >/dev/null 2>&1") != 0)
     return "needs iproute2";
-  if (sh("command -v ceph-mon && command -v ceph-mgr && command -v ceph-osd "
-         "&& command -v rados >/dev/null") != 0)
+  if (sh("{ command -v ceph-mon && command -v ceph-mgr && "
+         "command -v ceph-osd && command -v rados; } >/dev/null") != 0)
     return "needs Ceph (ceph-mon, ceph-mgr, ceph-osd, rados)";
   if (!b2s_store_have_rados())
     return "this build has no librados";
@@ -637,7 +650,7 @@ static void test_netns_ceph(void **state) {
   run r = {.osd_down = -1};
   schedule(&r, &g, rounds);
   /* production outlasts the last fault by a few seconds */
-  int64_t nframes = (int64_t)((5.0 + SLOT_S * r.n + 8.0) * RATE);
+  int64_t nframes = (int64_t)((5.0 + SLOT_S * r.n + 16.0) * RATE);
 
   snprintf(dir, sizeof dir, "/tmp/b2s-netnsceph-XXXXXX");
   assert_non_null(mkdtemp(dir));
@@ -657,6 +670,7 @@ static void test_netns_ceph(void **state) {
          now_s() - t0);
   join_host(OBS);
   follower fo = {.ctx = b2s_ctx_new()};
+  r.fo = &fo;
   b2s_store_opts so = {.ceph_conf = conf};
   assert_int_equal(b2s_store_open("rados://b2stream", &so, &fo.s), 0);
 
@@ -772,10 +786,12 @@ static void test_netns_ceph(void **state) {
   printf("netns-ceph: %lld acknowledged, %lld lost, %lld prefix regressions "
          "in %lld samples, %d faults injected (%d rounds: OSD kill -9 and "
          "backfill, rank cut, committer cut, committer kill -9, rank kill "
-         "-9), longest backfill %.1f s, %lld chunk checks, %lld reads the "
-         "cluster did not serve at once, %.1f s, seed %llu\n",
+         "-9), %lld chunks committed with an OSD down, longest backfill %.1f "
+         "s, %lld chunk checks, %lld reads the cluster did not serve at "
+         "once, %.1f s, seed %llu\n",
          acked, (long long)lost, (long long)fo.regressions,
-         (long long)fo.samples, r.injected, rounds, r.clean_s,
+         (long long)fo.samples, r.injected, rounds,
+         (long long)r.served_on_two, r.clean_s,
          (long long)fo.checked, (long long)fo.errors, t1 - t0,
          (unsigned long long)seed);
   assert_int_equal(acked, nframes);
