@@ -346,8 +346,8 @@ typedef struct fault {
   enum kind kind;
   int who;                         /* rank or OSD */
   double at, hold;                 /* start (s from t0), then how long */
+  double began;                    /* when it did start (an OSD's may wait) */
   int state;                       /* 0 waiting, 1 in effect, 2 undone */
-  double undone_at;
 } fault;
 
 typedef struct run {
@@ -370,13 +370,25 @@ static void schedule(run *r, rng *g, int rounds) {
   r->n = rounds * KINDS;
   r->f = calloc((size_t)r->n, sizeof *r->f);
   assert_non_null(r->f);
-  for (int k = 0; k < r->n; k++)
-    r->f[k].kind = (enum kind)(k % KINDS);
-  for (int k = r->n - 1; k > 0; k--) {            /* shuffled in order */
-    int j = (int)(rng_next(g) % (uint64_t)(k + 1));
-    enum kind t = r->f[k].kind;
-    r->f[k].kind = r->f[j].kind;
-    r->f[j].kind = t;
+  /* a round: one fault of each kind in a shuffled order, the OSD's in
+     one of the first two slots, so that it has recovered (10-14 s down,
+     about 12 s of backfill) before the next round's */
+  for (int b = 0; b < r->n; b += KINDS) {
+    fault *f = r->f + b;
+    for (int k = 0; k < KINDS; k++)
+      f[k].kind = (enum kind)k;
+    for (int k = KINDS - 1; k > 0; k--) {
+      int j = (int)(rng_next(g) % (uint64_t)(k + 1));
+      enum kind t = f[k].kind;
+      f[k].kind = f[j].kind;
+      f[j].kind = t;
+    }
+    for (int k = 2; k < KINDS; k++)
+      if (f[k].kind == OSD_KILL) {
+        int j = (int)(rng_next(g) % 2);
+        f[k].kind = f[j].kind;
+        f[j].kind = OSD_KILL;
+      }
   }
   for (int k = 0; k < r->n; k++) {
     fault *f = &r->f[k];
@@ -390,13 +402,13 @@ static void schedule(run *r, rng *g, int rounds) {
               : f->kind == OSD_KILL
                   ? 10.0 + (double)(rng_next(g) % 4000) / 1000.0
                   : 0.2 + (double)(rng_next(g) % 1800) / 1000.0;
-    printf("fault %d at %.1f s: %s (%s %d), for %.1f s\n", k, f->at,
-           kind_name[f->kind], f->kind == OSD_KILL ? "osd" : "rank",
-           f->kind == OSD_KILL ? f->who : f->kind == RANK_CUT ||
-                                                  f->kind == RANK_KILL
-                                              ? f->who
-                                              : 3,
-           f->hold);
+    if (f->kind == CM_CUT || f->kind == CM_KILL)
+      printf("fault %d at %.1f s: %s, for %.1f s\n", k, f->at,
+             kind_name[f->kind], f->hold);
+    else
+      printf("fault %d at %.1f s: %s (%s.%d), for %.1f s\n", k, f->at,
+             kind_name[f->kind], f->kind == OSD_KILL ? "osd" : "rank",
+             f->who, f->hold);
   }
   fflush(stdout);
 }
@@ -436,6 +448,7 @@ static void fault_begin(run *r, fault *f) {
   }
   r->injected++;
   f->state = 1;
+  f->began = now_s() - r->t0;
   printf("%6.1f s: %s begins\n", now_s() - r->t0, kind_name[f->kind]);
   fflush(stdout);
 }
@@ -486,7 +499,6 @@ static void fault_end(run *r, fault *f) {
     break;
   }
   f->state = 2;
-  f->undone_at = now_s() - r->t0;
   printf("%6.1f s: %s ends\n", now_s() - r->t0, kind_name[f->kind]);
   fflush(stdout);
 }
@@ -518,7 +530,7 @@ static void faults_step(run *r) {
     if (f->state == 0 && t >= f->at &&
         (f->kind != OSD_KILL || (r->osd_down < 0 && procs[5] <= 0)))
       fault_begin(r, f);
-    else if (f->state == 1 && t >= f->at + f->hold)
+    else if (f->state == 1 && t >= f->began + f->hold)
       fault_end(r, f);
   }
   poll_clean(r);
@@ -809,7 +821,18 @@ static void test_netns_ceph(void **state) {
   cleanup();
 }
 
+/* meson's timeout or ^C: the daemons and namespaces must not outlive the
+ * test (not async-signal-safe, but the test is stopping anyway). */
+static void on_signal(int sig) {
+  (void)sig;
+  passed = false;
+  cleanup();
+  _exit(1);
+}
+
 int main(void) {
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_netns_ceph),
   };
