@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "fdheadroom.h"
 #include "metrics.h"
+#include "progress.h"
 #include "b2s_msgpack.h"
 #include "retire.h"
 #include "segment.h"
@@ -202,7 +203,10 @@ static int open_stream(b2sd_server *srv, source *s, const char *name,
   b2sd_stream *st;
   if ((rc = b2sd_stream_open(srv, &sc, &st)) < 0)
     return rc;
-  if ((rc = b2sd_stream_start(st)) < 0) {
+  /* a frame that cannot be opened (say, no room) takes no images: the
+   * series goes on without this stream, counted as a failure */
+  if ((rc = b2sd_progress_failed(st)) < 0 ||
+      (rc = b2sd_stream_start(st)) < 0) {
     b2sd_stream_free(st);
     return rc;
   }
@@ -511,7 +515,9 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
                           (uint64_t)s->img_nbytes ||
       (int32_t)a->elem_size != s->ts)
     return B2S_E_CHUNK_SIZE;
-  int rc = b2sd_window_check(&st->win, frame);
+  int rc = b2sd_progress_failed(st);    /* its frame stores no more */
+  if (rc == 0)
+    rc = b2sd_window_check(&st->win, frame);
   if (rc < 0)
     return rc;
   b2s_stream_cfg cfg;

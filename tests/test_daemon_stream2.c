@@ -579,11 +579,123 @@ static void test_series_close_streams(void **state) {
   env_down(&e);
 }
 
+/* Noise pixels of image i: bslz4 cannot shrink them. */
+static void noise(uint8_t *p, size_t n, uint64_t i) {
+  uint64_t x = 0x9e3779b97f4a7c15ull * (i + 1);
+  for (size_t k = 0; k < n; k++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    p[k] = (uint8_t)x;
+  }
+}
+
+/* Images from..upto-1 of noise series `id` (n declared), 512x512
+ * uint16; with its start when from is 0, its end when upto is n. */
+static void send_noise(void *push, uint64_t id, int n, int from, int upto) {
+  b2s_s2enc e = {0};
+  char uid[32];
+  snprintf(uid, sizeof uid, "u-%llu", (unsigned long long)id);
+  b2s_s2e_start(&e, id, uid, CH, 1, "uint16", 512, 512, (uint64_t)n, 0);
+  if (from == 0)
+    send_msg(push, &e);
+  size_t nb = 512 * 512 * 2;
+  b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2,
+                     .clevel = 5};
+  size_t cap = b2s_h5_compress_bound(&p, 0, nb);
+  uint8_t *pix = malloc(nb), *buf = malloc(cap);
+  for (int i = from; i < upto; i++) {
+    noise(pix, nb, (uint64_t)i);
+    int64_t len = b2s_h5_compress(&p, 0, pix, nb, buf, cap);
+    assert_true(len > 0);
+    b2s_s2e_part part = {CH[0], 2, 512, 512, "bslz4", buf, (size_t)len, 0};
+    b2s_s2e_reset(&e);
+    b2s_s2e_image(&e, id, uid, 1 + (uint64_t)i, &part, 1, 0, 1, 1, 1, NULL);
+    send_msg(push, &e);
+  }
+  b2s_s2e_reset(&e);
+  b2s_s2e_end(&e, id, uid);
+  if (upto == n)
+    send_msg(push, &e);
+  free(pix);
+  free(buf);
+  b2s_s2e_free(&e);
+}
+
+/* Frame `path` once it holds at least n chunks. */
+static b2s_frame *frame_wait(const char *path, int64_t n) {
+  b2s_frame *f = NULL;
+  for (int t = 0; t < WAIT_MS / 20; t++) {
+    if (b2s_frame_open(path, &f, NULL) == 0 && b2s_frame_nchunks(f) >= n)
+      return f;
+    b2s_frame_free(f);
+    f = NULL;
+    usleep(20000);
+  }
+  fail_msg("%s: fewer than %lld chunks", path, (long long)n);
+  return NULL;
+}
+
+/* A series whose frame fails (the file-size limit, as a full disk) still
+ * closes for good when it ends: its stream leaves the daemon and no longer
+ * counts against max_streams, so later series open; what it committed
+ * before the failure stays intact. */
+static void test_failed_series_closes(void **state) {
+  (void)state;
+  env e;
+  char yaml[1200];
+  env_init_config(&e, "");
+  config(&e, yaml, sizeof yaml);
+  strncat(yaml, "max_streams: 1\n", sizeof yaml - strlen(yaml) - 1);
+  env_write_config(&e, yaml);
+  e.fsize_limit = 3000000;       /* above the frame's 1 MiB data reserve */
+  void *push = pusher(&e);
+  env_start(&e);
+  void *c = cli_producer(&e);
+  for (int k = 0; k < 2; k++) {  /* 12 images of 512 KiB: about 6 MB */
+    uint64_t id = 40 + (uint64_t)k;
+    char name[64], path[512];
+    snprintf(name, sizeof name, "det-%llu-%s", (unsigned long long)id, CH[0]);
+    frame_path(&e, name, path, sizeof path);
+    send_noise(push, id, 12, 0, 2);
+    b2s_frame_free(frame_wait(path, 2));      /* committed before it fails */
+    send_noise(push, id, 12, 2, 12);
+    env_log_wait(&e, "closed for good", k + 1);
+    wait_listed(c, name, false);
+    b2s_frame *f = NULL;
+    assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+    int64_t n = b2s_frame_nchunks(f);
+    assert_true(n >= 2 && n < 12);   /* it failed part way */
+    size_t nb = 512 * 512 * 2;
+    uint8_t *pix = malloc(nb), *out = malloc(nb);
+    b2s_ctx *ctx = b2s_ctx_new();
+    for (int64_t i = 0; i < n; i++) {
+      assert_int_equal(b2s_frame_chunk_decompress(f, i, ctx, out, nb), (int)nb);
+      noise(pix, nb, (uint64_t)i);
+      assert_memory_equal(out, pix, nb);
+    }
+    b2s_ctx_free(ctx);
+    free(pix);
+    free(out);
+    b2s_frame_free(f);
+  }
+  assert_true(env_log_count(&e, "failed") >= 2);
+  /* the one stream max_streams allows is free again */
+  series ok = {.id = 50, .nch = 1, .ts = 2, .ny = 16, .nx = 16, .nimages = 3};
+  send_series(push, &ok, 0);
+  check_series(&e, &ok);
+  assert_int_equal(env_log_count(&e, "refused: the maximum"), 0);
+  zmq_close(c);
+  zmq_close(push);
+  env_down(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_series),
     cmocka_unit_test(test_series_close_streams),
     cmocka_unit_test(test_kill_mid_series),
+    cmocka_unit_test(test_failed_series_closes),
   };
   return harness_run(tests);
 }
