@@ -58,6 +58,7 @@ typedef struct series {
   int arrays;                /* the start carries flatfield, mask, table */
   int part;                  /* 0: everything; 1: the start alone; 2: all
                                 but the start; 3: all but the end */
+  int images;                /* layout: images ((images, y, x)), else flat */
 } series;
 
 /* The start's large arrays: flatfield (float32, raw), pixel_mask
@@ -224,6 +225,39 @@ static void expect_user(b2s_mpbuf *b, const series *s, uint64_t id, int odd) {
 }
 
 /* Wait until channel c's frame holds every image, then check each. */
+/* The frame's b2nd layout; returns a chunk's padded size.  flat: images
+ * flattened, blocks of bitshuffle's 8 KiB; images: (images, y, x), blocks
+ * of as many whole rows as fit in 8 KiB (at least one). */
+static size_t check_layout(b2s_frame *f, const series *s, int rows) {
+  b2s_b2nd nd;
+  assert_int_equal(b2s_frame_b2nd_get(f, &nd), 0);
+  static const char *const dts[] = {NULL, "|u1", "<u2", NULL, "<u4"};
+  assert_int_equal(nd.dtype_len, 3);
+  assert_memory_equal(nd.dtype, dts[s->ts], 3);
+  assert_int_equal(nd.shape[0], rows);
+  assert_int_equal(nd.chunkshape[0], 1);
+  assert_int_equal(nd.blockshape[0], 1);
+  size_t row = s->nx * (size_t)s->ts;
+  if (!s->images) {
+    assert_int_equal(nd.ndim, 2);
+    assert_int_equal(nd.shape[1], (int64_t)(s->ny * s->nx));
+    assert_int_equal(nd.chunkshape[1], (int32_t)(s->ny * s->nx));
+    assert_int_equal(nd.blockshape[1], 8192 / s->ts);
+    return (s->ny * row + 8191) / 8192 * 8192;
+  }
+  size_t per = row >= 8192 ? 1 : 8192 / row;
+  if (per > s->ny)
+    per = s->ny;
+  assert_int_equal(nd.ndim, 3);
+  assert_int_equal(nd.shape[1], (int64_t)s->ny);
+  assert_int_equal(nd.shape[2], (int64_t)s->nx);
+  assert_int_equal(nd.chunkshape[1], (int32_t)s->ny);
+  assert_int_equal(nd.chunkshape[2], (int32_t)s->nx);
+  assert_int_equal(nd.blockshape[1], (int32_t)per);
+  assert_int_equal(nd.blockshape[2], (int32_t)s->nx);
+  return (s->ny + per - 1) / per * per * row;
+}
+
 static void check_series(env *e, const series *s) {
   size_t n = s->ny * s->nx * (size_t)s->ts;
   uint8_t *pix = malloc(n);
@@ -247,21 +281,9 @@ static void check_series(env *e, const series *s) {
     }
     assert_non_null(f);
     assert_int_equal(b2s_frame_nchunks(f), rows);
-    /* a b2nd array of flattened images, blocks of bitshuffle's 8 KiB */
-    b2s_b2nd nd;
-    assert_int_equal(b2s_frame_b2nd_get(f, &nd), 0);
-    assert_int_equal(nd.ndim, 2);
-    assert_int_equal(nd.shape[0], rows);
-    assert_int_equal(nd.shape[1], (int64_t)(s->ny * s->nx));
-    assert_int_equal(nd.chunkshape[0], 1);
-    assert_int_equal(nd.chunkshape[1], (int32_t)(s->ny * s->nx));
-    assert_int_equal(nd.blockshape[1], 8192 / s->ts);
-    static const char *const dts[] = {NULL, "|u1", "<u2", NULL, "<u4"};
-    assert_int_equal(nd.dtype_len, 3);
-    assert_memory_equal(nd.dtype, dts[s->ts], 3);
+    size_t padded = check_layout(f, s, rows);
     b2s_records *rs = NULL;
     assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
-    size_t padded = (n + 8191) / 8192 * 8192;
     uint8_t *out = malloc(padded);
     for (int i = 0; i < rows; i++) {
       uint64_t id = 1 + (uint64_t)i;
@@ -365,6 +387,51 @@ static void *pusher(env *e) {
   return push;
 }
 
+/* python-blosc2 (c-blosc2 3.3, $B2S_VENV) opens series s's first
+ * channel as an array of (images, y, x) or (images, pixels) with every
+ * image's pixels, gaps zeros, whole and in slices across chunks. */
+static void blosc2_check(env *e, const series *s) {
+  const char *venv = getenv("B2S_VENV");
+  if (!venv)
+    venv = getenv("B2S_VENV_DEFAULT");
+  char py[400];
+  snprintf(py, sizeof py, "%s/bin/python", venv ? venv : "");
+  if (!venv || access(py, X_OK) != 0) {
+    printf("c-blosc2 check skipped: no venv at $B2S_VENV or .venv\n");
+    return;
+  }
+  char name[128], path[512], want[600], cmd[3000];
+  snprintf(name, sizeof name, "det-%llu-%s", (unsigned long long)s->id, CH[0]);
+  frame_path(e, name, path, sizeof path);
+  snprintf(want, sizeof want, "%s/want.bin", e->dir);
+  size_t n = s->ny * s->nx * (size_t)s->ts;
+  int rows = s->declared ? s->declared : s->nimages;
+  uint8_t *pix = calloc((size_t)rows, n);
+  for (int i = 0; i < s->nimages; i++)
+    if (1 + (uint64_t)i != s->skip)
+      pixels(pix + (size_t)i * n, s->ny * s->nx, s->ts, 1 + (uint64_t)i, 0);
+  FILE *fp = fopen(want, "wb");
+  assert_non_null(fp);
+  assert_int_equal(fwrite(pix, n, (size_t)rows, fp), (size_t)rows);
+  fclose(fp);
+  free(pix);
+  char shape[64];
+  if (s->images)
+    snprintf(shape, sizeof shape, "(%d, %d, %d)", rows, (int)s->ny, (int)s->nx);
+  else
+    snprintf(shape, sizeof shape, "(%d, %d)", rows, (int)(s->ny * s->nx));
+  snprintf(cmd, sizeof cmd,
+           "'%s' -c 'import sys, numpy as np, blosc2\n"
+           "a = blosc2.open(sys.argv[1])\n"
+           "assert a.shape == %s, a.shape\n"
+           "w = np.fromfile(sys.argv[2], dtype=a.dtype).reshape(a.shape)\n"
+           "assert (a[:] == w).all()\n"
+           "assert (a[1:, 3:9] == w[1:, 3:9]).all()' '%s' '%s'",
+           py, shape, path, want);
+  if (system(cmd) != 0)
+    fail_msg("python-blosc2 does not read %s as %s", path, shape);
+}
+
 static void test_series(void **state) {
   (void)state;
   env e;
@@ -404,6 +471,8 @@ static void test_series(void **state) {
   all[2].nimages = 4;
   for (size_t k = 0; k < 3; k++)
     check_series(&e, &all[k]);
+  blosc2_check(&e, &all[0]);           /* a gap at image 4 */
+  blosc2_check(&e, &all[1]);           /* 2 rows never sent */
   /* the start's large arrays, each channel's in a stream of its own */
   for (int c = 0; c < 2; c++) {
     char name[128];
@@ -690,12 +759,73 @@ static void test_failed_series_closes(void **state) {
   env_down(&e);
 }
 
+/* layout: images: frames of (images, y, x) that c-blosc2 opens as such;
+ * an image whose row block is bitshuffle's 8 KiB is still stored by
+ * rewriting, others are compressed again in blocks of whole rows. */
+static void test_layout_images(void **state) {
+  (void)state;
+  env e;
+  char yaml[1200];
+  env_init_config(&e, "");
+  config(&e, yaml, sizeof yaml);
+  strncat(yaml, "    layout: images\n", sizeof yaml - strlen(yaml) - 1);
+  env_write_config(&e, yaml);
+  void *push = pusher(&e);
+  env_start(&e);
+  void *c = cli_producer(&e);
+  series all[] = {
+    /* 128 x 2 bytes a row, 32 rows a block: 8 KiB, as bslz4's */
+    {.id = 60, .nch = 1, .ts = 2, .ny = 64, .nx = 128, .nimages = 4,
+     .skip = 2, .images = 1, .part = 3},
+    /* 91-byte rows: 37 rows (the whole image) a block; bslz4 and lz4 */
+    {.id = 61, .nch = 2, .ts = 1, .ny = 37, .nx = 91, .nimages = 3,
+     .declared = 5, .images = 1, .part = 3},
+    /* 3000 x 4 bytes a row: one row a block */
+    {.id = 62, .nch = 1, .ts = 4, .ny = 5, .nx = 3000, .nimages = 2,
+     .images = 1},
+  };
+  send_series(push, &all[0], 0);
+  stats_wait(c, "det-60-threshold_1", "images_rewritten", 3);
+  send_series(push, &all[1], 0);
+  stats_wait(c, "det-61-threshold_1", "images_recompressed", 3);
+  stats_wait(c, "det-61-threshold_2", "images_recompressed", 3);
+  send_series(push, &all[2], 0);
+  for (size_t k = 0; k < 3; k++)
+    check_series(&e, &all[k]);
+  /* an image whose y, x differ from the start's (same pixel count) */
+  series bad = {.id = 63, .nch = 1, .ts = 2, .ny = 64, .nx = 128,
+                .nimages = 2, .images = 1};
+  b2s_s2enc en = {0};
+  b2s_s2e_start(&en, bad.id, "u-63", CH, 1, "uint16", 64, 128, 1, 0);
+  send_msg(push, &en);
+  uint8_t pix[64 * 128 * 2], *buf;
+  bad.ny = 128;
+  bad.nx = 64;
+  size_t len = framed(&bad, 1, 0, pix, &buf);
+  b2s_s2e_part part = {CH[0], 2, 128, 64, "bslz4", buf, len, 0};
+  b2s_s2e_reset(&en);
+  b2s_s2e_image(&en, bad.id, "u-63", 1, &part, 1, 0, 1, 1, 1, NULL);
+  send_msg(push, &en);
+  free(buf);
+  for (int t = 0; t < WAIT_MS / 20 && stats_value(c, NULL, "refused") < 1; t++)
+    usleep(20000);
+  assert_true(stats_value(c, NULL, "refused") == 1);
+  b2s_s2e_free(&en);
+  blosc2_check(&e, &all[0]);
+  blosc2_check(&e, &all[1]);
+  blosc2_check(&e, &all[2]);
+  zmq_close(c);
+  zmq_close(push);
+  env_down(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_series),
     cmocka_unit_test(test_series_close_streams),
     cmocka_unit_test(test_kill_mid_series),
     cmocka_unit_test(test_failed_series_closes),
+    cmocka_unit_test(test_layout_images),
   };
   return harness_run(tests);
 }
