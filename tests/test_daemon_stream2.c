@@ -21,6 +21,7 @@
 #include "b2s_h5lz4.h"
 #include "b2s_meta.h"
 #include "daemon_harness.h"
+#include "venv_python.h"
 #include "b2s_frame.h"
 #include "b2s_msgpack.h"
 #include "b2s_s2enc.h"
@@ -387,19 +388,27 @@ static void *pusher(env *e) {
   return push;
 }
 
+/* The daemon with the source of config() and the lines `extra`, up; the
+ * detector's PUSH socket, bound.  fsize_limit: RLIMIT_FSIZE (0: none). */
+static void *daemon_up(env *e, const char *extra, long fsize_limit) {
+  char yaml[1200];
+  env_init_config(e, "");
+  config(e, yaml, sizeof yaml);
+  strncat(yaml, extra, sizeof yaml - strlen(yaml) - 1);
+  env_write_config(e, yaml);
+  e->fsize_limit = fsize_limit;
+  void *push = pusher(e);
+  env_start(e);
+  return push;
+}
+
 /* python-blosc2 (c-blosc2 3.3, $B2S_VENV) opens series s's first
  * channel as an array of (images, y, x) or (images, pixels) with every
  * image's pixels, gaps zeros, whole and in slices across chunks. */
 static void blosc2_check(env *e, const series *s) {
-  const char *venv = getenv("B2S_VENV");
-  if (!venv)
-    venv = getenv("B2S_VENV_DEFAULT");
   char py[400];
-  snprintf(py, sizeof py, "%s/bin/python", venv ? venv : "");
-  if (!venv || access(py, X_OK) != 0) {
-    printf("c-blosc2 check skipped: no venv at $B2S_VENV or .venv\n");
+  if (!ts_venv_python(py, sizeof py))
     return;
-  }
   char name[128], path[512], want[600], cmd[3000];
   snprintf(name, sizeof name, "det-%llu-%s", (unsigned long long)s->id, CH[0]);
   frame_path(e, name, path, sizeof path);
@@ -435,12 +444,7 @@ static void blosc2_check(env *e, const series *s) {
 static void test_series(void **state) {
   (void)state;
   env e;
-  char yaml[1024];
-  env_init_config(&e, "");
-  config(&e, yaml, sizeof yaml);
-  env_write_config(&e, yaml);
-  void *push = pusher(&e);
-  env_start(&e);
+  void *push = daemon_up(&e, "", 0);
   series all[] = {
     {.id = 5, .nch = 2, .ts = 2, .ny = 514, .nx = 1030, .nimages = 6, .skip = 4},
     {.id = 6, .nch = 3, .ts = 1, .ny = 37, .nx = 91, .nimages = 5, .skip = 0,
@@ -522,12 +526,7 @@ static void send_part(void *push, const series *s, int from, int upto) {
 static void test_kill_mid_series(void **state) {
   (void)state;
   env e;
-  char yaml[1024];
-  env_init_config(&e, "");
-  config(&e, yaml, sizeof yaml);
-  env_write_config(&e, yaml);
-  void *push = pusher(&e);
-  env_start(&e);
+  void *push = daemon_up(&e, "", 0);
   series s = {.id = 9, .nch = 1, .ts = 2, .ny = 100, .nx = 200, .nimages = 8};
   send_part(push, &s, 0, 8);
   char path[512];
@@ -575,13 +574,7 @@ static void test_kill_mid_series(void **state) {
 static void test_series_close_streams(void **state) {
   (void)state;
   env e;
-  char yaml[1200];
-  env_init_config(&e, "");
-  config(&e, yaml, sizeof yaml);
-  strncat(yaml, "max_streams: 4\n", sizeof yaml - strlen(yaml) - 1);
-  env_write_config(&e, yaml);
-  void *push = pusher(&e);
-  env_start(&e);
+  void *push = daemon_up(&e, "max_streams: 4\n", 0);
   void *c = cli_producer(&e);
   void *cons = cli_connect(&e);
   cli_hello(cons, B2S_WIRE_HELLO_CONSUMER);
@@ -712,14 +705,8 @@ static b2s_frame *frame_wait(const char *path, int64_t n) {
 static void test_failed_series_closes(void **state) {
   (void)state;
   env e;
-  char yaml[1200];
-  env_init_config(&e, "");
-  config(&e, yaml, sizeof yaml);
-  strncat(yaml, "max_streams: 1\n", sizeof yaml - strlen(yaml) - 1);
-  env_write_config(&e, yaml);
-  e.fsize_limit = 3000000;       /* above the frame's 1 MiB data reserve */
-  void *push = pusher(&e);
-  env_start(&e);
+  /* a file-size limit above the frame's 1 MiB data reserve */
+  void *push = daemon_up(&e, "max_streams: 1\n", 3000000);
   void *c = cli_producer(&e);
   for (int k = 0; k < 2; k++) {  /* 12 images of 512 KiB: about 6 MB */
     uint64_t id = 40 + (uint64_t)k;
@@ -765,13 +752,7 @@ static void test_failed_series_closes(void **state) {
 static void test_layout_images(void **state) {
   (void)state;
   env e;
-  char yaml[1200];
-  env_init_config(&e, "");
-  config(&e, yaml, sizeof yaml);
-  strncat(yaml, "    layout: images\n", sizeof yaml - strlen(yaml) - 1);
-  env_write_config(&e, yaml);
-  void *push = pusher(&e);
-  env_start(&e);
+  void *push = daemon_up(&e, "    layout: images\n", 0);
   void *c = cli_producer(&e);
   series all[] = {
     /* 128 x 2 bytes a row, 32 rows a block: 8 KiB, as bslz4's */
