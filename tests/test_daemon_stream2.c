@@ -402,6 +402,34 @@ static void *daemon_up(env *e, const char *extra, long fsize_limit) {
   return push;
 }
 
+/* b2stream export --layout nxmx, either codec: h5py with hdf5plugin reads
+ * /entry/data/data as (images, y, x), whichever the frame's layout, equal
+ * to the pixels in file `want`. */
+static void nxmx_check(env *e, const char *py, const char *path,
+                       const char *want, int rows, const series *s) {
+  const char *cli = getenv("B2S_CLI");
+  static const char *const codecs[] = {"blosc2", "bslz4"};
+  for (int k = 0; cli && k < 2; k++) {
+    char out[512], cmd[3000];
+    snprintf(out, sizeof out, "%s/x-%llu-%s.h5", e->dir,
+             (unsigned long long)s->id, codecs[k]);
+    snprintf(cmd, sizeof cmd, "'%s' export '%s' '%s' --layout nxmx --codec %s "
+             ">/dev/null", cli, path, out, codecs[k]);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "'%s' -c 'import sys, numpy as np, h5py, hdf5plugin\n"
+             "d = h5py.File(sys.argv[1])[\"entry/data/data\"]\n"
+             "assert d.shape == (%d, %d, %d), d.shape\n"
+             "w = np.fromfile(sys.argv[2], dtype=d.dtype).reshape(d.shape)\n"
+             "assert (d[:] == w).all()\n"
+             "assert (d[1:, 3:9, 2:] == w[1:, 3:9, 2:]).all()' '%s' '%s'",
+             py, rows, (int)s->ny, (int)s->nx, out, want);
+    if (system(cmd) != 0)
+      fail_msg("h5py does not read the %s export of %s as images", codecs[k],
+               path);
+  }
+}
+
 /* python-blosc2 (c-blosc2 3.3, $B2S_VENV) opens series s's first
  * channel as an array of (images, y, x) or (images, pixels) with every
  * image's pixels, gaps zeros, whole and in slices across chunks. */
@@ -439,6 +467,7 @@ static void blosc2_check(env *e, const series *s) {
            py, shape, path, want);
   if (system(cmd) != 0)
     fail_msg("python-blosc2 does not read %s as %s", path, shape);
+  nxmx_check(e, py, path, want, rows, s);
 }
 
 static void test_series(void **state) {

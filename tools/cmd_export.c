@@ -45,11 +45,15 @@ static const char help[] =
 
 /* The chunk as the blosc2 filter reads it.  A chunk shorter than the HDF5
  * chunk (the last one of a frame without b2nd) is padded with zeros and
- * compressed again, as the filter must return a whole chunk. */
+ * compressed again, as the filter must return a whole chunk; a flattened
+ * image (unflat) is compressed again in blocks of whole rows, as the
+ * filter reads it through a b2nd of the image's shape. */
 static int blosc2_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
   const uint8_t *bytes = d->bytes;
   int32_t cbytes = d->cbytes, nbytes = d->nbytes;
-  if (!j->sh.b2nd && nbytes != j->sh.chunk_nbytes) {
+  const b2s_b2nd *nd = j->sh.unflat ? &j->sh.img
+                     : j->sh.b2nd   ? &j->sh.nd : NULL;
+  if ((!j->sh.b2nd && nbytes != j->sh.chunk_nbytes) || j->sh.unflat) {
     const uint8_t *dec;
     int n = cli_src_decode(&j->src, i, &dec);
     if (n < 0)
@@ -59,6 +63,11 @@ static int blosc2_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
     memcpy(j->pad, dec, (size_t)n < full ? (size_t)n : full);
     b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
     cp.typesize = j->sh.typesize;
+    if (j->sh.unflat) {
+      cp.codec = B2S_CODEC_LZ4;
+      cp.filters[B2S_MAX_FILTERS - 1] = B2S_FILTER_BITSHUFFLE;
+      cp.blocksize = nd->blockshape[1] * nd->blockshape[2] * cp.typesize;
+    }
     cbytes = b2s_compress(j->src.ctx, &cp, j->pad, (int32_t)full, j->tmp,
                           (int32_t)full + B2S_MAX_OVERHEAD);
     if (cbytes < 0) {
@@ -69,9 +78,8 @@ static int blosc2_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
     bytes = j->tmp, nbytes = (int32_t)full;
   }
   j->buf.len = 0;
-  int rc = cli_exp_wrap_cframe(b2s_frame_header_get(j->src.frame),
-                           j->sh.b2nd ? &j->sh.nd : NULL, bytes, cbytes,
-                           nbytes, &j->buf);
+  int rc = cli_exp_wrap_cframe(b2s_frame_header_get(j->src.frame), nd,
+                               bytes, cbytes, nbytes, &j->buf);
   if (rc < 0)
     cli_err("%s: chunk %lld: %s", j->src.path, (long long)i, b2s_strerror(rc));
   return rc < 0 ? -1 : 0;
@@ -132,7 +140,7 @@ static int write_buf(cli_exp_job *j, int64_t i, const b2s_mpbuf *b) {
 /* HDF5 chunk i into j->buf (frame side only: no HDF5 call). */
 static int produce(cli_exp_job *j, int64_t i) {
   int32_t cb = 0, nb = 0;
-  if (j->codec == EXP_CODEC_BLOSC2 &&
+  if (j->codec == EXP_CODEC_BLOSC2 && !j->sh.unflat &&
       b2s_frame_chunk_sizes(j->src.frame, i, &cb, &nb) == 0 &&
       (j->sh.b2nd || nb == j->sh.chunk_nbytes))
     return blosc2_direct(j, i, cb, nb);

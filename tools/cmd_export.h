@@ -29,6 +29,10 @@ typedef struct cli_exp_shape {
   int32_t typesize;
   int64_t chunk_nbytes;            /* bytes of one full chunk */
   bool b2nd;                       /* frame has a b2nd metalayer */
+  bool unflat;                     /* b2nd (images, pixels) made (images,
+                                      y, x) by the series' image_size_y/x */
+  b2s_b2nd img;                    /* unflat: one image's b2nd, blocks of
+                                      whole rows, for the Blosc2 filter */
   b2s_b2nd nd;                     /* its content when b2nd */
   hid_t dtype;                     /* HDF5 type of an item (not owned) */
 } cli_exp_shape;
