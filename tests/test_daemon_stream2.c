@@ -404,7 +404,8 @@ static void *daemon_up(env *e, const char *extra, long fsize_limit) {
 
 /* b2stream export --layout nxmx, either codec: h5py with hdf5plugin reads
  * /entry/data/data as (images, y, x), whichever the frame's layout, equal
- * to the pixels in file `want`. */
+ * to the pixels in file `want`; b2stream import makes of it a frame that
+ * python-blosc2 reads the same, in slices across gaps too. */
 static void nxmx_check(env *e, const char *py, const char *path,
                        const char *want, int rows, const series *s) {
   const char *cli = getenv("B2S_CLI");
@@ -427,6 +428,21 @@ static void nxmx_check(env *e, const char *py, const char *path,
     if (system(cmd) != 0)
       fail_msg("h5py does not read the %s export of %s as images", codecs[k],
                path);
+    char back[600];
+    snprintf(back, sizeof back, "%s.b2frame", out);
+    snprintf(cmd, sizeof cmd, "'%s' import '%s' '%s' >/dev/null", cli, out,
+             back);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "'%s' -c 'import sys, numpy as np, blosc2\n"
+             "a = blosc2.open(sys.argv[1])\n"
+             "assert a.shape == (%d, %d, %d), a.shape\n"
+             "w = np.fromfile(sys.argv[2], dtype=a.dtype).reshape(a.shape)\n"
+             "assert (a[:] == w).all()\n"
+             "assert (a[1:, 3:9, 2:] == w[1:, 3:9, 2:]).all()' '%s' '%s'",
+             py, rows, (int)s->ny, (int)s->nx, back, want);
+    if (system(cmd) != 0)
+      fail_msg("python-blosc2 does not read the import of %s", out);
   }
 }
 

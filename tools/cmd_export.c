@@ -58,9 +58,11 @@ static int blosc2_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
     int n = cli_src_decode(&j->src, i, &dec);
     if (n < 0)
       return -1;
-    size_t full = (size_t)j->sh.chunk_nbytes;
+    size_t full = (size_t)j->sh.chunk_nbytes, img = (size_t)j->sh.chunk_nbytes;
+    if (j->sh.unflat)
+      full = (size_t)j->sh.img_nbytes;
     memset(j->pad, 0, full);
-    memcpy(j->pad, dec, (size_t)n < full ? (size_t)n : full);
+    memcpy(j->pad, dec, (size_t)n < img ? (size_t)n : img);
     b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
     cp.typesize = j->sh.typesize;
     if (j->sh.unflat) {
@@ -375,6 +377,8 @@ static int run(cli_exp_job *j) {
   int64_t n = cli_src_nchunks(&j->src);
   cli_exp_shape_extent(&j->sh, n);
   size_t full = (size_t)j->sh.chunk_nbytes;
+  if (j->sh.unflat && (size_t)j->sh.img_nbytes > full)
+    full = (size_t)j->sh.img_nbytes;
   j->pad = malloc(full + B2S_MAX_OVERHEAD);
   j->tmp = malloc(full + B2S_MAX_OVERHEAD);
   if (!j->pad || !j->tmp) {
@@ -392,7 +396,7 @@ static int run(cli_exp_job *j) {
   j->ds = j->layout == EXP_LAYOUT_NXMX
               ? cli_exp_nxmx_begin(j->file, &j->src, &j->sh, j->codec, fp)
               : plain_begin(j, fp);
-  if (j->ds < 0 || cli_exp_h5_keep_meta(j->ds, &j->src) < 0) {
+  if (j->ds < 0 || cli_exp_h5_keep_meta(j->ds, &j->src, &j->sh) < 0) {
     cli_err("%s: cannot create the image dataset", j->out);
     return -1;
   }

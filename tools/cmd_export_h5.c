@@ -123,6 +123,9 @@ static void unflatten(cli_src *src, cli_exp_shape *sh) {
   img->shape[2] = img->chunkshape[2] = (int32_t)x;
   img->blockshape[1] = (int32_t)(r < y ? r : y);
   img->blockshape[2] = (int32_t)x;
+  uint64_t rows = (y + (uint64_t)img->blockshape[1] - 1) /
+                  (uint64_t)img->blockshape[1] * (uint64_t)img->blockshape[1];
+  sh->img_nbytes = (int64_t)(rows * row);   /* as c-blosc2 pads b2nd chunks */
 }
 
 int cli_exp_shape_from(cli_src *src, cli_exp_shape *sh) {
@@ -341,13 +344,23 @@ int cli_exp_h5_attr_bytes(hid_t obj, const char *name, const void *v, size_t n) 
   return rc;
 }
 
-int cli_exp_h5_keep_meta(hid_t ds, cli_src *src) {
+int cli_exp_h5_keep_meta(hid_t ds, cli_src *src, const cli_exp_shape *sh) {
   uint8_t *map = NULL;
   size_t len = 0;
   int rc = 0;
   if (b2s_frame_series_get(src->frame, &map, &len) == 0 && map && len)
     rc = cli_exp_h5_attr_bytes(ds, EXP_ATTR_SERIES, map, len);
   free(map);
+  if (rc == 0 && sh->unflat) {
+    /* the dataset's images, as import makes the frame from its chunks */
+    b2s_b2nd nd = sh->img;
+    nd.shape[0] = sh->nd.shape[0];
+    b2s_mpbuf b = {0};
+    rc = b2s_b2nd_write(&nd, &b) < 0 ? -1
+         : cli_exp_h5_attr_bytes(ds, EXP_ATTR_B2ND, b.data, b.len);
+    b2s_mpbuf_fini(&b);
+    return rc;
+  }
   const b2s_frame_metas *m = b2s_frame_metalayers(src->frame);
   int k = b2s_frame_metas_find(m, "b2nd");
   if (rc == 0 && k >= 0 && m->items[k].len > 0)
