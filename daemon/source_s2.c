@@ -150,10 +150,7 @@ static int stream_name(const source *s, const b2s_s2_msg *m, const char *ch,
  * is 8 KiB (else compressed again). */
 static void series_cfg(const source *s, b2s_stream_cfg *sc, const char *dtype) {
   sc->cparams.typesize = s->ts;
-  /* the frame's block size, which gap chunks take: c-blosc2 reads b2nd
-   * slices with a mask of the array's blocks, which fails on a chunk of
-   * other blocks */
-  sc->cparams.blocksize = s->block;
+  sc->cparams.blocksize = s->block;   /* the b2nd block (b2s_fwriter_create) */
   b2s_stream_b2nd *nd = &sc->b2nd;
   *nd = (b2s_stream_b2nd){.enabled = true};
   /* a growing array: the writer keeps the shape in step with the chunks,

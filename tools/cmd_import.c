@@ -292,9 +292,6 @@ static int32_t block_bytes(const imp *m) {
 static int create(imp *m, const b2s_chunk_info *ci) {
   b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
   o.cparams.typesize = m->typesize;
-  /* the frame's blocks are the array's: c-blosc2 makes a zeros chunk kept
-   * in the index with the frame's block size */
-  o.cparams.blocksize = block_bytes(m);
   if (ci) {
     o.cparams.codec = ci->codec;
     memcpy(o.cparams.filters, ci->filters, B2S_MAX_FILTERS);
