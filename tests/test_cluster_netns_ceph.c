@@ -54,6 +54,7 @@
 #include "b2s_store.h"
 #include "cluster_util.h"
 #include "daemon_harness.h"
+#include "venv_python.h"
 
 #define HOSTS 9         /* ranks 0..2, committer 3, producer 4, ceph 5..7,
                            this test's reader 8 */
@@ -627,15 +628,9 @@ static void check_tools(int64_t nframes, const char *in) {
   if (rc != 0 || strstr(out, want) == NULL)
     fail_msg("convert (status %d): %s", rc, out);
 
-  const char *venv = getenv("B2S_VENV");
-  if (!venv)
-    venv = getenv("B2S_VENV_DEFAULT");
   char py[400];
-  snprintf(py, sizeof py, "%s/bin/python", venv ? venv : "");
-  if (!venv || access(py, X_OK) != 0) {
-    printf("c-blosc2 check skipped: no venv at $B2S_VENV or .venv\n");
+  if (!ts_venv_python(py, sizeof py))
     return;
-  }
   char cmd[2000];
   fflush(stdout);                  /* before the child's line */
   snprintf(cmd, sizeof cmd,
