@@ -256,6 +256,10 @@ static void test_netns_cut_and_heal(void **state) {
   char *pr_argv[] = {(char *)getenv("B2S_CLI"), "produce", "--ranks", eps,
                      "--frames-per-block", "1", "--frame-number", "0",
                      "--stream", "img", "--chunk-bytes", "4096", in, NULL};
+  /* the producer's link at 8 Mbit/s (about 230 buffers a second): on an
+     idle machine it would otherwise be done before the faults */
+  assert_int_equal(sh("ip netns exec %s tc qdisc add dev eth0 root tbf rate "
+                      "8mbit burst 32kb latency 500ms", ns[4]), 0);
   pid_t prod = spawn_in(4, plog, pr_argv);
 
   follower fo = {.ctx = b2s_ctx_new()};
