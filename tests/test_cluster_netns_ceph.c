@@ -673,6 +673,164 @@ static uint64_t env_u64(const char *name, uint64_t dflt) {
   return e && *e ? strtoull(e, NULL, 0) : dflt;
 }
 
+/* The hosts, the Ceph cluster across them, this process on the reader's
+ * host with the store open. */
+static void cluster_up(follower *fo) {
+  double t0 = now_s();
+  snprintf(dir, sizeof dir, "/tmp/b2s-netnsceph-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  snprintf(cephdir, sizeof cephdir, "%s/ceph", dir);
+  snprintf(conf, sizeof conf, "%s/ceph.conf", cephdir);
+  for (int h = 0; h <= HOSTS; h++)
+    snprintf(ns[h], sizeof ns[h], "b2c%d%c%d", (int)getpid() % 100000,
+             h == HOSTS ? 'h' : 'n', h);
+  janitor_start();
+  if (hosts_up() != 0)
+    fail_msg("cannot make the network namespaces");
+  char args[200];
+  snprintf(args, sizeof args, "%s %s %s %s", ns[MON], ns[MON], ns[MON + 1],
+           ns[MON + 2]);
+  if (ceph_cmd("start-hosts", args) != 0) {
+    sh("tail -40 '%s/ceph.log'", dir);
+    fail_msg("scripts/ceph-test-cluster start-hosts failed");
+  }
+  ceph_up = true;
+  printf("ceph: 1 monitor, 3 OSDs on 3 hosts up after %.1f s\n",
+         now_s() - t0);
+  join_host(OBS);
+  fo->ctx = b2s_ctx_new();
+  b2s_store_opts so = {.ceph_conf = conf};
+  assert_int_equal(b2s_store_open("rados://b2stream", &so, &fo->s), 0);
+}
+
+/* The committer and the three ranks on the RADOS store, listening. */
+static void daemons_up(run *r) {
+  char cip[32];
+  static char pull[64], pub[64];
+  ip_of(3, cip, sizeof cip);
+  snprintf(pull, sizeof pull, "tcp://%s:%d", cip, PORT + 1);
+  snprintf(pub, sizeof pub, "tcp://%s:%d", cip, PORT + 2);
+  snprintf(r->clog, sizeof r->clog, "%s/committer.log", dir);
+  char *cm[] = {(char *)getenv("B2S_COMMITTER"), "--store",
+                "rados://b2stream", "--ceph-conf", conf, "--pull", pull,
+                "--pub", pub, "--frame", "img", "--gap-timeout-ms", "60000",
+                NULL};
+  memcpy(r->cm_argv, cm, sizeof cm);
+  start_committer(r);
+  for (int k = 0; k < 3; k++)
+    rank_config(&ranks[k], k);
+  ranks_made = true;
+  for (int k = 0; k < 3; k++) {
+    r->rank_argv[k][0] = (char *)getenv("B2S_DAEMON");
+    r->rank_argv[k][1] = "--config";
+    r->rank_argv[k][2] = ranks[k].config;
+    r->rank_argv[k][3] = NULL;
+    start_rank(r, k);
+  }
+  for (int k = 0; k < 3; k++)
+    wait_log(&ranks[k], "listening on tcp://");
+}
+
+/* The producer's input (kept for the c-blosc2 check) and its start on a
+ * link limited to 1 Mbit/s. */
+static void producer_start(run *r, const char *in, const char *plog,
+                           int64_t nframes) {
+  FILE *f = fopen(in, "w");
+  assert_non_null(f);
+  uint8_t buf[CHUNK];
+  for (int64_t k = 0; k < nframes; k++) {
+    cluster_frame_fill(buf, CHUNK, (uint64_t)k);
+    assert_int_equal(fwrite(buf, 1, CHUNK, f), CHUNK);
+  }
+  fclose(f);
+  static char eps[512];
+  char ip[32];
+  int n = 0;
+  for (int k = 0; k < 3; k++) {
+    ip_of(k, ip, sizeof ip);
+    n += snprintf(eps + n, sizeof eps - (size_t)n, "%stcp://%s:%d",
+                  k ? "," : "", ip, PORT);
+  }
+  if (sh("ip netns exec %s tc qdisc add dev eth0 root tbf rate 1mbit "
+         "burst 16kb latency 500ms", ns[PROD]) != 0)
+    fail_msg("tc cannot limit the producer's link (tbf)");
+  char *pr_argv[] = {(char *)getenv("B2S_CLI"), "produce", "--ranks", eps,
+                     "--frames-per-block", "1", "--frame-number", "0",
+                     "--stream", "img", "--chunk-bytes", "4096", (char *)in,
+                     NULL};
+  procs[4] = spawn_in(PROD, plog, pr_argv);
+  r->t0 = now_s();
+  printf("producing %lld frames of %d bytes at about %d a second\n",
+         (long long)nframes, CHUNK, RATE);
+  fflush(stdout);
+}
+
+typedef struct counts {
+  long long acked, refused, dropped, unacked;
+} counts;
+
+/* Faults and samples until the producer has ended and every fault is
+ * undone and recovered from; the producer's counts. */
+static counts produce_through_faults(run *r, follower *fo, const char *plog,
+                                     int64_t nframes) {
+  int st = 0;
+  for (;;) {
+    if (now_s() - r->t0 > 600.0 + 20.0 * r->n)
+      fail_msg("the run did not end (committed %lld of %lld)",
+               (long long)fo->h, (long long)nframes);
+    faults_step(r);
+    follow(fo);
+    if (procs[4] > 0 && waitpid(procs[4], &st, WNOHANG) == procs[4]) {
+      procs[4] = 0;
+      if (!faults_done(r, false)) {
+        char early[2048];
+        slurp(plog, early, sizeof early);
+        fail_msg("the producer ended before the faults: %s", early);
+      }
+    }
+    if (procs[4] == 0 && faults_done(r, true))
+      break;
+    usleep(100000);
+  }
+  char out[4096];
+  slurp(plog, out, sizeof out);
+  printf("%s", out);
+  fflush(stdout);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("produce failed: %s", out);
+  counts c = {-1, -1, -1, -1};
+  const char *p = strstr(out, " acknowledged, ");
+  while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
+    p--;
+  if (!p || sscanf(p, "%lld acknowledged, %lld refused, %lld dropped, %lld "
+                      "not acknowledged", &c.acked, &c.refused, &c.dropped,
+                   &c.unacked) != 4)
+    fail_msg("no counts in the producer's summary: %s", out);
+  return c;
+}
+
+/* The frame closed with every chunk; each read again through a fresh
+ * handle: how many are not their frame. */
+static int64_t check_end(follower *fo, int64_t nframes) {
+  double end_by = now_s() + 120.0;
+  while (!fo->closed || fo->h < nframes || fo->upto < fo->h) {
+    if (now_s() > end_by)
+      fail_msg("committed %lld of %lld, closed %d", (long long)fo->h,
+               (long long)nframes, fo->closed);
+    follow(fo);
+    usleep(200000);
+  }
+  int64_t lost = 0;
+  b2s_dframe *df;
+  assert_int_equal(b2s_dframe_open(fo->s, "img", &df), 0);
+  char why[256];
+  for (int64_t i = 0; i < nframes; i++)
+    if (check_chunk(fo, df, i, why, sizeof why) != 0 && lost++ < 5)
+      printf("lost: %s\n", why);
+  b2s_dframe_free(df);
+  return lost;
+}
+
 static void test_netns_ceph(void **state) {
   (void)state;
   const char *why = skip_reason();
@@ -695,164 +853,40 @@ static void test_netns_ceph(void **state) {
   /* production outlasts the last fault by a few seconds */
   int64_t nframes = (int64_t)((5.0 + SLOT_S * r.n + 16.0) * RATE);
 
-  snprintf(dir, sizeof dir, "/tmp/b2s-netnsceph-XXXXXX");
-  assert_non_null(mkdtemp(dir));
-  snprintf(cephdir, sizeof cephdir, "%s/ceph", dir);
-  snprintf(conf, sizeof conf, "%s/ceph.conf", cephdir);
-  for (int h = 0; h <= HOSTS; h++)
-    snprintf(ns[h], sizeof ns[h], "b2c%d%c%d", (int)getpid() % 100000,
-             h == HOSTS ? 'h' : 'n', h);
-  janitor_start();
-  if (hosts_up() != 0)
-    fail_msg("cannot make the network namespaces");
-  char args[200];
-  snprintf(args, sizeof args, "%s %s %s %s", ns[MON], ns[MON], ns[MON + 1],
-           ns[MON + 2]);
-  if (ceph_cmd("start-hosts", args) != 0) {
-    sh("tail -40 '%s/ceph.log'", dir);
-    fail_msg("scripts/ceph-test-cluster start-hosts failed");
-  }
-  ceph_up = true;
-  printf("ceph: 1 monitor, 3 OSDs on 3 hosts up after %.1f s\n",
-         now_s() - t0);
-  join_host(OBS);
-  follower fo = {.ctx = b2s_ctx_new()};
+  follower fo = {0};
   r.fo = &fo;
-  b2s_store_opts so = {.ceph_conf = conf};
-  assert_int_equal(b2s_store_open("rados://b2stream", &so, &fo.s), 0);
-
-  char in[300], plog[300], cip[32], pull[64], pub[64];
+  cluster_up(&fo);
+  daemons_up(&r);
+  char in[300], plog[300];
   snprintf(in, sizeof in, "%s/in.bin", dir);
   snprintf(plog, sizeof plog, "%s/produce.log", dir);
-  snprintf(r.clog, sizeof r.clog, "%s/committer.log", dir);
-  ip_of(3, cip, sizeof cip);
-  snprintf(pull, sizeof pull, "tcp://%s:%d", cip, PORT + 1);
-  snprintf(pub, sizeof pub, "tcp://%s:%d", cip, PORT + 2);
-  FILE *f = fopen(in, "w");                   /* for the c-blosc2 check */
-  assert_non_null(f);
-  uint8_t buf[CHUNK];
-  for (int64_t k = 0; k < nframes; k++) {
-    cluster_frame_fill(buf, CHUNK, (uint64_t)k);
-    assert_int_equal(fwrite(buf, 1, CHUNK, f), CHUNK);
-  }
-  fclose(f);
-
-  char *cm[] = {(char *)getenv("B2S_COMMITTER"), "--store",
-                "rados://b2stream", "--ceph-conf", conf, "--pull", pull,
-                "--pub", pub, "--frame", "img", "--gap-timeout-ms", "60000",
-                NULL};
-  memcpy(r.cm_argv, cm, sizeof cm);
-  start_committer(&r);
-  for (int k = 0; k < 3; k++)
-    rank_config(&ranks[k], k);
-  ranks_made = true;
-  for (int k = 0; k < 3; k++) {
-    r.rank_argv[k][0] = (char *)getenv("B2S_DAEMON");
-    r.rank_argv[k][1] = "--config";
-    r.rank_argv[k][2] = ranks[k].config;
-    r.rank_argv[k][3] = NULL;
-    start_rank(&r, k);
-  }
-  for (int k = 0; k < 3; k++)
-    wait_log(&ranks[k], "listening on tcp://");
-  char eps[512], ip[32];
-  int n = 0;
-  for (int k = 0; k < 3; k++) {
-    ip_of(k, ip, sizeof ip);
-    n += snprintf(eps + n, sizeof eps - (size_t)n, "%stcp://%s:%d",
-                  k ? "," : "", ip, PORT);
-  }
-  if (sh("ip netns exec %s tc qdisc add dev eth0 root tbf rate 1mbit "
-         "burst 16kb latency 500ms", ns[PROD]) != 0)
-    fail_msg("tc cannot limit the producer's link (tbf)");
-  char *pr_argv[] = {(char *)getenv("B2S_CLI"), "produce", "--ranks", eps,
-                     "--frames-per-block", "1", "--frame-number", "0",
-                     "--stream", "img", "--chunk-bytes", "4096", in, NULL};
-  procs[4] = spawn_in(PROD, plog, pr_argv);
-  r.t0 = now_s();
-  printf("producing %lld frames of %d bytes at about %d a second\n",
-         (long long)nframes, CHUNK, RATE);
-  fflush(stdout);
-
-  int st = 0;
-  for (;;) {
-    if (now_s() - r.t0 > 600.0 + 20.0 * r.n)
-      fail_msg("the run did not end (committed %lld of %lld)",
-               (long long)fo.h, (long long)nframes);
-    faults_step(&r);
-    follow(&fo);
-    if (procs[4] > 0 && waitpid(procs[4], &st, WNOHANG) == procs[4]) {
-      procs[4] = 0;
-      if (!faults_done(&r, false)) {
-        char early[2048];
-        slurp(plog, early, sizeof early);
-        fail_msg("the producer ended before the faults: %s", early);
-      }
-    }
-    if (procs[4] == 0 && faults_done(&r, true))
-      break;
-    usleep(100000);
-  }
-  char out[4096];
-  slurp(plog, out, sizeof out);
-  printf("%s", out);
-  fflush(stdout);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail_msg("produce failed: %s", out);
-  long long acked = -1, refused = -1, dropped = -1, unacked = -1;
-  const char *p = strstr(out, " acknowledged, ");
-  while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
-    p--;
-  if (!p || sscanf(p, "%lld acknowledged, %lld refused, %lld dropped, %lld "
-                      "not acknowledged", &acked, &refused, &dropped,
-                   &unacked) != 4)
-    fail_msg("no counts in the producer's summary: %s", out);
-
-  /* the producer closed: every rank ends, the committer closes */
-  double end_by = now_s() + 120.0;
-  while (!fo.closed || fo.h < nframes || fo.upto < fo.h) {
-    if (now_s() > end_by)
-      fail_msg("committed %lld of %lld, closed %d", (long long)fo.h,
-               (long long)nframes, fo.closed);
-    follow(&fo);
-    usleep(200000);
-  }
-  /* again at the end, every chunk through a fresh handle */
-  int64_t lost = 0;
-  b2s_dframe *df;
-  assert_int_equal(b2s_dframe_open(fo.s, "img", &df), 0);
-  char whyc[256];
-  for (int64_t i = 0; i < nframes; i++)
-    if (check_chunk(&fo, df, i, whyc, sizeof whyc) != 0) {
-      if (lost++ < 5)
-        printf("lost: %s\n", whyc);
-    }
-  b2s_dframe_free(df);
+  producer_start(&r, in, plog, nframes);
+  counts c = produce_through_faults(&r, &fo, plog, nframes);
+  int64_t lost = check_end(&fo, nframes);
   check_tools(nframes, in);
-  double t1 = now_s();
   printf("netns-ceph: %lld acknowledged, %lld lost, %lld prefix regressions "
          "in %lld samples, %d faults injected (%d rounds: OSD kill -9 and "
          "backfill, rank cut, committer cut, committer kill -9, rank kill "
          "-9), %lld chunks committed with an OSD down, longest backfill %.1f "
          "s, %lld chunk checks, %lld reads the cluster did not serve at "
          "once, %.1f s, seed %llu\n",
-         acked, (long long)lost, (long long)fo.regressions,
+         c.acked, (long long)lost, (long long)fo.regressions,
          (long long)fo.samples, r.injected, rounds,
          (long long)r.served_on_two, r.clean_s,
-         (long long)fo.checked, (long long)fo.errors, t1 - t0,
+         (long long)fo.checked, (long long)fo.errors, now_s() - t0,
          (unsigned long long)seed);
-  assert_int_equal(acked, nframes);
-  assert_int_equal(refused + dropped + unacked, 0);
+  assert_int_equal(c.acked, nframes);
+  assert_int_equal(c.refused + c.dropped + c.unacked, 0);
   assert_int_equal(lost, 0);
   assert_int_equal(fo.regressions, 0);
   assert_int_equal(r.injected, rounds * KINDS);
-  passed = true;
   b2s_store_free(fo.s);
   b2s_ctx_free(fo.ctx);
   free(r.f);
   assert_int_equal(stop(&procs[3], SIGTERM), 0);
   for (int k = 0; k < 3; k++)
     assert_int_equal(stop(&procs[k], SIGTERM), 0);
+  passed = true;
   cleanup();
 }
 
