@@ -17,7 +17,8 @@
  * process's for raw).
  *
  * usage: bench_stream2 [--rounds R] [--small N] [--large N] [--daemon PATH]
- *                      [--dir DIR] [--verify true|false] */
+ *                      [--dir DIR] [--verify true|false]
+ *                      [--only raw|ingest|recomp] */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -69,6 +70,10 @@ typedef struct msgs {
 /* A series id encoded in 4 bytes, patched per round. */
 #define SID_PLACEHOLDER 0xfffffff0u
 
+/* Distinct images per size: drawing a counting image costs far more than
+ * sending it, so the messages cycle through this many. */
+#define NDISTINCT 16
+
 /* Image messages 1..n of one series (start and end are made per round). */
 static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) {
   m->n = n;
@@ -80,12 +85,17 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
   uint16_t *px = malloc(m->nbytes);
   b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2, .clevel = 5};
   size_t cap = b2s_h5_compress_bound(&p, block, m->nbytes);
-  uint8_t *fr = malloc(cap);
+  uint8_t *fr[NDISTINCT];
+  int64_t fl[NDISTINCT];
+  for (int i = 0; i < NDISTINCT && i < n; i++) {
+    fr[i] = malloc(cap);
+    bench_counting_image(px, ny * nx, i);
+    fl[i] = b2s_h5_compress(&p, block, px, m->nbytes, fr[i], cap);
+  }
   b2s_s2enc e = {0};
   for (int i = 0; i < n; i++) {
-    bench_counting_image(px, ny * nx, i);
-    int64_t fl = b2s_h5_compress(&p, block, px, m->nbytes, fr, cap);
-    b2s_s2e_part part = {"threshold_1", 2, ny, nx, "bslz4", fr, (size_t)fl, 0};
+    int k = i % NDISTINCT;
+    b2s_s2e_part part = {"threshold_1", 2, ny, nx, "bslz4", fr[k], (size_t)fl[k], 0};
     b2s_s2e_reset(&e);
     b2s_s2e_image(&e, SID_PLACEHOLDER, "bench", (uint64_t)i + 1, &part, 1, (uint64_t)i, (uint64_t)i + 1,
              1, 1000, NULL);
@@ -94,7 +104,8 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
     m->len[i] = e.n;
   }
   b2s_s2e_free(&e);
-  free(fr);
+  for (int i = 0; i < NDISTINCT && i < n; i++)
+    free(fr[i]);
   free(px);
 }
 
@@ -185,16 +196,24 @@ static void summary(const char *label, double *v, int n, const char *unit) {
 
 #define MAXR 64
 
+/* --only SIDE (raw, ingest, recomp): that side alone, e.g. to profile it. */
+static const char *only;
+
 static void run_size(void *ctx, pid_t pid, void *push, const char *dir,
                      uint64_t ny, uint64_t nx, int n, int rounds, uint64_t *sid) {
   msgs fast, slow;
   make_msgs(&fast, ny, nx, n, 0);
   make_msgs(&slow, ny, nx, n, 16384);
   double ips[3][MAXR], cpu[3][MAXR];
+  memset(ips, 0, sizeof ips);
+  memset(cpu, 0, sizeof cpu);
   for (int r = 0; r < rounds; r++) {     /* alternating sides */
-    round_raw(ctx, &fast, dir, &ips[0][r], &cpu[0][r]);
-    round_daemon(push, pid, &fast, dir, (*sid)++, &ips[1][r], &cpu[1][r]);
-    round_daemon(push, pid, &slow, dir, (*sid)++, &ips[2][r], &cpu[2][r]);
+    if (!only || !strcmp(only, "raw"))
+      round_raw(ctx, &fast, dir, &ips[0][r], &cpu[0][r]);
+    if (!only || !strcmp(only, "ingest"))
+      round_daemon(push, pid, &fast, dir, (*sid)++, &ips[1][r], &cpu[1][r]);
+    if (!only || !strcmp(only, "recomp"))
+      round_daemon(push, pid, &slow, dir, (*sid)++, &ips[2][r], &cpu[2][r]);
   }
   size_t comp = 0;
   for (int i = 0; i < n; i++)
@@ -236,6 +255,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--daemon")) daemon = argv[i + 1];
     else if (!strcmp(argv[i], "--dir")) dir = argv[i + 1];
     else if (!strcmp(argv[i], "--verify")) verify = argv[i + 1];
+    else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
   }
   if (rounds < 1 || rounds > MAXR)
     rounds = 5;
