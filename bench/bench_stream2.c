@@ -52,10 +52,16 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* utime + stime of a process (pid > 0) or of this one, seconds. */
+/* utime + stime of a process (pid > 0: in clock ticks, so rounds should
+ * last many ticks) or of this one (to the ns), seconds. */
 static double cpu_s(pid_t pid) {
+  if (pid <= 0) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+  }
   char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid > 0 ? (int)pid : (int)getpid());
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   FILE *f = fopen(path, "r");
   if (!f)
     return 0;
