@@ -148,8 +148,8 @@ const cfg_desc b2s_cfg_schema[] = {
    .min = 100, .max = 86400000, .def = "60000", .unit = "ms",
    .help = "a series with no message for this long is closed"},
   {"verify", SOURCE, .type = CT_ENUM, SR(verify), .enums = bools,
-   .def = "true", .help = "decode every LZ4 block stored as it came, to "
-                          "refuse damaged images"},
+   .def = "true", .help = "check that every LZ4 block stored as it came "
+                          "decodes to its block, to refuse damaged images"},
   {"max_message", SOURCE, .type = CT_INT, SR(max_message), .min = 1,
    .max = 2047, .def = "256", .unit = "MiB",
    .help = "largest message accepted; longer ones are refused by ZeroMQ"},
