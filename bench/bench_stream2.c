@@ -26,7 +26,8 @@
  *
  * usage: bench_stream2 [--rounds R] [--small N] [--large N] [--daemon PATH]
  *                      [--dir DIR] [--verify true|false]
- *                      [--only raw|rawwrite|ingest|recomp] [--queue-depth N] */
+ *                      [--only raw|rawwrite|ingest|recomp] [--queue-depth N]
+ *                      [--io direct|buffered] */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -323,6 +324,7 @@ int main(int argc, char **argv) {
   int rounds = 5, nsmall = 400, nlarge = 12;
   const char *daemon = NULL, *dir = NULL, *verify = "true";
   int qdepth = 64;
+  const char *io = "direct";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--small")) nsmall = atoi(argv[i + 1]);
@@ -332,6 +334,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--verify")) verify = argv[i + 1];
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     else if (!strcmp(argv[i], "--queue-depth")) qdepth = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--io")) io = argv[i + 1];
   }
   if (rounds < 1 || rounds > MAXR)
     rounds = 5;
@@ -353,11 +356,11 @@ int main(int argc, char **argv) {
   FILE *f = fopen(cfgpath, "w");
   fprintf(f, "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
              "max_buffer: 64MiB\nmemory_limit: 1GiB\nmax_streams: 1000\n"
-             "templates:\n  eiger: {queue_depth: %d}\n"
+             "templates:\n  eiger: {queue_depth: %d, io: %s}\n"
              "sources:\n  - kind: dectris-stream2\n"
              "    endpoint: 'ipc://%s/det.sock'\n    template: eiger\n"
              "    name: 'bench-{series_id}-{channel}'\n    verify: %s\n", qdepth,
-          dir, verify);
+          io, dir, verify);
   fclose(f);
   void *ctx = zmq_ctx_new();
   char ep[600];
