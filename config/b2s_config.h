@@ -224,6 +224,11 @@ enum b2s_source_kind {
   B2S_SOURCE_DECTRIS_STREAM2 = 1,      /* DECTRIS Stream V2 (CBOR) */
 };
 
+enum b2s_source_layout {
+  B2S_SOURCE_FLAT = 0,                 /* (images, pixels): no recompression */
+  B2S_SOURCE_IMAGES = 1,               /* (images, y, x): blocks of whole rows */
+};
+
 typedef struct b2s_source_cfg {
   int32_t kind;                        /* enum b2s_source_kind */
   char endpoint[B2S_CONFIG_ENDPOINT_MAX]; /* the daemon connects a PULL */
@@ -231,6 +236,7 @@ typedef struct b2s_source_cfg {
   char name[B2S_SOURCE_NAME_MAX];      /* stream name pattern */
   int32_t series_timeout_ms;           /* an unfinished series closes */
   int32_t verify;                      /* decode copied LZ4 blocks to check */
+  int32_t layout;                      /* enum b2s_source_layout */
   int32_t max_message;                 /* MiB, largest message accepted */
 } b2s_source_cfg;
 

@@ -54,6 +54,8 @@ static const cfg_enum gapss[] = {
   {NULL, 0}};
 static const cfg_enum source_kinds[] = {
   {"dectris-stream2", B2S_SOURCE_DECTRIS_STREAM2}, {NULL, 0}};
+static const cfg_enum layouts[] = {
+  {"flat", B2S_SOURCE_FLAT}, {"images", B2S_SOURCE_IMAGES}, {NULL, 0}};
 static const cfg_enum bools[] = {{"false", 0}, {"true", 1}, {NULL, 0}};
 static const cfg_enum orders[] = {
   {"arrival", B2S_ORDER_ARRIVAL}, {"frame_number", B2S_ORDER_FRAME_NUMBER},
@@ -150,6 +152,10 @@ const cfg_desc b2s_cfg_schema[] = {
   {"verify", SOURCE, .type = CT_ENUM, SR(verify), .enums = bools,
    .def = "true", .help = "check that every LZ4 block stored as it came "
                           "decodes to its block, to refuse damaged images"},
+  {"layout", SOURCE, .type = CT_ENUM, SR(layout), .enums = layouts,
+   .def = "flat",
+   .help = "flat: arrays (images, pixels); images: (images, y, x), compressed "
+           "again unless a row block is 8 KiB"},
   {"max_message", SOURCE, .type = CT_INT, SR(max_message), .min = 1,
    .max = 2047, .def = "256", .unit = "MiB",
    .help = "largest message accepted; longer ones are refused by ZeroMQ"},

@@ -115,6 +115,24 @@ static int publish(const char *tmp, const char *path, bool sync) {
   return sync ? sync_parent(path) : 0;
 }
 
+/* A b2nd frame made without a block size gets its array's: c-blosc2 makes
+ * a zeros chunk kept in the index with the frame's block size, and reads
+ * b2nd slices with a mask of the array's blocks, which a chunk of other
+ * blocks fails.  (python-blosc2's arrays have it so.) */
+static void b2nd_blocksize(b2s_fwriter *w) {
+  int k = b2s_frame_metas_find(&w->metas, "b2nd");
+  b2s_b2nd nd;
+  if (w->hdr.blocksize != 0 || k < 0 ||
+      b2s_b2nd_parse(w->metas.items[k].content, (size_t)w->metas.items[k].len,
+                     0, &nd, NULL) < 0 || nd.ndim < 1)
+    return;
+  int64_t b = w->hdr.typesize > 0 ? w->hdr.typesize : 1;
+  for (int d = 0; d < nd.ndim && b <= B2S_MAX_BLOCKSIZE; d++)
+    b *= nd.blockshape[d] > 0 ? nd.blockshape[d] : 1;
+  if (b <= B2S_MAX_BLOCKSIZE)
+    w->hdr.blocksize = w->opts.cparams.blocksize = (int32_t)b;
+}
+
 int b2s_fwriter_create(const char *path, bool sparse,
                        const b2s_fwriter_opts *opts,
                        const b2s_frame_metas *metas, b2s_fwriter **out) {
@@ -135,6 +153,7 @@ int b2s_fwriter_create(const char *path, bool sparse,
   rc = b2s_fw_copy_metas(&w->metas, metas);
   if (rc < 0)
     return fail(w, rc);
+  b2nd_blocksize(w);
   struct stat sb;
   if (lstat(path, &sb) == 0)
     return fail(w, -EEXIST);

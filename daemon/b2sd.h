@@ -244,6 +244,8 @@ struct b2sd_stream {
   /* Writer input, under lock: chunks sorted by seq (the reorder buffer),
    * the seq a flush or drain wants committed and durable, stop. */
   b2sd_chunk *ready;
+  uint64_t arrived;              /* chunks ever put here: every seq given
+                                    has arrived once it is seq_next */
   uint64_t flush_upto;           /* make every seq below durable */
   bool stop;
   pthread_t thread;

@@ -19,13 +19,31 @@ void b2sd_stream_retire(b2sd_stream *st) {
                           B2S_WIRE_OPEN, 0);
 }
 
+/* A failed frame takes nothing more, but the workers may still hold
+ * chunks of it: once every seq given has come back (b2sd_stream_put),
+ * its writer, if one runs, stops and gives them back. */
+static bool failed_done(b2sd_stream *st) {
+  pthread_mutex_lock(&st->lock);
+  bool all = st->arrived == st->seq_next;
+  if (all && st->thread_started && !st->stop) {
+    st->stop = true;
+    pthread_cond_signal(&st->cond);
+  }
+  pthread_mutex_unlock(&st->lock);
+  return all && (!st->thread_started ||
+                 atomic_load_explicit(&st->writer_exited,
+                                      memory_order_acquire));
+}
+
 /* Step 2: the writer stops once it holds every seq given; true once it
- * exited (the frame is closed). */
+ * exited (the frame is closed, or left as it was at a failure). */
 static bool writer_done(b2sd_stream *st) {
-  if (!st->thread_started)
-    return true;
   b2sd_progress p;
   b2sd_progress_load(st, &p);
+  if (p.failed)
+    return failed_done(st);
+  if (!st->thread_started)
+    return true;
   if (p.written < st->seq_next)
     return false;                /* workers or the writer still hold some */
   pthread_mutex_lock(&st->lock);
@@ -79,7 +97,7 @@ void b2sd_retire_turn(b2sd_server *srv) {
     return;
   for (b2sd_stream *st = srv->streams, *nx; st; st = nx) {
     nx = st->next;
-    if (!st->retiring || b2sd_progress_failed(st) || !writer_done(st))
+    if (!st->retiring || !writer_done(st))
       continue;
     follows_end(srv, st);
     if (!st->follows && st->nreads == 0)

@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "fdheadroom.h"
 #include "metrics.h"
+#include "progress.h"
 #include "b2s_msgpack.h"
 #include "retire.h"
 #include "segment.h"
@@ -48,6 +49,7 @@ typedef struct source {
   uint32_t ncomp;
   int32_t ts, block, chunk_nbytes;
   int64_t img_nbytes;
+  int64_t ny, nx, rows;            /* image rows, columns; rows per block */
   uint64_t last_ns;
   /* statistics */
   uint64_t messages, images, failures, unknown_series, series, timeouts;
@@ -140,27 +142,59 @@ static int stream_name(const source *s, const b2s_s2_msg *m, const char *ch,
   return b2s_stream_name_check(out);
 }
 
-/* The template's settings with the series' layout: a b2nd array
- * (images, pixels) of one image per chunk whose blocks are bitshuffle's
- * default blocks, so bslz4 images are stored by rewriting (the chunk is
- * padded to whole blocks); images are placed by frame number, gaps
- * filled. */
+/* The template's settings with the series' layout: a b2nd array of one
+ * image per chunk, placed by frame number, gaps filled.  flat: (images,
+ * pixels) in bitshuffle's default blocks, so bslz4 images are stored by
+ * rewriting (the chunk padded to whole blocks); images: (images, y, x) in
+ * blocks of whole rows, which bslz4's blocks match only when such a block
+ * is 8 KiB (else compressed again). */
 static void series_cfg(const source *s, b2s_stream_cfg *sc, const char *dtype) {
-  int64_t npix = s->img_nbytes / s->ts;
   sc->cparams.typesize = s->ts;
-  sc->b2nd = (b2s_stream_b2nd){.enabled = true, .ndim = 2, .nshape = 2,
-                               .nchunkshape = 2, .nblockshape = 2};
+  sc->cparams.blocksize = s->block;   /* the b2nd block (b2s_fwriter_create) */
+  b2s_stream_b2nd *nd = &sc->b2nd;
+  *nd = (b2s_stream_b2nd){.enabled = true};
   /* a growing array: the writer keeps the shape in step with the chunks,
    * and series_close fills the frame up to number_of_images rows */
-  sc->b2nd.shape[0] = 0;
-  sc->b2nd.shape[1] = npix;
-  sc->b2nd.chunkshape[0] = 1;
-  sc->b2nd.chunkshape[1] = (int32_t)npix;
-  sc->b2nd.blockshape[0] = 1;
-  sc->b2nd.blockshape[1] = s->block / s->ts;
-  snprintf(sc->b2nd.dtype, sizeof sc->b2nd.dtype, "%s", dtype);
+  nd->shape[0] = 0;
+  nd->chunkshape[0] = 1;
+  nd->blockshape[0] = 1;
+  if (s->cfg.layout == B2S_SOURCE_IMAGES) {
+    nd->ndim = 3;
+    nd->shape[1] = s->ny;
+    nd->shape[2] = s->nx;
+    nd->chunkshape[1] = (int32_t)s->ny;
+    nd->chunkshape[2] = (int32_t)s->nx;
+    nd->blockshape[1] = (int32_t)s->rows;
+    nd->blockshape[2] = (int32_t)s->nx;
+  } else {
+    nd->ndim = 2;
+    nd->shape[1] = s->img_nbytes / s->ts;
+    nd->chunkshape[1] = (int32_t)nd->shape[1];
+    nd->blockshape[1] = s->block / s->ts;
+  }
+  nd->nshape = nd->nchunkshape = nd->nblockshape = (uint8_t)nd->ndim;
+  snprintf(nd->dtype, sizeof nd->dtype, "%s", dtype);
   sc->order = B2S_ORDER_FRAME_NUMBER;
   sc->gaps = B2S_GAPS_FILL;
+}
+
+/* The series' block and padded chunk size: false when they do not fit. */
+static bool series_blocks(source *s) {
+  int64_t row = s->nx * s->ts;
+  s->rows = 0;
+  int64_t block = BSLZ4_BLOCK, n = s->img_nbytes;
+  if (s->cfg.layout == B2S_SOURCE_IMAGES) {
+    s->rows = row >= BSLZ4_BLOCK ? 1 : BSLZ4_BLOCK / row;
+    if (s->rows > s->ny)
+      s->rows = s->ny;
+    block = s->rows * row;
+  }
+  int64_t chunk = (n + block - 1) / block * block;
+  if (block > B2S_MAX_BLOCKSIZE || chunk > B2S_MAX_BUFFERSIZE)
+    return false;
+  s->block = (int32_t)block;
+  s->chunk_nbytes = (int32_t)chunk;
+  return true;
 }
 
 /* A companion stream of one start-message array: one chunk, the array's
@@ -202,7 +236,10 @@ static int open_stream(b2sd_server *srv, source *s, const char *name,
   b2sd_stream *st;
   if ((rc = b2sd_stream_open(srv, &sc, &st)) < 0)
     return rc;
-  if ((rc = b2sd_stream_start(st)) < 0) {
+  /* a frame that cannot be opened (say, no room) takes no images: the
+   * series goes on without this stream, counted as a failure */
+  if ((rc = b2sd_progress_failed(st)) < 0 ||
+      (rc = b2sd_stream_start(st)) < 0) {
     b2sd_stream_free(st);
     return rc;
   }
@@ -415,18 +452,16 @@ static void on_start(b2sd_server *srv, source *s, zmq_msg_t *msg) {
     return;
   }
   int64_t nbytes = (int64_t)(m->image_size_x * m->image_size_y) * ts;
-  int64_t blocks = (nbytes + BSLZ4_BLOCK - 1) / BSLZ4_BLOCK;
-  if (blocks * BSLZ4_BLOCK > B2S_MAX_BUFFERSIZE ||
-      nbytes > srv->dcfg.max_buffer) {
+  s->ts = ts;
+  s->img_nbytes = nbytes;
+  s->ny = (int64_t)m->image_size_y;
+  s->nx = (int64_t)m->image_size_x;
+  if (nbytes > srv->dcfg.max_buffer || !series_blocks(s)) {
     failure(s, F_SERIES, "series %llu: images larger than max_buffer",
             (unsigned long long)m->series_id);
     return;
   }
   s->series_id = m->series_id;
-  s->ts = ts;
-  s->img_nbytes = nbytes;
-  s->block = BSLZ4_BLOCK;
-  s->chunk_nbytes = (int32_t)(blocks * BSLZ4_BLOCK);
   s->nch = m->nchannels;
   s->have_first = false;
   s->nimages = m->number_of_images <= (uint64_t)INT32_MAX ? m->number_of_images : 0;
@@ -509,9 +544,12 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
                          zmq_msg_t *msg) {
   if (a->ndim != 2 || a->dim[0] * a->dim[1] * a->elem_size !=
                           (uint64_t)s->img_nbytes ||
-      (int32_t)a->elem_size != s->ts)
-    return B2S_E_CHUNK_SIZE;
-  int rc = b2sd_window_check(&st->win, frame);
+      (int32_t)a->elem_size != s->ts ||
+      (s->rows && (a->dim[0] != (uint64_t)s->ny || a->dim[1] != (uint64_t)s->nx)))
+    return B2S_E_CHUNK_SIZE;            /* images: y, x as the start said */
+  int rc = b2sd_progress_failed(st);    /* its frame stores no more */
+  if (rc == 0)
+    rc = b2sd_window_check(&st->win, frame);
   if (rc < 0)
     return rc;
   b2s_cparams cp;

@@ -407,6 +407,7 @@ void b2sd_stream_put(b2sd_stream *st, b2sd_chunk *c) {
     pp = &(*pp)->next;
   c->next = *pp;
   *pp = c;
+  st->arrived++;
   pthread_cond_signal(&st->cond);
   pthread_mutex_unlock(&st->lock);
 }

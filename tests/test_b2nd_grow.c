@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "b2s_chunk.h"
 #include "b2s_errors.h"
 #include "b2s_frame.h"
 #include "b2s_frame_writer.h"
@@ -124,11 +125,35 @@ static void test_no_b2nd(void **state) {
   assert_int_equal(b2s_fwriter_close(w), 0);
 }
 
+/* Made without a block size, the frame's is the b2nd block's (1x2x6 of 2
+ * bytes), as c-blosc2 makes the zeros chunks it keeps in the index with
+ * it; the chunks appended with the frame's parameters have those blocks. */
+static void test_blocksize_from_b2nd(void **state) {
+  (void)state;
+  char path[300];
+  b2s_fwriter *w = make("d.b2frame", 0, 1, path, sizeof path);
+  append(w, 2, 1);
+  assert_int_equal(b2s_fwriter_close(w), 0);
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_frame_header_get(f)->blocksize, 24);
+  uint8_t c[256];
+  b2s_chunk_info ci;
+  for (int64_t i = 0; i < 2; i++) {
+    int n = b2s_frame_chunk_read(f, i, c, sizeof c);
+    assert_true(n > 0);
+    assert_int_equal(b2s_chunk_info_get(c, (size_t)n, &ci), 0);
+    assert_int_equal(ci.blocksize, 24);
+  }
+  b2s_frame_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grows_with_slabs),
       cmocka_unit_test(test_chunk_rows_and_no_shrink),
       cmocka_unit_test(test_no_b2nd),
+      cmocka_unit_test(test_blocksize_from_b2nd),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

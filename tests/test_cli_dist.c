@@ -36,6 +36,7 @@
 #include "b2s_errors.h"
 #include "b2s_meta.h"
 #include "dframe_fill.h"
+#include "venv_python.h"
 #include "b2s_frame.h"
 
 static const char *cli_path;
@@ -443,15 +444,9 @@ static void test_convert(void **state) {
  * chunk decompressed and compared: zeros for the gap, the items else. */
 static void test_convert_gap0_blosc2(void **state) {
   (void)state;
-  const char *venv = getenv("B2S_VENV");
-  if (!venv)
-    venv = getenv("B2S_VENV_DEFAULT");
   char py[400];
-  snprintf(py, sizeof py, "%s/bin/python", venv ? venv : "");
-  if (!venv || access(py, X_OK) != 0) {
-    printf("c-blosc2 check skipped: no venv at $B2S_VENV or .venv\n");
+  if (!ts_venv_python(py, sizeof py))
     skip();
-  }
   where w = local_store();
   char name[96], url[512];
   unique_name("gap0", name, sizeof name);

@@ -21,6 +21,7 @@
 #include "b2s_h5lz4.h"
 #include "b2s_meta.h"
 #include "daemon_harness.h"
+#include "venv_python.h"
 #include "b2s_frame.h"
 #include "b2s_msgpack.h"
 #include "b2s_s2enc.h"
@@ -58,6 +59,7 @@ typedef struct series {
   int arrays;                /* the start carries flatfield, mask, table */
   int part;                  /* 0: everything; 1: the start alone; 2: all
                                 but the start; 3: all but the end */
+  int images;                /* layout: images ((images, y, x)), else flat */
 } series;
 
 /* The start's large arrays: flatfield (float32, raw), pixel_mask
@@ -224,6 +226,39 @@ static void expect_user(b2s_mpbuf *b, const series *s, uint64_t id, int odd) {
 }
 
 /* Wait until channel c's frame holds every image, then check each. */
+/* The frame's b2nd layout; returns a chunk's padded size.  flat: images
+ * flattened, blocks of bitshuffle's 8 KiB; images: (images, y, x), blocks
+ * of as many whole rows as fit in 8 KiB (at least one). */
+static size_t check_layout(b2s_frame *f, const series *s, int rows) {
+  b2s_b2nd nd;
+  assert_int_equal(b2s_frame_b2nd_get(f, &nd), 0);
+  static const char *const dts[] = {NULL, "|u1", "<u2", NULL, "<u4"};
+  assert_int_equal(nd.dtype_len, 3);
+  assert_memory_equal(nd.dtype, dts[s->ts], 3);
+  assert_int_equal(nd.shape[0], rows);
+  assert_int_equal(nd.chunkshape[0], 1);
+  assert_int_equal(nd.blockshape[0], 1);
+  size_t row = s->nx * (size_t)s->ts;
+  if (!s->images) {
+    assert_int_equal(nd.ndim, 2);
+    assert_int_equal(nd.shape[1], (int64_t)(s->ny * s->nx));
+    assert_int_equal(nd.chunkshape[1], (int32_t)(s->ny * s->nx));
+    assert_int_equal(nd.blockshape[1], 8192 / s->ts);
+    return (s->ny * row + 8191) / 8192 * 8192;
+  }
+  size_t per = row >= 8192 ? 1 : 8192 / row;
+  if (per > s->ny)
+    per = s->ny;
+  assert_int_equal(nd.ndim, 3);
+  assert_int_equal(nd.shape[1], (int64_t)s->ny);
+  assert_int_equal(nd.shape[2], (int64_t)s->nx);
+  assert_int_equal(nd.chunkshape[1], (int32_t)s->ny);
+  assert_int_equal(nd.chunkshape[2], (int32_t)s->nx);
+  assert_int_equal(nd.blockshape[1], (int32_t)per);
+  assert_int_equal(nd.blockshape[2], (int32_t)s->nx);
+  return (s->ny + per - 1) / per * per * row;
+}
+
 static void check_series(env *e, const series *s) {
   size_t n = s->ny * s->nx * (size_t)s->ts;
   uint8_t *pix = malloc(n);
@@ -247,21 +282,9 @@ static void check_series(env *e, const series *s) {
     }
     assert_non_null(f);
     assert_int_equal(b2s_frame_nchunks(f), rows);
-    /* a b2nd array of flattened images, blocks of bitshuffle's 8 KiB */
-    b2s_b2nd nd;
-    assert_int_equal(b2s_frame_b2nd_get(f, &nd), 0);
-    assert_int_equal(nd.ndim, 2);
-    assert_int_equal(nd.shape[0], rows);
-    assert_int_equal(nd.shape[1], (int64_t)(s->ny * s->nx));
-    assert_int_equal(nd.chunkshape[0], 1);
-    assert_int_equal(nd.chunkshape[1], (int32_t)(s->ny * s->nx));
-    assert_int_equal(nd.blockshape[1], 8192 / s->ts);
-    static const char *const dts[] = {NULL, "|u1", "<u2", NULL, "<u4"};
-    assert_int_equal(nd.dtype_len, 3);
-    assert_memory_equal(nd.dtype, dts[s->ts], 3);
+    size_t padded = check_layout(f, s, rows);
     b2s_records *rs = NULL;
     assert_int_equal(b2s_records_open(path, &rs, NULL), 0);
-    size_t padded = (n + 8191) / 8192 * 8192;
     uint8_t *out = malloc(padded);
     for (int i = 0; i < rows; i++) {
       uint64_t id = 1 + (uint64_t)i;
@@ -365,15 +388,108 @@ static void *pusher(env *e) {
   return push;
 }
 
+/* The daemon with the source of config() and the lines `extra`, up; the
+ * detector's PUSH socket, bound.  fsize_limit: RLIMIT_FSIZE (0: none). */
+static void *daemon_up(env *e, const char *extra, long fsize_limit) {
+  char yaml[1200];
+  env_init_config(e, "");
+  config(e, yaml, sizeof yaml);
+  strncat(yaml, extra, sizeof yaml - strlen(yaml) - 1);
+  env_write_config(e, yaml);
+  e->fsize_limit = fsize_limit;
+  void *push = pusher(e);
+  env_start(e);
+  return push;
+}
+
+/* b2stream export --layout nxmx, either codec: h5py with hdf5plugin reads
+ * /entry/data/data as (images, y, x), whichever the frame's layout, equal
+ * to the pixels in file `want`; b2stream import makes of it a frame that
+ * python-blosc2 reads the same, in slices across gaps too. */
+static void nxmx_check(env *e, const char *py, const char *path,
+                       const char *want, int rows, const series *s) {
+  const char *cli = getenv("B2S_CLI");
+  static const char *const codecs[] = {"blosc2", "bslz4"};
+  for (int k = 0; cli && k < 2; k++) {
+    char out[512], cmd[3000];
+    snprintf(out, sizeof out, "%s/x-%llu-%s.h5", e->dir,
+             (unsigned long long)s->id, codecs[k]);
+    snprintf(cmd, sizeof cmd, "'%s' export '%s' '%s' --layout nxmx --codec %s "
+             ">/dev/null", cli, path, out, codecs[k]);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "'%s' -c 'import sys, numpy as np, h5py, hdf5plugin\n"
+             "d = h5py.File(sys.argv[1])[\"entry/data/data\"]\n"
+             "assert d.shape == (%d, %d, %d), d.shape\n"
+             "w = np.fromfile(sys.argv[2], dtype=d.dtype).reshape(d.shape)\n"
+             "assert (d[:] == w).all()\n"
+             "assert (d[1:, 3:9, 2:] == w[1:, 3:9, 2:]).all()' '%s' '%s'",
+             py, rows, (int)s->ny, (int)s->nx, out, want);
+    if (system(cmd) != 0)
+      fail_msg("h5py does not read the %s export of %s as images", codecs[k],
+               path);
+    char back[600];
+    snprintf(back, sizeof back, "%s.b2frame", out);
+    snprintf(cmd, sizeof cmd, "'%s' import '%s' '%s' >/dev/null", cli, out,
+             back);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "'%s' -c 'import sys, numpy as np, blosc2\n"
+             "a = blosc2.open(sys.argv[1])\n"
+             "assert a.shape == (%d, %d, %d), a.shape\n"
+             "w = np.fromfile(sys.argv[2], dtype=a.dtype).reshape(a.shape)\n"
+             "assert (a[:] == w).all()\n"
+             "assert (a[1:, 3:9, 2:] == w[1:, 3:9, 2:]).all()' '%s' '%s'",
+             py, rows, (int)s->ny, (int)s->nx, back, want);
+    if (system(cmd) != 0)
+      fail_msg("python-blosc2 does not read the import of %s", out);
+  }
+}
+
+/* python-blosc2 (c-blosc2 3.3, $B2S_VENV) opens series s's first
+ * channel as an array of (images, y, x) or (images, pixels) with every
+ * image's pixels, gaps zeros, whole and in slices across chunks. */
+static void blosc2_check(env *e, const series *s) {
+  char py[400];
+  if (!ts_venv_python(py, sizeof py))
+    return;
+  char name[128], path[512], want[600], cmd[3000];
+  snprintf(name, sizeof name, "det-%llu-%s", (unsigned long long)s->id, CH[0]);
+  frame_path(e, name, path, sizeof path);
+  snprintf(want, sizeof want, "%s/want.bin", e->dir);
+  size_t n = s->ny * s->nx * (size_t)s->ts;
+  int rows = s->declared ? s->declared : s->nimages;
+  uint8_t *pix = calloc((size_t)rows, n);
+  for (int i = 0; i < s->nimages; i++)
+    if (1 + (uint64_t)i != s->skip)
+      pixels(pix + (size_t)i * n, s->ny * s->nx, s->ts, 1 + (uint64_t)i, 0);
+  FILE *fp = fopen(want, "wb");
+  assert_non_null(fp);
+  assert_int_equal(fwrite(pix, n, (size_t)rows, fp), (size_t)rows);
+  fclose(fp);
+  free(pix);
+  char shape[64];
+  if (s->images)
+    snprintf(shape, sizeof shape, "(%d, %d, %d)", rows, (int)s->ny, (int)s->nx);
+  else
+    snprintf(shape, sizeof shape, "(%d, %d)", rows, (int)(s->ny * s->nx));
+  snprintf(cmd, sizeof cmd,
+           "'%s' -c 'import sys, numpy as np, blosc2\n"
+           "a = blosc2.open(sys.argv[1])\n"
+           "assert a.shape == %s, a.shape\n"
+           "w = np.fromfile(sys.argv[2], dtype=a.dtype).reshape(a.shape)\n"
+           "assert (a[:] == w).all()\n"
+           "assert (a[1:, 3:9] == w[1:, 3:9]).all()' '%s' '%s'",
+           py, shape, path, want);
+  if (system(cmd) != 0)
+    fail_msg("python-blosc2 does not read %s as %s", path, shape);
+  nxmx_check(e, py, path, want, rows, s);
+}
+
 static void test_series(void **state) {
   (void)state;
   env e;
-  char yaml[1024];
-  env_init_config(&e, "");
-  config(&e, yaml, sizeof yaml);
-  env_write_config(&e, yaml);
-  void *push = pusher(&e);
-  env_start(&e);
+  void *push = daemon_up(&e, "", 0);
   series all[] = {
     {.id = 5, .nch = 2, .ts = 2, .ny = 514, .nx = 1030, .nimages = 6, .skip = 4},
     {.id = 6, .nch = 3, .ts = 1, .ny = 37, .nx = 91, .nimages = 5, .skip = 0,
@@ -404,6 +520,8 @@ static void test_series(void **state) {
   all[2].nimages = 4;
   for (size_t k = 0; k < 3; k++)
     check_series(&e, &all[k]);
+  blosc2_check(&e, &all[0]);           /* a gap at image 4 */
+  blosc2_check(&e, &all[1]);           /* 2 rows never sent */
   /* the start's large arrays, each channel's in a stream of its own */
   for (int c = 0; c < 2; c++) {
     char name[128];
@@ -453,12 +571,7 @@ static void send_part(void *push, const series *s, int from, int upto) {
 static void test_kill_mid_series(void **state) {
   (void)state;
   env e;
-  char yaml[1024];
-  env_init_config(&e, "");
-  config(&e, yaml, sizeof yaml);
-  env_write_config(&e, yaml);
-  void *push = pusher(&e);
-  env_start(&e);
+  void *push = daemon_up(&e, "", 0);
   series s = {.id = 9, .nch = 1, .ts = 2, .ny = 100, .nx = 200, .nimages = 8};
   send_part(push, &s, 0, 8);
   char path[512];
@@ -506,13 +619,7 @@ static void test_kill_mid_series(void **state) {
 static void test_series_close_streams(void **state) {
   (void)state;
   env e;
-  char yaml[1200];
-  env_init_config(&e, "");
-  config(&e, yaml, sizeof yaml);
-  strncat(yaml, "max_streams: 4\n", sizeof yaml - strlen(yaml) - 1);
-  env_write_config(&e, yaml);
-  void *push = pusher(&e);
-  env_start(&e);
+  void *push = daemon_up(&e, "max_streams: 4\n", 0);
   void *c = cli_producer(&e);
   void *cons = cli_connect(&e);
   cli_hello(cons, B2S_WIRE_HELLO_CONSUMER);
@@ -579,11 +686,172 @@ static void test_series_close_streams(void **state) {
   env_down(&e);
 }
 
+/* Noise pixels of image i: bslz4 cannot shrink them. */
+static void noise(uint8_t *p, size_t n, uint64_t i) {
+  uint64_t x = 0x9e3779b97f4a7c15ull * (i + 1);
+  for (size_t k = 0; k < n; k++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    p[k] = (uint8_t)x;
+  }
+}
+
+/* Images from..upto-1 of noise series `id` (n declared), 512x512
+ * uint16; with its start when from is 0, its end when upto is n. */
+static void send_noise(void *push, uint64_t id, int n, int from, int upto) {
+  b2s_s2enc e = {0};
+  char uid[32];
+  snprintf(uid, sizeof uid, "u-%llu", (unsigned long long)id);
+  b2s_s2e_start(&e, id, uid, CH, 1, "uint16", 512, 512, (uint64_t)n, 0);
+  if (from == 0)
+    send_msg(push, &e);
+  size_t nb = 512 * 512 * 2;
+  b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2,
+                     .clevel = 5};
+  size_t cap = b2s_h5_compress_bound(&p, 0, nb);
+  uint8_t *pix = malloc(nb), *buf = malloc(cap);
+  for (int i = from; i < upto; i++) {
+    noise(pix, nb, (uint64_t)i);
+    int64_t len = b2s_h5_compress(&p, 0, pix, nb, buf, cap);
+    assert_true(len > 0);
+    b2s_s2e_part part = {CH[0], 2, 512, 512, "bslz4", buf, (size_t)len, 0};
+    b2s_s2e_reset(&e);
+    b2s_s2e_image(&e, id, uid, 1 + (uint64_t)i, &part, 1, 0, 1, 1, 1, NULL);
+    send_msg(push, &e);
+  }
+  b2s_s2e_reset(&e);
+  b2s_s2e_end(&e, id, uid);
+  if (upto == n)
+    send_msg(push, &e);
+  free(pix);
+  free(buf);
+  b2s_s2e_free(&e);
+}
+
+/* Frame `path` once it holds at least n chunks. */
+static b2s_frame *frame_wait(const char *path, int64_t n) {
+  b2s_frame *f = NULL;
+  for (int t = 0; t < WAIT_MS / 20; t++) {
+    if (b2s_frame_open(path, &f, NULL) == 0 && b2s_frame_nchunks(f) >= n)
+      return f;
+    b2s_frame_free(f);
+    f = NULL;
+    usleep(20000);
+  }
+  fail_msg("%s: fewer than %lld chunks", path, (long long)n);
+  return NULL;
+}
+
+/* A series whose frame fails (the file-size limit, as a full disk) still
+ * closes for good when it ends: its stream leaves the daemon and no longer
+ * counts against max_streams, so later series open; what it committed
+ * before the failure stays intact. */
+static void test_failed_series_closes(void **state) {
+  (void)state;
+  env e;
+  /* a file-size limit above the frame's 1 MiB data reserve */
+  void *push = daemon_up(&e, "max_streams: 1\n", 3000000);
+  void *c = cli_producer(&e);
+  for (int k = 0; k < 2; k++) {  /* 12 images of 512 KiB: about 6 MB */
+    uint64_t id = 40 + (uint64_t)k;
+    char name[64], path[512];
+    snprintf(name, sizeof name, "det-%llu-%s", (unsigned long long)id, CH[0]);
+    frame_path(&e, name, path, sizeof path);
+    send_noise(push, id, 12, 0, 2);
+    b2s_frame_free(frame_wait(path, 2));      /* committed before it fails */
+    send_noise(push, id, 12, 2, 12);
+    env_log_wait(&e, "closed for good", k + 1);
+    wait_listed(c, name, false);
+    b2s_frame *f = NULL;
+    assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+    int64_t n = b2s_frame_nchunks(f);
+    assert_true(n >= 2 && n < 12);   /* it failed part way */
+    size_t nb = 512 * 512 * 2;
+    uint8_t *pix = malloc(nb), *out = malloc(nb);
+    b2s_ctx *ctx = b2s_ctx_new();
+    for (int64_t i = 0; i < n; i++) {
+      assert_int_equal(b2s_frame_chunk_decompress(f, i, ctx, out, nb), (int)nb);
+      noise(pix, nb, (uint64_t)i);
+      assert_memory_equal(out, pix, nb);
+    }
+    b2s_ctx_free(ctx);
+    free(pix);
+    free(out);
+    b2s_frame_free(f);
+  }
+  assert_true(env_log_count(&e, "failed") >= 2);
+  /* the one stream max_streams allows is free again */
+  series ok = {.id = 50, .nch = 1, .ts = 2, .ny = 16, .nx = 16, .nimages = 3};
+  send_series(push, &ok, 0);
+  check_series(&e, &ok);
+  assert_int_equal(env_log_count(&e, "refused: the maximum"), 0);
+  zmq_close(c);
+  zmq_close(push);
+  env_down(&e);
+}
+
+/* layout: images: frames of (images, y, x) that c-blosc2 opens as such;
+ * an image whose row block is bitshuffle's 8 KiB is still stored by
+ * rewriting, others are compressed again in blocks of whole rows. */
+static void test_layout_images(void **state) {
+  (void)state;
+  env e;
+  void *push = daemon_up(&e, "    layout: images\n", 0);
+  void *c = cli_producer(&e);
+  series all[] = {
+    /* 128 x 2 bytes a row, 32 rows a block: 8 KiB, as bslz4's */
+    {.id = 60, .nch = 1, .ts = 2, .ny = 64, .nx = 128, .nimages = 4,
+     .skip = 2, .images = 1, .part = 3},
+    /* 91-byte rows: 37 rows (the whole image) a block; bslz4 and lz4 */
+    {.id = 61, .nch = 2, .ts = 1, .ny = 37, .nx = 91, .nimages = 3,
+     .declared = 5, .images = 1, .part = 3},
+    /* 3000 x 4 bytes a row: one row a block */
+    {.id = 62, .nch = 1, .ts = 4, .ny = 5, .nx = 3000, .nimages = 2,
+     .images = 1},
+  };
+  send_series(push, &all[0], 0);
+  stats_wait(c, "det-60-threshold_1", "images_rewritten", 3);
+  send_series(push, &all[1], 0);
+  stats_wait(c, "det-61-threshold_1", "images_recompressed", 3);
+  stats_wait(c, "det-61-threshold_2", "images_recompressed", 3);
+  send_series(push, &all[2], 0);
+  for (size_t k = 0; k < 3; k++)
+    check_series(&e, &all[k]);
+  /* an image whose y, x differ from the start's (same pixel count) */
+  series bad = {.id = 63, .nch = 1, .ts = 2, .ny = 64, .nx = 128,
+                .nimages = 2, .images = 1};
+  b2s_s2enc en = {0};
+  b2s_s2e_start(&en, bad.id, "u-63", CH, 1, "uint16", 64, 128, 1, 0);
+  send_msg(push, &en);
+  uint8_t pix[64 * 128 * 2], *buf;
+  bad.ny = 128;
+  bad.nx = 64;
+  size_t len = framed(&bad, 1, 0, pix, &buf);
+  b2s_s2e_part part = {CH[0], 2, 128, 64, "bslz4", buf, len, 0};
+  b2s_s2e_reset(&en);
+  b2s_s2e_image(&en, bad.id, "u-63", 1, &part, 1, 0, 1, 1, 1, NULL);
+  send_msg(push, &en);
+  free(buf);
+  for (int t = 0; t < WAIT_MS / 20 && stats_value(c, NULL, "refused") < 1; t++)
+    usleep(20000);
+  assert_true(stats_value(c, NULL, "refused") == 1);
+  b2s_s2e_free(&en);
+  blosc2_check(&e, &all[0]);
+  blosc2_check(&e, &all[1]);
+  blosc2_check(&e, &all[2]);
+  zmq_close(c);
+  zmq_close(push);
+  env_down(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_series),
     cmocka_unit_test(test_series_close_streams),
     cmocka_unit_test(test_kill_mid_series),
+    cmocka_unit_test(test_failed_series_closes),
+    cmocka_unit_test(test_layout_images),
   };
   return harness_run(tests);
 }

@@ -45,20 +45,31 @@ static const char help[] =
 
 /* The chunk as the blosc2 filter reads it.  A chunk shorter than the HDF5
  * chunk (the last one of a frame without b2nd) is padded with zeros and
- * compressed again, as the filter must return a whole chunk. */
+ * compressed again, as the filter must return a whole chunk; a flattened
+ * image (unflat) is compressed again in blocks of whole rows, as the
+ * filter reads it through a b2nd of the image's shape. */
 static int blosc2_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
   const uint8_t *bytes = d->bytes;
   int32_t cbytes = d->cbytes, nbytes = d->nbytes;
-  if (!j->sh.b2nd && nbytes != j->sh.chunk_nbytes) {
+  const b2s_b2nd *nd = j->sh.unflat ? &j->sh.img
+                     : j->sh.b2nd   ? &j->sh.nd : NULL;
+  if ((!j->sh.b2nd && nbytes != j->sh.chunk_nbytes) || j->sh.unflat) {
     const uint8_t *dec;
     int n = cli_src_decode(&j->src, i, &dec);
     if (n < 0)
       return -1;
-    size_t full = (size_t)j->sh.chunk_nbytes;
+    size_t full = (size_t)j->sh.chunk_nbytes, img = (size_t)j->sh.chunk_nbytes;
+    if (j->sh.unflat)
+      full = (size_t)j->sh.img_nbytes;
     memset(j->pad, 0, full);
-    memcpy(j->pad, dec, (size_t)n < full ? (size_t)n : full);
+    memcpy(j->pad, dec, (size_t)n < img ? (size_t)n : img);
     b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
     cp.typesize = j->sh.typesize;
+    if (j->sh.unflat) {
+      cp.codec = B2S_CODEC_LZ4;
+      cp.filters[B2S_MAX_FILTERS - 1] = B2S_FILTER_BITSHUFFLE;
+      cp.blocksize = nd->blockshape[1] * nd->blockshape[2] * cp.typesize;
+    }
     cbytes = b2s_compress(j->src.ctx, &cp, j->pad, (int32_t)full, j->tmp,
                           (int32_t)full + B2S_MAX_OVERHEAD);
     if (cbytes < 0) {
@@ -69,9 +80,8 @@ static int blosc2_chunk(cli_exp_job *j, int64_t i, const cli_chunk *d) {
     bytes = j->tmp, nbytes = (int32_t)full;
   }
   j->buf.len = 0;
-  int rc = cli_exp_wrap_cframe(b2s_frame_header_get(j->src.frame),
-                           j->sh.b2nd ? &j->sh.nd : NULL, bytes, cbytes,
-                           nbytes, &j->buf);
+  int rc = cli_exp_wrap_cframe(b2s_frame_header_get(j->src.frame), nd,
+                               bytes, cbytes, nbytes, &j->buf);
   if (rc < 0)
     cli_err("%s: chunk %lld: %s", j->src.path, (long long)i, b2s_strerror(rc));
   return rc < 0 ? -1 : 0;
@@ -132,7 +142,7 @@ static int write_buf(cli_exp_job *j, int64_t i, const b2s_mpbuf *b) {
 /* HDF5 chunk i into j->buf (frame side only: no HDF5 call). */
 static int produce(cli_exp_job *j, int64_t i) {
   int32_t cb = 0, nb = 0;
-  if (j->codec == EXP_CODEC_BLOSC2 &&
+  if (j->codec == EXP_CODEC_BLOSC2 && !j->sh.unflat &&
       b2s_frame_chunk_sizes(j->src.frame, i, &cb, &nb) == 0 &&
       (j->sh.b2nd || nb == j->sh.chunk_nbytes))
     return blosc2_direct(j, i, cb, nb);
@@ -367,6 +377,8 @@ static int run(cli_exp_job *j) {
   int64_t n = cli_src_nchunks(&j->src);
   cli_exp_shape_extent(&j->sh, n);
   size_t full = (size_t)j->sh.chunk_nbytes;
+  if (j->sh.unflat && (size_t)j->sh.img_nbytes > full)
+    full = (size_t)j->sh.img_nbytes;
   j->pad = malloc(full + B2S_MAX_OVERHEAD);
   j->tmp = malloc(full + B2S_MAX_OVERHEAD);
   if (!j->pad || !j->tmp) {
@@ -384,7 +396,7 @@ static int run(cli_exp_job *j) {
   j->ds = j->layout == EXP_LAYOUT_NXMX
               ? cli_exp_nxmx_begin(j->file, &j->src, &j->sh, j->codec, fp)
               : plain_begin(j, fp);
-  if (j->ds < 0 || cli_exp_h5_keep_meta(j->ds, &j->src) < 0) {
+  if (j->ds < 0 || cli_exp_h5_keep_meta(j->ds, &j->src, &j->sh) < 0) {
     cli_err("%s: cannot create the image dataset", j->out);
     return -1;
   }

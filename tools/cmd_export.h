@@ -29,6 +29,11 @@ typedef struct cli_exp_shape {
   int32_t typesize;
   int64_t chunk_nbytes;            /* bytes of one full chunk */
   bool b2nd;                       /* frame has a b2nd metalayer */
+  bool unflat;                     /* b2nd (images, pixels) made (images,
+                                      y, x) by the series' image_size_y/x */
+  b2s_b2nd img;                    /* unflat: one image's b2nd, blocks of
+                                      whole rows, for the Blosc2 filter */
+  int64_t img_nbytes;              /* unflat: its chunk, padded to blocks */
   b2s_b2nd nd;                     /* its content when b2nd */
   hid_t dtype;                     /* HDF5 type of an item (not owned) */
 } cli_exp_shape;
@@ -104,7 +109,7 @@ int cli_exp_h5_attr_bytes(hid_t obj, const char *name, const void *v, size_t n);
  * metalayer as stored. */
 #define EXP_ATTR_SERIES "b2stream_series_msgpack"
 #define EXP_ATTR_B2ND "b2stream_b2nd_metalayer"
-int cli_exp_h5_keep_meta(hid_t ds, cli_src *src);
+int cli_exp_h5_keep_meta(hid_t ds, cli_src *src, const cli_exp_shape *sh);
 hid_t cli_exp_h5_group(hid_t loc, const char *name, const char *nx_class);
 int cli_exp_h5_scalar_double(hid_t loc, const char *name, double v,
                          const char *units);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd_export.h"
+#include "b2s_msgpack.h"
 
 /* A filter function that always fails: the export writes every chunk
  * encoded already, so HDF5 must never run one through the filter. */
@@ -65,6 +66,68 @@ static hid_t dtype_of(const char *s, uint32_t n, int32_t typesize) {
   return -1;
 }
 
+/* Unsigned integer value of key `name` in the frame's series map, or 0. */
+static uint64_t series_uint(cli_src *src, const char *name) {
+  uint8_t *map = NULL;
+  size_t len = 0;
+  if (b2s_frame_series_get(src->frame, &map, &len) < 0 || map == NULL)
+    return 0;
+  b2s_mpreader r;
+  b2s_mpreader_init(&r, map, len);
+  b2s_mpval m, key, v;
+  uint64_t out = 0;
+  bool ok = b2s_mp_read_any(&r, &m) == 0 && m.type == B2S_MPT_MAP;
+  for (uint32_t k = 0; ok && k < m.n; k++) {
+    ok = b2s_mp_read_any(&r, &key) == 0 && key.type == B2S_MPT_STR;
+    if (ok && key.n == strlen(name) && memcmp(key.p, name, key.n) == 0) {
+      b2s_mpreader at = r;
+      if (b2s_mp_read_any(&at, &v) == 0 && v.type == B2S_MPT_UINT)
+        out = v.u;
+      break;
+    }
+    ok = ok && b2s_mp_skip(&r, B2S_MP_MAX_DEPTH) == 0;
+  }
+  free(map);
+  return out;
+}
+
+/* A detector's frame of flattened images, b2nd (images, pixels) of one
+ * image per chunk (docs/SOURCES.md, layout flat), whose series map says
+ * image_size_y x image_size_x == pixels: the dataset is (images, y, x),
+ * which the field's readers (DIALS, XDS, NeXus viewers) want.  The HDF5
+ * chunk's bytes are the same: the image's pixels in C order. */
+static void unflatten(cli_src *src, cli_exp_shape *sh) {
+  const b2s_b2nd *nd = &sh->nd;
+  if (nd->ndim != 2 || nd->chunkshape[0] != 1 ||
+      nd->chunkshape[1] != nd->shape[1])
+    return;
+  uint64_t y = series_uint(src, "image_size_y");
+  uint64_t x = series_uint(src, "image_size_x");
+  if (y == 0 || x == 0 || x > (uint64_t)nd->shape[1] ||
+      y * x != (uint64_t)nd->shape[1])
+    return;
+  sh->unflat = true;
+  sh->ndim = 3;
+  sh->chunk[1] = (hsize_t)y;
+  sh->chunk[2] = (hsize_t)x;
+  sh->grid[1] = sh->grid[2] = 1;
+  /* the rows that fit in 8 KiB, at least one, as a detector source's
+   * layout: images */
+  uint64_t row = x * (uint64_t)sh->typesize;
+  uint64_t r = row >= 8192 ? 1 : 8192 / row;
+  b2s_b2nd *img = &sh->img;
+  *img = *nd;
+  img->ndim = 3;
+  img->shape[0] = img->chunkshape[0] = img->blockshape[0] = 1;
+  img->shape[1] = img->chunkshape[1] = (int32_t)y;
+  img->shape[2] = img->chunkshape[2] = (int32_t)x;
+  img->blockshape[1] = (int32_t)(r < y ? r : y);
+  img->blockshape[2] = (int32_t)x;
+  uint64_t rows = (y + (uint64_t)img->blockshape[1] - 1) /
+                  (uint64_t)img->blockshape[1] * (uint64_t)img->blockshape[1];
+  sh->img_nbytes = (int64_t)(rows * row);   /* as c-blosc2 pads b2nd chunks */
+}
+
 int cli_exp_shape_from(cli_src *src, cli_exp_shape *sh) {
   memset(sh, 0, sizeof *sh);
   const b2s_frame_header *h = b2s_frame_header_get(src->frame);
@@ -91,6 +154,7 @@ int cli_exp_shape_from(cli_src *src, cli_exp_shape *sh) {
                                           sh->nd.chunkshape[d]
                                     : 0;
     }
+    unflatten(src, sh);
     return 0;
   }
   /* no b2nd: one dimension of items, one HDF5 chunk per frame chunk */
@@ -129,7 +193,7 @@ void cli_exp_shape_extent(cli_exp_shape *sh, int64_t n) {
   if (sh->b2nd && sh->nd.shape[0] > 0 && rows == sh->grid[0])
     sh->dims[0] = (hsize_t)sh->nd.shape[0];
   for (int d = 1; d < sh->ndim; d++)
-    sh->dims[d] = (hsize_t)sh->nd.shape[d];
+    sh->dims[d] = sh->unflat ? sh->chunk[d] : (hsize_t)sh->nd.shape[d];
 }
 
 void cli_exp_shape_offset(const cli_exp_shape *sh, int64_t i, hsize_t *off) {
@@ -280,13 +344,23 @@ int cli_exp_h5_attr_bytes(hid_t obj, const char *name, const void *v, size_t n) 
   return rc;
 }
 
-int cli_exp_h5_keep_meta(hid_t ds, cli_src *src) {
+int cli_exp_h5_keep_meta(hid_t ds, cli_src *src, const cli_exp_shape *sh) {
   uint8_t *map = NULL;
   size_t len = 0;
   int rc = 0;
   if (b2s_frame_series_get(src->frame, &map, &len) == 0 && map && len)
     rc = cli_exp_h5_attr_bytes(ds, EXP_ATTR_SERIES, map, len);
   free(map);
+  if (rc == 0 && sh->unflat) {
+    /* the dataset's images, as import makes the frame from its chunks */
+    b2s_b2nd nd = sh->img;
+    nd.shape[0] = sh->nd.shape[0];
+    b2s_mpbuf b = {0};
+    rc = b2s_b2nd_write(&nd, &b) < 0 ? -1
+         : cli_exp_h5_attr_bytes(ds, EXP_ATTR_B2ND, b.data, b.len);
+    b2s_mpbuf_fini(&b);
+    return rc;
+  }
   const b2s_frame_metas *m = b2s_frame_metalayers(src->frame);
   int k = b2s_frame_metas_find(m, "b2nd");
   if (rc == 0 && k >= 0 && m->items[k].len > 0)

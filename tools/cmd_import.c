@@ -281,6 +281,14 @@ static int64_t inner_chunk(imp *m, int64_t i, b2s_b2nd *nd, bool *has_nd,
   return rc;
 }
 
+/* Bytes of one block of the new frame's b2nd. */
+static int32_t block_bytes(const imp *m) {
+  int64_t b = m->typesize;
+  for (int d = 0; d < m->rank; d++)
+    b *= m->nd.blockshape[d];
+  return b <= B2S_MAX_BLOCKSIZE ? (int32_t)b : 0;
+}
+
 static int create(imp *m, const b2s_chunk_info *ci) {
   b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
   o.cparams.typesize = m->typesize;
@@ -310,9 +318,12 @@ static int append(imp *m, const void *chunk, int32_t cbytes, int64_t i) {
   return rc < 0 ? -1 : 0;
 }
 
+/* A chunk never written: zeros in the frame's blocks (c-blosc2 reads b2nd
+ * slices with a mask of the array's blocks and refuses a chunk of others). */
 static int zeros(imp *m, int64_t i) {
   b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
   cp.typesize = m->typesize;
+  cp.blocksize = block_bytes(m);
   uint8_t z[B2S_MAX_OVERHEAD + 16];
   int cb = b2s_chunk_zeros(&cp, (int32_t)m->chunk_nbytes, z, sizeof z);
   return cb < 0 ? -1 : append(m, z, cb, i);
@@ -354,9 +365,7 @@ static int through_hdf5(imp *m) {
     return -1;
   b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
   cp.typesize = m->typesize;
-  cp.blocksize = m->typesize;
-  for (int d = 0; d < m->rank; d++)
-    cp.blocksize *= m->nd.blockshape[d];
+  cp.blocksize = block_bytes(m);
   hid_t fs = H5Dget_space(m->ds);
   for (int64_t i = 0; i < m->nchunks; i++) {
     hsize_t off[B2S_B2ND_MAX_DIM], cnt[B2S_B2ND_MAX_DIM];
@@ -389,6 +398,38 @@ static int through_hdf5(imp *m) {
   return 0;
 }
 
+/* Whether b2nd blocks hold their items in C order of the chunk: after the
+ * first dimension they split, they span the chunk. */
+static bool c_order_blocks(const b2s_b2nd *nd) {
+  int d = 0;
+  while (d < nd->ndim && nd->blockshape[d] == nd->chunkshape[d])
+    d++;
+  for (d++; d < nd->ndim; d++)
+    if (nd->blockshape[d] != nd->chunkshape[d])
+      return false;
+  return true;
+}
+
+/* The exported frame's b2nd metalayer (attribute) goes back in with its
+ * blocks when the chunks made here have them: copied chunks do (export
+ * wraps each with that b2nd), chunks compressed here in C order only for
+ * blocks in C order.  Else the new frame gets a b2nd of its own. */
+static void adopt_exported_b2nd(imp *m) {
+  if (!m->nd_raw)
+    return;
+  b2s_b2nd nd;
+  bool ok = b2s_b2nd_parse(m->nd_raw, m->nd_raw_len, 0, &nd, NULL) == 0 &&
+            nd.ndim == m->rank && (m->blosc2 || c_order_blocks(&nd));
+  for (int d = 0; ok && d < m->rank; d++)
+    ok = nd.chunkshape[d] == (int32_t)m->chunk[d];
+  if (ok) {
+    memcpy(m->nd.blockshape, nd.blockshape, sizeof nd.blockshape);
+    return;
+  }
+  free(m->nd_raw);
+  m->nd_raw = NULL;
+}
+
 static int run(imp *m) {
   if (open_in(m) < 0 || shape(m) < 0)
     return -1;
@@ -397,6 +438,7 @@ static int run(imp *m) {
   if (m->ctx == NULL)
     return -1;
   m->nd_raw = attr_bytes(m->ds, EXP_ATTR_B2ND, &m->nd_raw_len);
+  adopt_exported_b2nd(m);
   int rc = m->blosc2 ? copy_blosc2(m) : through_hdf5(m);
   size_t slen = 0;
   uint8_t *series = rc == 0 ? attr_bytes(m->ds, EXP_ATTR_SERIES, &slen) : NULL;
