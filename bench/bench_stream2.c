@@ -2,24 +2,36 @@
  *
  * Single-channel 16-bit photon-counting images (bench_counting_image),
  * bslz4-framed by the project's encoder and wrapped in Stream V2 messages
- * (tests/support/b2s_s2enc.c), are pushed as fast as ZeroMQ takes them.  Three
+ * (tests/support/b2s_s2enc.c), are pushed as fast as ZeroMQ takes them.  Four
  * sides, alternating round by round:
- *   raw      - the same messages over a bare PUSH/PULL pair (a receiving
- *              thread that only counts them): the transport's ceiling;
+ *   raw      - the same messages over a bare PUSH/PULL pair, sockets set as
+ *              on the daemon side (PUSH bound, SNDHWM 1000; PULL connected,
+ *              RCVHWM 64, in a context of its own), a receiving thread that
+ *              only counts them: the transport's ceiling.  It never touches
+ *              the payload, which any receiver must;
+ *   raw+wr   - the same, the receiver appending every message to a file in
+ *              the same directory with write(2) (page cache, no fsync): a
+ *              ceiling for receiving and storing;
  *   ingest   - the real daemon's source, images stored by rewriting the
  *              framing (bitshuffle's default 8192-byte blocks);
  *   recomp   - the same daemon and messages with 16384-byte blocks, which
  *              the frames' 8192-byte b2nd blocks do not match: every image
  *              is decoded and compressed again (the fallback path).
- * A round of the daemon sides ends when the frame holds every image.
- * Printed: images/s min/median/max per side, the ingest/raw ratio, and CPU
- * seconds per GB of pixels (the daemon's for ingest and recomp, this
- * process's for raw).
+ * A round of the daemon sides ends when the frame holds every image; the
+ * daemon's CPU is counted until it is idle again (the series' close
+ * included), and the next round starts only then.
+ * Printed: images/s min/median/max per side, the ratios, and CPU seconds
+ * per GB of pixels (the daemon's for ingest and recomp, this process's for
+ * raw and raw+wr, and this process's during ingest rounds: the sender).
  *
  * usage: bench_stream2 [--rounds R] [--small N] [--large N] [--daemon PATH]
- *                      [--dir DIR] [--verify true|false] */
+ *                      [--dir DIR] [--verify true|false]
+ *                      [--only raw|rawwrite|ingest|recomp] [--queue-depth N]
+ *                      [--io direct|buffered] */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +53,16 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* utime + stime of a process (pid > 0) or of this one, seconds. */
+/* utime + stime of a process (pid > 0: in clock ticks, so rounds should
+ * last many ticks) or of this one (to the ns), seconds. */
 static double cpu_s(pid_t pid) {
+  if (pid <= 0) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+  }
   char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid > 0 ? (int)pid : (int)getpid());
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   FILE *f = fopen(path, "r");
   if (!f)
     return 0;
@@ -69,6 +87,10 @@ typedef struct msgs {
 /* A series id encoded in 4 bytes, patched per round. */
 #define SID_PLACEHOLDER 0xfffffff0u
 
+/* Distinct images per size: drawing a counting image costs far more than
+ * sending it, so the messages cycle through this many. */
+#define NDISTINCT 16
+
 /* Image messages 1..n of one series (start and end are made per round). */
 static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) {
   m->n = n;
@@ -80,12 +102,17 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
   uint16_t *px = malloc(m->nbytes);
   b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2, .clevel = 5};
   size_t cap = b2s_h5_compress_bound(&p, block, m->nbytes);
-  uint8_t *fr = malloc(cap);
+  uint8_t *fr[NDISTINCT];
+  int64_t fl[NDISTINCT];
+  for (int i = 0; i < NDISTINCT && i < n; i++) {
+    fr[i] = malloc(cap);
+    bench_counting_image(px, ny * nx, i);
+    fl[i] = b2s_h5_compress(&p, block, px, m->nbytes, fr[i], cap);
+  }
   b2s_s2enc e = {0};
   for (int i = 0; i < n; i++) {
-    bench_counting_image(px, ny * nx, i);
-    int64_t fl = b2s_h5_compress(&p, block, px, m->nbytes, fr, cap);
-    b2s_s2e_part part = {"threshold_1", 2, ny, nx, "bslz4", fr, (size_t)fl, 0};
+    int k = i % NDISTINCT;
+    b2s_s2e_part part = {"threshold_1", 2, ny, nx, "bslz4", fr[k], (size_t)fl[k], 0};
     b2s_s2e_reset(&e);
     b2s_s2e_image(&e, SID_PLACEHOLDER, "bench", (uint64_t)i + 1, &part, 1, (uint64_t)i, (uint64_t)i + 1,
              1, 1000, NULL);
@@ -94,7 +121,8 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
     m->len[i] = e.n;
   }
   b2s_s2e_free(&e);
-  free(fr);
+  for (int i = 0; i < NDISTINCT && i < n; i++)
+    free(fr[i]);
   free(px);
 }
 
@@ -118,26 +146,42 @@ static void send_series(void *push, const msgs *m, uint64_t sid) {
   b2s_s2e_free(&e);
 }
 
-typedef struct sink { void *pull; int want; } sink;
+/* The raw receiver: a thread counting the messages off a PULL socket of
+ * its own ZeroMQ context (its own I/O thread, as the daemon has), and for
+ * "raw + write" appending each one to a file with write(2). */
+typedef struct sink { void *pull; int want, fd; } sink;
 
 static void *sink_main(void *arg) {
   sink *k = arg;
   zmq_msg_t msg;
   zmq_msg_init(&msg);
-  for (int i = 0; i < k->want; i++)
-    zmq_msg_recv(&msg, k->pull, 0);
+  for (int i = 0; i < k->want; i++) {
+    if (zmq_msg_recv(&msg, k->pull, 0) < 0)
+      break;
+    if (k->fd >= 0 && write(k->fd, zmq_msg_data(&msg), zmq_msg_size(&msg)) < 0)
+      perror("raw + write");
+  }
   zmq_msg_close(&msg);
   return NULL;
 }
 
-static void round_raw(void *ctx, const msgs *m, const char *dir, double *ips,
+/* The sockets as the daemon side has them: PUSH bound with SNDHWM 1000,
+ * PULL connected with RCVHWM 64 (daemon/source_s2.c). */
+static void round_raw(const msgs *m, const char *dir, bool to_file, double *ips,
                       double *cpu_gb) {
-  char ep[512];
+  char ep[512], path[512];
   snprintf(ep, sizeof ep, "ipc://%s/raw.sock", dir);
-  void *push = zmq_socket(ctx, ZMQ_PUSH), *pull = zmq_socket(ctx, ZMQ_PULL);
-  zmq_bind(pull, ep);
-  zmq_connect(push, ep);
-  sink k = {pull, m->n + 2};
+  snprintf(path, sizeof path, "%s/raw.out", dir);
+  void *sctx = zmq_ctx_new(), *rctx = zmq_ctx_new();
+  void *push = zmq_socket(sctx, ZMQ_PUSH), *pull = zmq_socket(rctx, ZMQ_PULL);
+  int shwm = 1000, rhwm = 64;
+  zmq_setsockopt(push, ZMQ_SNDHWM, &shwm, sizeof shwm);
+  zmq_setsockopt(pull, ZMQ_RCVHWM, &rhwm, sizeof rhwm);
+  zmq_bind(push, ep);
+  zmq_connect(pull, ep);
+  sink k = {pull, m->n + 2, -1};
+  if (to_file)
+    k.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   pthread_t t;
   double c0 = cpu_s(0), t0 = now_s();
   pthread_create(&t, NULL, sink_main, &k);
@@ -146,8 +190,14 @@ static void round_raw(void *ctx, const msgs *m, const char *dir, double *ips,
   double dt = now_s() - t0, dc = cpu_s(0) - c0;
   *ips = m->n / dt;
   *cpu_gb = dc / ((double)m->nbytes * m->n / 1e9);
+  if (k.fd >= 0) {
+    close(k.fd);
+    unlink(path);
+  }
   zmq_close(push);
   zmq_close(pull);
+  zmq_ctx_term(sctx);
+  zmq_ctx_term(rctx);
 }
 
 static int64_t frame_chunks(const char *path) {
@@ -159,16 +209,37 @@ static int64_t frame_chunks(const char *path) {
   return n;
 }
 
+/* Wait until the daemon used under a clock tick in 50 ms (at most 10 s). */
+static void settle(pid_t pid) {
+  double c = cpu_s(pid);
+  for (int i = 0; i < 200; i++) {
+    usleep(50000);
+    double d = cpu_s(pid);
+    if (d - c < 0.5 / (double)sysconf(_SC_CLK_TCK))
+      return;
+    c = d;
+  }
+}
+
+/* sender_gb: this process's CPU meanwhile (the PUSH side, and reading the
+ * frame's chunk count every 2 ms). */
 static void round_daemon(void *push, pid_t pid, const msgs *m, const char *dir,
-                         uint64_t sid, double *ips, double *cpu_gb) {
+                         uint64_t sid, double *ips, double *cpu_gb,
+                         double *sender_gb) {
   char path[600];
   snprintf(path, sizeof path, "%s/data/bench-%llu-threshold_1.b2frame", dir,
            (unsigned long long)sid);
-  double c0 = cpu_s(pid), t0 = now_s();
+  double c0 = cpu_s(pid), s0 = cpu_s(0), t0 = now_s();
   send_series(push, m, sid);
   while (frame_chunks(path) < m->n)
     usleep(2000);
-  double dt = now_s() - t0, dc = cpu_s(pid) - c0;
+  double dt = now_s() - t0;
+  *sender_gb = (cpu_s(0) - s0) / ((double)m->nbytes * m->n / 1e9);
+  /* The series' close (commit, compaction, fsync) happens after; its CPU
+   * is counted here, and the next round starts once the daemon is idle
+   * rather than sharing the cores with it. */
+  settle(pid);
+  double dc = cpu_s(pid) - c0;
   *ips = m->n / dt;
   *cpu_gb = dc / ((double)m->nbytes * m->n / 1e9);
 }
@@ -185,16 +256,40 @@ static void summary(const char *label, double *v, int n, const char *unit) {
 
 #define MAXR 64
 
-static void run_size(void *ctx, pid_t pid, void *push, const char *dir,
-                     uint64_t ny, uint64_t nx, int n, int rounds, uint64_t *sid) {
+/* --only SIDE (raw, rawwrite, ingest, recomp): that side alone, e.g. to
+ * profile it. */
+static const char *only;
+
+enum { RAW, RAWW, INGEST, RECOMP, SENDER, NSIDES };
+
+static bool side_on(const char *name) { return !only || !strcmp(only, name); }
+
+static double median(const double *v, int n) {
+  double a[MAXR];
+  memcpy(a, v, (size_t)n * sizeof *a);
+  qsort(a, (size_t)n, sizeof *a, cmp);
+  return a[n / 2];
+}
+
+static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
+                     uint64_t nx, int n, int rounds, uint64_t *sid) {
   msgs fast, slow;
   make_msgs(&fast, ny, nx, n, 0);
   make_msgs(&slow, ny, nx, n, 16384);
-  double ips[3][MAXR], cpu[3][MAXR];
+  double ips[NSIDES][MAXR], cpu[NSIDES][MAXR], unused;
+  memset(ips, 0, sizeof ips);
+  memset(cpu, 0, sizeof cpu);
   for (int r = 0; r < rounds; r++) {     /* alternating sides */
-    round_raw(ctx, &fast, dir, &ips[0][r], &cpu[0][r]);
-    round_daemon(push, pid, &fast, dir, (*sid)++, &ips[1][r], &cpu[1][r]);
-    round_daemon(push, pid, &slow, dir, (*sid)++, &ips[2][r], &cpu[2][r]);
+    if (side_on("raw"))
+      round_raw(&fast, dir, false, &ips[RAW][r], &cpu[RAW][r]);
+    if (side_on("rawwrite"))
+      round_raw(&fast, dir, true, &ips[RAWW][r], &cpu[RAWW][r]);
+    if (side_on("ingest"))
+      round_daemon(push, pid, &fast, dir, (*sid)++, &ips[INGEST][r],
+                   &cpu[INGEST][r], &cpu[SENDER][r]);
+    if (side_on("recomp"))
+      round_daemon(push, pid, &slow, dir, (*sid)++, &ips[RECOMP][r],
+                   &cpu[RECOMP][r], &unused);
   }
   size_t comp = 0;
   for (int i = 0; i < n; i++)
@@ -203,32 +298,33 @@ static void run_size(void *ctx, pid_t pid, void *push, const char *dir,
          "messages), %d rounds\n", (unsigned long long)ny,
          (unsigned long long)nx, n, (double)fast.nbytes * n / 1e6,
          (double)comp / 1e6, rounds);
-  double med[3][2];
-  for (int s = 0; s < 3; s++) {
-    double a[MAXR], b[MAXR];
-    memcpy(a, ips[s], sizeof a);
-    memcpy(b, cpu[s], sizeof b);
-    qsort(a, (size_t)rounds, sizeof *a, cmp);
-    qsort(b, (size_t)rounds, sizeof *b, cmp);
-    med[s][0] = a[rounds / 2];
-    med[s][1] = b[rounds / 2];
+  double mi[NSIDES], mc[NSIDES];
+  for (int k = 0; k < NSIDES; k++) {
+    mi[k] = median(ips[k], rounds);
+    mc[k] = median(cpu[k], rounds);
   }
   printf("  images/s    min        median     max\n");
-  summary("raw", ips[0], rounds, "");
-  summary("ingest", ips[1], rounds, "");
-  summary("recomp", ips[2], rounds, "");
+  summary("raw", ips[RAW], rounds, "");
+  summary("raw+wr", ips[RAWW], rounds, "(raw, each message written to a file)");
+  summary("ingest", ips[INGEST], rounds, "");
+  summary("recomp", ips[RECOMP], rounds, "");
   printf("  CPU s per GB of pixels (min median max)\n");
-  summary("raw", cpu[0], rounds, "(this process: push + pull)");
-  summary("ingest", cpu[1], rounds, "(daemon)");
-  summary("recomp", cpu[2], rounds, "(daemon)");
-  printf("  ratios (medians): ingest/raw images/s %.2f; ingest/recomp CPU "
-         "per GB %.2f; ingest/recomp images/s %.2f\n\n",
-         med[1][0] / med[0][0], med[1][1] / med[2][1], med[1][0] / med[2][0]);
+  summary("raw", cpu[RAW], rounds, "(this process: push + pull)");
+  summary("raw+wr", cpu[RAWW], rounds, "(this process: push + pull + write)");
+  summary("ingest", cpu[INGEST], rounds, "(daemon, with the series' close)");
+  summary("recomp", cpu[RECOMP], rounds, "(daemon, with the series' close)");
+  summary("sender", cpu[SENDER], rounds, "(this process in ingest rounds: push)");
+  printf("  ratios (medians): ingest/raw images/s %.2f; ingest/(raw+write) "
+         "images/s %.2f;\n    ingest/recomp CPU per GB %.2f; ingest/recomp "
+         "images/s %.2f\n\n", mi[INGEST] / mi[RAW], mi[INGEST] / mi[RAWW],
+         mc[INGEST] / mc[RECOMP], mi[INGEST] / mi[RECOMP]);
 }
 
 int main(int argc, char **argv) {
   int rounds = 5, nsmall = 400, nlarge = 12;
   const char *daemon = NULL, *dir = NULL, *verify = "true";
+  int qdepth = 64;
+  const char *io = "direct";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--small")) nsmall = atoi(argv[i + 1]);
@@ -236,6 +332,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--daemon")) daemon = argv[i + 1];
     else if (!strcmp(argv[i], "--dir")) dir = argv[i + 1];
     else if (!strcmp(argv[i], "--verify")) verify = argv[i + 1];
+    else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
+    else if (!strcmp(argv[i], "--queue-depth")) qdepth = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--io")) io = argv[i + 1];
   }
   if (rounds < 1 || rounds > MAXR)
     rounds = 5;
@@ -257,11 +356,11 @@ int main(int argc, char **argv) {
   FILE *f = fopen(cfgpath, "w");
   fprintf(f, "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
              "max_buffer: 64MiB\nmemory_limit: 1GiB\nmax_streams: 1000\n"
-             "templates:\n  eiger: {queue_depth: 64}\n"
+             "templates:\n  eiger: {queue_depth: %d, io: %s}\n"
              "sources:\n  - kind: dectris-stream2\n"
              "    endpoint: 'ipc://%s/det.sock'\n    template: eiger\n"
-             "    name: 'bench-{series_id}-{channel}'\n    verify: %s\n", dir,
-          verify);
+             "    name: 'bench-{series_id}-{channel}'\n    verify: %s\n", qdepth,
+          io, dir, verify);
   fclose(f);
   void *ctx = zmq_ctx_new();
   char ep[600];
@@ -279,8 +378,10 @@ int main(int argc, char **argv) {
   printf("bench_stream2: Stream V2 bslz4 images, 1 channel, verify %s, daemon "
          "%s, dir %s\n\n", verify, daemon, dir);
   uint64_t sid = 100;
-  run_size(ctx, pid, push, dir, 514, 1030, nsmall, rounds, &sid);
-  run_size(ctx, pid, push, dir, 4362, 4148, nlarge, rounds, &sid);
+  if (nsmall > 0)
+    run_size(push, pid, dir, 514, 1030, nsmall, rounds, &sid);
+  if (nlarge > 0)
+    run_size(push, pid, dir, 4362, 4148, nlarge, rounds, &sid);
   zmq_close(push);
   bench_stop(pid, 20000);
   zmq_ctx_term(ctx);

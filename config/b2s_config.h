@@ -235,7 +235,7 @@ typedef struct b2s_source_cfg {
   char template_name[B2S_STREAM_NAME_MAX + 1]; /* stream settings */
   char name[B2S_SOURCE_NAME_MAX];      /* stream name pattern */
   int32_t series_timeout_ms;           /* an unfinished series closes */
-  int32_t verify;                      /* decode copied LZ4 blocks to check */
+  int32_t verify;                      /* check copied LZ4 blocks decode */
   int32_t layout;                      /* enum b2s_source_layout */
   int32_t max_message;                 /* MiB, largest message accepted */
 } b2s_source_cfg;

@@ -150,8 +150,8 @@ const cfg_desc b2s_cfg_schema[] = {
    .min = 100, .max = 86400000, .def = "60000", .unit = "ms",
    .help = "a series with no message for this long is closed"},
   {"verify", SOURCE, .type = CT_ENUM, SR(verify), .enums = bools,
-   .def = "true", .help = "decode every LZ4 block stored as it came, to "
-                          "refuse damaged images"},
+   .def = "true", .help = "check that every LZ4 block stored as it came "
+                          "decodes to its block, to refuse damaged images"},
   {"layout", SOURCE, .type = CT_ENUM, SR(layout), .enums = layouts,
    .def = "flat",
    .help = "flat: arrays (images, pixels); images: (images, y, x), compressed "

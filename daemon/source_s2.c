@@ -552,8 +552,8 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
     rc = b2sd_window_check(&st->win, frame);
   if (rc < 0)
     return rc;
-  b2s_stream_cfg cfg;
-  b2sd_stream_cfg_get(st, &cfg);
+  b2s_cparams cp;
+  b2sd_stream_cp_get(st, &cp, NULL);
   b2sd_job *j = calloc(1, sizeof *j);
   if (!j)
     return B2S_E_NOMEM;
@@ -563,7 +563,7 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
   }
   j->st = st;
   j->seq = st->seq_next++;
-  j->cparams = cfg.cparams;
+  j->cparams = cp;
   if (a->comp == B2S_S2_RAW) {
     /* an uncompressed image: padded to the frame's chunk, compressed by the
      * worker like any buffer (LZ4 + bitshuffle in the frame's blocks) */
@@ -607,7 +607,7 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
   j->h5p = (b2s_h5_params){
     .kind = a->comp == B2S_S2_BSLZ4 ? B2S_H5_BSLZ4 : B2S_H5_LZ4,
     .elem_size = (int32_t)(a->comp_elem ? a->comp_elem : a->elem_size),
-    .typesize = s->ts, .clevel = cfg.cparams.clevel ? cfg.cparams.clevel : 5,
+    .typesize = s->ts, .clevel = cp.clevel ? cp.clevel : 5,
     .verify = s->cfg.verify != 0, .pad_blocks = true, .want_block = s->block};
   j->h5_nbytes = a->nbytes;
   j->h5_chunk_nbytes = s->chunk_nbytes;
@@ -670,9 +670,9 @@ static bool headroom(b2sd_server *srv, source *s) {
   for (uint32_t i = 0; i < s->nch; i++) {
     if (!s->st[i])
       continue;
-    b2s_stream_cfg cfg;
-    b2sd_stream_cfg_get(s->st[i], &cfg);
-    if (b2sd_pool_stream_queued(srv->pool, s->st[i]) >= (size_t)cfg.queue_depth)
+    int depth;
+    b2sd_stream_cp_get(s->st[i], NULL, &depth);
+    if (b2sd_pool_stream_queued(srv->pool, s->st[i]) >= (size_t)depth)
       return false;
   }
   return true;

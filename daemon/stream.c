@@ -426,6 +426,15 @@ void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out) {
   pthread_mutex_unlock(&st->lock);
 }
 
+void b2sd_stream_cp_get(b2sd_stream *st, b2s_cparams *cp, int *queue_depth) {
+  pthread_mutex_lock(&st->lock);
+  if (cp)
+    *cp = st->cfg.cparams;
+  if (queue_depth)
+    *queue_depth = st->cfg.queue_depth;
+  pthread_mutex_unlock(&st->lock);
+}
+
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   pthread_mutex_lock(&st->lock);
   if (strcmp(cfg->full_path, st->cfg.full_path) != 0 ||

@@ -47,7 +47,7 @@ typedef struct b2s_h5_params {
   int32_t elem_size;     /* bslz4: bitshuffle element size (1..255) */
   int32_t typesize;      /* item size of the chunk to make (1..255) */
   int clevel;            /* for re-encoded blocks and the fallback (1..9) */
-  bool verify;           /* decode every copied LZ4 stream to check it */
+  bool verify;           /* check every copied LZ4 stream decodes to its block */
   /* Zero-pad the chunk to a whole number of blocks.  A b2nd array with
    * one-dimensional blocks of the framing's block size needs it: c-blosc2
    * reads b2nd slices block by block and wants the chunk's blocks to be
@@ -84,6 +84,13 @@ int64_t b2s_h5_chunk_bound(const b2s_h5_params *p, const void *src,
 int b2s_h5_to_chunk(b2s_ctx *ctx, const b2s_h5_params *p, const void *src,
                     size_t srcsize, int64_t expect_nbytes, void *dst,
                     size_t dstsize, b2s_h5_result *res);
+
+/* True when the LZ4 block src[0..csize) certainly decodes
+ * (LZ4_decompress_safe, in liblz4 and in c-blosc2) to exactly n bytes;
+ * checked by walking its sequences, nothing is written.  False means
+ * "not shown": decode it to decide (the walk refuses a few odd blocks that
+ * decoders take, e.g. a match at offset 0). */
+bool b2s_lz4_block_ok(const void *src, size_t csize, size_t n);
 
 /* Decode the framing into dst[0..nbytes) (nbytes must match the header). */
 int b2s_h5_decompress(const b2s_h5_params *p, const void *src, size_t srcsize,
