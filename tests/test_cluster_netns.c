@@ -33,120 +33,15 @@
 #include "b2s_store.h"
 #include "cluster_util.h"
 #include "daemon_harness.h"
+#include "netns_hosts.h"
 
 #define HOSTS 5                    /* ranks 0..2, committer 3, producer 4 */
 #define NFRAMES 6000
 #define CHUNK 4096
 #define PORT 7000
 
-static char ns[HOSTS + 1][32];     /* [HOSTS]: the hub */
+static nh_hosts hosts;
 static char dir[256];
-
-static int sh(const char *fmt, ...) {
-  char cmd[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  int st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void ip_of(int host, char *out, size_t cap) {
-  snprintf(out, cap, "10.228.0.%d", host + 1);
-}
-
-static void hosts_down(void) {
-  for (int h = 0; h <= HOSTS; h++)
-    if (ns[h][0])
-      sh("ip netns del %s 2>/dev/null", ns[h]);
-}
-
-/* The hub's bridge and one veth per host; 0 or why not. */
-static int hosts_up(void) {
-  for (int h = 0; h <= HOSTS; h++)
-    snprintf(ns[h], sizeof ns[h], "b2s%d%c%d", (int)getpid() % 100000,
-             h == HOSTS ? 'h' : 'n', h);
-  const char *hub = ns[HOSTS];
-  if (sh("ip netns add %s", hub) || sh("ip -n %s link add br0 type bridge", hub) ||
-      sh("ip -n %s link set br0 up", hub))
-    return -1;
-  for (int h = 0; h < HOSTS; h++) {
-    char ip[32];
-    ip_of(h, ip, sizeof ip);
-    if (sh("ip netns add %s", ns[h]) ||
-        sh("ip -n %s link add v%d type veth peer name eth0 netns %s", hub, h,
-           ns[h]) ||
-        sh("ip -n %s link set v%d master br0 up", hub, h) ||
-        sh("ip -n %s addr add %s/24 dev eth0", ns[h], ip) ||
-        sh("ip -n %s link set eth0 up", ns[h]) ||
-        sh("ip -n %s link set lo up", ns[h]))
-      return -1;
-  }
-  return 0;
-}
-
-static void link_set(int host, const char *state) {
-  assert_int_equal(sh("ip -n %s link set eth0 %s", ns[host], state), 0);
-}
-
-/* ---- processes in the hosts -------------------------------------------------- */
-
-static pid_t spawn_in(int host, const char *log, char *const argv[]) {
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    char *args[32] = {"ip", "netns", "exec", ns[host]};
-    int n = 4;
-    for (int k = 0; argv[k] && n < 31; k++)
-      args[n++] = argv[k];
-    args[n] = NULL;
-    execvp("ip", args);
-    _exit(127);
-  }
-  return pid;
-}
-
-static int stop(pid_t pid, int sig) {
-  kill(pid, sig);
-  int st;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void rank_config(env *e, int r, const char *store) {
-  char y[4096], ip[32], cip[32];
-  ip_of(r, ip, sizeof ip);
-  ip_of(3, cip, sizeof cip);
-  int n = snprintf(y, sizeof y,
-                   "listen: [tcp://%s:%d]\nrun_dir: run\ndata_dir: data\n"
-                   "workers: 2\nmax_buffer: 1MiB\nlog_level: info\n"
-                   "cluster:\n  storage: \"%s\"\n  rank: %d\n"
-                   "  committer: tcp://%s:%d\n  committer_pub: tcp://%s:%d\n"
-                   "  frames_per_block: 1\n  ranks:\n",
-                   ip, PORT, store, r, cip, PORT + 1, cip, PORT + 2);
-  for (int k = 0; k < 3; k++) {
-    ip_of(k, ip, sizeof ip);
-    n += snprintf(y + n, sizeof y - (size_t)n, "    - tcp://%s:%d\n", ip,
-                  PORT);
-  }
-  snprintf(y + n, sizeof y - (size_t)n,
-           "streams:\n  img:\n    format: distributed\n"
-           "    chunk_nbytes: 4096\n    typesize: 4\n    codec: lz4\n"
-           "    durability: {ack: fsync}\n");
-  env_init_config(e, y);
-}
-
-static void wait_log(const env *e, const char *text) {
-  for (int t = 0; env_log_count((env *)e, text) == 0; t += 50) {
-    if (t > WAIT_MS)
-      fail_msg("%s: no '%s' in its log", e->dir, text);
-    usleep(50000);
-  }
-}
 
 /* ---- the follower: the store's committed prefix ----------------------------- */
 
@@ -199,14 +94,14 @@ static void follow(follower *f, const char *store) {
 
 static void test_netns_cut_and_heal(void **state) {
   (void)state;
-  if (geteuid() != 0 || sh("ip netns list >/dev/null 2>&1") != 0) {
+  if (geteuid() != 0 || nh_sh("ip netns list >/dev/null 2>&1") != 0) {
     printf("network namespace test skipped: needs root and iproute2\n");
     skip();
   }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (hosts_up() != 0) {
-    hosts_down();
+  if (nh_name(&hosts, HOSTS, 228, 's') != 0 || nh_up(&hosts) != 0) {
+    nh_down(&hosts);
     printf("network namespace test skipped: cannot make namespaces\n");
     skip();
   }
@@ -217,7 +112,7 @@ static void test_netns_cut_and_heal(void **state) {
   snprintf(in, sizeof in, "%s/in.bin", dir);
   snprintf(plog, sizeof plog, "%s/produce.log", dir);
   snprintf(clog, sizeof clog, "%s/committer.log", dir);
-  ip_of(3, cip, sizeof cip);
+  nh_ip(&hosts, 3, cip, sizeof cip);
   snprintf(pull, sizeof pull, "tcp://%s:%d", cip, PORT + 1);
   snprintf(pub, sizeof pub, "tcp://%s:%d", cip, PORT + 2);
   FILE *f = fopen(in, "w");
@@ -232,24 +127,24 @@ static void test_netns_cut_and_heal(void **state) {
   char *cm_argv[] = {(char *)getenv("B2S_COMMITTER"), "--store", store,
                      "--pull", pull, "--pub", pub, "--frame", "img",
                      "--gap-timeout-ms", "60000", NULL};
-  pid_t cm = spawn_in(3, clog, cm_argv);
+  pid_t cm = nh_spawn(&hosts, 3, clog, cm_argv);
   env ranks[3];
   pid_t rp[3];
   char *rank_argv[3][4];
   for (int r = 0; r < 3; r++) {
-    rank_config(&ranks[r], r, store);
+    nh_rank_config(&hosts, &ranks[r], r, PORT, store, NULL);
     rank_argv[r][0] = (char *)getenv("B2S_DAEMON");
     rank_argv[r][1] = "--config";
     rank_argv[r][2] = ranks[r].config;
     rank_argv[r][3] = NULL;
-    rp[r] = spawn_in(r, ranks[r].log, rank_argv[r]);
+    rp[r] = nh_spawn(&hosts, r, ranks[r].log, rank_argv[r]);
   }
   for (int r = 0; r < 3; r++)
-    wait_log(&ranks[r], "listening on tcp://");
+    nh_wait_log(&ranks[r], "listening on tcp://", WAIT_MS);
   char eps[512], ip[32];
   int n = 0;
   for (int r = 0; r < 3; r++) {
-    ip_of(r, ip, sizeof ip);
+    nh_ip(&hosts, r, ip, sizeof ip);
     n += snprintf(eps + n, sizeof eps - (size_t)n, "%stcp://%s:%d",
                   r ? "," : "", ip, PORT);
   }
@@ -258,9 +153,9 @@ static void test_netns_cut_and_heal(void **state) {
                      "--stream", "img", "--chunk-bytes", "4096", in, NULL};
   /* the producer's link at 8 Mbit/s (about 230 buffers a second): on an
      idle machine it would otherwise be done before the faults */
-  assert_int_equal(sh("ip netns exec %s tc qdisc add dev eth0 root tbf rate "
-                      "8mbit burst 32kb latency 500ms", ns[4]), 0);
-  pid_t prod = spawn_in(4, plog, pr_argv);
+  assert_int_equal(nh_sh("ip netns exec %s tc qdisc add dev eth0 root tbf rate "
+                      "8mbit burst 32kb latency 500ms", hosts.ns[4]), 0);
+  pid_t prod = nh_spawn(&hosts, 4, plog, pr_argv);
 
   follower fo = {.ctx = b2s_ctx_new()};
   int faults = 0, phase = 0, st = 0;
@@ -272,20 +167,20 @@ static void test_netns_cut_and_heal(void **state) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     if ((phase == 0 && fo.h >= NFRAMES / 6) ||
         (phase == 2 && fo.h >= NFRAMES / 2)) {
-      link_set(phase == 0 ? 1 : 3, "down");   /* rank 1, then committer */
+      nh_link(&hosts, phase == 0 ? 1 : 3, "down");   /* rank 1, then committer */
       cut_at = now;
       faults++;
       phase++;
     } else if ((phase == 1 || phase == 3) && now.tv_sec - cut_at.tv_sec >= 2) {
-      link_set(phase == 1 ? 1 : 3, "up");
+      nh_link(&hosts, phase == 1 ? 1 : 3, "up");
       phase++;
     }
     if (phase == 4 && fo.h >= NFRAMES * 2 / 3) {
-      assert_int_equal(stop(cm, SIGKILL), -1);
-      assert_int_equal(stop(rp[2], SIGKILL), -1);
+      assert_int_equal(nh_stop(&cm, SIGKILL), -1);
+      assert_int_equal(nh_stop(&rp[2], SIGKILL), -1);
       usleep(300000);
-      cm = spawn_in(3, clog, cm_argv);
-      rp[2] = spawn_in(2, ranks[2].log, rank_argv[2]);
+      cm = nh_spawn(&hosts, 3, clog, cm_argv);
+      rp[2] = nh_spawn(&hosts, 2, ranks[2].log, rank_argv[2]);
       faults += 2;
       phase++;
     }
@@ -339,13 +234,13 @@ static void test_netns_cut_and_heal(void **state) {
   b2s_dframe_free(fo.df);
   b2s_store_free(fo.s);
   b2s_ctx_free(fo.ctx);
-  assert_int_equal(stop(cm, SIGTERM), 0);
+  assert_int_equal(nh_stop(&cm, SIGTERM), 0);
   for (int r = 0; r < 3; r++) {
-    assert_int_equal(stop(rp[r], SIGTERM), 0);
+    assert_int_equal(nh_stop(&rp[r], SIGTERM), 0);
     env_fini(&ranks[r]);
   }
-  hosts_down();
-  sh("rm -rf '%s'", dir);
+  nh_down(&hosts);
+  nh_sh("rm -rf '%s'", dir);
 }
 
 int main(void) {
@@ -353,6 +248,6 @@ int main(void) {
       cmocka_unit_test(test_netns_cut_and_heal),
   };
   int rc = harness_run(tests);
-  hosts_down();                    /* also after a failure */
+  nh_down(&hosts);                    /* also after a failure */
   return rc;
 }

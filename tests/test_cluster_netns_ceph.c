@@ -54,6 +54,7 @@
 #include "b2s_store.h"
 #include "cluster_util.h"
 #include "daemon_harness.h"
+#include "netns_hosts.h"
 #include "venv_python.h"
 
 #define HOSTS 9         /* ranks 0..2, committer 3, producer 4, ceph 5..7,
@@ -69,7 +70,7 @@
 #define KINDS 5         /* OSD, rank cut, committer cut, committer kill,
                            rank kill */
 
-static char ns[HOSTS + 1][32];     /* [HOSTS]: the hub */
+static nh_hosts hosts;
 static char dir[256], cephdir[300], conf[400];
 static const char *script;
 
@@ -79,104 +80,27 @@ static pid_t procs[8];             /* ranks 0-2, committer 3, producer 4,
 static env ranks[3];
 static bool ranks_made, ceph_up;
 
-static int sh(const char *fmt, ...) {
-  char cmd[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  int st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static void ip_of(int host, char *out, size_t cap) {
-  snprintf(out, cap, "10.229.0.%d", host + 1);
-}
-
-/* ---- the hosts ------------------------------------------------------------------ */
-
-static void hosts_down(void) {
-  for (int h = 0; h <= HOSTS; h++)
-    if (ns[h][0])
-      sh("ip netns del %s 2>/dev/null", ns[h]);
-  memset(ns, 0, sizeof ns);
-}
-
-static int hosts_up(void) {
-  const char *hub = ns[HOSTS];
-  if (sh("ip netns add %s", hub) || sh("ip -n %s link add br0 type bridge", hub) ||
-      sh("ip -n %s link set br0 up", hub))
-    return -1;
-  for (int h = 0; h < HOSTS; h++) {
-    char ip[32];
-    ip_of(h, ip, sizeof ip);
-    if (sh("ip netns add %s", ns[h]) ||
-        sh("ip -n %s link add v%d type veth peer name eth0 netns %s", hub, h,
-           ns[h]) ||
-        sh("ip -n %s link set v%d master br0 up", hub, h) ||
-        sh("ip -n %s addr add %s/24 dev eth0", ns[h], ip) ||
-        sh("ip -n %s link set eth0 up", ns[h]) ||
-        sh("ip -n %s link set lo up", ns[h]))
-      return -1;
-  }
-  return 0;
-}
-
 /* This process (and the librados threads it starts) joins the producer's
  * host, from where it reaches the monitor and the OSDs. */
 static void join_host(int host) {
   char path[96];
-  snprintf(path, sizeof path, "/run/netns/%s", ns[host]);
+  snprintf(path, sizeof path, "/run/netns/%s", hosts.ns[host]);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   assert_true(fd >= 0);
   assert_int_equal(setns(fd, CLONE_NEWNET), 0);
   close(fd);
 }
 
-static void link_set(int host, const char *state) {
-  assert_int_equal(sh("ip -n %s link set eth0 %s", ns[host], state), 0);
-}
-
-/* ---- processes in the hosts -------------------------------------------------------- */
-
-static pid_t spawn_in(int host, const char *log, char *const argv[]) {
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    char *args[40] = {"ip", "netns", "exec", ns[host]};
-    int n = 4;
-    for (int k = 0; argv[k] && n < 39; k++)
-      args[n++] = argv[k];
-    args[n] = NULL;
-    execvp("ip", args);
-    _exit(127);
-  }
-  return pid;
-}
-
-static int stop(pid_t *pid, int sig) {
-  if (*pid <= 0)
-    return -2;
-  kill(*pid, sig);
-  int st;
-  waitpid(*pid, &st, 0);
-  *pid = 0;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* scripts/ceph-test-cluster CMD CEPHDIR ARGS, its output in DIR/ceph.log;
  * its status. */
 static int ceph_cmd(const char *cmd, const char *args) {
-  return sh("'%s' %s '%s' %s >>'%s/ceph.log' 2>&1", script, cmd, cephdir,
+  return nh_sh("'%s' %s '%s' %s >>'%s/ceph.log' 2>&1", script, cmd, cephdir,
             args, dir);
 }
 
@@ -190,10 +114,10 @@ static void show_logs(void) {
   for (size_t k = 0; k < 3; k++) {
     snprintf(path, sizeof path, "%s/%s", dir, mine[k]);
     if (access(path, R_OK) == 0)
-      sh("echo '--- tail of %s'; tail -25 '%s'", mine[k], path);
+      nh_sh("echo '--- tail of %s'; tail -25 '%s'", mine[k], path);
   }
   for (int k = 0; ranks_made && k < 3; k++)
-    sh("echo '--- tail of rank %d'; tail -15 '%s'", k, ranks[k].log);
+    nh_sh("echo '--- tail of rank %d'; tail -15 '%s'", k, ranks[k].log);
 }
 static int janitor_fd = -1;
 
@@ -202,17 +126,17 @@ static void cleanup(void) {
     show_logs();
   for (int k = 0; k < 8; k++)
     if (procs[k] > 0)
-      stop(&procs[k], SIGKILL);
+      nh_stop(&procs[k], SIGKILL);
   if (ranks_made)
     for (int r = 0; r < 3; r++)
       env_fini(&ranks[r]);
   ranks_made = false;
   if (ceph_up && ceph_cmd("stop", "") != 0)
-    sh("tail -20 '%s/ceph.log'", dir);
+    nh_sh("tail -20 '%s/ceph.log'", dir);
   ceph_up = false;
-  hosts_down();
+  nh_down(&hosts);
   if (dir[0])
-    sh("rm -rf '%s'", dir);
+    nh_sh("rm -rf '%s'", dir);
   dir[0] = '\0';
   if (janitor_fd >= 0) {           /* done: the janitor has nothing to do */
     (void)!write(janitor_fd, "x", 1);
@@ -251,38 +175,6 @@ static void janitor_start(void) {
   passed = true;                   /* no logs: nobody reads them now */
   cleanup();
   _exit(0);
-}
-
-static void rank_config(env *e, int r) {
-  char y[4096], ip[32], cip[32];
-  ip_of(r, ip, sizeof ip);
-  ip_of(3, cip, sizeof cip);
-  int n = snprintf(y, sizeof y,
-                   "listen: [tcp://%s:%d]\nrun_dir: run\ndata_dir: data\n"
-                   "workers: 2\nmax_buffer: 1MiB\nlog_level: info\n"
-                   "cluster:\n  storage: \"rados://b2stream\"\n"
-                   "  ceph_conf: \"%s\"\n  rank: %d\n"
-                   "  committer: tcp://%s:%d\n  committer_pub: tcp://%s:%d\n"
-                   "  frames_per_block: 1\n  ranks:\n",
-                   ip, PORT, conf, r, cip, PORT + 1, cip, PORT + 2);
-  for (int k = 0; k < 3; k++) {
-    ip_of(k, ip, sizeof ip);
-    n += snprintf(y + n, sizeof y - (size_t)n, "    - tcp://%s:%d\n", ip,
-                  PORT);
-  }
-  snprintf(y + n, sizeof y - (size_t)n,
-           "streams:\n  img:\n    format: distributed\n"
-           "    chunk_nbytes: 4096\n    typesize: 4\n    codec: lz4\n"
-           "    durability: {ack: fsync}\n");
-  env_init_config(e, y);
-}
-
-static void wait_log(const env *e, const char *text) {
-  for (int t = 0; env_log_count((env *)e, text) == 0; t += 50) {
-    if (t > 60000)
-      fail_msg("%s: no '%s' in its log", e->dir, text);
-    usleep(50000);
-  }
 }
 
 /* ---- the reader: the store's committed prefix ------------------------------------ */
@@ -451,11 +343,11 @@ static void schedule(run *r, rng *g, int rounds) {
 }
 
 static void start_committer(run *r) {
-  procs[3] = spawn_in(3, r->clog, r->cm_argv);
+  procs[3] = nh_spawn(&hosts, 3, r->clog, r->cm_argv);
 }
 
 static void start_rank(run *r, int k) {
-  procs[k] = spawn_in(k, ranks[k].log, r->rank_argv[k]);
+  procs[k] = nh_spawn(&hosts, k, ranks[k].log, r->rank_argv[k]);
 }
 
 static void fault_begin(run *r, fault *f) {
@@ -463,16 +355,16 @@ static void fault_begin(run *r, fault *f) {
   case OSD_KILL:
     break;
   case RANK_CUT:
-    link_set(f->who, "down");
+    nh_link(&hosts, f->who, "down");
     break;
   case CM_CUT:
-    link_set(3, "down");
+    nh_link(&hosts, 3, "down");
     break;
   case CM_KILL:
-    assert_int_equal(stop(&procs[3], SIGKILL), -1);
+    assert_int_equal(nh_stop(&procs[3], SIGKILL), -1);
     break;
   case RANK_KILL:
-    assert_int_equal(stop(&procs[f->who], SIGKILL), -1);
+    assert_int_equal(nh_stop(&procs[f->who], SIGKILL), -1);
     break;
   }
   if (f->kind == OSD_KILL) {
@@ -523,10 +415,10 @@ static void fault_end(run *r, fault *f) {
     break;
   }
   case RANK_CUT:
-    link_set(f->who, "up");
+    nh_link(&hosts, f->who, "up");
     break;
   case CM_CUT:
-    link_set(3, "up");
+    nh_link(&hosts, 3, "up");
     break;
   case CM_KILL:
     start_committer(r);
@@ -602,7 +494,7 @@ static int tool(const char *log, char *const args[]) {
     argv[n++] = args[k];
   argv[n] = NULL;
   unlink(log);
-  pid_t p = spawn_in(OBS, log, argv);
+  pid_t p = nh_spawn(&hosts, OBS, log, argv);
   int st;
   waitpid(p, &st, 0);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -655,9 +547,9 @@ static void check_tools(int64_t nframes, const char *in) {
 static const char *skip_reason(void) {
   if (geteuid() != 0)
     return "needs root";
-  if (sh("ip netns list >/dev/null 2>&1") != 0)
+  if (nh_sh("ip netns list >/dev/null 2>&1") != 0)
     return "needs iproute2";
-  if (sh("{ command -v ceph-mon && command -v ceph-mgr && "
+  if (nh_sh("{ command -v ceph-mon && command -v ceph-mgr && "
          "command -v ceph-osd && command -v rados; } >/dev/null") != 0)
     return "needs Ceph (ceph-mon, ceph-mgr, ceph-osd, rados)";
   if (!b2s_store_have_rados())
@@ -681,17 +573,15 @@ static void cluster_up(follower *fo) {
   assert_non_null(mkdtemp(dir));
   snprintf(cephdir, sizeof cephdir, "%s/ceph", dir);
   snprintf(conf, sizeof conf, "%s/ceph.conf", cephdir);
-  for (int h = 0; h <= HOSTS; h++)
-    snprintf(ns[h], sizeof ns[h], "b2c%d%c%d", (int)getpid() % 100000,
-             h == HOSTS ? 'h' : 'n', h);
+  assert_int_equal(nh_name(&hosts, HOSTS, 229, 'c'), 0);
   janitor_start();
-  if (hosts_up() != 0)
+  if (nh_up(&hosts) != 0)
     fail_msg("cannot make the network namespaces");
   char args[200];
-  snprintf(args, sizeof args, "%s %s %s %s", ns[MON], ns[MON], ns[MON + 1],
-           ns[MON + 2]);
+  snprintf(args, sizeof args, "%s %s %s %s", hosts.ns[MON], hosts.ns[MON],
+           hosts.ns[MON + 1], hosts.ns[MON + 2]);
   if (ceph_cmd("start-hosts", args) != 0) {
-    sh("tail -40 '%s/ceph.log'", dir);
+    nh_sh("tail -40 '%s/ceph.log'", dir);
     fail_msg("scripts/ceph-test-cluster start-hosts failed");
   }
   ceph_up = true;
@@ -707,7 +597,7 @@ static void cluster_up(follower *fo) {
 static void daemons_up(run *r) {
   char cip[32];
   static char pull[64], pub[64];
-  ip_of(3, cip, sizeof cip);
+  nh_ip(&hosts, 3, cip, sizeof cip);
   snprintf(pull, sizeof pull, "tcp://%s:%d", cip, PORT + 1);
   snprintf(pub, sizeof pub, "tcp://%s:%d", cip, PORT + 2);
   snprintf(r->clog, sizeof r->clog, "%s/committer.log", dir);
@@ -718,7 +608,7 @@ static void daemons_up(run *r) {
   memcpy(r->cm_argv, cm, sizeof cm);
   start_committer(r);
   for (int k = 0; k < 3; k++)
-    rank_config(&ranks[k], k);
+    nh_rank_config(&hosts, &ranks[k], k, PORT, "rados://b2stream", conf);
   ranks_made = true;
   for (int k = 0; k < 3; k++) {
     r->rank_argv[k][0] = (char *)getenv("B2S_DAEMON");
@@ -728,7 +618,7 @@ static void daemons_up(run *r) {
     start_rank(r, k);
   }
   for (int k = 0; k < 3; k++)
-    wait_log(&ranks[k], "listening on tcp://");
+    nh_wait_log(&ranks[k], "listening on tcp://", 60000);
 }
 
 /* The producer's input (kept for the c-blosc2 check) and its start on a
@@ -747,18 +637,18 @@ static void producer_start(run *r, const char *in, const char *plog,
   char ip[32];
   int n = 0;
   for (int k = 0; k < 3; k++) {
-    ip_of(k, ip, sizeof ip);
+    nh_ip(&hosts, k, ip, sizeof ip);
     n += snprintf(eps + n, sizeof eps - (size_t)n, "%stcp://%s:%d",
                   k ? "," : "", ip, PORT);
   }
-  if (sh("ip netns exec %s tc qdisc add dev eth0 root tbf rate 1mbit "
-         "burst 16kb latency 500ms", ns[PROD]) != 0)
+  if (nh_sh("ip netns exec %s tc qdisc add dev eth0 root tbf rate 1mbit "
+         "burst 16kb latency 500ms", hosts.ns[PROD]) != 0)
     fail_msg("tc cannot limit the producer's link (tbf)");
   char *pr_argv[] = {(char *)getenv("B2S_CLI"), "produce", "--ranks", eps,
                      "--frames-per-block", "1", "--frame-number", "0",
                      "--stream", "img", "--chunk-bytes", "4096", (char *)in,
                      NULL};
-  procs[4] = spawn_in(PROD, plog, pr_argv);
+  procs[4] = nh_spawn(&hosts, PROD, plog, pr_argv);
   r->t0 = now_s();
   printf("producing %lld frames of %d bytes at about %d a second\n",
          (long long)nframes, CHUNK, RATE);
@@ -883,9 +773,9 @@ static void test_netns_ceph(void **state) {
   b2s_store_free(fo.s);
   b2s_ctx_free(fo.ctx);
   free(r.f);
-  assert_int_equal(stop(&procs[3], SIGTERM), 0);
+  assert_int_equal(nh_stop(&procs[3], SIGTERM), 0);
   for (int k = 0; k < 3; k++)
-    assert_int_equal(stop(&procs[k], SIGTERM), 0);
+    assert_int_equal(nh_stop(&procs[k], SIGTERM), 0);
   passed = true;
   cleanup();
 }
