@@ -12,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 
+from venv_ref import in_venv
+
 CONV = os.environ["B2S_H5CONV"]
 SHAPES = [(514, 1030), (512, 1030), (37, 91), (3, 5), (64, 64), (1, 4101)]
 DTYPES = ["u1", "u2", "u4"]
@@ -34,12 +36,6 @@ with h5py.File(out + "/x.h5", "w") as f:
                 open(out + "/" + name + ".h5lz4", "wb").write(raw)
                 pix.tofile(out + "/" + name + ".pix")
 '''
-
-
-def venv_python():
-    v = os.environ.get("B2S_VENV") or os.path.join(os.environ.get("B2S_SRC", "."), ".venv")
-    p = os.path.join(v, "bin", "python")
-    return p if os.path.exists(p) else None
 
 
 def generate(python, where):
@@ -103,12 +99,9 @@ def check_set(label, where, own):
 
 
 def main():
-    vpy = venv_python()
+    vpy, rc = in_venv()
     if vpy is None:
-        print("no venv (B2S_VENV): skipped")
-        return 77
-    if os.path.realpath(sys.executable) != os.path.realpath(vpy):
-        return subprocess.call([vpy] + sys.argv)
+        return rc
     total = 0
     with tempfile.TemporaryDirectory() as tmp:
         sets = [("debian hdf5plugin (bshuf filter)", "/usr/bin/python3"),

@@ -13,22 +13,15 @@ import subprocess
 import sys
 import tempfile
 
+from venv_ref import in_venv
+
 CASES = os.environ["B2S_LZ4WALK"]
 
 
-def venv_python():
-    v = os.environ.get("B2S_VENV") or os.path.join(os.environ.get("B2S_SRC", "."), ".venv")
-    p = os.path.join(v, "bin", "python")
-    return p if os.path.exists(p) else None
-
-
 def main():
-    vpy = venv_python()
+    vpy, rc = in_venv()
     if vpy is None:
-        print("no venv (B2S_VENV): skipped")
-        return 77
-    if os.path.realpath(sys.executable) != os.path.realpath(vpy):
-        return subprocess.call([vpy] + sys.argv)
+        return rc
     import blosc2
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "cases")
