@@ -20,6 +20,36 @@ import numpy as np
 from .errors import error_for
 
 
+def _c_order_blocks(chunkshape, blockshape) -> bool:
+    # Blocks follow each other in C order of the chunk when, after the first
+    # dimension a block splits, every later dimension is whole.
+    for d in range(len(chunkshape)):
+        if blockshape[d] != chunkshape[d]:
+            return all(b == c for b, c in zip(blockshape[d + 1:], chunkshape[d + 1:]))
+    return True
+
+
+def unblock(flat: np.ndarray, chunkshape, blockshape) -> np.ndarray:
+    """A chunk's items, stored block after block (b2nd), as an array of
+    chunkshape.  Blocks that do not divide the chunk keep the flat layout
+    (shape ``(n,)``)."""
+    chunkshape = tuple(int(c) for c in chunkshape)
+    blockshape = tuple(int(b) for b in blockshape)
+    n = int(np.prod(chunkshape)) if chunkshape else flat.size
+    if flat.size != n:
+        return flat
+    if _c_order_blocks(chunkshape, blockshape):
+        return flat.reshape(chunkshape)
+    if any(c % b for c, b in zip(chunkshape, blockshape)):
+        return flat
+    grid = tuple(c // b for c, b in zip(chunkshape, blockshape))
+    nd = len(chunkshape)
+    a = flat.reshape(grid + blockshape)
+    # (g0, g1, ..., b0, b1, ...) -> (g0, b0, g1, b1, ...)
+    order = [i for d in range(nd) for i in (d, nd + d)]
+    return np.ascontiguousarray(a.transpose(order)).reshape(chunkshape)
+
+
 def chunks_per_row(shape, chunkshape) -> int:
     """Chunks in one slab along dimension 0: the chunk grid over the other
     dimensions (0 when one of them is empty)."""
@@ -153,7 +183,6 @@ class NdArray:
         """For each item of a chunk (C order of chunkshape) its position in
         the chunk as stored (b2nd stores blocks one after the other)."""
         if self._nd_pos is None or self._nd_pos[0] is not info:
-            from .frame import unblock
             n = int(np.prod(info.chunkshape))
             pos = unblock(np.arange(n, dtype=np.int64), info.chunkshape, info.blockshape)
             if pos.shape != tuple(info.chunkshape):

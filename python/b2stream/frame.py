@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import _msgpack, _native
-from ._ndarray import NdArray
+from ._ndarray import NdArray, unblock
 from .errors import ChunkIndexError, FrameError, error_for
 from .record import Record
 
@@ -58,36 +58,6 @@ class B2ndInfo:
             a = a.reshape(self.item_shape)
         a.flags.writeable = False
         return a
-
-
-def _c_order_blocks(chunkshape, blockshape) -> bool:
-    # Blocks follow each other in C order of the chunk when, after the first
-    # dimension a block splits, every later dimension is whole.
-    for d in range(len(chunkshape)):
-        if blockshape[d] != chunkshape[d]:
-            return all(b == c for b, c in zip(blockshape[d + 1:], chunkshape[d + 1:]))
-    return True
-
-
-def unblock(flat: np.ndarray, chunkshape, blockshape) -> np.ndarray:
-    """A chunk's items, stored block after block (b2nd), as an array of
-    chunkshape.  Blocks that do not divide the chunk keep the flat layout
-    (shape ``(n,)``)."""
-    chunkshape = tuple(int(c) for c in chunkshape)
-    blockshape = tuple(int(b) for b in blockshape)
-    n = int(np.prod(chunkshape)) if chunkshape else flat.size
-    if flat.size != n:
-        return flat
-    if _c_order_blocks(chunkshape, blockshape):
-        return flat.reshape(chunkshape)
-    if any(c % b for c, b in zip(chunkshape, blockshape)):
-        return flat
-    grid = tuple(c // b for c, b in zip(chunkshape, blockshape))
-    nd = len(chunkshape)
-    a = flat.reshape(grid + blockshape)
-    # (g0, g1, ..., b0, b1, ...) -> (g0, b0, g1, b1, ...)
-    order = [i for d in range(nd) for i in (d, nd + d)]
-    return np.ascontiguousarray(a.transpose(order)).reshape(chunkshape)
 
 
 def native_record(getter, handle: int, j: int, what: str) -> Record:
