@@ -269,24 +269,6 @@ const b2s_stream_cfg *b2s_config_templates(const b2s_config *cfg,
   return cfg->templates;
 }
 
-static const b2s_stream_cfg *find(const b2s_stream_cfg *v, size_t n,
-                                  const char *name) {
-  for (size_t i = 0; name && i < n; i++)
-    if (strcmp(v[i].name, name) == 0)
-      return &v[i];
-  return NULL;
-}
-
-const b2s_stream_cfg *b2s_config_stream_find(const b2s_config *cfg,
-                                             const char *name) {
-  return find(cfg->streams, cfg->nstreams, name);
-}
-
-const b2s_stream_cfg *b2s_config_template_find(const b2s_config *cfg,
-                                               const char *name) {
-  return find(cfg->templates, cfg->ntemplates, name);
-}
-
 /* ---- run-time creation --------------------------------------------------- */
 
 int b2s_config_stream_from_template(const b2s_config *cfg,

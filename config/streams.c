@@ -1,6 +1,7 @@
 /* Templates and streams of the file: names, inheritance (a stream starts
  * from its template and its own keys override, key by key), clashes between
- * stream paths.  (Streams created from a template at run time: config.c.) */
+ * stream paths; finding one by name.  (Streams created from a template at
+ * run time: config.c.) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,4 +184,24 @@ int b2s_cfg_streams_load(cfg_ctx *c) {
     rc = load_stream(c, k, tlocs);
   free(tlocs);
   return rc;
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+static const b2s_stream_cfg *find(const b2s_stream_cfg *v, size_t n,
+                                  const char *name) {
+  for (size_t i = 0; name && i < n; i++)
+    if (strcmp(v[i].name, name) == 0)
+      return &v[i];
+  return NULL;
+}
+
+const b2s_stream_cfg *b2s_config_stream_find(const b2s_config *cfg,
+                                             const char *name) {
+  return find(cfg->streams, cfg->nstreams, name);
+}
+
+const b2s_stream_cfg *b2s_config_template_find(const b2s_config *cfg,
+                                               const char *name) {
+  return find(cfg->templates, cfg->ntemplates, name);
 }
