@@ -247,25 +247,6 @@ static int write_range(cli_exp_job *j, int64_t from, int64_t n) {
   return rc;
 }
 
-/* The series map as JSON (plain layout: an attribute of the dataset). */
-char *cli_exp_series_json(cli_src *src) {
-  uint8_t *map = NULL;
-  size_t len = 0;
-  if (b2s_frame_series_get(src->frame, &map, &len) < 0 || map == NULL)
-    return NULL;
-  char *text = NULL;
-  size_t tlen = 0;
-  FILE *f = open_memstream(&text, &tlen);
-  b2s_mpreader r;
-  b2s_mpreader_init(&r, map, len);
-  if (f && cli_mp_json(f, &r, B2S_MP_MAX_DEPTH) < 0)
-    fputs("null", f);
-  if (f)
-    fclose(f);
-  free(map);
-  return text;
-}
-
 static hid_t plain_begin(cli_exp_job *j, const cli_chunk *first) {
   hid_t ds = cli_exp_h5_dataset(j->file, "data", &j->sh, j->codec, first);
   char *series = ds >= 0 ? cli_exp_series_json(&j->src) : NULL;

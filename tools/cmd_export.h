@@ -110,6 +110,8 @@ int cli_exp_h5_attr_bytes(hid_t obj, const char *name, const void *v, size_t n);
 #define EXP_ATTR_SERIES "b2stream_series_msgpack"
 #define EXP_ATTR_B2ND "b2stream_b2nd_metalayer"
 int cli_exp_h5_keep_meta(hid_t ds, cli_src *src, const cli_exp_shape *sh);
+/* The frame's series map as JSON text (to free), or NULL. */
+char *cli_exp_series_json(cli_src *src);
 hid_t cli_exp_h5_group(hid_t loc, const char *name, const char *nx_class);
 int cli_exp_h5_scalar_double(hid_t loc, const char *name, double v,
                          const char *units);

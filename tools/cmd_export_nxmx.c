@@ -12,7 +12,6 @@
 
 #include "cmd_export.h"
 
-char *cli_exp_series_json(cli_src *src);   /* cmd_export.c */
 
 /* hc / e in eV * angstrom: wavelength from photon energy. */
 #define HC_EV_A 12398.419843320026
