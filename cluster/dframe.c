@@ -1,6 +1,6 @@
 /* A distributed frame's handle: names of its objects, create and open
- * through NAME.meta (b2s_dframe.h).  The chunk objects are in
- * dframe_chunk.c, the key log in dframe_index.c, exports in
+ * through NAME.meta (b2s_dframe.h).  The chunk objects (and their names)
+ * are in dframe_chunk.c, the key log in dframe_index.c, exports in
  * dframe_export.c. */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,15 +9,6 @@
 #include <string.h>
 
 #include "dframe_internal.h"
-
-int b2s_dframe_chunk_name(const char *name, int64_t i, char *out,
-                          size_t cap) {
-  if (name == NULL || out == NULL || !b2s_dname_valid(name, strlen(name)) ||
-      i < 0 || i >= B2S_DFRAME_INDEX_LIMIT)
-    return B2S_E_ARG;
-  int n = snprintf(out, cap, "%s.c.%016" PRIx64, name, (uint64_t)i);
-  return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : n;
-}
 
 static int obj_name(const char *name, const char *suffix, char *out) {
   int n = snprintf(out, DF_OBJ_MAX, "%s.%s", name, suffix);

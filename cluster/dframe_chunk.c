@@ -3,10 +3,21 @@
  * chunk is never seen without its record, and the first writer of index i
  * (a rank, or the committer's gap) wins for good. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dframe_internal.h"
+
+int b2s_dframe_chunk_name(const char *name, int64_t i, char *out,
+                          size_t cap) {
+  if (name == NULL || out == NULL || !b2s_dname_valid(name, strlen(name)) ||
+      i < 0 || i >= B2S_DFRAME_INDEX_LIMIT)
+    return B2S_E_ARG;
+  int n = snprintf(out, cap, "%s.c.%016" PRIx64, name, (uint64_t)i);
+  return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : n;
+}
 
 /* Encode the record of chunk i into df->mp. */
 static int encode_record(b2s_dframe *df, int64_t i, const b2s_record *in,
