@@ -8,47 +8,19 @@
 #include "b2s_meta.h"
 #include "pair_internal.h"
 
-#define RECORDS_VLMETA "b2stream"
 #define PATH_CAP 4096
 
 struct b2s_pair {
   b2s_fwriter *data, *rec;
-  b2s_ctx *ctx;
-  b2s_mpbuf mp;                    /* the record being encoded */
-  uint8_t *rchunk;                 /* its chunk */
-  size_t rcap;
+  b2s_recenc enc;                  /* the records being appended */
 };
-
-/* Records: small msgpack maps, lz4 at level 1 (stored as they are when
- * that does not shrink them). */
-static b2s_cparams records_cparams(void) {
-  b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
-  cp.codec = B2S_CODEC_LZ4;
-  cp.clevel = 1;
-  cp.typesize = 1;
-  memset(cp.filters, 0, sizeof cp.filters);
-  return cp;
-}
-
-static b2s_fwriter_opts records_opts(const b2s_fwriter_opts *data) {
-  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
-  o.cparams = records_cparams();
-  o.sync = data->sync;
-  o.compact_on_close = data->compact_on_close;
-  o.reserve_min = 64 << 10;
-  return o;
-}
 
 static b2s_pair *pair_new(void) {
   b2s_pair *p = calloc(1, sizeof *p);
-  if (p == NULL)
-    return NULL;
-  p->ctx = b2s_ctx_new();
-  if (p->ctx == NULL) {
+  if (p != NULL && b2s_recenc_init(&p->enc) < 0) {
     free(p);
     return NULL;
   }
-  b2s_mpbuf_init(&p->mp);
   return p;
 }
 
@@ -57,41 +29,8 @@ void b2s_pair_free(b2s_pair *p) {
     return;
   b2s_fwriter_free(p->rec);
   b2s_fwriter_free(p->data);
-  b2s_ctx_free(p->ctx);
-  b2s_mpbuf_fini(&p->mp);
-  free(p->rchunk);
+  b2s_recenc_fini(&p->enc);
   free(p);
-}
-
-/* The records frame's "b2stream" vlmetalayer: {"records": 1, "data": NAME}
- * with NAME the data frame's file name. */
-static int mark_records(b2s_fwriter *rec, const char *data_path) {
-  size_t n = strlen(data_path);
-  while (n > 1 && data_path[n - 1] == '/')
-    n--;
-  size_t b = n;
-  while (b > 0 && data_path[b - 1] != '/')
-    b--;
-  b2s_mpbuf m;
-  b2s_mpbuf_init(&m);
-  int rc = b2s_mp_put_map(&m, 2);
-  if (rc == 0 && (rc = b2s_mp_put_str(&m, "records", 7)) == 0)
-    rc = b2s_mp_put_uint(&m, 1);
-  if (rc == 0 && (rc = b2s_mp_put_str(&m, "data", 4)) == 0)
-    rc = b2s_mp_put_str(&m, data_path + b, n - b);
-  if (rc == 0)
-    rc = b2s_fwriter_vlmeta_set(rec, RECORDS_VLMETA, m.data, (int32_t)m.len);
-  b2s_mpbuf_fini(&m);
-  return rc;
-}
-
-static int create_records(b2s_pair *p, const char *data_path, const char *rpath,
-                          bool sparse, const b2s_fwriter_opts *opts) {
-  b2s_fwriter_opts ro = records_opts(opts);
-  int rc = b2s_fwriter_create(rpath, sparse, &ro, NULL, &p->rec);
-  if (rc == 0)
-    rc = mark_records(p->rec, data_path);
-  return rc == 0 ? b2s_fwriter_commit(p->rec) : rc;
 }
 
 int b2s_pair_create(const char *data_path, bool sparse,
@@ -116,7 +55,7 @@ int b2s_pair_create(const char *data_path, bool sparse,
    * frame that b2s_pair_open completes */
   rc = b2s_fwriter_create(data_path, sparse, opts, metas, &p->data);
   if (rc == 0)
-    rc = create_records(p, data_path, rpath, sparse, opts);
+    rc = b2s_pair_records_create(data_path, rpath, sparse, opts, &p->rec);
   if (rc < 0) {
     b2s_pair_free(p);
     return rc;
@@ -127,38 +66,11 @@ int b2s_pair_create(const char *data_path, bool sparse,
 
 /* ---- appending ------------------------------------------------------------ */
 
-/* Encode and append the record of the chunk about to be appended. */
-static int put_record(b2s_pair *p, const b2s_record *in, uint64_t hash,
-                      uint32_t extra_flags) {
-  b2s_record r = in ? *in : (b2s_record){0};
-  r.xxh64 = hash;
-  r.flags |= extra_flags;
-  p->mp.len = 0;
-  int rc = b2s_record_encode(&r, &p->mp);
-  if (rc < 0)
-    return rc;
-  size_t need = p->mp.len + B2S_MAX_OVERHEAD;
-  if (need > p->rcap) {
-    uint8_t *c = realloc(p->rchunk, need);
-    if (c == NULL)
-      return B2S_E_NOMEM;
-    p->rchunk = c;
-    p->rcap = need;
-  }
-  b2s_cparams cp = records_cparams();
-  rc = b2s_compress(p->ctx, &cp, p->mp.data, (int32_t)p->mp.len, p->rchunk,
-                    (int32_t)need);
-  if (rc < 0)
-    return rc;
-  int64_t n = b2s_fwriter_append(p->rec, p->rchunk, (size_t)rc);
-  return n < 0 ? (int)n : 0;
-}
-
 /* Append record + chunk; the record is taken back when the chunk fails. */
 static int64_t append_both(b2s_pair *p, const void *chunk, size_t cbytes,
                            const b2s_record *rec, uint64_t hash,
                            uint32_t extra_flags) {
-  int rc = put_record(p, rec, hash, extra_flags);
+  int rc = b2s_recenc_put(&p->enc, p->rec, rec, hash, extra_flags);
   if (rc < 0)
     return rc;
   int64_t n = b2s_fwriter_append(p->data, chunk, cbytes);
@@ -276,61 +188,6 @@ b2s_fwriter *b2s_pair_records(b2s_pair *p) { return p ? p->rec : NULL; }
 
 /* ---- opening ------------------------------------------------------------- */
 
-/* A "no record" record (checksum as stored) for each chunk of the data
- * frame from `from` on: chunks whose producer's record is unknown (a frame
- * written without records, or records lost with a power loss) stay data. */
-static int fill(b2s_pair *p, const char *data_path, int64_t from) {
-  b2s_frame *f;
-  int rc = b2s_frame_open(data_path, &f, NULL);
-  if (rc < 0)
-    return rc;
-  int64_t n = b2s_frame_nchunks(f);
-  uint8_t *buf = NULL;
-  for (int64_t i = from; rc >= 0 && i < n; i++) {
-    int32_t cb = 0;
-    rc = b2s_frame_chunk_sizes(f, i, &cb, NULL);
-    uint8_t *nb = rc >= 0 ? realloc(buf, (size_t)cb) : NULL;
-    if (rc >= 0 && nb == NULL)
-      rc = B2S_E_NOMEM;
-    if (rc >= 0) {
-      buf = nb;
-      rc = b2s_frame_chunk_read(f, i, buf, (size_t)cb);
-    }
-    if (rc >= 0)
-      rc = put_record(p, NULL, b2s_chunk_xxh64(buf, (size_t)rc),
-                      B2S_RECORD_NONE);
-  }
-  free(buf);
-  b2s_frame_free(f);
-  return rc < 0 ? rc : 0;
-}
-
-int b2s_pair_records_fill(b2s_fwriter *rec, const char *data_path,
-                          int64_t from) {
-  b2s_pair *p = pair_new();
-  if (p == NULL)
-    return B2S_E_NOMEM;
-  p->rec = rec;                    /* borrowed */
-  int rc = fill(p, data_path, from);
-  p->rec = NULL;
-  b2s_pair_free(p);
-  return rc;
-}
-
-int b2s_pair_records_create(const char *data_path, const char *rpath,
-                            bool sparse, const b2s_fwriter_opts *opts,
-                            b2s_fwriter **out) {
-  b2s_pair *p = pair_new();
-  if (p == NULL)
-    return B2S_E_NOMEM;
-  int rc = create_records(p, data_path, rpath, sparse, opts);
-  *out = rc < 0 ? NULL : p->rec;
-  if (rc == 0)
-    p->rec = NULL;
-  b2s_pair_free(p);
-  return rc;
-}
-
 static int open_records(b2s_pair *p, const char *data_path,
                         const b2s_fwriter_opts *opts, b2s_frame_error *err) {
   char rpath[PATH_CAP];
@@ -345,7 +202,7 @@ static int open_records(b2s_pair *p, const char *data_path,
     if (rc < 0)
       return rc;
   }
-  b2s_fwriter_opts ro = records_opts(opts);
+  b2s_fwriter_opts ro = b2s_pair_records_opts(opts);
   return b2s_fwriter_open(rpath, &ro, &p->rec, err);
 }
 
@@ -359,7 +216,7 @@ static int align(b2s_pair *p, const char *data_path) {
     int64_t cut = b2s_pair_cut_tail(p->rec, nd);
     return cut < 0 ? (int)cut : b2s_fwriter_commit(p->rec);
   }
-  int rc = fill(p, data_path, nr);
+  int rc = b2s_pair_records_fill(p->rec, data_path, nr);
   return rc < 0 ? rc : b2s_fwriter_commit(p->rec);
 }
 
