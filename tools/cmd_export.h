@@ -110,6 +110,11 @@ int cli_exp_h5_attr_bytes(hid_t obj, const char *name, const void *v, size_t n);
 #define EXP_ATTR_SERIES "b2stream_series_msgpack"
 #define EXP_ATTR_B2ND "b2stream_b2nd_metalayer"
 int cli_exp_h5_keep_meta(hid_t ds, cli_src *src, const cli_exp_shape *sh);
+/* The frame's series map opened for reading: 1 with *map (to free), r
+ * at its first key and *n entries; 0 when there is none, -1 when it is
+ * not a map (*map to free all the same, NULL when none). */
+int cli_exp_series_open(cli_src *src, uint8_t **map, b2s_mpreader *r,
+                        uint32_t *n);
 /* The frame's series map as JSON text (to free), or NULL. */
 char *cli_exp_series_json(cli_src *src);
 hid_t cli_exp_h5_group(hid_t loc, const char *name, const char *nx_class);

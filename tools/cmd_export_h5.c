@@ -66,18 +66,29 @@ static hid_t dtype_of(const char *s, uint32_t n, int32_t typesize) {
   return -1;
 }
 
+int cli_exp_series_open(cli_src *src, uint8_t **map, b2s_mpreader *r,
+                        uint32_t *n) {
+  size_t len = 0;
+  *map = NULL;
+  if (b2s_frame_series_get(src->frame, map, &len) < 0 || *map == NULL)
+    return 0;
+  b2s_mpreader_init(r, *map, len);
+  b2s_mpval m;
+  if (b2s_mp_read_any(r, &m) < 0 || m.type != B2S_MPT_MAP)
+    return -1;
+  *n = m.n;
+  return 1;
+}
+
 /* Unsigned integer value of key `name` in the frame's series map, or 0. */
 static uint64_t series_uint(cli_src *src, const char *name) {
-  uint8_t *map = NULL;
-  size_t len = 0;
-  if (b2s_frame_series_get(src->frame, &map, &len) < 0 || map == NULL)
-    return 0;
+  uint8_t *map;
   b2s_mpreader r;
-  b2s_mpreader_init(&r, map, len);
-  b2s_mpval m, key, v;
+  uint32_t n = 0;
+  b2s_mpval key, v;
   uint64_t out = 0;
-  bool ok = b2s_mp_read_any(&r, &m) == 0 && m.type == B2S_MPT_MAP;
-  for (uint32_t k = 0; ok && k < m.n; k++) {
+  bool ok = cli_exp_series_open(src, &map, &r, &n) > 0;
+  for (uint32_t k = 0; ok && k < n; k++) {
     ok = b2s_mp_read_any(&r, &key) == 0 && key.type == B2S_MPT_STR;
     if (ok && key.n == strlen(name) && memcmp(key.p, name, key.n) == 0) {
       b2s_mpreader at = r;

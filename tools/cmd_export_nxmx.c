@@ -119,15 +119,16 @@ static int other_attr(hid_t g, const char *name, b2s_mpreader *r) {
 
 /* Walk the series map: known keys into s, the others onto g. */
 static int read_series(cli_src *src, series *s, hid_t g) {
-  uint8_t *map = NULL;
-  size_t len = 0;
-  if (b2s_frame_series_get(src->frame, &map, &len) < 0 || map == NULL)
-    return 0;
+  uint8_t *map;
   b2s_mpreader r;
-  b2s_mpreader_init(&r, map, len);
-  b2s_mpval m;
-  int rc = b2s_mp_read_any(&r, &m) < 0 || m.type != B2S_MPT_MAP ? -1 : 0;
-  for (uint32_t k = 0; rc == 0 && k < m.n; k++) {
+  uint32_t n = 0;
+  int rc = cli_exp_series_open(src, &map, &r, &n);
+  if (rc <= 0) {
+    free(map);
+    return rc;
+  }
+  rc = 0;
+  for (uint32_t k = 0; rc == 0 && k < n; k++) {
     b2s_mpval key, v;
     if (b2s_mp_read_any(&r, &key) < 0 || key.type != B2S_MPT_STR) {
       rc = -1;
