@@ -195,6 +195,28 @@ class Frame(NdArray):
             raise error_for(-933, f"{self.path}: no record for chunk {j}", ref_index=j)
         return native_record(lib.b2spy_records_get, r, j, f"{self.path}: record {j}")
 
+    @property
+    def image_shape(self) -> tuple[int, int] | None:
+        """``(y, x)`` of one image of a detector's frame of flattened
+        images (b2nd ``(images, pixels)`` whose series says
+        ``image_size_y * image_size_x == pixels``, docs/SOURCES.md), else
+        None."""
+        nd = self._b2nd
+        if nd is None or len(nd.shape) != 2 or tuple(nd.chunkshape)[0] != 1:
+            return None
+        s = self.series
+        y, x = s.get("image_size_y"), s.get("image_size_x")
+        if not isinstance(y, int) or not isinstance(x, int) or y <= 0 or x <= 0:
+            return None
+        return (y, x) if y * x == nd.shape[1] else None
+
+    def image(self, i: int) -> np.ndarray:
+        """Image i along dimension 0: shaped ``(y, x)`` for a frame of
+        flattened images (:attr:`image_shape`), else as ``self[i]``."""
+        a = self[i]
+        shp = self.image_shape
+        return a.reshape(shp) if shp is not None else a
+
     def _read_b2nd(self) -> B2ndInfo | None:
         return read_b2nd(_native.lib().b2spy_frame_b2nd, self._handle(), self.typesize,
                          self.path)

@@ -357,3 +357,57 @@ def test_debian_hdf5_with_hdf5plugin_filters_reads_export(images_frame, tmp_path
     assert p.returncode == 0, p.stderr.decode()
     with Frame(images_frame) as f:
         assert raw.read_bytes() == f.to_numpy().tobytes()
+
+
+FLAT = """\
+  xf:
+    typesize: 2
+    codec: lz4
+    filters: [bitshuffle]
+    order: frame_number
+    reorder_window: 4
+    b2nd: {shape: [0, 12288], chunkshape: [1, 12288], blockshape: [1, 4096], dtype: "<u2"}
+"""
+
+
+@pytest.fixture
+def flat_frame(make_daemon):
+    """A daemon-written frame of flattened 96 x 128 u2 images (as a
+    detector source's layout: flat), frame 2 a gap, whose series says the
+    image shape."""
+    d = make_daemon()
+    with open(d.config) as f:
+        text = f.read()
+    with open(d.config, "w") as f:
+        f.write(text.replace("templates:\n", FLAT + "templates:\n", 1))
+    d.start()
+    with b2stream.Session(d.endpoint) as s:
+        with s.open("xf", meta={"image_size_x": 128, "image_size_y": 96}) as p:
+            for fn in (0, 1, 3):
+                p.send(image(fn).reshape(-1), frame=fn)
+            p.flush()
+    d.stop()
+    return d.frame("xf")
+
+
+def test_flat_frame_images(flat_frame, tmp_path):
+    """Frame.image gives (y, x) images of a frame of flattened images, and
+    export gives the NeXus dataset (images, y, x), read back equal."""
+    with Frame(flat_frame) as f:
+        assert f.image_shape == (96, 128)
+        assert f.shape == (4, 12288)
+        assert (f.image(3) == image(3)).all()
+        assert (f.image(2) == 0).all()
+    out = str(tmp_path / "x.h5")
+    export(flat_frame, out, "--layout", "nxmx")
+    got = h5ref("images", out, "entry/data/data")
+    assert got["shape"] == [4, 96, 128] and got["chunks"] == [1, 96, 128]
+    zero = sha(np.zeros((96, 128), "<u2").tobytes())
+    assert got["images"] == [sha(image(0).tobytes()), sha(image(1).tobytes()), zero,
+                             sha(image(3).tobytes())]
+
+
+def test_image_shape_none_without_flattened_images(images_frame):
+    with Frame(images_frame) as f:
+        assert f.image_shape is None
+        assert f.image(6).shape == (96, 128)
