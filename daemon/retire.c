@@ -19,32 +19,26 @@ void b2sd_stream_retire(b2sd_stream *st) {
                           B2S_WIRE_OPEN, 0);
 }
 
-/* A failed frame takes nothing more, but the workers may still hold
- * chunks of it: once every seq given has come back (b2sd_stream_put),
- * its writer, if one runs, stops and gives them back. */
-static bool failed_done(b2sd_stream *st) {
+/* Whether every seq given came back from the workers (b2sd_stream_put):
+ * a failed frame stores nothing more, so its written level stays behind,
+ * but the workers may still hold chunks of it. */
+static bool all_arrived(b2sd_stream *st) {
   pthread_mutex_lock(&st->lock);
   bool all = st->arrived == st->seq_next;
-  if (all && st->thread_started && !st->stop) {
-    st->stop = true;
-    pthread_cond_signal(&st->cond);
-  }
   pthread_mutex_unlock(&st->lock);
-  return all && (!st->thread_started ||
-                 atomic_load_explicit(&st->writer_exited,
-                                      memory_order_acquire));
+  return all;
 }
 
-/* Step 2: the writer stops once it holds every seq given; true once it
- * exited (the frame is closed, or left as it was at a failure). */
+/* Step 2: the writer stops once it holds every seq given (written, or
+ * for a failed frame arrived, and given back); true once it exited (the
+ * frame is closed, or left as it was at a failure). */
 static bool writer_done(b2sd_stream *st) {
   b2sd_progress p;
   b2sd_progress_load(st, &p);
-  if (p.failed)
-    return failed_done(st);
+  bool held = p.failed ? all_arrived(st) : p.written >= st->seq_next;
   if (!st->thread_started)
-    return true;
-  if (p.written < st->seq_next)
+    return !p.failed || held;    /* no writer: only the workers' chunks */
+  if (!held)
     return false;                /* workers or the writer still hold some */
   pthread_mutex_lock(&st->lock);
   if (!st->stop) {

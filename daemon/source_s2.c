@@ -150,7 +150,9 @@ static int stream_name(const source *s, const b2s_s2_msg *m, const char *ch,
  * is 8 KiB (else compressed again). */
 static void series_cfg(const source *s, b2s_stream_cfg *sc, const char *dtype) {
   sc->cparams.typesize = s->ts;
-  sc->cparams.blocksize = s->block;   /* the b2nd block (b2s_fwriter_create) */
+  /* the b2nd block, whatever the template says: the frame's gap chunks
+   * take it (b2s_fwriter_create fills it in only when it is 0) */
+  sc->cparams.blocksize = s->block;
   b2s_stream_b2nd *nd = &sc->b2nd;
   *nd = (b2s_stream_b2nd){.enabled = true};
   /* a growing array: the writer keeps the shape in step with the chunks,
@@ -545,7 +547,8 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
   if (a->ndim != 2 || a->dim[0] * a->dim[1] * a->elem_size !=
                           (uint64_t)s->img_nbytes ||
       (int32_t)a->elem_size != s->ts ||
-      (s->rows && (a->dim[0] != (uint64_t)s->ny || a->dim[1] != (uint64_t)s->nx)))
+      (s->cfg.layout == B2S_SOURCE_IMAGES &&
+       (a->dim[0] != (uint64_t)s->ny || a->dim[1] != (uint64_t)s->nx)))
     return B2S_E_CHUNK_SIZE;            /* images: y, x as the start said */
   int rc = b2sd_progress_failed(st);    /* its frame stores no more */
   if (rc == 0)
