@@ -114,8 +114,8 @@ static void unflatten(cli_src *src, cli_exp_shape *sh) {
     return;
   uint64_t y = series_uint(src, "image_size_y");
   uint64_t x = series_uint(src, "image_size_x");
-  if (y == 0 || x == 0 || x > (uint64_t)nd->shape[1] ||
-      y * x != (uint64_t)nd->shape[1])
+  uint64_t pixels = (uint64_t)nd->shape[1];
+  if (y == 0 || x == 0 || x > pixels || y > pixels || y * x != pixels)
     return;
   sh->unflat = true;
   sh->ndim = 3;

@@ -371,10 +371,11 @@ FLAT = """\
 
 
 @pytest.fixture
-def flat_frame(make_daemon):
+def flat_frame(make_daemon, request):
     """A daemon-written frame of flattened 96 x 128 u2 images (as a
     detector source's layout: flat), frame 2 a gap, whose series says the
-    image shape."""
+    image shape (or the series given as the parameter)."""
+    meta = getattr(request, "param", {"image_size_x": 128, "image_size_y": 96})
     d = make_daemon()
     with open(d.config) as f:
         text = f.read()
@@ -382,7 +383,7 @@ def flat_frame(make_daemon):
         f.write(text.replace("templates:\n", FLAT + "templates:\n", 1))
     d.start()
     with b2stream.Session(d.endpoint) as s:
-        with s.open("xf", meta={"image_size_x": 128, "image_size_y": 96}) as p:
+        with s.open("xf", meta=meta) as p:
             for fn in (0, 1, 3):
                 p.send(image(fn).reshape(-1), frame=fn)
             p.flush()
@@ -411,3 +412,14 @@ def test_image_shape_none_without_flattened_images(images_frame):
     with Frame(images_frame) as f:
         assert f.image_shape is None
         assert f.image(6).shape == (96, 128)
+
+
+@pytest.mark.parametrize("flat_frame", [{"image_size_x": 2, "image_size_y": 2**63 + 6144}],
+                         indirect=True)
+def test_flat_frame_with_a_wrapping_shape_stays_flat(flat_frame, tmp_path):
+    """y * x that equals the pixels only modulo 2**64 is no image shape."""
+    with Frame(flat_frame) as f:
+        assert f.image_shape is None
+    out = str(tmp_path / "x.h5")
+    export(flat_frame, out, "--layout", "nxmx")
+    assert h5ref("images", out, "entry/data/data")["shape"] == [4, 12288]
