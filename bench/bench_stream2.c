@@ -27,7 +27,9 @@
  * usage: bench_stream2 [--rounds R] [--small N] [--large N] [--daemon PATH]
  *                      [--dir DIR] [--verify true|false]
  *                      [--only raw|rawwrite|ingest|recomp] [--queue-depth N]
- *                      [--io direct|buffered] */
+ *                      [--io direct|buffered] [--compression bslz4|lz4]
+ * --compression lz4: HDF5 LZ4-framed images (one block each) into a source
+ * set for them; the recompress side sends 8 KiB LZ4 blocks instead. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -92,6 +94,8 @@ typedef struct msgs {
 #define NDISTINCT 16
 
 /* Image messages 1..n of one series (start and end are made per round). */
+static bool lz4_images;   /* --compression lz4: HDF5 LZ4 framing, else bslz4 */
+
 static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) {
   m->n = n;
   m->ny = ny;
@@ -100,7 +104,8 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
   m->b = calloc((size_t)n, sizeof *m->b);
   m->len = calloc((size_t)n, sizeof *m->len);
   uint16_t *px = malloc(m->nbytes);
-  b2s_h5_params p = {.kind = B2S_H5_BSLZ4, .elem_size = 2, .typesize = 2, .clevel = 5};
+  b2s_h5_params p = {.kind = lz4_images ? B2S_H5_LZ4 : B2S_H5_BSLZ4,
+                     .elem_size = 2, .typesize = 2, .clevel = 5};
   size_t cap = b2s_h5_compress_bound(&p, block, m->nbytes);
   uint8_t *fr[NDISTINCT];
   int64_t fl[NDISTINCT];
@@ -112,7 +117,8 @@ static void make_msgs(msgs *m, uint64_t ny, uint64_t nx, int n, uint32_t block) 
   b2s_s2enc e = {0};
   for (int i = 0; i < n; i++) {
     int k = i % NDISTINCT;
-    b2s_s2e_part part = {"threshold_1", 2, ny, nx, "bslz4", fr[k], (size_t)fl[k], 0};
+    b2s_s2e_part part = {"threshold_1", 2, ny, nx, lz4_images ? "lz4" : "bslz4",
+                         fr[k], (size_t)fl[k], 0};
     b2s_s2e_reset(&e);
     b2s_s2e_image(&e, SID_PLACEHOLDER, "bench", (uint64_t)i + 1, &part, 1, (uint64_t)i, (uint64_t)i + 1,
              1, 1000, NULL);
@@ -275,7 +281,8 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
                      uint64_t nx, int n, int rounds, uint64_t *sid) {
   msgs fast, slow;
   make_msgs(&fast, ny, nx, n, 0);
-  make_msgs(&slow, ny, nx, n, 16384);
+  /* a block other than the frame's: the recompress path */
+  make_msgs(&slow, ny, nx, n, lz4_images ? 8192 : 16384);
   double ips[NSIDES][MAXR], cpu[NSIDES][MAXR], unused;
   memset(ips, 0, sizeof ips);
   memset(cpu, 0, sizeof cpu);
@@ -335,6 +342,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     else if (!strcmp(argv[i], "--queue-depth")) qdepth = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--io")) io = argv[i + 1];
+    else if (!strcmp(argv[i], "--compression"))
+      lz4_images = !strcmp(argv[i + 1], "lz4");
   }
   if (rounds < 1 || rounds > MAXR)
     rounds = 5;
@@ -359,8 +368,9 @@ int main(int argc, char **argv) {
              "templates:\n  eiger: {queue_depth: %d, io: %s}\n"
              "sources:\n  - kind: dectris-stream2\n"
              "    endpoint: 'ipc://%s/det.sock'\n    template: eiger\n"
-             "    name: 'bench-{series_id}-{channel}'\n    verify: %s\n", qdepth,
-          io, dir, verify);
+             "    name: 'bench-{series_id}-{channel}'\n    verify: %s\n"
+             "    compression: %s\n", qdepth, io, dir, verify,
+          lz4_images ? "lz4" : "bslz4");
   fclose(f);
   void *ctx = zmq_ctx_new();
   char ep[600];
@@ -375,8 +385,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "daemon did not start (log %s)\n", log);
     return 1;
   }
-  printf("bench_stream2: Stream V2 bslz4 images, 1 channel, verify %s, daemon "
-         "%s, dir %s\n\n", verify, daemon, dir);
+  printf("bench_stream2: Stream V2 %s images, 1 channel, verify %s, daemon "
+         "%s, dir %s\n\n", lz4_images ? "lz4" : "bslz4", verify, daemon, dir);
   uint64_t sid = 100;
   if (nsmall > 0)
     run_size(push, pid, dir, 514, 1030, nsmall, rounds, &sid);

@@ -229,6 +229,12 @@ enum b2s_source_layout {
   B2S_SOURCE_IMAGES = 1,               /* (images, y, x): blocks of whole rows */
 };
 
+/* What the detector is set to send: the frames' blocks are laid out for it. */
+enum b2s_source_comp {
+  B2S_SOURCE_BSLZ4 = 0,                /* bitshuffle's 8 KiB blocks */
+  B2S_SOURCE_LZ4 = 1,                  /* one block per image */
+};
+
 typedef struct b2s_source_cfg {
   int32_t kind;                        /* enum b2s_source_kind */
   char endpoint[B2S_CONFIG_ENDPOINT_MAX]; /* the daemon connects a PULL */
@@ -237,6 +243,7 @@ typedef struct b2s_source_cfg {
   int32_t series_timeout_ms;           /* an unfinished series closes */
   int32_t verify;                      /* check copied LZ4 blocks decode */
   int32_t layout;                      /* enum b2s_source_layout */
+  int32_t compression;                 /* enum b2s_source_comp */
   int32_t max_message;                 /* MiB, largest message accepted */
 } b2s_source_cfg;
 

@@ -56,6 +56,8 @@ static const cfg_enum source_kinds[] = {
   {"dectris-stream2", B2S_SOURCE_DECTRIS_STREAM2}, {NULL, 0}};
 static const cfg_enum layouts[] = {
   {"flat", B2S_SOURCE_FLAT}, {"images", B2S_SOURCE_IMAGES}, {NULL, 0}};
+static const cfg_enum source_comps[] = {
+  {"bslz4", B2S_SOURCE_BSLZ4}, {"lz4", B2S_SOURCE_LZ4}, {NULL, 0}};
 static const cfg_enum bools[] = {{"false", 0}, {"true", 1}, {NULL, 0}};
 static const cfg_enum orders[] = {
   {"arrival", B2S_ORDER_ARRIVAL}, {"frame_number", B2S_ORDER_FRAME_NUMBER},
@@ -156,6 +158,10 @@ const cfg_desc b2s_cfg_schema[] = {
    .def = "flat",
    .help = "flat: arrays (images, pixels); images: (images, y, x), compressed "
            "again unless a row block is 8 KiB"},
+  {"compression", SOURCE, .type = CT_ENUM, SR(compression),
+   .enums = source_comps, .def = "bslz4",
+   .help = "what the detector sends: the frames' blocks are laid out so its "
+           "images are stored without recompression (lz4: a block per image)"},
   {"max_message", SOURCE, .type = CT_INT, SR(max_message), .min = 1,
    .max = 2047, .def = "256", .unit = "MiB",
    .help = "largest message accepted; longer ones are refused by ZeroMQ"},

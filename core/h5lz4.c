@@ -195,6 +195,9 @@ int64_t b2s_h5_compress(const b2s_h5_params *p, uint32_t block,
   int bs = p->kind == B2S_H5_BSLZ4;
   if (block == 0)
     block = default_block(p);
+  /* the HDF5 LZ4 filter writes the block it used: at most the data */
+  if (!bs && nbytes > 0 && block > nbytes)
+    block = (uint32_t)nbytes;
   if (bs && (p->elem_size < 1 || nbytes % (size_t)p->elem_size ||
              block % (8u * (uint32_t)p->elem_size)))
     return B2S_E_ARG;
@@ -256,8 +259,14 @@ typedef struct rw {
   const b2s_h5_params *p;
   uint8_t *d;
   int64_t dcap, pos;
-  uint8_t *tmp, *tmp2;
+  size_t sb;                     /* scratch: one block + the bslz4 tail */
 } rw;
+
+/* Scratch k, taken when a block must be decoded: with whole-image blocks
+ * (lz4) it is an image's size, which the copying path never needs. */
+static uint8_t *scratch(rw *r, int k) {
+  return b2s_ctx_scratch(r->ctx, k, r->sb);
+}
 
 static int put_stream(rw *r, const uint8_t *s, int32_t csize) {
   if (r->pos + 4 + csize > r->dcap)
@@ -306,13 +315,17 @@ static int rewrite_stream(rw *r, walk *w, const uint8_t *s, int32_t cs,
                           int32_t ne) {
   bool raw_in = w->kind == B2S_H5_LZ4 && cs == ne;
   if (!raw_in && cs >= ne) {
-    int rc = decode_stream(w, s, cs, ne, r->tmp);
-    return rc < 0 ? rc : (rc = put_stream(r, r->tmp, ne)) < 0 ? rc : 1;
+    uint8_t *tmp = scratch(r, 0);
+    if (!tmp)
+      return B2S_E_NOMEM;
+    int rc = decode_stream(w, s, cs, ne, tmp);
+    return rc < 0 ? rc : (rc = put_stream(r, tmp, ne)) < 0 ? rc : 1;
   }
   /* the walk shows most streams sound without writing them out; a stream
    * it cannot vouch for is decoded, which decides */
   if (r->p->verify && !raw_in && !b2s_lz4_block_ok(s, (size_t)cs, (size_t)ne)) {
-    int rc = decode_stream(w, s, cs, ne, r->tmp);
+    uint8_t *tmp = scratch(r, 0);
+    int rc = tmp ? decode_stream(w, s, cs, ne, tmp) : B2S_E_NOMEM;
     if (rc < 0)
       return rc;
   }
@@ -326,7 +339,9 @@ static int rewrite_stream(rw *r, walk *w, const uint8_t *s, int32_t cs,
 static int put_last(rw *r, walk *w, const uint8_t *s, int32_t cs, int32_t ne,
                     int32_t bsz) {
   bool bs = w->kind == B2S_H5_BSLZ4;
-  uint8_t *plain = r->tmp, *shuf = r->tmp2;
+  uint8_t *plain = scratch(r, 0), *shuf = scratch(r, 1);
+  if (!plain || !shuf)
+    return B2S_E_NOMEM;
   int32_t have = 0;
   const uint8_t *tail;
   int rc;
@@ -436,7 +451,9 @@ int b2s_h5_to_chunk(b2s_ctx *ctx, const b2s_h5_params *p, const void *src,
   int64_t bsize = w.block < w.nbytes ? w.block : w.nbytes;
   bool block_ok = true;
   if (p->want_block > 0) {
-    block_ok = w.block == (int64_t)p->want_block;
+    /* an LZ4 header may say a block larger than the data (1 GiB, the
+     * filter's default): the one block is then the data */
+    block_ok = (w.kind == B2S_H5_LZ4 ? bsize : w.block) == (int64_t)p->want_block;
     bsize = p->want_block;
   }
   int64_t cnbytes = w.nbytes;
@@ -447,14 +464,10 @@ int b2s_h5_to_chunk(b2s_ctx *ctx, const b2s_h5_params *p, const void *src,
   bool maps = block_ok && w.nbytes >= B2S_MIN_BUFFERSIZE && bsize <= B2S_MAX_BLOCKSIZE &&
               (p->kind != B2S_H5_BSLZ4 || p->elem_size == p->typesize);
   if (maps) {
+    /* scratch: one block plus the bslz4 tail (< 8 elements of <= 255 bytes) */
     rw r = {.ctx = ctx, .p = p, .d = dst,
-            .dcap = dstsize > (size_t)INT32_MAX ? INT32_MAX : (int64_t)dstsize};
-    /* One block plus the bslz4 tail (< 8 elements of <= 255 bytes). */
-    size_t sb = (size_t)bsize + 8 * 255;
-    if (!b2s_ctx_scratch(ctx, 0, sb))
-      return B2S_E_NOMEM;
-    r.tmp = b2s_ctx_scratch(ctx, 0, sb);
-    r.tmp2 = b2s_ctx_scratch(ctx, 1, sb);
+            .dcap = dstsize > (size_t)INT32_MAX ? INT32_MAX : (int64_t)dstsize,
+            .sb = (size_t)bsize + 8 * 255};
     rc = rewrite(&r, &w, (int32_t)bsize, cnbytes, res);
     if (rc < 0 && rc != B2S_E_DEST_SMALL)
       return rc;

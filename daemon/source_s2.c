@@ -180,12 +180,18 @@ static void series_cfg(const source *s, b2s_stream_cfg *sc, const char *dtype) {
   sc->gaps = B2S_GAPS_FILL;
 }
 
-/* The series' block and padded chunk size: false when they do not fit. */
+/* The series' block and padded chunk size: false when they do not fit.
+ * The block is the one the detector's framing uses, so its LZ4 blocks are
+ * the chunk's: bitshuffle's 8 KiB (whole rows of them in `images`), or
+ * the HDF5 LZ4 filter's one block per image. */
 static bool series_blocks(source *s) {
-  int64_t row = s->nx * s->ts;
+  int64_t row = s->nx * s->ts, n = s->img_nbytes;
+  int64_t block = BSLZ4_BLOCK;
   s->rows = 0;
-  int64_t block = BSLZ4_BLOCK, n = s->img_nbytes;
-  if (s->cfg.layout == B2S_SOURCE_IMAGES) {
+  if (s->cfg.compression == B2S_SOURCE_LZ4 && n <= B2S_MAX_BLOCKSIZE) {
+    block = n;
+    s->rows = s->ny;
+  } else if (s->cfg.layout == B2S_SOURCE_IMAGES) {
     s->rows = row >= BSLZ4_BLOCK ? 1 : BSLZ4_BLOCK / row;
     if (s->rows > s->ny)
       s->rows = s->ny;

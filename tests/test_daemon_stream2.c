@@ -60,6 +60,8 @@ typedef struct series {
   int part;                  /* 0: everything; 1: the start alone; 2: all
                                 but the start; 3: all but the end */
   int images;                /* layout: images ((images, y, x)), else flat */
+  int lz4;                   /* compression: lz4 (a block per image); the
+                                channels' codecs swap: even ones lz4 */
 } series;
 
 /* The start's large arrays: flatfield (float32, raw), pixel_mask
@@ -129,12 +131,16 @@ static void send_msg(void *push, const b2s_s2enc *e) {
   assert_int_equal(zmq_send(push, e->b, e->n, 0), (int)e->n);
 }
 
-/* Channel c of image i: bslz4 for even channels, lz4 for odd ones. */
+/* Whether channel c comes lz4 (else bslz4): odd channels, even ones when
+ * the source expects lz4. */
+static bool chan_lz4(const series *s, int c) { return (c % 2) ^ s->lz4; }
+
+/* Channel c of image i, framed as chan_lz4 says. */
 static size_t framed(const series *s, uint64_t i, int c, uint8_t *pix,
                      uint8_t **out) {
   size_t n = s->ny * s->nx * (size_t)s->ts;
   pixels(pix, s->ny * s->nx, s->ts, i, c);
-  b2s_h5_params p = {.kind = c % 2 ? B2S_H5_LZ4 : B2S_H5_BSLZ4,
+  b2s_h5_params p = {.kind = chan_lz4(s, c) ? B2S_H5_LZ4 : B2S_H5_BSLZ4,
                      .elem_size = s->ts, .typesize = s->ts, .clevel = 5};
   size_t cap = b2s_h5_compress_bound(&p, 0, n);
   *out = malloc(cap);
@@ -168,7 +174,7 @@ static void send_series(void *push, const series *s, int hostile) {
     uint8_t *bufs[3];
     for (int c = 0; c < s->nch; c++) {
       size_t len = framed(s, id, c, pix, &bufs[c]);
-      const char *comp = c % 2 ? "lz4" : "bslz4";
+      const char *comp = chan_lz4(s, c) ? "lz4" : "bslz4";
       if (c == 2) {               /* a third channel comes uncompressed */
         memcpy(bufs[c], pix, n);
         len = n;
@@ -228,7 +234,8 @@ static void expect_user(b2s_mpbuf *b, const series *s, uint64_t id, int odd) {
 /* Wait until channel c's frame holds every image, then check each. */
 /* The frame's b2nd layout; returns a chunk's padded size.  flat: images
  * flattened, blocks of bitshuffle's 8 KiB; images: (images, y, x), blocks
- * of as many whole rows as fit in 8 KiB (at least one). */
+ * of as many whole rows as fit in 8 KiB (at least one).  A source that
+ * expects lz4 makes the whole image one block, either way. */
 static size_t check_layout(b2s_frame *f, const series *s, int rows) {
   b2s_b2nd nd;
   assert_int_equal(b2s_frame_b2nd_get(f, &nd), 0);
@@ -240,14 +247,15 @@ static size_t check_layout(b2s_frame *f, const series *s, int rows) {
   assert_int_equal(nd.blockshape[0], 1);
   size_t row = s->nx * (size_t)s->ts;
   if (!s->images) {
+    size_t block = s->lz4 ? s->ny * row : 8192;
     assert_int_equal(nd.ndim, 2);
     assert_int_equal(nd.shape[1], (int64_t)(s->ny * s->nx));
     assert_int_equal(nd.chunkshape[1], (int32_t)(s->ny * s->nx));
-    assert_int_equal(nd.blockshape[1], 8192 / s->ts);
-    return (s->ny * row + 8191) / 8192 * 8192;
+    assert_int_equal(nd.blockshape[1], (int32_t)(block / (size_t)s->ts));
+    return (s->ny * row + block - 1) / block * block;
   }
   size_t per = row >= 8192 ? 1 : 8192 / row;
-  if (per > s->ny)
+  if (per > s->ny || s->lz4)
     per = s->ny;
   assert_int_equal(nd.ndim, 3);
   assert_int_equal(nd.shape[1], (int64_t)s->ny);
@@ -354,7 +362,8 @@ static void stats_wait(void *s, const char *stream, const char *name,
     if (v != want)
       usleep(20000);
   }
-  assert_true(v == want);
+  if (v != want)
+    fail_msg("%s of %s: %g, not %g", name, stream, v, want);
 }
 
 /* Whether STATS of all streams lists stream `name`. */
@@ -803,7 +812,8 @@ static void test_layout_images(void **state) {
     /* 128 x 2 bytes a row, 32 rows a block: 8 KiB, as bslz4's */
     {.id = 60, .nch = 1, .ts = 2, .ny = 64, .nx = 128, .nimages = 4,
      .skip = 2, .images = 1, .part = 3},
-    /* 91-byte rows: 37 rows (the whole image) a block; bslz4 and lz4 */
+    /* 91-byte rows: 37 rows (the whole image) a block; bslz4 (compressed
+     * again) and lz4 (stored as it came) */
     {.id = 61, .nch = 2, .ts = 1, .ny = 37, .nx = 91, .nimages = 3,
      .declared = 5, .images = 1, .part = 3},
     /* 3000 x 4 bytes a row: one row a block */
@@ -814,7 +824,8 @@ static void test_layout_images(void **state) {
   stats_wait(c, "det-60-threshold_1", "images_rewritten", 3);
   send_series(push, &all[1], 0);
   stats_wait(c, "det-61-threshold_1", "images_recompressed", 3);
-  stats_wait(c, "det-61-threshold_2", "images_recompressed", 3);
+  /* its lz4 image is one block of the whole image, as the frame's */
+  stats_wait(c, "det-61-threshold_2", "images_rewritten", 3);
   send_series(push, &all[2], 0);
   for (size_t k = 0; k < 3; k++)
     check_series(&e, &all[k]);
@@ -845,6 +856,64 @@ static void test_layout_images(void **state) {
   env_down(&e);
 }
 
+/* compression: lz4: the frames' blocks are whole images, so the lz4
+ * images (one LZ4 block per image, as the HDF5 LZ4 filter frames them) are
+ * stored as they came, flat and as images; bslz4 images are compressed
+ * again in those blocks; c-blosc2 reads both. */
+static void test_lz4_source(void **state) {
+  (void)state;
+  static const char *const extra[] = {
+    "    compression: lz4\n", "    compression: lz4\n    layout: images\n"};
+  series all[][2] = {
+    {{.id = 70, .nch = 3, .ts = 2, .ny = 514, .nx = 1030, .nimages = 5,
+      .skip = 3, .lz4 = 1, .part = 3},
+     {.id = 71, .nch = 2, .ts = 1, .ny = 37, .nx = 91, .nimages = 3,
+      .declared = 5, .lz4 = 1, .part = 3}},
+    {{.id = 72, .nch = 2, .ts = 4, .ny = 64, .nx = 300, .nimages = 4,
+      .skip = 2, .lz4 = 1, .images = 1, .part = 3},
+     {.id = 73, .nch = 1, .ts = 2, .ny = 5, .nx = 3000, .nimages = 2,
+      .lz4 = 1, .images = 1, .part = 3}},
+  };
+  for (int k = 0; k < 2; k++) {
+    env e;
+    void *push = daemon_up(&e, extra[k], 0);
+    void *c = cli_producer(&e);
+    for (int j = 0; j < 2; j++) {
+      series *s = &all[k][j];
+      char name[64];
+      int sent = s->nimages - (s->skip ? 1 : 0);
+      send_series(push, s, 0);
+      snprintf(name, sizeof name, "det-%llu-threshold_1",
+               (unsigned long long)s->id);
+      stats_wait(c, name, "images_rewritten", sent);
+      assert_true(stats_value(c, name, "images_patched") == 0);
+      assert_true(stats_value(c, name, "images_recompressed") == 0);
+      if (s->nch > 1) {
+        name[strlen(name) - 1] = '2';
+        stats_wait(c, name, "images_recompressed", sent);
+      }
+    }
+    for (int j = 0; j < 2; j++) {
+      all[k][j].part = 2;
+      int n = all[k][j].nimages;
+      all[k][j].nimages = 0;          /* the end alone */
+      send_series(push, &all[k][j], 0);
+      all[k][j].nimages = n;
+    }
+    for (int j = 0; j < 2; j++) {
+      char name[64];
+      snprintf(name, sizeof name, "det-%llu-threshold_1",
+               (unsigned long long)all[k][j].id);
+      wait_listed(c, name, false);     /* closed: its shape is final */
+      check_series(&e, &all[k][j]);
+      blosc2_check(&e, &all[k][j]);
+    }
+    zmq_close(c);
+    zmq_close(push);
+    env_down(&e);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_series),
@@ -852,6 +921,7 @@ int main(void) {
     cmocka_unit_test(test_kill_mid_series),
     cmocka_unit_test(test_failed_series_closes),
     cmocka_unit_test(test_layout_images),
+    cmocka_unit_test(test_lz4_source),
   };
   return harness_run(tests);
 }

@@ -224,6 +224,52 @@ static void test_want_block(void **state) {
   free(pix);
 }
 
+/* The HDF5 LZ4 filter writes the block it used, at most the data (as
+ * hdf5plugin's does); a framing whose header says more (1 GiB, the
+ * filter's default) still has the one block, and maps onto a frame whose
+ * block is the whole image. */
+static void test_lz4_want_block(void **state) {
+  (void)state;
+  size_t n = 2 * 514 * 1030;
+  uint8_t *pix = malloc(n);
+  fill(pix, n, 0, 5);
+  b2s_h5_params p = {.kind = B2S_H5_LZ4, .elem_size = 2, .typesize = 2,
+                     .clevel = 5, .verify = true, .pad_blocks = true,
+                     .want_block = (int32_t)n};
+  size_t fb = b2s_h5_compress_bound(&p, 0, n);
+  uint8_t *f = malloc(fb);
+  int64_t fl = b2s_h5_compress(&p, 0, pix, n, f, fb);
+  assert_true(fl > 0);
+  int64_t nb;
+  uint32_t block;
+  b2s_ctx *ctx = b2s_ctx_new();
+  size_t cap = n + 4096;
+  uint8_t *chunk = malloc(cap), *back = malloc(n);
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(b2s_h5_header(f, (size_t)fl, &nb, &block), 0);
+    assert_int_equal(nb, (int64_t)n);
+    assert_int_equal(block, k ? 1u << 30 : (uint32_t)n);
+    b2s_h5_result res;
+    int cl = b2s_h5_to_chunk(ctx, &p, f, (size_t)fl, (int64_t)n, chunk, cap,
+                             &res);
+    assert_true(cl > 0);
+    assert_int_equal(res.path, B2S_H5_VERBATIM);
+    assert_int_equal(res.nblocks, 1);
+    assert_int_equal(b2s_decompress(ctx, chunk, (size_t)cl, back, n), (int)n);
+    assert_memory_equal(back, pix, n);
+    f[8] = 0x40;                 /* the header's block: 1 GiB */
+    f[9] = f[10] = f[11] = 0;
+  }
+  /* a frame of 8 KiB blocks: the one-block image is compressed again */
+  p.want_block = 8192;
+  b2s_h5_result res;
+  int cl = b2s_h5_to_chunk(ctx, &p, f, (size_t)fl, (int64_t)n, chunk, cap, &res);
+  assert_true(cl > 0);
+  assert_int_equal(res.path, B2S_H5_RECOMPRESSED);
+  b2s_ctx_free(ctx);
+  free(back); free(chunk); free(f); free(pix);
+}
+
 static void test_lz4_verbatim(void **state) {
   (void)state;
   conv c = roundtrip(B2S_H5_LZ4, 2, 2 * 514 * 1030, 0, 0, 1);
@@ -376,6 +422,7 @@ int main(void) {
     cmocka_unit_test(test_bslz4_odd_blocks),
     cmocka_unit_test(test_padded),
     cmocka_unit_test(test_want_block),
+    cmocka_unit_test(test_lz4_want_block),
     cmocka_unit_test(test_lz4_verbatim),
     cmocka_unit_test(test_malformed),
     cmocka_unit_test(test_lz4_block_check),
