@@ -914,6 +914,178 @@ static void test_lz4_source(void **state) {
   }
 }
 
+/* ---- framings written by the HDF5 filters themselves ---------------------- */
+
+static const int REF_N = 3;                /* images a series */
+static const char *const REF_SHAPES = "[(514, 1030), (37, 91), (3, 5), (1, 4101)]";
+static const char *const REF_DT[] = {"u1", "u2", "u4"};
+static const uint64_t REF_YX[][2] = {{514, 1030}, {37, 91}, {3, 5}, {1, 4101}};
+
+static uint8_t *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = malloc((size_t)len + 1);
+  assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  *n = (size_t)len;
+  return b;
+}
+
+/* Image k of a reference set: its framing (or its pixels). */
+static uint8_t *ref_file(const char *dir, const char *kind, int d, int sh,
+                         int k, const char *ext, size_t *n) {
+  char path[700], nth[16] = "";
+  if (k > 0)                               /* image 0 has no number */
+    snprintf(nth, sizeof nth, ".%d", k);
+  snprintf(path, sizeof path, "%s/%s_%s_%llux%llu%s.%s", dir, kind,
+           REF_DT[d], (unsigned long long)REF_YX[sh][0],
+           (unsigned long long)REF_YX[sh][1], nth, ext);
+  return slurp(path, n);
+}
+
+/* One series of the set's framings of one kind, dtype and shape, but for
+ * its end (the stream's counters go with it). */
+static void ref_send(void *push, const char *dir, const char *kind, int d,
+                     int sh, uint64_t id) {
+  static const char *const dts[] = {"uint8", "uint16", "uint32"};
+  b2s_s2enc e = {0};
+  b2s_s2e_start(&e, id, "ref", CH, 1, dts[d], REF_YX[sh][0], REF_YX[sh][1],
+                (uint64_t)REF_N, 0);
+  send_msg(push, &e);
+  for (int k = 0; k < REF_N; k++) {
+    size_t n;
+    uint8_t *f = ref_file(dir, kind, d, sh, k, "h5lz4", &n);
+    b2s_s2e_part part = {CH[0], 1u << d, REF_YX[sh][0], REF_YX[sh][1], kind,
+                         f, n, 0};
+    b2s_s2e_reset(&e);
+    b2s_s2e_image(&e, id, "ref", 1 + (uint64_t)k, &part, 1, 0, 1, 1, 1, NULL);
+    send_msg(push, &e);
+    free(f);
+  }
+  b2s_s2e_free(&e);
+}
+
+static void ref_end(void *push, uint64_t id) {
+  b2s_s2enc e = {0};
+  b2s_s2e_end(&e, id, "ref");
+  send_msg(push, &e);
+  b2s_s2e_free(&e);
+}
+
+/* Images of stream `name` converted so far, by any path. */
+static double converted(void *c, const char *name) {
+  return stats_value(c, name, "images_rewritten") +
+         stats_value(c, name, "images_patched") +
+         stats_value(c, name, "images_recompressed");
+}
+
+/* The series' frame holds the set's pixels, image by image, padded with
+ * zeros; python-blosc2 reads the same.  Returns the images compressed
+ * again (stats), after checking none of 32 bytes or more was. */
+static double ref_check(env *e, void *push, void *c, const char *py,
+                        const char *dir,
+                        const char *kind, int d, int sh, uint64_t id) {
+  char name[64], path[512];
+  snprintf(name, sizeof name, "det-%llu-%s", (unsigned long long)id, CH[0]);
+  frame_path(e, name, path, sizeof path);
+  wait_listed(c, name, true);
+  for (int t = 0; t < WAIT_MS / 20 && converted(c, name) < REF_N; t++)
+    usleep(20000);
+  assert_true(converted(c, name) == REF_N);
+  double recomp = stats_value(c, name, "images_recompressed");
+  assert_true(stats_value(c, name, "images_refused") == 0);
+  size_t img = REF_YX[sh][0] * REF_YX[sh][1] << d;
+  if (img >= 32 && recomp != 0)
+    fail_msg("%s: %g of the %s images compressed again", name, recomp, kind);
+  ref_end(push, id);
+  wait_listed(c, name, false);         /* closed: the frame is final */
+  b2s_frame *f = NULL;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(f), REF_N);
+  b2s_ctx *ctx = b2s_ctx_new();
+  uint8_t *out = malloc(img + 8192);
+  char want[700];
+  snprintf(want, sizeof want, "%s/want-%llu.bin", dir, (unsigned long long)id);
+  FILE *w = fopen(want, "wb");
+  for (int k = 0; k < REF_N; k++) {
+    size_t n;
+    uint8_t *pix = ref_file(dir, kind, d, sh, k, "pix", &n);
+    assert_int_equal(n, img);
+    int got = b2s_frame_chunk_decompress(f, k, ctx, out, img + 8192);
+    assert_true(got >= (int)img);
+    assert_memory_equal(out, pix, img);
+    for (int i = (int)img; i < got; i++)
+      assert_int_equal(out[i], 0);
+    fwrite(pix, 1, n, w);
+    free(pix);
+  }
+  fclose(w);
+  free(out);
+  b2s_ctx_free(ctx);
+  b2s_frame_free(f);
+  char cmd[2000];
+  snprintf(cmd, sizeof cmd,
+           "'%s' -c 'import sys, numpy as np, blosc2\n"
+           "a = blosc2.open(sys.argv[1])\n"
+           "w = np.fromfile(sys.argv[2], dtype=a.dtype).reshape(a.shape)\n"
+           "assert (a[:] == w).all() and (a[1:, 1:] == w[1:, 1:]).all()' "
+           "'%s' '%s'", py, path, want);
+  if (system(cmd) != 0)
+    fail_msg("python-blosc2 does not read %s", path);
+  return recomp;
+}
+
+/* Framings the HDF5 filters wrote (bitshuffle's filter through Debian's
+ * python3-hdf5plugin, and the pinned venv's hdf5plugin), read back raw
+ * with h5py's direct chunk read, sent as the detector would: bslz4 to a
+ * source as shipped, lz4 to one set for lz4.  Prints the share stored
+ * without recompression. */
+static void test_reference_framings(void **state) {
+  (void)state;
+  char vpy[400], gen[3000];
+  const char *script = getenv("B2S_REF_FRAMINGS");
+  if (!script || !ts_venv_python(vpy, sizeof vpy))
+    skip();
+  const char *pys[] = {"/usr/bin/python3", vpy};
+  static const char *const kinds[] = {"bslz4", "lz4"};
+  static const char *const extra[] = {"", "    compression: lz4\n"};
+  uint64_t id = 100;
+  for (int k = 0; k < 2; k++) {
+    env e;
+    void *push = daemon_up(&e, extra[k], 0);
+    void *c = cli_producer(&e);
+    for (int p = 0; p < 2; p++) {
+      char dir[600];
+      snprintf(dir, sizeof dir, "%s/ref%d", e.dir, p);
+      snprintf(gen, sizeof gen, "mkdir -p '%s' && '%s' '%s' '%s' \"%s\" "
+               "\"['u1', 'u2', 'u4']\" %d >/dev/null 2>&1", dir, pys[p],
+               script, dir, REF_SHAPES, REF_N);
+      if (system(gen) != 0) {
+        assert_true(p == 0);       /* Debian's may be missing; the venv's not */
+        fprintf(stderr, "# %s: no h5py/hdf5plugin, set skipped\n", pys[p]);
+        continue;
+      }
+      int images = 0;
+      double recomp = 0;
+      for (int sh = 0; sh < 4; sh++)
+        for (int d = 0; d < 3; d++) {
+          ref_send(push, dir, kinds[k], d, sh, id);
+          recomp += ref_check(&e, push, c, vpy, dir, kinds[k], d, sh, id++);
+          images += REF_N;
+        }
+      fprintf(stderr, "# %s images of %s: %d, stored without recompression "
+              "%.0f%%\n", kinds[k], pys[p], images,
+              100.0 * (images - recomp) / images);
+    }
+    zmq_close(c);
+    zmq_close(push);
+    env_down(&e);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_series),
@@ -922,6 +1094,7 @@ int main(void) {
     cmocka_unit_test(test_failed_series_closes),
     cmocka_unit_test(test_layout_images),
     cmocka_unit_test(test_lz4_source),
+    cmocka_unit_test(test_reference_framings),
   };
   return harness_run(tests);
 }

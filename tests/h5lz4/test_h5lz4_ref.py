@@ -18,28 +18,12 @@ CONV = os.environ["B2S_H5CONV"]
 SHAPES = [(514, 1030), (512, 1030), (37, 91), (3, 5), (64, 64), (1, 4101)]
 DTYPES = ["u1", "u2", "u4"]
 
-GEN = r'''
-import sys, warnings, numpy as np, h5py, hdf5plugin
-warnings.simplefilter("ignore")
-out, shapes, dtypes = sys.argv[1], eval(sys.argv[2]), eval(sys.argv[3])
-rng = np.random.default_rng(5)
-with h5py.File(out + "/x.h5", "w") as f:
-    for shape in shapes:
-        for dt in dtypes:
-            pix = rng.poisson(0.3, size=shape).astype(dt)
-            pix[0, 0] = np.iinfo(dt).max
-            for kind, filt in (("bslz4", hdf5plugin.Bitshuffle(lz4=True)),
-                               ("lz4", hdf5plugin.LZ4())):
-                name = "%s_%s_%dx%d" % (kind, dt, *shape)
-                d = f.create_dataset(name, data=pix, chunks=shape, **filt)
-                _, raw = d.id.read_direct_chunk((0, 0))
-                open(out + "/" + name + ".h5lz4", "wb").write(raw)
-                pix.tofile(out + "/" + name + ".pix")
-'''
+GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                   "ref_framings.py")
 
 
 def generate(python, where):
-    r = subprocess.run([python, "-c", GEN, where, repr(SHAPES), repr(DTYPES)],
+    r = subprocess.run([python, GEN, where, repr(SHAPES), repr(DTYPES)],
                        capture_output=True, text=True)
     if r.returncode:
         print("generator %s failed: %s" % (python, r.stderr.strip()[-300:]))
