@@ -177,6 +177,12 @@ static uint32_t default_block(const b2s_h5_params *p) {
   return (n > 128 ? n : 128) * es;
 }
 
+int64_t b2s_rows_per_block(int64_t row_bytes, int64_t ny) {
+  int64_t r = row_bytes >= B2S_BSLZ4_DEFAULT_BLOCK || row_bytes < 1
+                  ? 1 : B2S_BSLZ4_DEFAULT_BLOCK / row_bytes;
+  return r < ny ? r : ny;
+}
+
 size_t b2s_h5_compress_bound(const b2s_h5_params *p, uint32_t block,
                              size_t nbytes) {
   if (block == 0)

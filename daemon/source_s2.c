@@ -28,7 +28,6 @@
 #include "b2s_wire.h"
 
 #define RECV_BATCH 64
-#define BSLZ4_BLOCK 8192    /* the bitshuffle filter's default block, bytes */
 
 typedef struct source {
   b2s_source_cfg cfg;
@@ -186,15 +185,13 @@ static void series_cfg(const source *s, b2s_stream_cfg *sc, const char *dtype) {
  * the HDF5 LZ4 filter's one block per image. */
 static bool series_blocks(source *s) {
   int64_t row = s->nx * s->ts, n = s->img_nbytes;
-  int64_t block = BSLZ4_BLOCK;
+  int64_t block = B2S_BSLZ4_DEFAULT_BLOCK;
   s->rows = 0;
   if (s->cfg.compression == B2S_SOURCE_LZ4 && n <= B2S_MAX_BLOCKSIZE) {
     block = n;
     s->rows = s->ny;
   } else if (s->cfg.layout == B2S_SOURCE_IMAGES) {
-    s->rows = row >= BSLZ4_BLOCK ? 1 : BSLZ4_BLOCK / row;
-    if (s->rows > s->ny)
-      s->rows = s->ny;
+    s->rows = b2s_rows_per_block(row, s->ny);
     block = s->rows * row;
   }
   int64_t chunk = (n + block - 1) / block * block;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd_export.h"
+#include "b2s_h5lz4.h"
 #include "b2s_msgpack.h"
 
 /* A filter function that always fails: the export writes every chunk
@@ -122,17 +123,15 @@ static void unflatten(cli_src *src, cli_exp_shape *sh) {
   sh->chunk[1] = (hsize_t)y;
   sh->chunk[2] = (hsize_t)x;
   sh->grid[1] = sh->grid[2] = 1;
-  /* the rows that fit in 8 KiB, at least one, as a detector source's
-   * layout: images */
+  /* blocks of whole rows, as a detector source's layout: images */
   uint64_t row = x * (uint64_t)sh->typesize;
-  uint64_t r = row >= 8192 ? 1 : 8192 / row;
   b2s_b2nd *img = &sh->img;
   *img = *nd;
   img->ndim = 3;
   img->shape[0] = img->chunkshape[0] = img->blockshape[0] = 1;
   img->shape[1] = img->chunkshape[1] = (int32_t)y;
   img->shape[2] = img->chunkshape[2] = (int32_t)x;
-  img->blockshape[1] = (int32_t)(r < y ? r : y);
+  img->blockshape[1] = (int32_t)b2s_rows_per_block((int64_t)row, (int64_t)y);
   img->blockshape[2] = (int32_t)x;
   uint64_t rows = (y + (uint64_t)img->blockshape[1] - 1) /
                   (uint64_t)img->blockshape[1] * (uint64_t)img->blockshape[1];

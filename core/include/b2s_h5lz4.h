@@ -92,6 +92,11 @@ int b2s_h5_to_chunk(b2s_ctx *ctx, const b2s_h5_params *p, const void *src,
  * decoders take, e.g. a match at offset 0). */
 bool b2s_lz4_block_ok(const void *src, size_t csize, size_t n);
 
+/* Rows of row_bytes each in a block of a 2-D image laid out for bslz4: the
+ * whole rows that fit in bitshuffle's default block, at least one, at
+ * most ny (the detector source's `layout: images` and the export's). */
+int64_t b2s_rows_per_block(int64_t row_bytes, int64_t ny);
+
 /* Decode the framing into dst[0..nbytes) (nbytes must match the header). */
 int b2s_h5_decompress(const b2s_h5_params *p, const void *src, size_t srcsize,
                       void *dst, size_t nbytes);
