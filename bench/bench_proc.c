@@ -1,10 +1,13 @@
 /* Processes of the benchmarks: bench_proc.h. */
 #include "bench_proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -70,4 +73,94 @@ int bench_stop(pid_t pid, int ms) {
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
   return B2S_E_TIMEOUT;
+}
+
+/* A file's first line, or "" (/proc files may vanish with their thread). */
+static void first_line(const char *path, char *buf, size_t cap) {
+  buf[0] = '\0';
+  FILE *fp = fopen(path, "r");
+  if (!fp)
+    return;
+  if (!fgets(buf, (int)cap, fp))
+    buf[0] = '\0';
+  fclose(fp);
+  buf[strcspn(buf, "\n")] = '\0';
+}
+
+void bench_threads_sample(pid_t pid, bench_threads *t) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/task", pid ? (int)pid : (int)getpid());
+  t->n = 0;
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  for (struct dirent *e; (e = readdir(d)) && t->n < BENCH_MAX_THREADS;) {
+    if (e->d_name[0] == '.')
+      continue;
+    char f[400], line[128];
+    snprintf(f, sizeof f, "%s/%s/schedstat", dir, e->d_name);
+    first_line(f, line, sizeof line);
+    unsigned long long ns;
+    if (sscanf(line, "%llu", &ns) != 1)
+      continue;
+    int k = t->n++;
+    t->tid[k] = atoi(e->d_name);
+    t->cpu[k] = (double)ns * 1e-9;
+    snprintf(f, sizeof f, "%s/%s/comm", dir, e->d_name);
+    first_line(f, line, sizeof line);
+    line[sizeof t->comm[k] - 1] = '\0';   /* names are 15 bytes at most */
+    memcpy(t->comm[k], line, sizeof t->comm[k]);
+  }
+  closedir(d);
+}
+
+void bench_threads_merge(bench_threads *acc, const bench_threads *b) {
+  for (int i = 0; i < b->n; i++) {
+    int j = 0;
+    while (j < acc->n && acc->tid[j] != b->tid[i])
+      j++;
+    if (j == acc->n) {
+      if (acc->n == BENCH_MAX_THREADS)
+        continue;
+      acc->n++;
+    }
+    acc->tid[j] = b->tid[i];
+    acc->cpu[j] = b->cpu[i];
+    memcpy(acc->comm[j], b->comm[i], sizeof b->comm[i]);
+  }
+}
+
+/* Thread i of b's CPU seconds since a. */
+static double used(const bench_threads *a, const bench_threads *b, int i) {
+  for (int j = 0; j < a->n; j++)
+    if (a->tid[j] == b->tid[i])
+      return b->cpu[i] - a->cpu[j];
+  return b->cpu[i];
+}
+
+static bool named(const bench_threads *b, int i, const char *prefix) {
+  return prefix && strncmp(b->comm[i], prefix, strlen(prefix)) == 0;
+}
+
+double bench_threads_busiest(const bench_threads *a, const bench_threads *b,
+                             const char *skip, char *comm) {
+  double best = 0;
+  for (int i = 0; i < b->n; i++) {
+    double u = used(a, b, i);
+    if (named(b, i, skip) || u <= best)
+      continue;
+    best = u;
+    if (comm)
+      memcpy(comm, b->comm[i], sizeof b->comm[i]);
+  }
+  return best;
+}
+
+double bench_threads_sum(const bench_threads *a, const bench_threads *b,
+                         const char *prefix) {
+  double sum = 0;
+  for (int i = 0; i < b->n; i++)
+    if (named(b, i, prefix))
+      sum += used(a, b, i);
+  return sum;
 }

@@ -26,4 +26,30 @@ int bench_wait_path(pid_t pid, const char *path, int ms);
  * for any other end, B2S_E_TIMEOUT when it had to be killed. */
 int bench_stop(pid_t pid, int ms);
 
+/* Each thread's CPU time of a process (schedstat: time on a CPU). */
+#define BENCH_MAX_THREADS 256
+typedef struct bench_threads {
+  int n;
+  int tid[BENCH_MAX_THREADS];
+  char comm[BENCH_MAX_THREADS][16];
+  double cpu[BENCH_MAX_THREADS];       /* seconds */
+} bench_threads;
+
+/* pid 0: this process. */
+void bench_threads_sample(pid_t pid, bench_threads *t);
+
+/* Fold sample b into acc: a thread's latest figure, threads that have
+ * ended kept at their last. */
+void bench_threads_merge(bench_threads *acc, const bench_threads *b);
+
+/* The most CPU seconds one thread used from a to b (a thread not in a
+ * counts from 0), among threads whose name does not start with skip
+ * (NULL: all); its name in comm (16 bytes) when not NULL. */
+double bench_threads_busiest(const bench_threads *a, const bench_threads *b,
+                             const char *skip, char *comm);
+
+/* The CPU seconds all threads whose name starts with prefix used. */
+double bench_threads_sum(const bench_threads *a, const bench_threads *b,
+                         const char *prefix);
+
 #endif

@@ -33,7 +33,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,10 +157,15 @@ static void send_series(void *push, const msgs *m, uint64_t sid) {
 /* The raw receiver: a thread counting the messages off a PULL socket of
  * its own ZeroMQ context (its own I/O thread, as the daemon has), and for
  * "raw + write" appending each one to a file with write(2). */
-typedef struct sink { void *pull; int want, fd; } sink;
+typedef struct sink {
+  void *pull;
+  int want, fd;
+  atomic_bool done, sampled;
+} sink;
 
 static void *sink_main(void *arg) {
   sink *k = arg;
+  pthread_setname_np(pthread_self(), "raw-sink");
   zmq_msg_t msg;
   zmq_msg_init(&msg);
   for (int i = 0; i < k->want; i++) {
@@ -167,14 +174,22 @@ static void *sink_main(void *arg) {
     if (k->fd >= 0 && write(k->fd, zmq_msg_data(&msg), zmq_msg_size(&msg)) < 0)
       perror("raw + write");
   }
+  atomic_store(&k->done, true);
+  /* alive until the round has sampled this thread's CPU */
+  while (!atomic_load(&k->sampled))
+    usleep(100);
   zmq_msg_close(&msg);
   return NULL;
 }
 
 /* The sockets as the daemon side has them: PUSH bound with SNDHWM 1000,
  * PULL connected with RCVHWM 64 (daemon/source_s2.c). */
+/* The busiest thread's name, per side, of the last round. */
+static char busy_comm[6][16];     /* [INGEST + 2]: the daemon's alone */
+
+/* busy: the most CPU one thread of this process spent, us per image. */
 static void round_raw(const msgs *m, const char *dir, bool to_file, double *ips,
-                      double *cpu_gb) {
+                      double *cpu_gb, double *busy) {
   char ep[512], path[512];
   snprintf(ep, sizeof ep, "ipc://%s/raw.sock", dir);
   snprintf(path, sizeof path, "%s/raw.out", dir);
@@ -185,15 +200,23 @@ static void round_raw(const msgs *m, const char *dir, bool to_file, double *ips,
   zmq_setsockopt(pull, ZMQ_RCVHWM, &rhwm, sizeof rhwm);
   zmq_bind(push, ep);
   zmq_connect(pull, ep);
-  sink k = {pull, m->n + 2, -1};
+  sink k = {.pull = pull, .want = m->n + 2, .fd = -1};
   if (to_file)
     k.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   pthread_t t;
+  static bench_threads th0, th1;
+  bench_threads_sample(0, &th0);
   double c0 = cpu_s(0), t0 = now_s();
   pthread_create(&t, NULL, sink_main, &k);
   send_series(push, m, 1 << 20);
+  /* the sink's CPU before it ends (a joined thread leaves /proc) */
+  while (!atomic_load(&k.done))
+    usleep(200);
+  bench_threads_sample(0, &th1);
+  atomic_store(&k.sampled, true);
   pthread_join(t, NULL);
   double dt = now_s() - t0, dc = cpu_s(0) - c0;
+  *busy = bench_threads_busiest(&th0, &th1, NULL, busy_comm[to_file]) * 1e6 / m->n;
   *ips = m->n / dt;
   *cpu_gb = dc / ((double)m->nbytes * m->n / 1e9);
   if (k.fd >= 0) {
@@ -227,19 +250,63 @@ static void settle(pid_t pid) {
   }
 }
 
-/* sender_gb: this process's CPU meanwhile (the PUSH side, and reading the
- * frame's chunk count every 2 ms). */
+/* The watcher of a daemon round, a thread of its own so that the sending
+ * thread only sends: waits until the frame holds every image, sampling
+ * the daemon's threads every 20 ms (the series' writer ends with it). */
+typedef struct watch {
+  const char *path;
+  int64_t n;
+  pid_t pid;
+  bench_threads d1, now;
+} watch;
+
+static void *watch_main(void *arg) {
+  watch *w = arg;
+  pthread_setname_np(pthread_self(), "bench-watch");
+  for (int i = 0; frame_chunks(w->path) < w->n; i++) {
+    if (i % 10 == 0) {
+      bench_threads_sample(w->pid, &w->now);
+      bench_threads_merge(&w->d1, &w->now);
+    }
+    usleep(2000);
+  }
+  bench_threads_sample(w->pid, &w->now);
+  bench_threads_merge(&w->d1, &w->now);
+  return NULL;
+}
+
+/* sender_gb: this process's CPU meanwhile (the PUSH side, and the
+ * watcher).  busy: the most CPU one thread of the daemon (but its workers)
+ * or of the sender spent, work: the workers' together, us per image, up
+ * to the last image stored. */
 static void round_daemon(void *push, pid_t pid, const msgs *m, const char *dir,
                          uint64_t sid, double *ips, double *cpu_gb,
-                         double *sender_gb) {
+                         double *sender_gb, double *busy, double *work,
+                         double *dbusy, int side) {
   char path[600];
   snprintf(path, sizeof path, "%s/data/bench-%llu-threshold_1.b2frame", dir,
            (unsigned long long)sid);
+  static watch w;
+  static bench_threads d0, s0t, s1;
+  w = (watch){.path = path, .n = m->n, .pid = pid};
+  bench_threads_sample(pid, &d0);
+  w.d1 = d0;
+  bench_threads_sample(0, &s0t);
   double c0 = cpu_s(pid), s0 = cpu_s(0), t0 = now_s();
+  pthread_t t;
+  pthread_create(&t, NULL, watch_main, &w);
   send_series(push, m, sid);
-  while (frame_chunks(path) < m->n)
-    usleep(2000);
+  bench_threads_sample(0, &s1);           /* the sender, done */
+  pthread_join(t, NULL);
   double dt = now_s() - t0;
+  char cd[16], cs[16];
+  double bd = bench_threads_busiest(&d0, &w.d1, "b2s-work-", cd);
+  double bs = bench_threads_busiest(&s0t, &s1, "bench-watch", cs);
+  *busy = (bd > bs ? bd : bs) * 1e6 / m->n;
+  *dbusy = bd * 1e6 / m->n;
+  *work = bench_threads_sum(&d0, &w.d1, "b2s-work-") * 1e6 / m->n;
+  memcpy(busy_comm[side], bd > bs ? cd : cs, sizeof cd);
+  memcpy(busy_comm[side + 2], cd, sizeof cd);
   *sender_gb = (cpu_s(0) - s0) / ((double)m->nbytes * m->n / 1e9);
   /* The series' close (commit, compaction, fsync) happens after; its CPU
    * is counted here, and the next round starts once the daemon is idle
@@ -283,20 +350,27 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
   make_msgs(&fast, ny, nx, n, 0);
   /* a block other than the frame's: the recompress path */
   make_msgs(&slow, ny, nx, n, lz4_images ? 8192 : 16384);
-  double ips[NSIDES][MAXR], cpu[NSIDES][MAXR], unused;
+  double ips[NSIDES][MAXR], cpu[NSIDES][MAXR], busy[NSIDES][MAXR], unused;
+  double work[NSIDES][MAXR], dbusy[MAXR];
   memset(ips, 0, sizeof ips);
   memset(cpu, 0, sizeof cpu);
+  memset(busy, 0, sizeof busy);
+  memset(work, 0, sizeof work);
+  memset(dbusy, 0, sizeof dbusy);
   for (int r = 0; r < rounds; r++) {     /* alternating sides */
     if (side_on("raw"))
-      round_raw(&fast, dir, false, &ips[RAW][r], &cpu[RAW][r]);
+      round_raw(&fast, dir, false, &ips[RAW][r], &cpu[RAW][r], &busy[RAW][r]);
     if (side_on("rawwrite"))
-      round_raw(&fast, dir, true, &ips[RAWW][r], &cpu[RAWW][r]);
+      round_raw(&fast, dir, true, &ips[RAWW][r], &cpu[RAWW][r],
+                &busy[RAWW][r]);
     if (side_on("ingest"))
       round_daemon(push, pid, &fast, dir, (*sid)++, &ips[INGEST][r],
-                   &cpu[INGEST][r], &cpu[SENDER][r]);
+                   &cpu[INGEST][r], &cpu[SENDER][r], &busy[INGEST][r], &work[INGEST][r],
+                   &dbusy[r], INGEST);
     if (side_on("recomp"))
       round_daemon(push, pid, &slow, dir, (*sid)++, &ips[RECOMP][r],
-                   &cpu[RECOMP][r], &unused);
+                   &cpu[RECOMP][r], &unused, &busy[RECOMP][r],
+                   &work[RECOMP][r], &unused, RECOMP);
   }
   size_t comp = 0;
   for (int i = 0; i < n; i++)
@@ -321,10 +395,39 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
   summary("ingest", cpu[INGEST], rounds, "(daemon, with the series' close)");
   summary("recomp", cpu[RECOMP], rounds, "(daemon, with the series' close)");
   summary("sender", cpu[SENDER], rounds, "(this process in ingest rounds: push)");
+  double mb[NSIDES], mw[NSIDES];
+  for (int k = 0; k < NSIDES; k++) {
+    mb[k] = median(busy[k], rounds);
+    mw[k] = median(work[k], rounds);
+  }
+  printf("  busiest thread (the daemon's workers apart), CPU us per image "
+         "(min median max)\n");
+  static const char *const sides[] = {"raw", "raw+wr", "ingest", "recomp"};
+  for (int k = RAW; k <= RECOMP; k++) {
+    char what[64];
+    snprintf(what, sizeof what, "(%s: %s)", k < INGEST ? "this process" :
+             "daemon or sender", busy_comm[k]);
+    summary(sides[k], busy[k], rounds, what);
+  }
   printf("  ratios (medians): ingest/raw images/s %.2f; ingest/(raw+write) "
          "images/s %.2f;\n    ingest/recomp CPU per GB %.2f; ingest/recomp "
-         "images/s %.2f\n\n", mi[INGEST] / mi[RAW], mi[INGEST] / mi[RAWW],
+         "images/s %.2f\n", mi[INGEST] / mi[RAW], mi[INGEST] / mi[RAWW],
          mc[INGEST] / mc[RECOMP], mi[INGEST] / mi[RECOMP]);
+  char what[64];
+  snprintf(what, sizeof what, "(ingest: the daemon's alone, %s)",
+           busy_comm[INGEST + 2]);
+  summary("daemon", dbusy, rounds, what);
+  summary("workers", work[INGEST], rounds, "(ingest: the daemon's workers "
+          "together)");
+  /* With a core for each thread (the detector on its own host), the
+   * busiest thread sets the rate, and the workers share theirs: the
+   * workers for 0.9 of raw, if its other threads allow it. */
+  double room = mb[RAW] / 0.9;
+  printf("    with a core per thread: ingest/raw images/s %.2f with 2 "
+         "workers; 0.9 %s with %.0f workers\n\n",
+         mb[RAW] / fmax(mb[INGEST], mw[INGEST] / 2),
+         mb[INGEST] <= room ? "reached" : "not reached (other threads)",
+         ceil(mw[INGEST] / room));
 }
 
 int main(int argc, char **argv) {
