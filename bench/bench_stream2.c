@@ -423,11 +423,13 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
    * busiest thread sets the rate, and the workers share theirs: the
    * workers for 0.9 of raw, if its other threads allow it. */
   double room = mb[RAW] / 0.9;
-  printf("    with a core per thread: ingest/raw images/s %.2f with 2 "
-         "workers; 0.9 %s with %.0f workers\n\n",
-         mb[RAW] / fmax(mb[INGEST], mw[INGEST] / 2),
-         mb[INGEST] <= room ? "reached" : "not reached (other threads)",
-         ceil(mw[INGEST] / room));
+  if (mb[RAW] > 0 && mb[INGEST] > 0)      /* both sides ran */
+    printf("    with a core per thread: ingest/raw images/s %.2f with 2 "
+           "workers; 0.9 %s with %.0f workers\n",
+           mb[RAW] / fmax(mb[INGEST], mw[INGEST] / 2),
+           mb[INGEST] <= room ? "reached" : "not reached (other threads)",
+           ceil(mw[INGEST] / room));
+  printf("\n");
 }
 
 int main(int argc, char **argv) {

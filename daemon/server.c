@@ -746,6 +746,8 @@ int b2sd_server_run(b2sd_server *srv) {
     dog_usec = 0;
   for (;;) {
     long timeout = retry ? 10 : srv->draining ? 20 : 500;
+    if (b2sd_sources_arm(srv, items + 2 * n + 2))
+      timeout = 1;               /* the workers make room within it */
     int rc = zmq_poll(items, 2 * n + 2 + nsrc, timeout);
     if (rc < 0 && errno != EINTR) {
       LOG_E("zmq_poll: %s", zmq_strerror(errno));

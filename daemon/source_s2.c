@@ -747,6 +747,17 @@ int b2sd_sources_items(b2sd_server *srv, zmq_pollitem_t *items) {
   return (int)n;
 }
 
+bool b2sd_sources_arm(b2sd_server *srv, zmq_pollitem_t *items) {
+  b2sd_sources *ss = srv->sources;
+  bool held = false;
+  for (size_t i = 0; ss && i < ss->n; i++) {
+    bool room = headroom(srv, &ss->s[i]);
+    items[i].events = room ? ZMQ_POLLIN : 0;
+    held |= !room;
+  }
+  return held;
+}
+
 void b2sd_sources_recv(b2sd_server *srv) {
   b2sd_sources *ss = srv->sources;
   for (size_t i = 0; ss && i < ss->n && !srv->draining; i++) {

@@ -12,6 +12,11 @@ int b2sd_sources_new(b2sd_server *srv);
 int b2sd_sources_items(b2sd_server *srv, zmq_pollitem_t *items);
 /* Read what the sockets hold, as far as the streams have room. */
 void b2sd_sources_recv(b2sd_server *srv);
+/* Before each poll: a source whose streams have no room is not polled for
+ * input (its readable socket would wake the loop at once, over and over);
+ * true when one is so held, and the loop polls with a short timeout to
+ * look again. */
+bool b2sd_sources_arm(b2sd_server *srv, zmq_pollitem_t *items);
 /* Close series that have been silent past their timeout. */
 void b2sd_sources_tick(b2sd_server *srv, uint64_t now_ns);
 /* Close the open series (drain), before the streams stop. */

@@ -100,8 +100,11 @@ static void test_netns_cut_and_heal(void **state) {
   }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (nh_name(&hosts, HOSTS, 228, 's') != 0 || nh_up(&hosts) != 0) {
+  if (nh_name(&hosts, HOSTS, 228, 's') == 0)
+    nh_janitor_start(&hosts, NULL);
+  if (hosts.n == 0 || nh_up(&hosts) != 0) {
     nh_down(&hosts);
+    nh_janitor_done();
     printf("network namespace test skipped: cannot make namespaces\n");
     skip();
   }
@@ -141,6 +144,12 @@ static void test_netns_cut_and_heal(void **state) {
   }
   for (int r = 0; r < 3; r++)
     nh_wait_log(&ranks[r], "listening on tcp://", WAIT_MS);
+  printf("netns: daemons up\n");        /* tests/netns_leftovers.sh waits */
+  fflush(stdout);
+  /* B2S_NETNS_FAIL_AT=N: fail at the N-th fault, to see that a failed run
+   * leaves nothing behind (tests/netns_leftovers.sh) */
+  const char *fail_env = getenv("B2S_NETNS_FAIL_AT");
+  int fail_at = fail_env ? atoi(fail_env) : 0;
   char eps[512], ip[32];
   int n = 0;
   for (int r = 0; r < 3; r++) {
@@ -165,6 +174,8 @@ static void test_netns_cut_and_heal(void **state) {
     follow(&fo, store);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
+    if (fail_at > 0 && faults >= fail_at)
+      fail_msg("failing on purpose at fault %d (B2S_NETNS_FAIL_AT)", faults);
     if ((phase == 0 && fo.h >= NFRAMES / 6) ||
         (phase == 2 && fo.h >= NFRAMES / 2)) {
       nh_link(&hosts, phase == 0 ? 1 : 3, "down");   /* rank 1, then committer */
@@ -184,9 +195,9 @@ static void test_netns_cut_and_heal(void **state) {
       faults += 2;
       phase++;
     }
-    if (phase >= 5 && waitpid(prod, &st, WNOHANG) == prod)
+    if (phase >= 5 && nh_reap(&prod, &st, false))
       break;
-    if (phase < 5 && waitpid(prod, &st, WNOHANG) == prod) {
+    if (phase < 5 && nh_reap(&prod, &st, false)) {
       char early[2048] = "";
       FILE *pl = fopen(plog, "r");
       if (pl) {
@@ -240,6 +251,7 @@ static void test_netns_cut_and_heal(void **state) {
     env_fini(&ranks[r]);
   }
   nh_down(&hosts);
+  nh_janitor_done();
   nh_sh("rm -rf '%s'", dir);
 }
 
@@ -248,6 +260,7 @@ int main(void) {
       cmocka_unit_test(test_netns_cut_and_heal),
   };
   int rc = harness_run(tests);
-  nh_down(&hosts);                    /* also after a failure */
+  nh_down(&hosts);           /* also after a failure: processes, namespaces */
+  nh_janitor_done();
   return rc;
 }

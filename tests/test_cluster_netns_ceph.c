@@ -119,8 +119,6 @@ static void show_logs(void) {
   for (int k = 0; ranks_made && k < 3; k++)
     nh_sh("echo '--- tail of rank %d'; tail -15 '%s'", k, ranks[k].log);
 }
-static int janitor_fd = -1;
-
 static void cleanup(void) {
   if (!passed && dir[0])
     show_logs();
@@ -138,43 +136,17 @@ static void cleanup(void) {
   if (dir[0])
     nh_sh("rm -rf '%s'", dir);
   dir[0] = '\0';
-  if (janitor_fd >= 0) {           /* done: the janitor has nothing to do */
-    (void)!write(janitor_fd, "x", 1);
-    close(janitor_fd);
-    janitor_fd = -1;
-  }
+  nh_janitor_done();
 }
 
-/* meson's timeout kills this process group with SIGKILL half a second
- * after SIGTERM: the Ceph daemons (in sessions of their own) and the
- * namespaces would outlive the test.  A process in a session of its own
- * waits for this one to end and, unless cleanup() said it was done,
- * stops the cluster and removes the namespaces and DIR. */
-static void janitor_start(void) {
-  int p[2];
-  assert_int_equal(pipe(p), 0);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid > 0) {
-    close(p[0]);
-    fcntl(p[1], F_SETFD, FD_CLOEXEC);
-    janitor_fd = p[1];
-    return;
-  }
-  close(p[1]);
-  setsid();
-  int null = open("/dev/null", O_RDWR);    /* the test's pipes may be gone */
-  dup2(null, 1);
-  dup2(null, 2);
-  char c;
-  if (read(p[0], &c, 1) == 1)
-    _exit(0);
+/* The janitor's part (netns_hosts.h) after meson's timeout: the Ceph
+ * daemons live in sessions of their own, and DIR. */
+static void janitor_clean(void) {
   ceph_up = true;                  /* stop refuses a directory without one */
   ranks_made = false;
   memset(procs, 0, sizeof procs);  /* in the killed group */
   passed = true;                   /* no logs: nobody reads them now */
   cleanup();
-  _exit(0);
 }
 
 /* ---- the reader: the store's committed prefix ------------------------------------ */
@@ -435,9 +407,8 @@ static void fault_end(run *r, fault *f) {
 /* The OSD's recovery: the wait-clean beside the run, when it ends. */
 static void poll_clean(run *r) {
   int st;
-  if (procs[5] <= 0 || waitpid(procs[5], &st, WNOHANG) != procs[5])
+  if (!nh_reap(&procs[5], &st, false))
     return;
-  procs[5] = 0;
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
     fail_msg("osd.%d: the cluster did not recover (%s/ceph.log)", r->osd_down,
              dir);
@@ -496,7 +467,7 @@ static int tool(const char *log, char *const args[]) {
   unlink(log);
   pid_t p = nh_spawn(&hosts, OBS, log, argv);
   int st;
-  waitpid(p, &st, 0);
+  nh_reap(&p, &st, true);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -574,7 +545,7 @@ static void cluster_up(follower *fo) {
   snprintf(cephdir, sizeof cephdir, "%s/ceph", dir);
   snprintf(conf, sizeof conf, "%s/ceph.conf", cephdir);
   assert_int_equal(nh_name(&hosts, HOSTS, 229, 'c'), 0);
-  janitor_start();
+  nh_janitor_start(&hosts, janitor_clean);
   if (nh_up(&hosts) != 0)
     fail_msg("cannot make the network namespaces");
   char args[200];
@@ -670,8 +641,7 @@ static counts produce_through_faults(run *r, follower *fo, const char *plog,
                (long long)fo->h, (long long)nframes);
     faults_step(r);
     follow(fo);
-    if (procs[4] > 0 && waitpid(procs[4], &st, WNOHANG) == procs[4]) {
-      procs[4] = 0;
+    if (nh_reap(&procs[4], &st, false)) {
       if (!faults_done(r, false)) {
         char early[2048];
         slurp(plog, early, sizeof early);

@@ -30,7 +30,29 @@ void nh_ip(const nh_hosts *h, int host, char *out, size_t cap) {
   snprintf(out, cap, "10.%d.0.%d", h->net, host + 1);
 }
 
+/* The processes nh_spawn started that nobody has reaped: children of
+ * this process, so their pids cannot have passed to another. */
+#define NH_MAX_SPAWNED 64
+static pid_t spawned[NH_MAX_SPAWNED];
+
+static void track(pid_t pid, pid_t was) {
+  for (int k = 0; k < NH_MAX_SPAWNED; k++)
+    if (spawned[k] == was) {
+      spawned[k] = pid;
+      return;
+    }
+}
+
+static void kill_spawned(void) {
+  for (int k = 0; k < NH_MAX_SPAWNED; k++)
+    if (spawned[k] > 0) {
+      pid_t pid = spawned[k];
+      nh_stop(&pid, SIGKILL);
+    }
+}
+
 void nh_down(nh_hosts *h) {
+  kill_spawned();
   for (int k = 0; k <= h->n; k++)
     if (h->ns[k][0])
       nh_sh("ip netns del %s 2>/dev/null", h->ns[k]);
@@ -95,6 +117,7 @@ pid_t nh_spawn(const nh_hosts *h, int host, const char *log,
     execvp("ip", args);
     _exit(127);
   }
+  track(pid, 0);
   return pid;
 }
 
@@ -104,8 +127,56 @@ int nh_stop(pid_t *pid, int sig) {
   kill(*pid, sig);
   int st;
   waitpid(*pid, &st, 0);
+  track(0, *pid);
   *pid = 0;
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool nh_reap(pid_t *pid, int *st, bool block) {
+  if (*pid <= 0 || waitpid(*pid, st, block ? 0 : WNOHANG) != *pid)
+    return false;
+  track(0, *pid);
+  *pid = 0;
+  return true;
+}
+
+static int janitor_fd = -1;
+
+void nh_janitor_start(const nh_hosts *h, void (*clean)(void)) {
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid > 0) {
+    close(p[0]);
+    fcntl(p[1], F_SETFD, FD_CLOEXEC);
+    janitor_fd = p[1];
+    return;
+  }
+  close(p[1]);
+  /* the test's children are not this one's, and are gone (and reaped by
+   * init, their pids free) when it acts */
+  memset(spawned, 0, sizeof spawned);
+  setsid();
+  int null = open("/dev/null", O_RDWR);    /* the test's pipes may be gone */
+  dup2(null, 1);
+  dup2(null, 2);
+  char c;
+  if (read(p[0], &c, 1) == 1)
+    _exit(0);
+  if (clean)
+    clean();
+  nh_hosts mine = *h;
+  nh_down(&mine);
+  _exit(0);
+}
+
+void nh_janitor_done(void) {
+  if (janitor_fd < 0)
+    return;
+  (void)!write(janitor_fd, "x", 1);      /* done: nothing to do */
+  close(janitor_fd);
+  janitor_fd = -1;
 }
 
 void nh_rank_config(const nh_hosts *h, env *e, int r, int port,

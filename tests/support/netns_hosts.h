@@ -4,6 +4,7 @@
 #ifndef TS_NETNS_HOSTS_H
 #define TS_NETNS_HOSTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -28,12 +29,28 @@ void nh_down(nh_hosts *h);
 void nh_ip(const nh_hosts *h, int host, char *out, size_t cap);
 /* ip link set eth0 up|down in the host (asserts). */
 void nh_link(const nh_hosts *h, int host, const char *state);
-/* argv run in the host, stdout and stderr appended to log. */
+/* argv run in the host, stdout and stderr appended to log.  Every such
+ * process not yet reaped by nh_stop is killed by nh_down (a failed
+ * assertion leaves nothing running). */
 pid_t nh_spawn(const nh_hosts *h, int host, const char *log,
                char *const argv[]);
 /* Signal *pid, reap it, *pid = 0; its exit status, -1 if killed by a
  * signal, -2 if there was none. */
 int nh_stop(pid_t *pid, int sig);
+
+/* waitpid on *pid (WNOHANG unless block): true when it was reaped, its
+ * status in *st and *pid = 0; use it rather than waitpid on what
+ * nh_spawn started, so that nh_down forgets it. */
+bool nh_reap(pid_t *pid, int *st, bool block);
+
+/* Once h is named: a process in a session of its own that waits for this
+ * one to end.  meson's timeout kills the test's process group (SIGKILL),
+ * which takes the spawned processes but not the namespaces nor what
+ * lives in sessions of its own: unless nh_janitor_done() was called, the
+ * janitor then runs clean (NULL: nothing more) and removes h's
+ * namespaces. */
+void nh_janitor_start(const nh_hosts *h, void (*clean)(void));
+void nh_janitor_done(void);
 
 /* A rank's configuration: rank r of three on hosts 0-2 at port, the
  * committer on host 3 (port + 1, + 2), storage as given (with ceph_conf
