@@ -25,6 +25,7 @@
 #include "b2s_frame.h"
 #include "b2s_msgpack.h"
 #include "b2s_s2enc.h"
+#include "textfile.h"
 
 static const char *const CH[] = {"threshold_1", "threshold_2", "threshold_3"};
 
@@ -921,19 +922,6 @@ static const char *const REF_SHAPES = "[(514, 1030), (37, 91), (3, 5), (1, 4101)
 static const char *const REF_DT[] = {"u1", "u2", "u4"};
 static const uint64_t REF_YX[][2] = {{514, 1030}, {37, 91}, {3, 5}, {1, 4101}};
 
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)len + 1);
-  assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return b;
-}
-
 /* Image k of a reference set: its framing (or its pixels). */
 static uint8_t *ref_file(const char *dir, const char *kind, int d, int sh,
                          int k, const char *ext, size_t *n) {
@@ -943,7 +931,10 @@ static uint8_t *ref_file(const char *dir, const char *kind, int d, int sh,
   snprintf(path, sizeof path, "%s/%s_%s_%llux%llu%s.%s", dir, kind,
            REF_DT[d], (unsigned long long)REF_YX[sh][0],
            (unsigned long long)REF_YX[sh][1], nth, ext);
-  return slurp(path, n);
+  uint8_t *b = (uint8_t *)ts_read_text(path, n);
+  if (!b)
+    fail_msg("cannot read %s", path);
+  return b;
 }
 
 /* One series of the set's framings of one kind, dtype and shape, but for
