@@ -56,7 +56,6 @@
  *             [--phases compress,raw,disk,zmq,shm,follow,lat]
  *             [--daemon PATH] [--dir DIR] [--keep] */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -318,50 +317,16 @@ static int cpu_kind(const char *comm) {
   return CPU_OTHER;
 }
 
-/* One thread's CPU seconds (schedstat: time on a CPU) and minor faults
- * (stat field 10, after the parenthesised name, which may hold spaces). */
-static void task_sample(const char *task, double *cpu, double *minflt) {
-  char f[700];
-  unsigned long long ns = 0, flt = 0;
-  snprintf(f, sizeof f, "%s/schedstat", task);
-  FILE *fp = fopen(f, "r");
-  if (fp && fscanf(fp, "%llu", &ns) == 1)
-    *cpu += (double)ns * 1e-9;
-  if (fp)
-    fclose(fp);
-  char line[1024];
-  snprintf(f, sizeof f, "%s/stat", task);
-  if ((fp = fopen(f, "r")) == NULL)
-    return;
-  const char *p = fgets(line, sizeof line, fp) ? strrchr(line, ')') : NULL;
-  if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu", &flt) == 1)
-    *minflt += (double)flt;
-  fclose(fp);
-}
-
 static void cpu_sample(pid_t pid, double out[CPU_KINDS], double flt[CPU_KINDS]) {
   memset(out, 0, CPU_KINDS * sizeof *out);
   memset(flt, 0, CPU_KINDS * sizeof *flt);
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(path);
-  if (d == NULL)
-    return;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == '.')
-      continue;
-    char f[700], task[340], comm[32] = "";
-    snprintf(task, sizeof task, "%s/%s", path, e->d_name);
-    snprintf(f, sizeof f, "%s/comm", task);
-    FILE *fp = fopen(f, "r");
-    if (fp == NULL || fscanf(fp, "%31s", comm) != 1)
-      comm[0] = '\0';
-    if (fp)
-      fclose(fp);
-    int k = cpu_kind(comm);
-    task_sample(task, &out[k], &flt[k]);
+  static bench_threads t;
+  bench_threads_sample(pid, &t);
+  for (int i = 0; i < t.n; i++) {
+    int k = cpu_kind(t.comm[i]);
+    out[k] += t.cpu[i];
+    flt[k] += t.minflt[i];
   }
-  closedir(d);
 }
 
 typedef struct cpu_use {

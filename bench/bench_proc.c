@@ -110,6 +110,16 @@ void bench_threads_sample(pid_t pid, bench_threads *t) {
     first_line(f, line, sizeof line);
     line[sizeof t->comm[k] - 1] = '\0';   /* names are 15 bytes at most */
     memcpy(t->comm[k], line, sizeof t->comm[k]);
+    /* stat's field 10, after the parenthesised name (which may hold
+     * spaces and parentheses) */
+    char st[1024];
+    snprintf(f, sizeof f, "%s/%s/stat", dir, e->d_name);
+    first_line(f, st, sizeof st);
+    const char *p = strrchr(st, ')');
+    unsigned long long flt = 0;
+    if (p)
+      sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu", &flt);
+    t->minflt[k] = (double)flt;
   }
   closedir(d);
 }
@@ -126,6 +136,7 @@ void bench_threads_merge(bench_threads *acc, const bench_threads *b) {
     }
     acc->tid[j] = b->tid[i];
     acc->cpu[j] = b->cpu[i];
+    acc->minflt[j] = b->minflt[i];
     memcpy(acc->comm[j], b->comm[i], sizeof b->comm[i]);
   }
 }

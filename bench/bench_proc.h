@@ -26,13 +26,15 @@ int bench_wait_path(pid_t pid, const char *path, int ms);
  * for any other end, B2S_E_TIMEOUT when it had to be killed. */
 int bench_stop(pid_t pid, int ms);
 
-/* Each thread's CPU time of a process (schedstat: time on a CPU). */
-#define BENCH_MAX_THREADS 256
+/* Each thread's CPU time of a process (schedstat: time on a CPU) and its
+ * minor page faults. */
+#define BENCH_MAX_THREADS 1024
 typedef struct bench_threads {
   int n;
   int tid[BENCH_MAX_THREADS];
   char comm[BENCH_MAX_THREADS][16];
   double cpu[BENCH_MAX_THREADS];       /* seconds */
+  double minflt[BENCH_MAX_THREADS];    /* minor page faults */
 } bench_threads;
 
 /* pid 0: this process. */
