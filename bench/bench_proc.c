@@ -167,6 +167,13 @@ double bench_threads_busiest(const bench_threads *a, const bench_threads *b,
   return best;
 }
 
+int bench_threads_count(const bench_threads *b, const char *prefix) {
+  int n = 0;
+  for (int i = 0; i < b->n; i++)
+    n += named(b, i, prefix);
+  return n;
+}
+
 double bench_threads_sum(const bench_threads *a, const bench_threads *b,
                          const char *prefix) {
   double sum = 0;

@@ -50,6 +50,9 @@ void bench_threads_merge(bench_threads *acc, const bench_threads *b);
 double bench_threads_busiest(const bench_threads *a, const bench_threads *b,
                              const char *skip, char *comm);
 
+/* How many threads of b have a name that starts with prefix. */
+int bench_threads_count(const bench_threads *b, const char *prefix);
+
 /* The CPU seconds all threads whose name starts with prefix used. */
 double bench_threads_sum(const bench_threads *a, const bench_threads *b,
                          const char *prefix);

@@ -182,12 +182,16 @@ static void *sink_main(void *arg) {
   return NULL;
 }
 
-/* The sockets as the daemon side has them: PUSH bound with SNDHWM 1000,
- * PULL connected with RCVHWM 64 (daemon/source_s2.c). */
-/* The busiest thread's name, per side, of the last round. */
-static char busy_comm[6][16];     /* [INGEST + 2]: the daemon's alone */
+enum { RAW, RAWW, INGEST, RECOMP, SENDER, NSIDES };
 
-/* busy: the most CPU one thread of this process spent, us per image. */
+/* The busiest thread's name, per side, of the last round; the daemon's
+ * alone (its workers apart) in ingest rounds, and how many workers ran. */
+static char busy_comm[NSIDES][16], daemon_comm[16];
+static int nworkers;
+
+/* The sockets as the daemon side has them: PUSH bound with SNDHWM 1000,
+ * PULL connected with RCVHWM 64 (daemon/source_s2.c).  busy: the most
+ * CPU one thread of this process spent, us per image. */
 static void round_raw(const msgs *m, const char *dir, bool to_file, double *ips,
                       double *cpu_gb, double *busy) {
   char ep[512], path[512];
@@ -306,7 +310,10 @@ static void round_daemon(void *push, pid_t pid, const msgs *m, const char *dir,
   *dbusy = bd * 1e6 / m->n;
   *work = bench_threads_sum(&d0, &w.d1, "b2s-work-") * 1e6 / m->n;
   memcpy(busy_comm[side], bd > bs ? cd : cs, sizeof cd);
-  memcpy(busy_comm[side + 2], cd, sizeof cd);
+  if (side == INGEST) {
+    memcpy(daemon_comm, cd, sizeof cd);
+    nworkers = bench_threads_count(&w.d1, "b2s-work-");
+  }
   *sender_gb = (cpu_s(0) - s0) / ((double)m->nbytes * m->n / 1e9);
   /* The series' close (commit, compaction, fsync) happens after; its CPU
    * is counted here, and the next round starts once the daemon is idle
@@ -333,7 +340,6 @@ static void summary(const char *label, double *v, int n, const char *unit) {
  * profile it. */
 static const char *only;
 
-enum { RAW, RAWW, INGEST, RECOMP, SENDER, NSIDES };
 
 static bool side_on(const char *name) { return !only || !strcmp(only, name); }
 
@@ -415,7 +421,7 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
          mc[INGEST] / mc[RECOMP], mi[INGEST] / mi[RECOMP]);
   char what[64];
   snprintf(what, sizeof what, "(ingest: the daemon's alone, %s)",
-           busy_comm[INGEST + 2]);
+           daemon_comm);
   summary("daemon", dbusy, rounds, what);
   summary("workers", work[INGEST], rounds, "(ingest: the daemon's workers "
           "together)");
@@ -423,10 +429,10 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
    * busiest thread sets the rate, and the workers share theirs: the
    * workers for 0.9 of raw, if its other threads allow it. */
   double room = mb[RAW] / 0.9;
-  if (mb[RAW] > 0 && mb[INGEST] > 0)      /* both sides ran */
-    printf("    with a core per thread: ingest/raw images/s %.2f with 2 "
+  if (mb[RAW] > 0 && mb[INGEST] > 0 && nworkers > 0)  /* both sides ran */
+    printf("    with a core per thread: ingest/raw images/s %.2f with %d "
            "workers; 0.9 %s with %.0f workers\n",
-           mb[RAW] / fmax(mb[INGEST], mw[INGEST] / 2),
+           mb[RAW] / fmax(mb[INGEST], mw[INGEST] / nworkers), nworkers,
            mb[INGEST] <= room ? "reached" : "not reached (other threads)",
            ceil(mw[INGEST] / room));
   printf("\n");
