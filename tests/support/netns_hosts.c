@@ -121,23 +121,22 @@ pid_t nh_spawn(const nh_hosts *h, int host, const char *log,
   return pid;
 }
 
-int nh_stop(pid_t *pid, int sig) {
-  if (*pid <= 0)
-    return -2;
-  kill(*pid, sig);
-  int st;
-  waitpid(*pid, &st, 0);
-  track(0, *pid);
-  *pid = 0;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 bool nh_reap(pid_t *pid, int *st, bool block) {
   if (*pid <= 0 || waitpid(*pid, st, block ? 0 : WNOHANG) != *pid)
     return false;
   track(0, *pid);
   *pid = 0;
   return true;
+}
+
+int nh_stop(pid_t *pid, int sig) {
+  if (*pid <= 0)
+    return -2;
+  kill(*pid, sig);
+  int st = 0;
+  if (!nh_reap(pid, &st, true))
+    return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static int janitor_fd = -1;
