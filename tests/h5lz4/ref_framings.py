@@ -8,6 +8,7 @@ KIND_DTYPE_YxX.
 usage: python ref_framings.py OUT "SHAPES" "DTYPES" [N]
 Run by the interpreter whose h5py and hdf5plugin are to be checked
 (Debian's python3-hdf5plugin, or the pinned venv's)."""
+import ast
 import sys
 import warnings
 
@@ -38,5 +39,6 @@ def main(out, shapes, dtypes, n):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], eval(sys.argv[2]), eval(sys.argv[3]),
+    main(sys.argv[1], ast.literal_eval(sys.argv[2]),
+         ast.literal_eval(sys.argv[3]),
          int(sys.argv[4]) if len(sys.argv) > 4 else 1)
