@@ -1148,7 +1148,7 @@ static void test_sources(void **state) {
       "    template: eiger\n"
       "  - {kind: dectris-stream2, endpoint: 'ipc:///run/det2', template: eiger,\n"
       "     name: 'p.{series_unique_id}_{channel}', series_timeout_ms: 5000,\n"
-      "     verify: false, max_message: 64}\n";
+      "     verify: false, max_message: 64, compression: lz4}\n";
   cfg = parse_ok(yaml);
   const b2s_source_cfg *s = b2s_config_sources(cfg, &n);
   assert_int_equal(n, 2);
@@ -1159,10 +1159,12 @@ static void test_sources(void **state) {
   assert_int_equal(s[0].series_timeout_ms, 60000);
   assert_int_equal(s[0].verify, 1);
   assert_int_equal(s[0].max_message, 256);
+  assert_int_equal(s[0].compression, B2S_SOURCE_BSLZ4);
   assert_string_equal(s[1].name, "p.{series_unique_id}_{channel}");
   assert_int_equal(s[1].series_timeout_ms, 5000);
   assert_int_equal(s[1].verify, 0);
   assert_int_equal(s[1].max_message, 64);
+  assert_int_equal(s[1].compression, B2S_SOURCE_LZ4);
   /* the dump loads back to the same sources */
   char *text = dump(cfg, B2S_DUMP_HELP);
   b2s_config *again = parse_ok(text);
@@ -1191,6 +1193,9 @@ static void test_sources(void **state) {
   parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1, template: e}\n"
             "  - {kind: dectris-stream2, endpoint: tcp://a:1, template: e}\n",
             "b2streamd.yaml:4:39: sources[1].endpoint: also the endpoint of sources[0]");
+  parse_err("templates: {e: {}}\nsources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " template: e, compression: zstd}\n",
+            "b2streamd.yaml:3:76: sources[0].compression: 'zstd' is not one of bslz4, lz4");
   parse_err("sources: {a: 1}\n", "b2streamd.yaml:1:10: sources: expected a list of source settings, got a mapping");
 }
 
