@@ -58,7 +58,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <malloc.h>
 #include <math.h>
@@ -767,17 +766,6 @@ static int daemon_stop(daemon_proc *dp) {
   int rc = bench_stop(dp->pid, 60000);
   dp->pid = daemon_pid = 0;
   return rc;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag,
-                    struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path) < 0 ? -1 : 0;
-}
-
-static void dir_remove(const char *dir) {
-  if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
-    fprintf(stderr, "cannot remove %s: %s\n", dir, strerror(errno));
 }
 
 /* A stream's "key":number from the daemon's statistics; NAN when absent. */
@@ -1690,7 +1678,7 @@ int main(int argc, char **argv) {
          "before both);\nestimate = the daemon's commit -> NOTIFY sent "
          "p99 (10 us buckets, from its stats) + ping rtt p99.\n");
   if (dp.dir[0] && !o.keep && drc == 0)
-    dir_remove(dp.dir);
+    bench_rmtree(dp.dir);
   else if (dp.dir[0])
     printf("kept %s\n", dp.dir);
   return rc < 0 ? 1 : 0;

@@ -1,9 +1,11 @@
 /* Processes of the benchmarks: bench_proc.h. */
+#define _XOPEN_SOURCE 700   /* nftw */
 #include "bench_proc.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -181,4 +183,38 @@ double bench_threads_sum(const bench_threads *a, const bench_threads *b,
     if (named(b, i, prefix))
       sum += used(a, b, i);
   return sum;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+                    struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path) < 0 ? -1 : 0;
+}
+
+int bench_rmtree(const char *dir) {
+  if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0) {
+    int e = errno;
+    fprintf(stderr, "cannot remove %s: %s\n", dir, strerror(e));
+    return -e;
+  }
+  return 0;
+}
+
+int bench_rm_prefix(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return -errno;
+  size_t n = strlen(prefix);
+  int rc = 0;
+  struct dirent *e;
+  char path[4096];
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, prefix, n))
+      continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (bench_rmtree(path) < 0)
+      rc = -1;
+  }
+  closedir(d);
+  return rc;
 }

@@ -57,4 +57,12 @@ int bench_threads_count(const bench_threads *b, const char *prefix);
 double bench_threads_sum(const bench_threads *a, const bench_threads *b,
                          const char *prefix);
 
+/* Remove dir and everything under it (what a benchmark made); 0 or
+ * -errno, said on stderr. */
+int bench_rmtree(const char *dir);
+
+/* Remove the entries of dir whose names start with prefix (a finished
+ * round's frames), with everything under them. */
+int bench_rm_prefix(const char *dir, const char *prefix);
+
 #endif

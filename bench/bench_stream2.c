@@ -322,6 +322,11 @@ static void round_daemon(void *push, pid_t pid, const msgs *m, const char *dir,
   double dc = cpu_s(pid) - c0;
   *ips = m->n / dt;
   *cpu_gb = dc / ((double)m->nbytes * m->n / 1e9);
+  /* the series is closed: its frames go, or rounds fill the disk */
+  char data[600], prefix[64];
+  snprintf(data, sizeof data, "%s/data", dir);
+  snprintf(prefix, sizeof prefix, "bench-%llu-", (unsigned long long)sid);
+  bench_rm_prefix(data, prefix);
 }
 
 static int cmp(const void *a, const void *b) {
@@ -461,6 +466,7 @@ int main(int argc, char **argv) {
   char buf[4096], tmp[256];
   if (!daemon)
     daemon = bench_exe_locate(B2S_BENCH_DAEMON, "daemon/b2streamd", buf, sizeof buf);
+  bool own_dir = !dir;         /* made here, so removed at the end */
   if (!dir) {
     snprintf(tmp, sizeof tmp, "/tmp/b2s-bench-s2-XXXXXX");
     dir = mkdtemp(tmp);
@@ -506,5 +512,7 @@ int main(int argc, char **argv) {
   zmq_close(push);
   bench_stop(pid, 20000);
   zmq_ctx_term(ctx);
+  if (own_dir)
+    bench_rmtree(dir);
   return 0;
 }
