@@ -1,6 +1,6 @@
 /* The LZ4 sequence walk that vouches for detector streams
  * (b2s_lz4_block_ok) against decoding the same blocks (LZ4_decompress_safe).
- *   bench_lz4walk [--rounds R] [--only walk|decode]
+ *   bench_lz4walk [--rounds R] [--only walk|pairs|decode]
  * --only times one side alone, for counting its instructions and cycles
  * (perf stat -e instructions,cycles).
  * Blocks: the bslz4 streams of 514x1030 photon-counting images (the images
@@ -114,8 +114,8 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-enum { NEW, DECODE, NSIDE };
-static const char *side_name[NSIDE] = {"walk", "decode"};
+enum { NEW, PAIR, DECODE, NSIDE };
+static const char *side_name[NSIDE] = {"walk", "pairs", "decode"};
 static uint8_t scratch[1 << 16];
 static int only = -1;           /* --only: the one side to time */
 
@@ -125,11 +125,21 @@ static double pass(const set *s, int side, int reps) {
   double t0 = now();
   long ok = 0;
   for (int r = 0; r < reps; r++)
-    for (int i = 0; i < s->nblk; i++)
-      ok += side == NEW ? b2s_lz4_block_ok(s->b[i], s->cs[i], s->n[i])
-                        : LZ4_decompress_safe((const char *)s->b[i],
-                                              (char *)scratch, (int)s->cs[i],
-                                              (int)s->n[i]) == (int)s->n[i];
+    for (int i = 0; i < s->nblk; i++) {
+      if (side == PAIR && i + 1 < s->nblk) {
+        bool two[2];
+        b2s_lz4_blocks_ok2(s->b[i], s->cs[i], s->n[i], s->b[i + 1],
+                           s->cs[i + 1], s->n[i + 1], two);
+        ok += two[0] + two[1];
+        i++;
+      } else {
+        ok += side != DECODE
+                  ? b2s_lz4_block_ok(s->b[i], s->cs[i], s->n[i])
+                  : LZ4_decompress_safe((const char *)s->b[i],
+                                        (char *)scratch, (int)s->cs[i],
+                                        (int)s->n[i]) == (int)s->n[i];
+      }
+    }
   double t = now() - t0;
   if (ok != (long)reps * s->nblk) {
     fprintf(stderr, "bench_lz4walk: %s refused a sound block of %s\n",
@@ -173,7 +183,9 @@ static void run(const set *s, int rounds) {
            side_name[k], t[k][0] * 1e6 / per_img, med[k] * 1e6 / per_img,
            t[k][rounds - 1] * 1e6 / per_img, med[k] * 1e9 / (double)s->seqs);
   }
-  printf("  ratio (medians): walk/decode %.2f\n", med[NEW] / med[DECODE]);
+  printf("  ratio (medians): walk/decode %.2f, pairs/decode %.2f, "
+         "pairs/walk %.2f\n", med[NEW] / med[DECODE], med[PAIR] / med[DECODE],
+         med[PAIR] / med[NEW]);
   for (int k = 0; k < NSIDE; k++)
     free(t[k]);
 }
@@ -184,10 +196,12 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
       rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-      only = !strcmp(argv[++i], "walk") ? NEW : DECODE;
+      only = !strcmp(argv[++i], "walk")    ? NEW
+             : !strcmp(argv[++i - 1], "pairs") ? PAIR
+                                              : DECODE;
     else {
       fprintf(stderr, "usage: bench_lz4walk [--rounds R] "
-                      "[--only walk|decode]\n");
+                      "[--only walk|pairs|decode]\n");
       return 2;
     }
   if (rounds < 1)

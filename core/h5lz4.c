@@ -266,6 +266,8 @@ typedef struct rw {
   uint8_t *d;
   int64_t dcap, pos;
   size_t sb;                     /* scratch: one block + the bslz4 tail */
+  const uint8_t *held;           /* a stream copied, not yet checked */
+  int32_t held_cs, held_ne;
 } rw;
 
 /* Scratch k, taken when a block must be decoded: with whole-image blocks
@@ -314,6 +316,41 @@ static void put_header(rw *r, int32_t nbytes, int32_t blocksize) {
   b2s_wr32(d + B2S_OFF_CBYTES, (int32_t)r->pos);
 }
 
+/* A stream the walk could not vouch for is decoded, which decides. */
+static int decide(rw *r, const walk *w, const uint8_t *s, int32_t cs,
+                  int32_t ne) {
+  uint8_t *tmp = scratch(r, 0);
+  return tmp ? decode_stream(w, s, cs, ne, tmp) : B2S_E_NOMEM;
+}
+
+/* The walk shows most streams sound without writing them out.  Streams
+ * are walked two at a time, which overlaps the two walks in the CPU: the
+ * first of a pair is held until the second comes, or s is NULL (the
+ * end).  The chunk is only handed out once every stream was checked. */
+static int check_stream(rw *r, const walk *w, const uint8_t *s, int32_t cs,
+                        int32_t ne) {
+  if (s && !r->held) {
+    r->held = s;
+    r->held_cs = cs;
+    r->held_ne = ne;
+    return 0;
+  }
+  const uint8_t *h = r->held;
+  bool ok[2] = {true, true};
+  if (h && s)
+    b2s_lz4_blocks_ok2(h, (size_t)r->held_cs, (size_t)r->held_ne, s,
+                       (size_t)cs, (size_t)ne, ok);
+  else if (h)
+    ok[0] = b2s_lz4_block_ok(h, (size_t)r->held_cs, (size_t)r->held_ne);
+  r->held = NULL;
+  int rc = 0;
+  if (!ok[0])
+    rc = decide(r, w, h, r->held_cs, r->held_ne);
+  if (rc == 0 && !ok[1])
+    rc = decide(r, w, s, cs, ne);
+  return rc;
+}
+
 /* One input stream into the chunk: copied, or decoded and stored raw when
  * LZ4 did not shrink it (a bslz4 stream of exactly neblock bytes would
  * otherwise read as raw).  Returns 1 when it was re-encoded. */
@@ -327,15 +364,9 @@ static int rewrite_stream(rw *r, walk *w, const uint8_t *s, int32_t cs,
     int rc = decode_stream(w, s, cs, ne, tmp);
     return rc < 0 ? rc : (rc = put_stream(r, tmp, ne)) < 0 ? rc : 1;
   }
-  /* the walk shows most streams sound without writing them out; a stream
-   * it cannot vouch for is decoded, which decides */
-  if (r->p->verify && !raw_in && !b2s_lz4_block_ok(s, (size_t)cs, (size_t)ne)) {
-    uint8_t *tmp = scratch(r, 0);
-    int rc = tmp ? decode_stream(w, s, cs, ne, tmp) : B2S_E_NOMEM;
-    if (rc < 0)
-      return rc;
-  }
-  int rc = put_stream(r, s, cs);
+  int rc = r->p->verify && !raw_in ? check_stream(r, w, s, cs, ne) : 0;
+  if (rc == 0)
+    rc = put_stream(r, s, cs);
   return rc < 0 ? rc : 0;
 }
 
@@ -411,6 +442,8 @@ static int rewrite(rw *r, walk *w, int32_t bsize, int64_t cnbytes,
   }
   if (i != nblocks)
     return B2S_E_DECODE;
+  if ((rc = check_stream(r, w, NULL, 0, 0)) < 0)
+    return rc;
   put_header(r, (int32_t)cnbytes, bsize);
   return (int)r->pos;
 }

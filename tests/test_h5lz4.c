@@ -348,6 +348,19 @@ static void test_malformed(void **state) {
   /* without verification it is stored as it came (what verify: false
    * gives up, docs/SOURCES.md) */
   assert_true(convert(g, len, (int64_t)n, false) > 0);
+  /* Any one stream damaged, whichever place it has in the pairs the walk
+   * checks (the fifth and last is checked alone): a first sequence with
+   * no literals has a match with nothing before it. */
+  int streams = 0;
+  for (size_t at = B2S_H5_HEADER_LEN; at + 4 < len; streams++) {
+    uint32_t cs = (uint32_t)f[at] << 24 | (uint32_t)f[at + 1] << 16 |
+                  (uint32_t)f[at + 2] << 8 | f[at + 3];
+    memcpy(g, f, len);
+    g[at + 4] = 0x00;
+    assert_int_equal(convert(g, len, (int64_t)n, true), B2S_E_DECODE);
+    at += 4 + cs;
+  }
+  assert_int_equal(streams, 5);
   free(g);
   free(f);
 }
@@ -358,10 +371,25 @@ static bool decodes(const uint8_t *src, size_t len, size_t n, uint8_t *out) {
                              (int)n) == (int)n;
 }
 
+/* The walk of two blocks at once says of each what the walk of it alone
+ * says, in either order. */
+static void pair_agrees(const uint8_t *a, size_t ca, size_t na,
+                        const uint8_t *b, size_t cb, size_t nb) {
+  bool ab[2], ba[2];
+  b2s_lz4_blocks_ok2(a, ca, na, b, cb, nb, ab);
+  b2s_lz4_blocks_ok2(b, cb, nb, a, ca, na, ba);
+  bool sa = b2s_lz4_block_ok(a, ca, na), sb = b2s_lz4_block_ok(b, cb, nb);
+  assert_int_equal(ab[0], sa);
+  assert_int_equal(ab[1], sb);
+  assert_int_equal(ba[0], sb);
+  assert_int_equal(ba[1], sa);
+}
+
 /* The sequence walk (b2s_lz4_block_ok) against the decoder: it takes every
  * block the LZ4 compressors make (fast at several accelerations, HC), at
  * exactly the right size only, and never vouches for a block the decoder
- * refuses: every byte of each block changed in turn, every truncation. */
+ * refuses: every byte of each block changed in turn, every truncation.
+ * Each damaged block is also walked paired with the sound one. */
 static void test_lz4_block_check(void **state) {
   (void)state;
   static const size_t sizes[] = {1, 5, 12, 13, 17, 31, 64, 100, 4096, 8192,
@@ -397,12 +425,15 @@ static void test_lz4_block_check(void **state) {
             bool ok = b2s_lz4_block_ok(bad, (size_t)len, n);
             if (ok)
               assert_true(decodes(bad, (size_t)len, n, out));
+            pair_agrees(bad, (size_t)len, n, c, (size_t)len, n);
             vouched += ok;
             refused += !ok;
           }
-        for (int cut = 0; cut < len; cut++)
+        for (int cut = 0; cut < len; cut++) {
           if (b2s_lz4_block_ok(c, (size_t)cut, n))
             assert_true(decodes(c, (size_t)cut, n, out));
+          pair_agrees(c, (size_t)len, n, c, (size_t)cut, n);
+        }
       }
     }
   }

@@ -92,6 +92,12 @@ int b2s_h5_to_chunk(b2s_ctx *ctx, const b2s_h5_params *p, const void *src,
  * decoders take, e.g. a match at offset 0). */
 bool b2s_lz4_block_ok(const void *src, size_t csize, size_t n);
 
+/* b2s_lz4_block_ok of two blocks at once (ok[0] for a, ok[1] for b): the
+ * two walks overlap in the CPU, which makes checking a frame's blocks in
+ * pairs faster than one by one. */
+void b2s_lz4_blocks_ok2(const void *a, size_t ca, size_t na, const void *b,
+                        size_t cb, size_t nb, bool ok[2]);
+
 /* Rows of row_bytes each in a block of a 2-D image laid out for bslz4: the
  * whole rows that fit in bitshuffle's default block, at least one, at
  * most ny (the detector source's `layout: images` and the export's). */
