@@ -75,7 +75,11 @@ void env_init(env *e) {
 }
 
 void env_init_config(env *e, const char *yaml) {
-  snprintf(e->dir, sizeof e->dir, "/tmp/b2sd-test-XXXXXX");
+  env_init_config_at(e, "/tmp/b2sd-test-XXXXXX", yaml);
+}
+
+void env_init_config_at(env *e, const char *tmpl, const char *yaml) {
+  snprintf(e->dir, sizeof e->dir, "%s", tmpl);
   assert_non_null(mkdtemp(e->dir));
   snprintf(e->config, sizeof e->config, "%s/b2streamd.yaml", e->dir);
   snprintf(e->sock, sizeof e->sock, "ipc://%s/run/d.sock", e->dir);

@@ -57,6 +57,9 @@ typedef struct prod {
  * listening on ipc://DIR/run/d.sock; start, signal and stop the daemon. */
 void env_init(env *e);
 void env_init_config(env *e, const char *yaml);
+/* The same in a directory made from tmpl (mkdtemp's XXXXXX at its end),
+ * e.g. inside a test's own scratch directory, which its janitor removes. */
+void env_init_config_at(env *e, const char *tmpl, const char *yaml);
 void env_start(env *e);
 /* Start without removing a socket file left at run/d.sock first (which
  * then passes for the daemon's: wait for its log line). */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # A cross-host test that fails an assertion, or that meson's timeout kills
 # (SIGKILL to its process group), leaves no process it started and no
-# network namespace behind.  $1: the test_cluster_netns executable, with
+# network namespace behind, and no file (its scratch directory).  $1: the test_cluster_netns executable, with
 # its environment (B2S_DAEMON, B2S_COMMITTER, B2S_CLI).  Root and iproute2;
 # skipped (77) otherwise.  Counted as cmocka counts (scripts/test-all).
 set -u
@@ -15,22 +15,32 @@ trap 'rm -rf "$tmp"' EXIT
 mark="b2s-leftover-$$-$(date +%s%N)"
 passed=0 failed=0
 
-# What of run $1 (the test's pid) is left: namespaces and marked processes.
+# The scratch directory the run logged in $1 (its output), if it still is.
+scratch() {
+  d=$(sed -n 's/^netns: scratch //p' "$1")
+  [ -n "$d" ] && [ -e "$d" ] && echo "$d"
+}
+
+# What of run $1 (the test's pid; $2 its output) is left: namespaces,
+# marked processes, its scratch directory.
 left() {
   ns=$(ip netns list | grep -c "^b2s$(($1 % 100000))[nh]")
   ps=$(grep -ls "B2S_NETNS_MARK=$mark" /proc/[0-9]*/environ 2>/dev/null | wc -l)
-  echo $((ns + ps))
+  sc=$(scratch "$2" | wc -l)
+  echo $((ns + ps + sc))
 }
 
-# Waits up to 20 s for run $1 to leave nothing; says what is left.
+# Waits up to 20 s for run $1 (output $3) to leave nothing; says what is
+# left.
 check() {
   name=$2 n=0
-  while [ "$(left "$1")" -gt 0 ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
-  if [ "$(left "$1")" -eq 0 ]; then
+  while [ "$(left "$1" "$3")" -gt 0 ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
+  if [ "$(left "$1" "$3")" -eq 0 ]; then
     echo "ok: $name left nothing"; passed=$((passed + 1))
   else
-    echo "FAIL: $name left $(left "$1"):"
+    echo "FAIL: $name left $(left "$1" "$3"):"
     ip netns list | grep "^b2s$(($1 % 100000))[nh]"
+    scratch "$3" | sed 's/^/  directory /'
     grep -ls "B2S_NETNS_MARK=$mark" /proc/[0-9]*/environ 2>/dev/null |
       while read -r f; do d=${f%/environ}; echo "  ${d#/proc/}: $(tr '\0' ' ' <"$d/cmdline")"; done
     failed=$((failed + 1))
@@ -46,8 +56,9 @@ B2S_NETNS_MARK=$mark B2S_NETNS_FAIL_AT=1 "$exe" >"$tmp/fail.log" 2>&1 &
 pid=$!
 wait $pid
 rc=$?
-if [ $rc -ne 0 ] && grep -q "failing on purpose" "$tmp/fail.log"; then
-  check $pid "a failed assertion"
+if [ $rc -ne 0 ] && grep -q "failing on purpose" "$tmp/fail.log" &&
+   grep -q "^netns: scratch " "$tmp/fail.log"; then
+  check $pid "a failed assertion" "$tmp/fail.log"
 else
   echo "FAIL: the test did not fail on purpose (exit $rc)"; show "$tmp/fail.log"
   failed=$((failed + 1))
@@ -65,7 +76,7 @@ if grep -q "netns: daemons up" "$tmp/kill.log"; then
   wait $pid 2>/dev/null
   rc=$?
   if [ $rc -eq 137 ]; then
-    check $pid "SIGKILL to the process group"
+    check $pid "SIGKILL to the process group" "$tmp/kill.log"
   else
     echo "FAIL: the test was not killed (exit $rc)"; show "$tmp/kill.log"
     failed=$((failed + 1))

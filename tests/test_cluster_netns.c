@@ -92,6 +92,17 @@ static void follow(follower *f, const char *store) {
 
 /* ---- the test ------------------------------------------------------------------- */
 
+/* The test's scratch directory: the ranks', the committer's store, the
+ * producer's input. */
+static void remove_scratch(void) {
+  /* again while a process being killed may still make files in it */
+  for (int i = 0; i < 50 && access(dir, F_OK) == 0; i++) {
+    if (nh_sh("rm -rf '%s' 2>/dev/null", dir) == 0)
+      break;
+    usleep(100000);
+  }
+}
+
 static void test_netns_cut_and_heal(void **state) {
   (void)state;
   if (geteuid() != 0 || nh_sh("ip netns list >/dev/null 2>&1") != 0) {
@@ -100,16 +111,20 @@ static void test_netns_cut_and_heal(void **state) {
   }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* made before the janitor starts, so that it knows what to remove */
+  snprintf(dir, sizeof dir, "/tmp/b2s-netns-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  printf("netns: scratch %s\n", dir);    /* tests/netns_leftovers.sh checks */
+  fflush(stdout);
   if (nh_name(&hosts, HOSTS, 228, 's') == 0)
-    nh_janitor_start(&hosts, NULL);
+    nh_janitor_start(&hosts, remove_scratch);
   if (hosts.n == 0 || nh_up(&hosts) != 0) {
     nh_down(&hosts);
     nh_janitor_done();
+    remove_scratch();
     printf("network namespace test skipped: cannot make namespaces\n");
     skip();
   }
-  snprintf(dir, sizeof dir, "/tmp/b2s-netns-XXXXXX");
-  assert_non_null(mkdtemp(dir));
   char store[300], in[300], plog[300], clog[300], cip[32], pull[64], pub[64];
   snprintf(store, sizeof store, "%s/store", dir);
   snprintf(in, sizeof in, "%s/in.bin", dir);
@@ -135,7 +150,7 @@ static void test_netns_cut_and_heal(void **state) {
   pid_t rp[3];
   char *rank_argv[3][4];
   for (int r = 0; r < 3; r++) {
-    nh_rank_config(&hosts, &ranks[r], r, PORT, store, NULL);
+    nh_rank_config(&hosts, &ranks[r], r, PORT, store, NULL, dir);
     rank_argv[r][0] = (char *)getenv("B2S_DAEMON");
     rank_argv[r][1] = "--config";
     rank_argv[r][2] = ranks[r].config;
@@ -252,7 +267,7 @@ static void test_netns_cut_and_heal(void **state) {
   }
   nh_down(&hosts);
   nh_janitor_done();
-  nh_sh("rm -rf '%s'", dir);
+  remove_scratch();
 }
 
 int main(void) {
@@ -262,5 +277,7 @@ int main(void) {
   int rc = harness_run(tests);
   nh_down(&hosts);           /* also after a failure: processes, namespaces */
   nh_janitor_done();
+  if (dir[0])                /* and files */
+    remove_scratch();
   return rc;
 }

@@ -579,7 +579,8 @@ static void daemons_up(run *r) {
   memcpy(r->cm_argv, cm, sizeof cm);
   start_committer(r);
   for (int k = 0; k < 3; k++)
-    nh_rank_config(&hosts, &ranks[k], k, PORT, "rados://b2stream", conf);
+    nh_rank_config(&hosts, &ranks[k], k, PORT, "rados://b2stream", conf,
+                   dir);
   ranks_made = true;
   for (int k = 0; k < 3; k++) {
     r->rank_argv[k][0] = (char *)getenv("B2S_DAEMON");

@@ -179,7 +179,8 @@ void nh_janitor_done(void) {
 }
 
 void nh_rank_config(const nh_hosts *h, env *e, int r, int port,
-                    const char *storage, const char *ceph_conf) {
+                    const char *storage, const char *ceph_conf,
+                    const char *scratch) {
   char y[4096], ip[32], cip[32], cc[512] = "";
   nh_ip(h, r, ip, sizeof ip);
   nh_ip(h, 3, cip, sizeof cip);
@@ -201,7 +202,9 @@ void nh_rank_config(const nh_hosts *h, env *e, int r, int port,
            "streams:\n  img:\n    format: distributed\n"
            "    chunk_nbytes: 4096\n    typesize: 4\n    codec: lz4\n"
            "    durability: {ack: fsync}\n");
-  env_init_config(e, y);
+  char tmpl[300];
+  snprintf(tmpl, sizeof tmpl, "%s/rank%d-XXXXXX", scratch, r);
+  env_init_config_at(e, tmpl, y);
 }
 
 void nh_wait_log(const env *e, const char *text, int ms) {

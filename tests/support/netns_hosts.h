@@ -55,9 +55,11 @@ void nh_janitor_done(void);
 /* A rank's configuration: rank r of three on hosts 0-2 at port, the
  * committer on host 3 (port + 1, + 2), storage as given (with ceph_conf
  * when not NULL), stream img: distributed, 4096-byte chunks of u4, lz4,
- * ack fsync. */
+ * ack fsync.  Its directory is made inside scratch (the test's own, which
+ * the janitor removes if the test dies). */
 void nh_rank_config(const nh_hosts *h, env *e, int r, int port,
-                    const char *storage, const char *ceph_conf);
+                    const char *storage, const char *ceph_conf,
+                    const char *scratch);
 /* Wait until e's log holds text, at most ms. */
 void nh_wait_log(const env *e, const char *text, int ms);
 
