@@ -364,9 +364,12 @@ static int rewrite_stream(rw *r, walk *w, const uint8_t *s, int32_t cs,
     int rc = decode_stream(w, s, cs, ne, tmp);
     return rc < 0 ? rc : (rc = put_stream(r, tmp, ne)) < 0 ? rc : 1;
   }
-  int rc = r->p->verify && !raw_in ? check_stream(r, w, s, cs, ne) : 0;
-  if (rc == 0)
-    rc = put_stream(r, s, cs);
+  /* copied first: the copy streams the message's bytes into the cache,
+   * where the walk's chain of loads (one per sequence) finds them; walked
+   * cold, each new cache line stalls the chain */
+  int rc = put_stream(r, s, cs);
+  if (rc == 0 && r->p->verify && !raw_in)
+    rc = check_stream(r, w, r->d + r->pos - cs, cs, ne);
   return rc < 0 ? rc : 0;
 }
 
