@@ -29,6 +29,7 @@
 
 #include "b2s_dframe.h"
 #include "b2s_errors.h"
+#include "bench_proc.h"
 
 #define BATCH 64
 #define FILL_BATCH 4096
@@ -168,10 +169,7 @@ static void run_local(const char *base) {
            full ? "full" : "none");
   run(s, what);
   b2s_store_free(s);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "bench_dcommit: could not remove %s\n", dir);
+  bench_rmtree(dir);
 }
 
 static void run_rados(const char *conf) {

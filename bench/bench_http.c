@@ -341,10 +341,7 @@ int main(int argc, char **argv) {
   b2sc_producer_close(p);
   b2sc_close(s);
   bench_stop(pid, 60000);
-  char cmd[700];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "bench_http: could not remove %s\n", dir);
+  bench_rmtree(dir);
   for (int k = 0; k < NIMAGES; k++)
     free(img[k]);
   free(plain);

@@ -503,9 +503,7 @@ static int ranks_stop(ranks_proc *rp, bool failed) {
     fprintf(stderr, "bench_rados: logs in %s\n", rp->dir);
     return -1;
   }
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", rp->dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return bench_rmtree(rp->dir) == 0 ? 0 : -1;
 }
 
 /* Wait (up to 30 s) for the committer to close frame `name`, then add up

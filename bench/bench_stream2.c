@@ -345,7 +345,6 @@ static void summary(const char *label, double *v, int n, const char *unit) {
  * profile it. */
 static const char *only;
 
-
 static bool side_on(const char *name) { return !only || !strcmp(only, name); }
 
 static double median(const double *v, int n) {
