@@ -1,9 +1,10 @@
 #!/bin/sh
 # A cross-host test that fails an assertion, or that meson's timeout kills
-# (SIGKILL to its process group), leaves no process it started and no
-# network namespace behind, and no file (its scratch directory).  $1: the test_cluster_netns executable, with
-# its environment (B2S_DAEMON, B2S_COMMITTER, B2S_CLI).  Root and iproute2;
-# skipped (77) otherwise.  Counted as cmocka counts (scripts/test-all).
+# (SIGKILL to its process group), leaves no process it started, no network
+# namespace and no file (its scratch directory) behind.  $1: the
+# test_cluster_netns executable, with its environment (B2S_DAEMON,
+# B2S_COMMITTER, B2S_CLI).  Root and iproute2; skipped (77) otherwise.
+# Counted as cmocka counts (scripts/test-all).
 set -u
 exe=$1
 [ "$(id -u)" = 0 ] && ip netns list >/dev/null 2>&1 || {

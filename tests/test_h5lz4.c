@@ -72,14 +72,18 @@ static conv roundtrip(int kind, int32_t es, size_t n, uint32_t block, int noisy,
   return c;
 }
 
+/* A framing's big-endian stream size. */
+static uint32_t be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 /* The framed and chunk bytes of every LZ4 stream are the same bytes. */
 static void assert_streams_copied(const conv *c) {
   b2s_chunk_info ci;
   assert_int_equal(b2s_chunk_info_get(c->chunk, (size_t)c->clen, &ci), 0);
   size_t pos = B2S_H5_HEADER_LEN;
   for (int32_t b = 0; b < ci.nblocks; b++) {
-    uint32_t cs = (uint32_t)c->framed[pos] << 24 | (uint32_t)c->framed[pos + 1] << 16 |
-                  (uint32_t)c->framed[pos + 2] << 8 | c->framed[pos + 3];
+    uint32_t cs = be32(c->framed + pos);
     int32_t bstart;
     memcpy(&bstart, c->chunk + B2S_HEADER_LEN + 4 * b, 4);
     int32_t ccs;
@@ -353,8 +357,7 @@ static void test_malformed(void **state) {
    * no literals has a match with nothing before it. */
   int streams = 0;
   for (size_t at = B2S_H5_HEADER_LEN; at + 4 < len; streams++) {
-    uint32_t cs = (uint32_t)f[at] << 24 | (uint32_t)f[at + 1] << 16 |
-                  (uint32_t)f[at + 2] << 8 | f[at + 3];
+    uint32_t cs = be32(f + at);
     memcpy(g, f, len);
     g[at + 4] = 0x00;
     assert_int_equal(convert(g, len, (int64_t)n, true), B2S_E_DECODE);
