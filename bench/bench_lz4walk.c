@@ -119,6 +119,14 @@ static const char *side_name[NSIDE] = {"walk", "pairs", "decode"};
 static uint8_t scratch[1 << 16];
 static int only = -1;           /* --only: the one side to time */
 
+/* The side named name, or -1. */
+static int side_of(const char *name) {
+  for (int k = 0; k < NSIDE; k++)
+    if (!strcmp(name, side_name[k]))
+      return k;
+  return -1;
+}
+
 /* Seconds for reps passes over the set; every block must be vouched for
  * (decoded to its size). */
 static double pass(const set *s, int side, int reps) {
@@ -195,10 +203,9 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
       rounds = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-      only = !strcmp(argv[++i], "walk")    ? NEW
-             : !strcmp(argv[++i - 1], "pairs") ? PAIR
-                                              : DECODE;
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc &&
+             (only = side_of(argv[++i])) >= 0)
+      ;
     else {
       fprintf(stderr, "usage: bench_lz4walk [--rounds R] "
                       "[--only walk|pairs|decode]\n");
