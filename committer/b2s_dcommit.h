@@ -15,7 +15,10 @@
  *           there, or every rank ended below it: make it a gap (put_gap)
  *           and report the record stored there (the gap's, or the rank's
  *           that won the race);
- *   DONE    every rank sent END and H reached max(END, highest written);
+ *   DONE    every rank sent END, H reached max(END, highest written),
+ *           and a probe at H found nothing (a chunk stored above every
+ *           END, by a rank restarted since, whose WRITTEN was lost, is
+ *           committed rather than left out by the close);
  *   NONE    nothing to do before `wait_ms` (-1: until a message comes).
  *
  * Ownership: records handed in are copied; pointers from b2s_dcommit_batch

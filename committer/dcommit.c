@@ -187,7 +187,15 @@ void b2s_dcommit_next(b2s_dcommit *dc, int64_t now_ms, int64_t max_batch,
   }
   bool all_ended = dc->nended == dc->ranks;
   int64_t target = dc->max_end > dc->high ? dc->max_end : dc->high;
-  if (all_ended && dc->h >= target) {
+  if (all_ended && dc->h >= target && dc->probe_index != dc->h) {
+    /* ENDs count only what each rank's writer stored since it started:
+     * a chunk stored above them whose WRITTEN was lost would be left out
+     * by the close.  One read before closing; a record found is
+     * committed and the next index probed the same way. */
+    dc->probe_index = dc->h;
+    dc->streak = false;
+    *d = (b2s_dcommit_decision){.kind = B2S_DCOMMIT_PROBE, .index = dc->h};
+  } else if (all_ended && dc->h >= target) {
     d->kind = B2S_DCOMMIT_DONE;
     d->index = dc->h;
   } else if (all_ended) {
