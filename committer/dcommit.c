@@ -241,3 +241,37 @@ int64_t b2s_dcommit_high(const b2s_dcommit *dc) {
 }
 
 int32_t b2s_dcommit_ended(const b2s_dcommit *dc) { return dc->nended; }
+
+/* ---- waiting for a frame's lease ---------------------------------------- */
+
+void b2s_dcommit_lease_init(b2s_dcommit_lease *w, int64_t expire_ms) {
+  *w = (b2s_dcommit_lease){.expire_ms = expire_ms > 0 ? expire_ms : 0,
+                           .first = -1, .next = INT64_MIN};
+}
+
+int64_t b2s_dcommit_lease_wait(const b2s_dcommit_lease *w, int64_t now_ms) {
+  return now_ms >= w->next ? 0 : w->next - now_ms;
+}
+
+void b2s_dcommit_lease_failed(b2s_dcommit_lease *w, int64_t now_ms) {
+  w->next = now_ms + B2S_DCOMMIT_LEASE_SLOW_MS;
+}
+
+bool b2s_dcommit_lease_refused(b2s_dcommit_lease *w, int64_t now_ms) {
+  if (w->first < 0)
+    w->first = now_ms;
+  bool was = w->alive;
+  /* a dead holder's lease would have expired by now: it was renewed */
+  if (w->expire_ms == 0 ||
+      now_ms - w->first >= w->expire_ms + B2S_DCOMMIT_LEASE_MARGIN_MS)
+    w->alive = true;
+  w->next = now_ms + (w->alive ? B2S_DCOMMIT_LEASE_SLOW_MS
+                               : B2S_DCOMMIT_LEASE_FAST_MS);
+  return w->alive && !was;
+}
+
+void b2s_dcommit_lease_taken(b2s_dcommit_lease *w) {
+  b2s_dcommit_lease_init(w, w->expire_ms);
+}
+
+bool b2s_dcommit_lease_alive(const b2s_dcommit_lease *w) { return w->alive; }

@@ -1,6 +1,6 @@
 /* The committer's decisions (committer/dcommit.c, b2s_dcommit.h) as plain
  * function calls: batches, the probe and gap timers, the window, END, the
- * probe before the close. */
+ * probe before the close, the wait for a lease held elsewhere. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -331,6 +331,56 @@ static void test_close_probe(void **state) {
   b2s_dcommit_free(dc);
 }
 
+/* The wait for a lease another committer holds: tried every FAST ms
+ * while the holder may be one that died (its lease runs out within
+ * expire_ms), shown alive by a refusal that late, then tried every SLOW
+ * ms; a store failure waits SLOW ms and proves nothing. */
+static void test_lease_wait(void **state) {
+  (void)state;
+  const int64_t expire = 3000, t0 = 100;
+  b2s_dcommit_lease w;
+  b2s_dcommit_lease_init(&w, expire);
+  assert_int_equal(b2s_dcommit_lease_wait(&w, -5000), 0);   /* try now */
+  assert_false(b2s_dcommit_lease_refused(&w, t0));
+  assert_false(b2s_dcommit_lease_alive(&w));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t0), B2S_DCOMMIT_LEASE_FAST_MS);
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t0 + 150), 50);
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t0 + 200), 0);
+  int64_t t = t0 + B2S_DCOMMIT_LEASE_FAST_MS;
+  for (; t < t0 + expire + B2S_DCOMMIT_LEASE_MARGIN_MS;
+       t += B2S_DCOMMIT_LEASE_FAST_MS) {
+    assert_int_equal(b2s_dcommit_lease_wait(&w, t), 0);
+    assert_false(b2s_dcommit_lease_refused(&w, t));
+  }
+  assert_false(b2s_dcommit_lease_alive(&w));
+  /* a dead holder's lease would have run out: this one was renewed */
+  assert_true(b2s_dcommit_lease_refused(&w, t));
+  assert_true(b2s_dcommit_lease_alive(&w));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t), B2S_DCOMMIT_LEASE_SLOW_MS);
+  /* said once */
+  assert_false(b2s_dcommit_lease_refused(&w, t + B2S_DCOMMIT_LEASE_SLOW_MS));
+  assert_true(b2s_dcommit_lease_alive(&w));
+  /* taken: the next refusal is a new wait, from its own first refusal */
+  b2s_dcommit_lease_taken(&w);
+  assert_false(b2s_dcommit_lease_alive(&w));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t), 0);
+  assert_false(b2s_dcommit_lease_refused(&w, t + 50000));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t + 50000),
+                   B2S_DCOMMIT_LEASE_FAST_MS);
+  /* a failed try waits SLOW ms and shows nothing */
+  b2s_dcommit_lease_failed(&w, t + 60000);
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t + 60000),
+                   B2S_DCOMMIT_LEASE_SLOW_MS);
+  assert_false(b2s_dcommit_lease_alive(&w));
+
+  /* the directory store: a lock held means a live holder, at once */
+  b2s_dcommit_lease_init(&w, 0);
+  assert_true(b2s_dcommit_lease_refused(&w, t0));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t0), B2S_DCOMMIT_LEASE_SLOW_MS);
+  b2s_dcommit_lease_init(&w, -1);           /* taken as 0 */
+  assert_true(b2s_dcommit_lease_refused(&w, t0));
+}
+
 static void test_bad_options(void **state) {
   (void)state;
   b2s_dcommit *dc;
@@ -365,6 +415,7 @@ int main(void) {
       cmocka_unit_test(test_end_of_run),
       cmocka_unit_test(test_end_below_written),
       cmocka_unit_test(test_close_probe),
+      cmocka_unit_test(test_lease_wait),
       cmocka_unit_test(test_bad_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
