@@ -275,8 +275,10 @@ static int named_lease(committer *c, cm_frame *f) {
       return 0;
     if (rc != B2S_E_BUSY || b2s_dcommit_lease_alive(&f->lease_wait) ||
         g_stop) {
-      cm_log(CM_ERR, "not started: frame %s %s", f->name, rc == B2S_E_BUSY
-             ? "has another committer" : "has no lease");
+      cm_log(CM_ERR, "not started: frame %s %s", f->name,
+             rc != B2S_E_BUSY ? "has no lease"
+             : g_stop ? "still leased elsewhere at the stop"
+                      : "has another committer");
       return -1;
     }
     int64_t w = b2s_dcommit_lease_wait(&f->lease_wait, now_ms());
