@@ -14,8 +14,8 @@ takes every ``.b2frame`` file and directory of a directory:
   (logged), since concatenating around a missing file would misplace
   every later frame;
 * any other frame becomes a node of its own, keyed as Tiled keys files;
-* records companions are not nodes (their gaps are in the data node's
-  metadata).
+* records companions (files or sparse directories) are not nodes (their
+  gaps are in the data node's metadata), nor directories to walk into.
 
 Frames that cannot be opened are logged and left out."""
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 import anyio
 from tiled.client.register import create_node_or_drop_collision, logger
 
+from ..errors import FrameError
 from ..frame import Frame
 from ._frameset import ACQ_KEY
 from .adapter import MIMETYPE, B2frameAdapter
@@ -74,6 +75,9 @@ async def _register(node, key, paths, settings) -> None:
         adapter = await anyio.to_thread.run_sync(
             lambda: cls.from_uris(*[str(p) for p in paths]))
         data_source = adapter.data_source([str(p) for p in paths], MIMETYPE)
+    except FrameError as e:      # not an array (no b2nd metalayer), damaged...
+        logger.warning("    SKIPPED: b2stream frames %s: %s", [str(p) for p in paths], e)
+        return
     except Exception:
         logger.exception("    SKIPPED: b2stream frames %s", [str(p) for p in paths])
         return
@@ -89,7 +93,8 @@ async def walk_b2frames(node, path, files, directories, settings):
     ``directories`` and returns the rest for the next walkers."""
     frames = [p for p in list(files) + list(directories) if is_frame(p)]
     rest_files = [p for p in files if not is_frame(p) and not p.name.endswith(RECORDS_SUFFIX)]
-    rest_dirs = [p for p in directories if not is_frame(p)]
+    rest_dirs = [p for p in directories
+                 if not is_frame(p) and not p.name.endswith(RECORDS_SUFFIX)]
     groups, singles, failed = group_frames(frames)
     for p, e in failed:
         logger.warning("    SKIPPED: b2stream frame '%s': %s", p, e)
