@@ -13,8 +13,15 @@ prints what each saw as one JSON object.
                                  the geometry built from FILE alone, against
                                  that of RAW (the pixels sent) with the
                                  geometry of the start message
-    nxmx_ref.py blosc2 FRAME...  python-blosc2 opens each frame as an NDArray
-                                 and reads it whole: shape, dtype, SHA-256
+    nxmx_ref.py blosc2 FRAME...  python-blosc2 opens each frame as an NDArray:
+                                 shape, each image's SHA-256, slices
+    nxmx_ref.py bad-b2nd FRAME   writes a b2nd frame of unpadded chunks with
+                                 python-blosc2; what c-blosc2 reads of it
+    nxmx_ref.py strings FILE     string types (ASCII or UTF-8), image shapes
+    nxmx_ref.py links FILE       the external links of /entry/data
+    nxmx_ref.py arrays FILE      the detector's mask, flatfield and flags
+    nxmx_ref.py plugins FILE     image 0 read by a script: h5py, silx.io.open,
+                                 with and without hdf5plugin / HDF5_PLUGIN_PATH
 """
 from __future__ import annotations
 
@@ -220,14 +227,129 @@ def pyfai(path: str, raw: str, start: str) -> dict:
 
 
 def blosc2(paths: list[str]) -> dict:
+    """Each frame as python-blosc2's NDArray: every image's SHA-256, and
+    whether slices that end in the chunk's last (partial) block read the
+    same items as the whole image."""
     import blosc2 as b2
     out = {}
     for p in paths:
         a = b2.open(p)
         v = a[...]
+        ok = all(np.array_equal(a[i, -5:, 3:-3], v[i, -5:, 3:-3]) and
+                 np.array_equal(a[i, 1:4], v[i, 1:4]) for i in range(v.shape[0]))
         out[p] = {"shape": list(v.shape), "dtype": v.dtype.str,
                   "chunks": list(a.chunks), "blocks": list(a.blocks),
-                  "sha": hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()}
+                  "images": [hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()
+                             for x in v],
+                  "slices_ok": bool(ok)}
+    return out
+
+
+def bad_b2nd(path: str) -> dict:
+    """A b2nd array (2, 10, 30) u2 in blocks (1, 3, 30) whose chunk 0 c-blosc2
+    is given as 600 bytes (not padded to the 720 of whole blocks, as import
+    used to write them): what c-blosc2 then reads of it."""
+    import blosc2 as b2
+    a = b2.zeros((2, 10, 30), dtype="<u2", chunks=(1, 10, 30), blocks=(1, 3, 30),
+                 urlpath=path, mode="w")
+    a.schunk.update_chunk(0, b2.compress2(np.arange(300, dtype="<u2").tobytes(),
+                                          typesize=2, blocksize=180))
+    del a
+    a = b2.open(path)
+    try:
+        a[...]
+        return {"full_read": "ok"}
+    except Exception as e:  # noqa: BLE001  (what it says is the result)
+        return {"full_read": f"{type(e).__name__}: {e}"}
+
+
+def strings(path: str) -> dict:
+    """Every string attribute and dataset of the file (and of the data
+    files it links to): how many, and those stored as UTF-8 although
+    ASCII; the image datasets' shapes."""
+    n, bad, images = 0, [], []
+
+    def kind(tid, value: bytes):
+        nonlocal n
+        if tid.get_class() != h5py.h5t.STRING:
+            return
+        n += 1
+        if tid.get_cset() != h5py.h5t.CSET_ASCII and all(c < 0x80 for c in value):
+            bad.append(value.decode())
+
+    def raw(v):
+        if isinstance(v, bytes):
+            return v
+        if isinstance(v, str):
+            return v.encode()
+        if isinstance(v, np.ndarray):
+            return b"".join(raw(x) for x in v.ravel())
+        return b""
+
+    def visit(obj):
+        for k in obj.attrs:
+            kind(obj.attrs.get_id(k).get_type(), raw(obj.attrs[k]))
+        if isinstance(obj, h5py.Dataset) and obj.dtype.kind in "SOU":
+            kind(obj.id.get_type(), raw(obj[()]))
+
+    with h5py.File(path, "r") as f:
+        visit(f)
+        f.visititems(lambda name, obj: visit(obj))
+        d = f["entry/data"]
+        for name in sorted(d):
+            ds = d[name]
+            images.append({"name": name, "shape": list(ds.shape),
+                           "maxshape": list(ds.maxshape), "chunks": list(ds.chunks)})
+            if ds.file != f:
+                visit(ds.file)
+                ds.file.visititems(lambda name, obj: visit(obj))
+    return {"strings": n, "utf8_but_ascii": bad, "image_datasets": images}
+
+
+def links(path: str) -> dict:
+    with h5py.File(path, "r") as f:
+        d = f["entry/data"]
+        return {k: [d.get(k, getlink=True).filename, d.get(k, getlink=True).path]
+                for k in d if isinstance(d.get(k, getlink=True), h5py.ExternalLink)}
+
+
+def arrays(path: str) -> dict:
+    with h5py.File(path, "r") as f:
+        det = f["entry/instrument/detector"]
+        out = {}
+        for k in ("pixel_mask", "detectorSpecific/pixel_mask", "flatfield"):
+            if k in det:
+                out[k] = hashlib.sha256(np.ascontiguousarray(det[k][()]).tobytes()).hexdigest()
+        for k in ("pixel_mask_applied", "flatfield_applied", "countrate_correction_applied",
+                  "virtual_pixel_interpolation_applied", "threshold_energy"):
+            if k in det:
+                out[k] = det[k][()].item()
+        return out
+
+
+def plugins(path: str) -> dict:
+    """Image 0 read by a script in a fresh interpreter, each way."""
+    import subprocess
+    read = ("import hashlib, numpy as np, {mod}; f = {open}(sys.argv[1]); "
+            "print(hashlib.sha256(np.ascontiguousarray(f['/entry/data/data'][0])"
+            ".tobytes()).hexdigest())")
+    ways = {
+        "h5py": ("h5py", "h5py.File", False, False),
+        "h5py + import hdf5plugin": ("h5py, hdf5plugin", "h5py.File", False, False),
+        "h5py + HDF5_PLUGIN_PATH": ("h5py", "h5py.File", True, False),
+        "silx.io.open": ("silx.io", "silx.io.open", False, False),
+        "silx.io.open + import hdf5plugin": ("silx.io, hdf5plugin", "silx.io.open", False, False),
+    }
+    env0 = {k: v for k, v in os.environ.items() if k != "HDF5_PLUGIN_PATH"}
+    out = {}
+    for name, (mod, opener, path_env, _) in ways.items():
+        env = dict(env0)
+        if path_env:
+            env["HDF5_PLUGIN_PATH"] = hdf5plugin.PLUGIN_PATH
+        p = subprocess.run([sys.executable, "-c", "import sys; " + read.format(mod=mod, open=opener),
+                            path], capture_output=True, text=True, env=env, timeout=120)
+        last = (p.stderr.strip().splitlines() or [""])[-1]
+        out[name] = p.stdout.strip() if p.returncode == 0 else last
     return out
 
 
@@ -243,6 +365,16 @@ if __name__ == "__main__":
         r = silx_default(sys.argv[2])
     elif cmd == "blosc2":
         r = blosc2(sys.argv[2:])
+    elif cmd == "bad-b2nd":
+        r = bad_b2nd(sys.argv[2])
+    elif cmd == "strings":
+        r = strings(sys.argv[2])
+    elif cmd == "links":
+        r = links(sys.argv[2])
+    elif cmd == "arrays":
+        r = arrays(sys.argv[2])
+    elif cmd == "plugins":
+        r = plugins(sys.argv[2])
     else:
         raise SystemExit(f"unknown command {cmd}")
     json.dump(r, sys.stdout, default=str)
