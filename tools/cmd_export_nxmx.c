@@ -199,7 +199,7 @@ static int table_fields(hid_t entry, const cli_nxmeta *m) {
 /* ---- transformations ------------------------------------------------------ */
 
 /* A NXtransformations axis: values (one, or one per image), its units,
- * type, vector, offset (NULL: none) and what it depends on. */
+ * type, vector, offset (m; NULL: zero) and what it depends on. */
 typedef struct axis_def {
   const char *name, *type, *units, *depends_on;
   const double *values;
@@ -216,9 +216,11 @@ static int axis(hid_t g, const axis_def *a) {
                    cli_exp_h5_attr_vec(d, "vector", a->vector, 3) == 0 &&
                    cli_exp_h5_attr_str(d, "depends_on", a->depends_on) == 0
                ? 0 : -1;
-  if (rc == 0 && a->offset &&
-      (cli_exp_h5_attr_vec(d, "offset", a->offset, 3) < 0 ||
-       cli_exp_h5_attr_str(d, "offset_units", a->units) < 0))
+  /* an offset on every axis, zero when none: cnxvalidate requires one */
+  static const double none[3] = {0, 0, 0};
+  const char *ou = strcmp(a->type, "rotation") ? a->units : "m";
+  if (rc == 0 && (cli_exp_h5_attr_vec(d, "offset", a->offset ? a->offset : none, 3) < 0 ||
+                  cli_exp_h5_attr_str(d, "offset_units", ou) < 0))
     rc = -1;
   if (d >= 0)
     H5Dclose(d);
