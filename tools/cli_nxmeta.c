@@ -13,7 +13,7 @@
 
 #define DET "instrument/detector/"
 
-/* One row per enum cli_nx_field, in its order (docs/EXPORT.md 2.3 is this
+/* One row per enum cli_nx_field, in its order (docs/EXPORT.md 2.4 is this
  * table).  A NULL field is placed by the layout (geometry, times). */
 const cli_nx_row cli_nx_table[NXF_COUNT] = {
   [NXF_ARM_DATE] = {"arm_date", NXK_DATE, NULL, NULL},
@@ -50,7 +50,7 @@ const cli_nx_row cli_nx_table[NXF_COUNT] = {
   [NXF_BEAMLINE] = {"beamline", NXK_BEAMLINE, NULL, NULL},
 };
 
-/* The goniometer axes NXmx has a place for (docs/EXPORT.md 2.4). */
+/* The goniometer axes NXmx has a place for (docs/EXPORT.md 2.5). */
 static const char *const AXES[CLI_NX_MAX_AXES] = {"omega", "kappa", "chi",
                                                   "phi", "two_theta"};
 

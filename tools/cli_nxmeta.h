@@ -1,7 +1,7 @@
 /* The series metadata of a detector's frame read for its NeXus NXmx
  * export: which Stream V2 start field (docs/SOURCES.md 4: each is a
  * series key of the same name) goes to which NeXus field, as one declared
- * table (cli_nxmeta.c, docs/EXPORT.md 2.3), the values parsed into a
+ * table (cli_nxmeta.c, docs/EXPORT.md 2.4), the values parsed into a
  * struct the HDF5 side writes.  No HDF5 here, so the fuzz target links it.
  *
  * Ownership: a cli_nxmeta owns its strings; cli_nxmeta_fini frees them. */
@@ -56,7 +56,7 @@ enum cli_nx_kind {
   NXK_VEC3,                        /* an array of 3 numbers */
   NXK_CHANNEL,                     /* a map channel -> number: the frame's */
   NXK_AXES,                        /* the goniometer map */
-  NXK_BEAMLINE,                    /* the beamline map (docs/EXPORT.md) */
+  NXK_BEAMLINE,                    /* the beamline map (docs/EXPORT.md 2.6) */
 };
 
 typedef struct cli_nx_row {
@@ -69,7 +69,7 @@ typedef struct cli_nx_row {
 
 extern const cli_nx_row cli_nx_table[NXF_COUNT];
 
-/* A goniometer axis with a place in NXmx (docs/EXPORT.md). */
+/* A goniometer axis with a place in NXmx (docs/EXPORT.md 2.5). */
 enum { CLI_NX_MAX_AXES = 5 };
 typedef struct cli_nx_axis {
   const char *name;                /* omega, kappa, chi, phi, two_theta */

@@ -1,4 +1,4 @@
-/* The NeXus NXmx layouts of b2stream export (docs/EXPORT.md 2.2-2.5):
+/* The NeXus NXmx layouts of b2stream export (docs/EXPORT.md 2.2-2.9):
  * /entry (NXentry, definition NXmx) with the images, the instrument,
  * detector, beam, source and sample from the series metadata through the
  * table of cli_nxmeta.c (Stream V2 start fields), the geometry in NeXus's
@@ -525,7 +525,7 @@ static int companions(hid_t det, hid_t spec, const nx *x) {
 
 /* ---- detector, beam, source ------------------------------------------------- */
 
-/* What neggia and Durin read from a DECTRIS master (docs/EXPORT.md 2.5). */
+/* What neggia and Durin read from a DECTRIS master (docs/EXPORT.md 2.6). */
 static int detector_specific(hid_t spec, const nx *x) {
   const cli_nxmeta *m = &x->m;
   int rc = cli_exp_h5_scalar_int(spec, "nimages", x->n, NULL);
