@@ -1106,6 +1106,7 @@ static void test_verify_b2nd_layout(void **state) {
       CHECK(strstr((char *)r.err, "c-blosc2 cannot read it") != NULL,
             "verify says [%s]", (char *)r.err);
     }
+    run_free(&r);
   }
 }
 

@@ -163,9 +163,12 @@ void cli_nx_format_date(int64_t ns, char out[40]) {
   int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
   int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp + (mp < 10 ? 3 : -9);
   int64_t y = yoe + era * 400 + (m <= 2);
-  snprintf(out, 40, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%09lldZ",
+  /* every field is in range (years to 2262), so it fits in 31 bytes */
+  int k = snprintf(out, 40, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%09lldZ",
            (long long)y, (long long)m, (long long)d, (long long)(rem / 3600),
            (long long)(rem / 60 % 60), (long long)(rem % 60), (long long)sub);
+  if (k < 0 || k >= 40)
+    out[0] = '\0';
 }
 
 /* ---- values ---------------------------------------------------------------- */

@@ -36,6 +36,8 @@ typedef struct cli_exp_shape {
                                       whole rows, for the Blosc2 filter */
   int64_t img_nbytes;              /* unflat: its chunk, padded to blocks */
   b2s_b2nd nd;                     /* its content when b2nd */
+  char dtype_text[16];             /* nd's (and img's) dtype: the frame's
+                                      copy goes when --follow reopens it */
   hid_t dtype;                     /* HDF5 type of an item (not owned) */
 } cli_exp_shape;
 

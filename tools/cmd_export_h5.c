@@ -146,6 +146,10 @@ int cli_exp_shape_from(cli_src *src, cli_exp_shape *sh) {
   if (rc > 0 || (rc == 0 && sh->nd.ndim > 0)) {
     sh->b2nd = true;
     sh->ndim = sh->nd.ndim;
+    if (sh->nd.has_dtype && sh->nd.dtype_len < sizeof sh->dtype_text) {
+      memcpy(sh->dtype_text, sh->nd.dtype, sh->nd.dtype_len);
+      sh->nd.dtype = sh->dtype_text;
+    }
     sh->dtype = sh->nd.has_dtype
                     ? dtype_of(sh->nd.dtype, sh->nd.dtype_len, h->typesize)
                     : -1;

@@ -405,7 +405,7 @@ static int module(hid_t det, const nx *x, bool chain) {
  * named; its one chunk decoded into *out (malloc'ed), b2nd in *nd.  0 when
  * there is none, 1 when read, -1 on error (reported). */
 static int companion(const nx *x, const char *kind, const char *named,
-                     uint8_t **out, size_t *len, b2s_b2nd *nd) {
+                     uint8_t **out, size_t *len, b2s_b2nd *nd, char dtype[16]) {
   char path[4200];
   const char *p = x->j->src.path;
   if (named) {
@@ -432,6 +432,10 @@ static int companion(const nx *x, const char *kind, const char *named,
     memcpy(*out, dec, (size_t)got);
     *len = (size_t)got;
     rc = 1;
+    /* the dtype points into the frame, closed below */
+    nd->dtype_len = nd->has_dtype && nd->dtype_len < 16 ? nd->dtype_len : 0;
+    memcpy(dtype, nd->dtype, nd->dtype_len);
+    nd->dtype = dtype;
   } else {
     cli_err("%s: not a companion frame of one b2nd chunk", path);
   }
@@ -488,7 +492,9 @@ static int companions(hid_t det, hid_t spec, const nx *x) {
     uint8_t *v = NULL;
     size_t len = 0;
     b2s_b2nd nd;
-    int got = companion(x, K[k].kind, k == 0 ? x->j->pixel_mask : NULL, &v, &len, &nd);
+    char dtype[16];
+    int got = companion(x, K[k].kind, k == 0 ? x->j->pixel_mask : NULL, &v, &len,
+                        &nd, dtype);
     if (got < 0)
       return -1;
     hid_t t = got ? companion_type(&nd) : -1;
