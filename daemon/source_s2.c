@@ -713,6 +713,27 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
   return 0;
 }
 
+/* The first image's series_date joins each channel's series metadata:
+ * the images' times count from it (SOURCES.md 4), and the start message
+ * does not carry it. */
+static void series_date(source *s) {
+  const b2s_s2_msg *m = s->m;
+  if (!m->series_date.len)
+    return;
+  b2s_mpbuf *b = &s->mp;
+  b->len = 0;
+  b2s_mp_put_map(b, 1);
+  b2s_mp_put_str(b, "series_date", 11);
+  b2s_mp_put_str(b, m->series_date.p, m->series_date.len);
+  for (uint32_t i = 0; i < s->nch; i++) {
+    if (!s->st[i])
+      continue;
+    int rc = b2sd_stream_meta(s->st[i], b->data, b->len);
+    if (rc < 0)
+      failure(s, F_META, "series_date not kept: %s", b2s_strerror(rc));
+  }
+}
+
 static void on_image(b2sd_server *srv, source *s, zmq_msg_t *msg) {
   const b2s_s2_msg *m = s->m;
   if (!s->open || m->series_id != s->series_id) {
@@ -726,6 +747,7 @@ static void on_image(b2sd_server *srv, source *s, zmq_msg_t *msg) {
   if (!s->have_first) {
     s->first = m->image_id;
     s->have_first = true;
+    series_date(s);
   }
   if (m->image_id < s->first) {
     failure(s, F_IMAGE, "image %llu before the series' first image %llu",

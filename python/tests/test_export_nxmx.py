@@ -157,10 +157,13 @@ def test_dials_nxmx_reads_the_start_geometry(tmp_path, frame_layout, codec, layo
     assert (g["instrument"], g["source"], g["sample"]) == (
         "DIAMOND BEAMLINE I04", "Diamond Light Source", "lysozyme")
     assert g["flux"] == 2.5e12
-    # times in UTC from arm_date (the series' date is no series key): the
-    # first image's start, the last one's stop (image 5: 50 ms + 9.9 ms)
-    assert g["start_time"] == "2026-11-28T10:00:00+00:00"
-    assert g["end_time"] == g["end_time_estimated"] == "2026-11-28T10:00:00.059900+00:00"
+    # times in UTC from series_date, the first image's (the daemon keeps it
+    # as a series key), not arm_date a second before it: the first image's
+    # start, the last one's stop (image 5: 50 ms + 9.9 ms)
+    import b2stream
+    assert b2stream.Frame(m.frame).series["series_date"] == "2026-11-28T10:00:01.000+00:00"
+    assert g["start_time"] == "2026-11-28T10:00:01+00:00"
+    assert g["end_time"] == g["end_time_estimated"] == "2026-11-28T10:00:01.059900+00:00"
     # and every image equal to what was sent, the gap a zero image
     name = "entry/data/data" if layout == "nxmx" else "entry/data/data_000001"
     got = h5ref("images", out, name)
