@@ -1,11 +1,12 @@
 /* A b2nd chunk's items between C order and block order (b2s_blockorder.h).
  *
- * The walk visits the chunk's block rows in block order: the blocks in C
- * order of the grid, each block's rows in C order of the blockshape; a
- * row is the block's extent along the last split dimension times every
- * whole dimension after it, one run of bytes in both orders.  Dimensions
+ * A run is a block's extent along the last split dimension times every
+ * whole dimension after it: one run of bytes in both orders.  Dimensions
  * of extent 1 are dropped first, and whole trailing ones folded into the
- * item, so an image in square blocks walks 2 grid and 1 row digit. */
+ * item.  The chunk is walked band by band (the blocks that differ only in
+ * their place along the last split dimension, one after the other in
+ * block order), each band row by row in C order, so that the C-ordered
+ * side is read (or written) forward. */
 #include "b2s_blockorder.h"
 
 #include <string.h>
@@ -73,45 +74,85 @@ int b2s_blockorder_init(b2s_blockorder *o, int ndim, const int32_t *chunkshape,
   o->gather = true;
   o->n = n;
   int64_t stride = item;
+  o->nbands = 1;
   for (int d = n - 1; d >= 0; d--) {
     o->grid[d] = c[d] / b[d];
     o->block[d] = b[d];
     o->stride[d] = stride;
     stride *= c[d];
+    if (d < n - 1)
+      o->nbands *= o->grid[d];
   }
+  o->band_bytes = o->nbytes / o->nbands;
   return 0;
 }
 
-/* Calls back each run: its offset in the C-ordered chunk, in block order.
- * Digits: the n grid positions, then the block row's n - 1 positions. */
-static void walk(const b2s_blockorder *o, const uint8_t *src, uint8_t *dst,
-                 bool gather) {
-  int n = o->n, nd = 2 * n - 1;
-  int64_t lim[2 * B2S_BLOCKORDER_MAX_DIM], step[2 * B2S_BLOCKORDER_MAX_DIM];
-  int64_t at[2 * B2S_BLOCKORDER_MAX_DIM] = {0};
-  for (int d = 0; d < n; d++) {
-    lim[d] = o->grid[d];
-    step[d] = o->block[d] * o->stride[d];
+/* count runs of run bytes, cstep apart in the C-ordered chunk (c), bstep
+ * apart in block order (b).  Runs of the common sizes are copied with
+ * fixed-size moves, which the compiler inlines. */
+#define RUNS(len)                                                          \
+  do {                                                                     \
+    for (int64_t r = 0; r < count; r++, c += cstep, b += bstep) {          \
+      if (gather)                                                          \
+        memcpy(b, c, (len));                                               \
+      else                                                                 \
+        memcpy(c, b, (len));                                               \
+    }                                                                      \
+  } while (0)
+
+static void runs_copy(uint8_t *c, uint8_t *b, size_t run, int64_t count,
+                      int64_t cstep, int64_t bstep, bool gather) {
+  switch (run) {
+  case 8: RUNS(8); break;
+  case 16: RUNS(16); break;
+  case 32: RUNS(32); break;
+  case 64: RUNS(64); break;
+  case 128: RUNS(128); break;
+  case 256: RUNS(256); break;
+  default: RUNS(run); break;
   }
-  for (int d = 0; d < n - 1; d++) {
-    lim[n + d] = o->block[d];
-    step[n + d] = o->stride[d];
-  }
-  size_t run = (size_t)o->run;
+}
+
+/* Band k between its place in the C-ordered chunk and band[band_bytes].
+ * The band's rows are visited in C order, each one run of the chunk (the
+ * whole last split dimension), read or written in one pass and spread
+ * over the band's blocks: the C-ordered side is walked forward, as the
+ * caches and prefetchers like it.  Digits: a row's position in the block
+ * along dimensions 0 .. n-2. */
+static void band_walk(const b2s_blockorder *o, int64_t k, uint8_t *c_order,
+                      uint8_t *band, bool gather) {
+  int n = o->n;
   int64_t off = 0;
-  for (int64_t seq = 0; seq < o->nbytes; seq += o->run) {
-    if (gather)
-      memcpy(dst + seq, src + off, run);
-    else
-      memcpy(dst + off, src + seq, run);
-    int d = nd - 1;
-    while (d >= 0 && ++at[d] == lim[d]) {   /* carry, rewinding the digit */
-      off -= (lim[d] - 1) * step[d];
+  for (int d = n - 2; d >= 0; d--) {          /* the band's corner */
+    off += k % o->grid[d] * o->block[d] * o->stride[d];
+    k /= o->grid[d];
+  }
+  int64_t at[B2S_BLOCKORDER_MAX_DIM] = {0};
+  int64_t per = o->grid[n - 1], bbytes = o->band_bytes / per;
+  for (int64_t pos = 0; pos < bbytes; pos += o->run) {
+    runs_copy(c_order + off, band + pos, (size_t)o->run, per, o->run, bbytes,
+              gather);
+    int d = n - 2;
+    while (d >= 0 && ++at[d] == o->block[d]) {  /* carry, rewinding */
+      off -= (o->block[d] - 1) * o->stride[d];
       at[d--] = 0;
     }
     if (d >= 0)
-      off += step[d];
+      off += o->stride[d];
   }
+}
+
+static void walk(const b2s_blockorder *o, const uint8_t *src, uint8_t *dst,
+                 bool gather) {
+  uint8_t *c_order = (uint8_t *)(gather ? src : dst);
+  uint8_t *blocked = (uint8_t *)(gather ? dst : src);
+  for (int64_t k = 0; k < o->nbands; k++)
+    band_walk(o, k, c_order, blocked + k * o->band_bytes, gather);
+}
+
+void b2s_blockorder_gather_band(const b2s_blockorder *o, const void *src,
+                                int64_t k, void *dst) {
+  band_walk(o, k, (uint8_t *)src, dst, true);
 }
 
 void b2s_blockorder_gather(const b2s_blockorder *o, const void *src, void *dst) {

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "b2s_blockorder.h"
+#include "b2s_chunk.h"
 
 typedef struct shape_case {
   int ndim;
@@ -75,6 +76,13 @@ static void check_case(const shape_case *s) {
   }
   for (int64_t i = 0; i < n; i++)
     assert_memory_equal(dst + blocked_offset(s, i), src + i * s->ts, (size_t)s->ts);
+  /* band by band, as the encoder takes them */
+  assert_int_equal(o.band_bytes * o.nbands, o.nbytes);
+  for (int64_t k = 0; k < o.nbands; k++) {
+    memset(back, 0xee, (size_t)o.band_bytes);
+    b2s_blockorder_gather_band(&o, src, k, back);
+    assert_memory_equal(back, dst + k * o.band_bytes, (size_t)o.band_bytes);
+  }
   memset(back, 0xee, (size_t)o.nbytes);
   b2s_blockorder_scatter(&o, dst, back);
   assert_memory_equal(back, src, (size_t)o.nbytes);
@@ -138,10 +146,88 @@ static void test_refusals(void **state) {
   assert_int_equal(b2s_blockorder_init(&o, 2, c3, c3, 2, NULL), 0);
 }
 
+/* Items in C order, compressed block by block as gathered, make the very
+ * chunk b2s_compress makes of the gathered items, for every codec, the
+ * filters (DELTA refers to block 0), a dictionary, clevel 0 and data no
+ * codec shrinks (the memcpy fallback); and it decompresses to them. */
+static void test_compress_blocks_is_compress_of_the_blocks(void **state) {
+  (void)state;
+  static const shape_case shapes[] = {
+    {3, {1, 128, 128}, {1, 32, 32}, 2, true},
+    {3, {4, 48, 40}, {2, 16, 8}, 4, true},
+    {2, {4, 4}, {2, 2}, 1, true},               /* 16 bytes: stored as is */
+  };
+  static const struct { int codec, clevel; uint8_t filter, extra; bool dict; } ps[] = {
+    {B2S_CODEC_LZ4, 5, B2S_FILTER_SHUFFLE, 0, false},
+    {B2S_CODEC_ZSTD, 1, B2S_FILTER_BITSHUFFLE, 0, false},
+    {B2S_CODEC_ZSTD, 3, B2S_FILTER_SHUFFLE, 0, true},
+    {B2S_CODEC_BLOSCLZ, 9, B2S_FILTER_SHUFFLE, B2S_FILTER_DELTA, false},
+    {B2S_CODEC_LZ4HC, 4, B2S_FILTER_NONE, 0, false},
+    {B2S_CODEC_ZLIB, 6, B2S_FILTER_BITSHUFFLE, B2S_FILTER_DELTA, false},
+    {B2S_CODEC_LZ4, 0, B2S_FILTER_SHUFFLE, 0, false},
+  };
+  b2s_ctx *ctx = b2s_ctx_new();
+  assert_non_null(ctx);
+  for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    const shape_case *sh = &shapes[k];
+    b2s_blockorder o;
+    assert_int_equal(b2s_blockorder_init(&o, sh->ndim, sh->c, sh->b, sh->ts, NULL), 0);
+    int32_t n = (int32_t)o.nbytes, cap = n + B2S_MAX_OVERHEAD, bs = sh->ts;
+    for (int d = 0; d < sh->ndim; d++)
+      bs *= sh->b[d];
+    uint8_t *src = malloc((size_t)n), *blk = malloc((size_t)n);
+    uint8_t *want = malloc((size_t)cap), *got = malloc((size_t)cap);
+    uint8_t *back = malloc((size_t)n);
+    assert_true(src && blk && want && got && back);
+    for (int noise = 0; noise < 2; noise++) {
+      uint32_t x = 12345;
+      for (int32_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        src[i] = noise ? (uint8_t)(x >> 16) : (uint8_t)(i / 64 + (i % 7));
+      }
+      b2s_blockorder_gather(&o, src, blk);
+      for (size_t q = 0; q < sizeof ps / sizeof ps[0]; q++) {
+        b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+        cp.codec = ps[q].codec;
+        cp.clevel = ps[q].clevel;
+        cp.typesize = sh->ts;
+        cp.blocksize = bs;
+        cp.use_dict = ps[q].dict;
+        cp.filters[5] = ps[q].filter;
+        cp.filters[4] = ps[q].extra;
+        int a = b2s_compress(ctx, &cp, blk, n, want, cap);
+        int b = b2s_compress_blocks(ctx, &cp, &o, src, n, got, cap);
+        assert_true(a > 0);
+        assert_int_equal(b, a);
+        assert_memory_equal(got, want, (size_t)a);
+        assert_int_equal(b2s_decompress(ctx, got, (size_t)b, back, (size_t)n), n);
+        assert_memory_equal(back, blk, (size_t)n);
+      }
+    }
+    /* an order that is not the chunk's */
+    b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
+    cp.typesize = sh->ts;
+    cp.blocksize = bs * 2 <= n ? bs * 2 : bs;
+    if (cp.blocksize != bs)
+      assert_int_equal(b2s_compress_blocks(ctx, &cp, &o, src, n, got, cap), B2S_E_ARG);
+    cp.blocksize = bs;
+    assert_int_equal(b2s_compress_blocks(ctx, &cp, &o, src, n - sh->ts, got, cap),
+                     B2S_E_ARG);
+    assert_int_equal(b2s_compress_blocks(ctx, &cp, NULL, src, n, got, cap), B2S_E_ARG);
+    free(src);
+    free(blk);
+    free(want);
+    free(got);
+    free(back);
+  }
+  b2s_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_orders_item_by_item),
     cmocka_unit_test(test_refusals),
+    cmocka_unit_test(test_compress_blocks_is_compress_of_the_blocks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,10 @@ typedef struct b2s_blockorder {
   int64_t grid[B2S_BLOCKORDER_MAX_DIM];    /* blocks along each dimension */
   int64_t block[B2S_BLOCKORDER_MAX_DIM];   /* a block's extent */
   int64_t stride[B2S_BLOCKORDER_MAX_DIM];  /* bytes between C-order steps */
+  /* A band: the grid[n - 1] blocks that differ only along the last split
+   * dimension, one after the other in block order (band k starts at byte
+   * k * band_bytes); a chunk has nbands of them. */
+  int64_t band_bytes, nbands;
 } b2s_blockorder;
 
 /* The plan for chunks of chunkshape in blocks of blockshape (ndim
@@ -49,5 +53,12 @@ int b2s_blockorder_init(b2s_blockorder *o, int ndim, const int32_t *chunkshape,
  * (the bytes are the same; the callers skip the copy). */
 void b2s_blockorder_gather(const b2s_blockorder *o, const void *src, void *dst);
 void b2s_blockorder_scatter(const b2s_blockorder *o, const void *src, void *dst);
+
+/* Only band k (0 .. o->nbands - 1) of the C-ordered chunk src into dst,
+ * its o->band_bytes in block order; o->gather must be set.  What the chunk
+ * encoder calls band by band (b2s_compress_blocks), so that each band is
+ * gathered while it fits the cache. */
+void b2s_blockorder_gather_band(const b2s_blockorder *o, const void *src,
+                                int64_t k, void *dst);
 
 #endif
