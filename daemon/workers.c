@@ -11,12 +11,12 @@
  *
  * A buffer of a b2nd stream holds the chunk's items in C order
  * (PROTOCOL.md 3.5); where the stream's blocks are not runs of that order
- * the worker first gathers them block after block (b2s_blockorder.h) into
- * a buffer of its own, kept for its lifetime (at most max_buffer bytes,
- * counted in inflight_bytes while it holds a chunk), and compresses that.  Every way a buffer comes in (ZeroMQ, shared
- * memory, any client) passes here, so the reorder is done once for all;
- * a shared-memory slot is read once, as before, and stays the producer's
- * plain C-ordered image. */
+ * the worker compresses it block by block, each block gathered from its
+ * rows as it is taken (b2s_compress_blocks), in the cache, into the
+ * context's scratch: no copy of the whole chunk.  Every way a buffer comes
+ * in (ZeroMQ, shared memory, any client) passes here, so the reorder is
+ * done once for all, and a shared-memory slot stays the producer's plain
+ * C-ordered image, read once as before. */
 #define _GNU_SOURCE
 #include "chunkpool.h"
 #include "progress.h"
@@ -107,40 +107,15 @@ static int convert_job(b2s_ctx *ctx, b2sd_job *j, b2sd_chunk *c, size_t need) {
   return rc;
 }
 
-/* A worker's own state: its codec context and its gather buffer. */
-typedef struct wstate {
-  b2s_ctx *ctx;
-  uint8_t *gather;
-  size_t gather_cap;
-} wstate;
-
-/* Whether j's items are gathered into block order before compression. */
+/* Whether j's items are gathered into block order as they are compressed. */
 static bool gathers(const b2sd_job *j) {
   const b2s_blockorder *o = &j->st->blocks;
   return !j->h5 && o->gather && (int64_t)j->len == o->nbytes;
 }
 
-/* The bytes to compress for j: its own, or its b2nd chunk's items put in
- * block order in the worker's gather buffer (NULL: out of memory). */
-static const void *block_order(wstate *w, const b2sd_job *j) {
-  const b2s_blockorder *o = &j->st->blocks;
-  if (!gathers(j))
-    return j->data;
-  if (w->gather_cap < j->len) {
-    uint8_t *g = realloc(w->gather, j->len);
-    if (!g)
-      return NULL;
-    w->gather = g;
-    w->gather_cap = j->len;
-  }
-  b2s_blockorder_gather(o, j->data, w->gather);
-  return w->gather;
-}
-
 /* Compress job j into a new chunk; a tombstone carrying the error when
  * that fails.  Never NULL. */
-static b2sd_chunk *compress_job(b2sd_pool *p, wstate *w, b2sd_job *j) {
-  b2s_ctx *ctx = w->ctx;
+static b2sd_chunk *compress_job(b2sd_pool *p, b2s_ctx *ctx, b2sd_job *j) {
   size_t need = j->len + B2S_MAX_OVERHEAD;
   if (j->h5) {
     int64_t bound = b2s_h5_chunk_bound(&j->h5p, j->data, j->len);
@@ -154,22 +129,14 @@ static b2sd_chunk *compress_job(b2sd_pool *p, wstate *w, b2sd_job *j) {
      * total never dips below what is held. */
     atomic_fetch_add_explicit(&p->srv->inflight_bytes, (int64_t)c->cap,
                               memory_order_relaxed);
-    /* relaxed: the memory bound, as above; the gathered copy counts while
-     * it is compressed (the fetch_sub below) */
-    int64_t gathered = gathers(j) ? (int64_t)j->len : 0;
-    atomic_fetch_add_explicit(&p->srv->inflight_bytes, gathered,
-                              memory_order_relaxed);
-    const void *src = block_order(w, j);
     if (j->h5)
       rc = need ? convert_job(ctx, j, c, need) : B2S_E_DECODE;
-    else if (!src)
-      rc = B2S_E_NOMEM;
+    else if (gathers(j))
+      rc = b2s_compress_blocks(ctx, &j->cparams, &j->st->blocks, j->data,
+                               (int32_t)j->len, c->data, (int32_t)need);
     else
-      rc = b2s_compress(ctx, &j->cparams, src, (int32_t)j->len, c->data,
+      rc = b2s_compress(ctx, &j->cparams, j->data, (int32_t)j->len, c->data,
                         (int32_t)need);
-    /* relaxed: pairs with the fetch_add above */
-    atomic_fetch_sub_explicit(&p->srv->inflight_bytes, gathered,
-                              memory_order_relaxed);
     if (rc > 0) {
       /* the record's checksum, here while the chunk is in this core's
        * cache and the workers run in parallel; the writer is one thread
@@ -206,14 +173,14 @@ static void worker_batch(void) {
 static void *worker_main(void *arg) {
   b2sd_pool *p = arg;
   worker_batch();
-  wstate w = {.ctx = b2s_ctx_new()};
+  b2s_ctx *ctx = b2s_ctx_new();
   b2sd_job *j;
   bool wake = false;
   while ((j = pool_take(p, &wake))) {
     if (wake)
       b2sd_wake(p->srv);       /* credits come back */
     b2sd_stream *st = j->st;
-    b2sd_chunk *c = compress_job(p, &w, j);
+    b2sd_chunk *c = compress_job(p, ctx, j);
     c->seq = j->seq;
     c->rec = j->rec;           /* the record goes with the chunk */
     j->rec = (b2sd_rec){0};
@@ -224,8 +191,7 @@ static void *worker_main(void *arg) {
     b2sd_job_free(p->srv, j);  /* the slot or message goes back first */
     b2sd_stream_put(st, c);
   }
-  b2s_ctx_free(w.ctx);
-  free(w.gather);
+  b2s_ctx_free(ctx);
   return NULL;
 }
 
