@@ -11,9 +11,9 @@
  *
  * A buffer of a b2nd stream holds the chunk's items in C order
  * (PROTOCOL.md 3.5); where the stream's blocks are not runs of that order
- * the worker compresses it block by block, each block gathered from its
- * rows as it is taken (b2s_compress_blocks), in the cache, into the
- * context's scratch: no copy of the whole chunk.  Every way a buffer comes
+ * the worker compresses it with b2s_compress_blocks, which gathers one
+ * band of blocks at a time into the context (at most one chunk, kept for
+ * the worker's lifetime like its scratch) as it compresses them.  Every way a buffer comes
  * in (ZeroMQ, shared memory, any client) passes here, so the reorder is
  * done once for all, and a shared-memory slot stays the producer's plain
  * C-ordered image, read once as before. */
