@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b2s_blockorder.h"
 #include "b2s_h5lz4.h"
 #include "cmd_export.h"
 #include "b2s_frame_writer.h"
@@ -398,16 +399,13 @@ static int through_hdf5(imp *m) {
   return 0;
 }
 
-/* Whether b2nd blocks hold their items in C order of the chunk: after the
- * first dimension they split, they span the chunk. */
+/* Whether b2nd blocks hold their items in C order of the chunk (each
+ * block one run of it; b2s_blockorder.h): a block whole in a leading
+ * dimension of more than one item is not. */
 static bool c_order_blocks(const b2s_b2nd *nd) {
-  int d = 0;
-  while (d < nd->ndim && nd->blockshape[d] == nd->chunkshape[d])
-    d++;
-  for (d++; d < nd->ndim; d++)
-    if (nd->blockshape[d] != nd->chunkshape[d])
-      return false;
-  return true;
+  b2s_blockorder o;
+  return b2s_blockorder_init(&o, nd->ndim, nd->chunkshape, nd->blockshape, 1,
+                             NULL) == 0 && !o.gather;
 }
 
 /* The exported frame's b2nd metalayer (attribute) goes back in with its
