@@ -21,7 +21,7 @@ static int keep_dims(int ndim, const int32_t *cs, const int32_t *bs,
                      int64_t *c, int64_t *b, int *n, b2s_errdetail *ed) {
   *n = 0;
   for (int d = 0; d < ndim; d++) {
-    if (cs[d] < 1 || bs[d] < 1 || bs[d] > cs[d])
+    if (cs[d] < 1 || bs[d] < 1)
       return bad_shape(ed, d, cs[d], bs[d]);
     if (cs[d] > 1) {
       c[*n] = cs[d];
@@ -56,7 +56,9 @@ int b2s_blockorder_init(b2s_blockorder *o, int ndim, const int32_t *chunkshape,
   while (n > 0 && b[n - 1] == c[n - 1])        /* whole: part of the item */
     item *= c[--n];
   o->nbytes = total;
-  o->run = n ? b[n - 1] * item : item;
+  /* a block larger than the chunk (a detector's padded chunk) is one
+   * partial block: a run, if nothing before it splits */
+  o->run = n ? (b[n - 1] < c[n - 1] ? b[n - 1] : c[n - 1]) * item : item;
   /* a run of the C order: one split dimension and nothing before it */
   if (n <= 1)
     return 0;

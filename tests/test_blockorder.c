@@ -134,8 +134,14 @@ static void test_refusals(void **state) {
   int32_t big[2] = {8, 9};
   int32_t c3[2] = {8, 8};
   assert_int_equal(b2s_blockorder_init(&o, 2, c3, big, 2, &ed), B2S_E_ARG);
-  assert_string_equal(ed.text, "dimension 1: block extent 9 for a chunk "
-                               "extent of 8");
+  assert_string_equal(ed.text, "dimension 1: 9 does not divide the chunk's "
+                               "8 (blocks that are not runs of the chunk's C "
+                               "order must)");
+  /* a detector's flat image in one larger block: a run */
+  int32_t flat[2] = {1, 1536}, fb[2] = {1, 4096};
+  assert_int_equal(b2s_blockorder_init(&o, 2, flat, fb, 2, &ed), 0);
+  assert_false(o.gather);
+  assert_int_equal(o.nbytes, 3072);
   int32_t zero[2] = {8, 0};
   assert_int_equal(b2s_blockorder_init(&o, 2, c3, zero, 2, &ed), B2S_E_ARG);
   assert_int_equal(b2s_blockorder_init(&o, 0, c3, c3, 2, &ed), B2S_E_ARG);

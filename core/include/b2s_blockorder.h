@@ -40,10 +40,11 @@ typedef struct b2s_blockorder {
 } b2s_blockorder;
 
 /* The plan for chunks of chunkshape in blocks of blockshape (ndim
- * 1..B2S_BLOCKORDER_MAX_DIM, every extent >= 1, blocks no larger than the
- * chunk) of typesize-byte items.  B2S_E_ARG for shapes outside that, or
- * for blocks that are not runs of the C order and do not divide the
- * chunkshape (ed says which dimension). */
+ * 1..B2S_BLOCKORDER_MAX_DIM, every extent >= 1) of typesize-byte items.
+ * B2S_E_ARG for shapes outside that, or for blocks that are not runs of
+ * the C order and do not divide the chunkshape (ed says which dimension).
+ * A block larger than the chunk is a run only where nothing before it is
+ * split (the padded chunks of a detector's flat images, one block). */
 int b2s_blockorder_init(b2s_blockorder *o, int ndim, const int32_t *chunkshape,
                         const int32_t *blockshape, int32_t typesize,
                         b2s_errdetail *ed);
