@@ -394,6 +394,11 @@ static const struct {
   {"streams:\n  a:\n    b2nd: {shape: [8], chunkshape: [4], blockshape: [8]}"
    "\n", "b2streamd.yaml:3:54: streams.a.b2nd.blockshape[0]: 8 is larger "
    "than the chunkshape's 4"},
+  /* square blocks that do not tile the image: c-blosc2 would pad it */
+  {"streams:\n  a:\n    b2nd: {shape: [0, 100, 100], chunkshape: [1, 100, "
+   "100], blockshape: [1, 32, 32]}\n", "b2streamd.yaml:3:73: "
+   "streams.a.b2nd.blockshape: dimension 1: 32 does not divide the chunk's "
+   "100 (blocks that are not runs of the chunk's C order must)"},
   {"streams:\n  a:\n    typesize: 4\n    b2nd:\n      shape: [8]\n"
    "      chunkshape: [8]\n      dtype: '<u2'\n",
    "b2streamd.yaml:7:14: streams.a.b2nd.dtype: '<u2' has 2-byte items but "
@@ -1558,8 +1563,10 @@ static void test_config_md_matches_schema(void **state) {
     char row[256];
     snprintf(row, sizeof row, "\n| `%s` | ", d->path);
     char *at = strstr(doc, row);
-    if (at == NULL)
+    if (at == NULL) {
       fail_msg("docs/CONFIG.md has no row for %s", d->path);
+      continue;                  /* (fail_msg does not return) */
+    }
     /* the default sits in the row's third column */
     char *end = strchr(at + 1, '\n');
     assert_non_null(end);
@@ -1571,6 +1578,11 @@ static void test_config_md_matches_schema(void **state) {
         fail_msg("docs/CONFIG.md: %s should show default %s", d->path,
                  d->def);
     }
+    /* a key the loader refuses in templates says so */
+    char *only = strstr(at, "streams only");
+    if ((d->flags & CF_STREAM_ONLY) && (only == NULL || only > end))
+      fail_msg("docs/CONFIG.md: %s should say it is for streams only",
+               d->path);
   }
   /* every row names a key of the schema */
   int rows = 0;
