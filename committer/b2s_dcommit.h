@@ -15,13 +15,20 @@
  *           there, or every rank ended below it: make it a gap (put_gap)
  *           and report the record stored there (the gap's, or the rank's
  *           that won the race);
- *   DONE    every rank sent END and H reached max(END, highest written);
+ *   DONE    every rank sent END, H reached max(END, highest written),
+ *           and a probe at H found nothing (a chunk stored above every
+ *           END, by a rank restarted since, whose WRITTEN was lost, is
+ *           committed rather than left out by the close);
  *   NONE    nothing to do before `wait_ms` (-1: until a message comes).
  *
  * Ownership: records handed in are copied; pointers from b2s_dcommit_batch
  * stay valid until b2s_dcommit_advance or b2s_dcommit_free.  Memory is
  * bounded by the window: a ring of at most `window` slots, grown on
- * demand.  Threads: one thread at a time per tracker. */
+ * demand.  Threads: one thread at a time per tracker.
+ *
+ * b2s_dcommit_lease is the wait for a frame's lease that another
+ * committer holds (below): when to try again, and when the holder has
+ * shown it is alive. */
 #ifndef B2S_DCOMMIT_H
 #define B2S_DCOMMIT_H
 
@@ -96,5 +103,42 @@ int64_t b2s_dcommit_pending(const b2s_dcommit *dc);
 int64_t b2s_dcommit_high(const b2s_dcommit *dc);
 /* How many ranks sent END. */
 int32_t b2s_dcommit_ended(const b2s_dcommit *dc);
+
+/* ---- waiting for a frame's lease ----------------------------------------
+ *
+ * Another committer holds the frame's lease.  One that died keeps it
+ * until it expires, at most `expire_ms` after its last renewal (RADOS: the
+ * lease's duration; the directory store: 0, the kernel frees a dead
+ * holder's lock at once).  So a lease still held expire_ms (plus
+ * B2S_DCOMMIT_LEASE_MARGIN_MS for the store's clock) after the first
+ * refusal has been renewed since: its holder is alive.  Until then the
+ * lease is tried every B2S_DCOMMIT_LEASE_FAST_MS, to take over a dead
+ * holder's soon after it expires, whether or not a message comes; after
+ * that every B2S_DCOMMIT_LEASE_SLOW_MS (a standby, which takes over when
+ * the live holder stops).  The caller tries, reports, and asks again. */
+
+#define B2S_DCOMMIT_LEASE_FAST_MS 200
+#define B2S_DCOMMIT_LEASE_SLOW_MS 1000
+#define B2S_DCOMMIT_LEASE_MARGIN_MS 1000
+
+typedef struct b2s_dcommit_lease {
+  int64_t expire_ms;           /* how long a dead holder keeps it */
+  int64_t first;               /* first refusal of this wait; -1: none */
+  int64_t next;                /* the next try, not before; INT64_MIN: now */
+  bool alive;                  /* the holder renewed since `first` */
+} b2s_dcommit_lease;
+
+void b2s_dcommit_lease_init(b2s_dcommit_lease *w, int64_t expire_ms);
+/* ms from now_ms to the next try; 0: try now. */
+int64_t b2s_dcommit_lease_wait(const b2s_dcommit_lease *w, int64_t now_ms);
+/* The try at now_ms was refused.  True once, at the refusal that first
+ * shows the holder alive (at the first refusal when expire_ms is 0). */
+bool b2s_dcommit_lease_refused(b2s_dcommit_lease *w, int64_t now_ms);
+/* The try at now_ms failed otherwise (the store): again after
+ * B2S_DCOMMIT_LEASE_SLOW_MS, the wait unchanged. */
+void b2s_dcommit_lease_failed(b2s_dcommit_lease *w, int64_t now_ms);
+/* The lease was taken: a later refusal starts a new wait. */
+void b2s_dcommit_lease_taken(b2s_dcommit_lease *w);
+bool b2s_dcommit_lease_alive(const b2s_dcommit_lease *w);
 
 #endif

@@ -49,6 +49,13 @@ static cm_frame *frame_find(committer *c, const char *name, size_t len) {
   return NULL;
 }
 
+/* How long a holder killed keeps a lease in this store: a RADOS lease
+ * runs out (all committers of a store use the same --lease-ms); the
+ * kernel drops a dead holder's flock on the directory store at once. */
+static int64_t lease_expire_ms(const committer *c) {
+  return strcmp(b2s_store_kind(c->s), "local") == 0 ? 0 : c->o->lease_ms;
+}
+
 static cm_frame *frame_add(committer *c, const char *name, size_t len) {
   if (c->nframes == FRAMES_MAX)
     return NULL;
@@ -56,14 +63,17 @@ static cm_frame *frame_add(committer *c, const char *name, size_t len) {
   memset(f, 0, sizeof *f);
   memcpy(f->name, name, len);
   f->name[len] = '\0';
+  cm_lease_init(f, lease_expire_ms(c));
   return f;
 }
 
-/* Open a frame not open yet; quiet while it has no NAME.meta. */
+/* Open a frame not open yet; quiet while it has no NAME.meta.
+ * B2S_E_BUSY while another committer holds its lease (tried again when
+ * its wait says so, not at every message). */
 static int frame_try_open(committer *c, cm_frame *f) {
   if (f->df != NULL)
     return 0;
-  int rc = cm_lease_take(f, c->s, c->o, 0);
+  int rc = cm_lease_try(f, c->s, c->o, now_ms());
   if (rc < 0)
     return rc;
   rc = cm_frame_open(f, c->s, c->o);
@@ -127,13 +137,17 @@ static void handle(committer *c, const uint8_t *buf, size_t len) {
   } else {
     rc = frame_try_open(c, f);
   }
-  if (rc == 0)
-    rc = cm_frame_message(f, &m);
+  /* leased elsewhere (logged): nothing is lost with the message, the
+   * store has its chunk and its rank repeats END until the close */
   if (rc == B2S_E_BUSY)
+    return;
+  if (rc == 0 && (rc = cm_frame_message(f, &m)) == B2S_E_BUSY) {
     cm_log(CM_WARN, "frame %s: chunk %lld is more than the window ahead of "
            "committed %lld: refused", name, (long long)m.index,
            (long long)b2s_dcommit_committed(f->dc));
-  if (rc < 0 && rc != B2S_E_CLOSED && rc != B2S_E_BUSY)   /* logged */
+    return;
+  }
+  if (rc < 0 && rc != B2S_E_CLOSED)   /* a close refusal is logged */
     refuse(c, len, rc, name);
 }
 
@@ -179,9 +193,28 @@ static void heartbeat(committer *c) {
     cm_frame *f = &c->frames[k];
     if (cm_lease_renew(f) < 0)
       cm_frame_fini(f);           /* another committer has it now */
-    frame_try_open(c, f);
+    frame_try_open(c, f);         /* NAME.meta may be there by now */
     publish(c, f);
   }
+}
+
+/* Frames whose lease another committer holds: tried again on this
+ * committer's clock, whether or not a message names them; opened (and H
+ * published) once the lease is taken.  The shortest wait among them (-1:
+ * none waits). */
+static int64_t leases_step(committer *c) {
+  int64_t wait = -1;
+  for (int k = 0; k < c->nframes; k++) {
+    cm_frame *f = &c->frames[k];
+    if (f->df != NULL || f->lease != NULL)
+      continue;                   /* open, or waiting for its NAME.meta */
+    if (frame_try_open(c, f) == 0)
+      publish(c, f);
+    int64_t w = b2s_dcommit_lease_wait(&f->lease_wait, now_ms());
+    if (f->lease == NULL && (wait < 0 || w < wait))
+      wait = w;
+  }
+  return wait;
 }
 
 static int poll_timeout(const committer *c, int64_t wait) {
@@ -191,9 +224,13 @@ static int poll_timeout(const committer *c, int64_t wait) {
   return (int)(wait >= 0 && wait < beat ? wait : beat);
 }
 
+static int64_t shorter(int64_t a, int64_t b) {
+  return a < 0 || (b >= 0 && b < a) ? b : a;
+}
+
 static void run_loop(committer *c) {
   while (!g_stop) {
-    int64_t wait = step_all(c, true);
+    int64_t wait = shorter(leases_step(c), step_all(c, true));
     heartbeat(c);
     zmq_pollitem_t it = {.socket = c->pull, .events = ZMQ_POLLIN};
     if (zmq_poll(&it, 1, poll_timeout(c, wait)) > 0)
@@ -228,6 +265,28 @@ static int bind_socket(committer *c, void **sock, int type, const char *ep) {
   return 0;
 }
 
+/* A --frame name's lease, before anything is bound: waited for while its
+ * holder may be one that died (its lease runs out), refused once the
+ * holder shows it is alive. */
+static int named_lease(committer *c, cm_frame *f) {
+  for (;;) {
+    int rc = cm_lease_try(f, c->s, c->o, now_ms());
+    if (rc == 0)
+      return 0;
+    if (rc != B2S_E_BUSY || b2s_dcommit_lease_alive(&f->lease_wait) ||
+        g_stop) {
+      cm_log(CM_ERR, "not started: frame %s %s", f->name,
+             rc != B2S_E_BUSY ? "has no lease"
+             : g_stop ? "still leased elsewhere at the stop"
+                      : "has another committer");
+      return -1;
+    }
+    int64_t w = b2s_dcommit_lease_wait(&f->lease_wait, now_ms());
+    struct timespec ts = {w / 1000, (long)(w % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
 static int setup(committer *c, const cm_opts *o) {
   c->o = o;
   b2s_store_opts so = {.ceph_conf = o->ceph_conf, .sync = o->sync};
@@ -248,14 +307,8 @@ static int setup(committer *c, const cm_opts *o) {
     size_t len = strlen(o->frames[k]);
     if (!b2s_dname_valid(o->frames[k], len) || frame_find(c, o->frames[k], len))
       continue;
-    cm_frame *f = frame_add(c, o->frames[k], len);
-    /* a local lease dies with its holder: no wait there */
-    bool local = strcmp(b2s_store_kind(c->s), "local") == 0;
-    if (cm_lease_take(f, c->s, o, local ? 0 : o->lease_ms + 1000) < 0) {
-      cm_log(CM_ERR, "not started: frame %s has another committer",
-             f->name);
+    if (named_lease(c, frame_add(c, o->frames[k], len)) < 0)
       return -1;
-    }
   }
   if (bind_socket(c, &c->pull, ZMQ_PULL, o->pull) < 0 ||
       bind_socket(c, &c->pub, ZMQ_PUB, o->pub) < 0)

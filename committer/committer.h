@@ -44,7 +44,7 @@ typedef struct cm_frame {
   int64_t gaps, lost_found;         /* gaps written, records probed back */
   int64_t late;                     /* WRITTEN refused after the close */
   b2s_lease *lease;                 /* this committer's, in the store */
-  bool lease_refused;               /* another holds it (logged once) */
+  b2s_dcommit_lease lease_wait;     /* while another holds it */
 } cm_frame;
 
 /* Open the frame and rebuild its state from the store: H from
@@ -67,11 +67,14 @@ void cm_frame_step(cm_frame *f, int64_t now_ms, bool gaps, bool *published,
 
 /* ---- the frame's lease (committer_lease.c) ---- */
 
-/* Take f's lease in the store, waiting up to wait_ms while another holds
- * it (one killed keeps a RADOS lease until it expires); B2S_E_BUSY, with
- * the holder logged once, when another committer keeps it. */
-int cm_lease_take(cm_frame *f, b2s_store *s, const cm_opts *o,
-                  int64_t wait_ms);
+/* Start f's wait state: expire_ms is how long a dead holder keeps a
+ * lease in this store (b2s_dcommit_lease). */
+void cm_lease_init(cm_frame *f, int64_t expire_ms);
+/* Try to take f's lease at now_ms when its wait says a try is due
+ * (b2s_dcommit_lease_wait); 0 when held, B2S_E_BUSY while another holds
+ * it (the holder logged at the first refusal and when shown alive), or
+ * the store's code. */
+int cm_lease_try(cm_frame *f, b2s_store *s, const cm_opts *o, int64_t now_ms);
 /* Renew it; B2S_E_BUSY when it was lost (then dropped: the caller closes
  * the frame). */
 int cm_lease_renew(cm_frame *f);

@@ -199,7 +199,8 @@ void cm_frame_step(cm_frame *f, int64_t now_ms, bool gaps, bool *published,
                    int64_t *wait_ms) {
   *published = false;
   *wait_ms = -1;
-  if (f->df == NULL)
+  /* a closed frame stays closed: nothing is probed or committed past it */
+  if (f->df == NULL || f->closed)
     return;
   if (now_ms < f->retry_at) {
     *wait_ms = f->retry_at - now_ms;

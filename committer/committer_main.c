@@ -21,7 +21,9 @@ static void usage(FILE *out) {
         "10000) while later ones are there becomes a gap.  Each frame is\n"
         "leased in the store for --lease-ms (default 10000), renewed every\n"
         "second: a second committer of a frame is refused, naming the\n"
-        "holder (it waits up to the lease for one killed to expire).\n", out);
+        "holder (it waits up to the lease for one killed to expire).  A\n"
+        "frame a message names while another holds its lease is tried\n"
+        "again every 200 ms, every second once the holder renewed it.\n", out);
 }
 
 static int parse_int(const char *s, int64_t min, int64_t *out) {

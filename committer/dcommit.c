@@ -187,7 +187,15 @@ void b2s_dcommit_next(b2s_dcommit *dc, int64_t now_ms, int64_t max_batch,
   }
   bool all_ended = dc->nended == dc->ranks;
   int64_t target = dc->max_end > dc->high ? dc->max_end : dc->high;
-  if (all_ended && dc->h >= target) {
+  if (all_ended && dc->h >= target && dc->probe_index != dc->h) {
+    /* ENDs count only what each rank's writer stored since it started:
+     * a chunk stored above them whose WRITTEN was lost would be left out
+     * by the close.  One read before closing; a record found is
+     * committed and the next index probed the same way. */
+    dc->probe_index = dc->h;
+    dc->streak = false;
+    *d = (b2s_dcommit_decision){.kind = B2S_DCOMMIT_PROBE, .index = dc->h};
+  } else if (all_ended && dc->h >= target) {
     d->kind = B2S_DCOMMIT_DONE;
     d->index = dc->h;
   } else if (all_ended) {
@@ -233,3 +241,37 @@ int64_t b2s_dcommit_high(const b2s_dcommit *dc) {
 }
 
 int32_t b2s_dcommit_ended(const b2s_dcommit *dc) { return dc->nended; }
+
+/* ---- waiting for a frame's lease ---------------------------------------- */
+
+void b2s_dcommit_lease_init(b2s_dcommit_lease *w, int64_t expire_ms) {
+  *w = (b2s_dcommit_lease){.expire_ms = expire_ms > 0 ? expire_ms : 0,
+                           .first = -1, .next = INT64_MIN};
+}
+
+int64_t b2s_dcommit_lease_wait(const b2s_dcommit_lease *w, int64_t now_ms) {
+  return now_ms >= w->next ? 0 : w->next - now_ms;
+}
+
+void b2s_dcommit_lease_failed(b2s_dcommit_lease *w, int64_t now_ms) {
+  w->next = now_ms + B2S_DCOMMIT_LEASE_SLOW_MS;
+}
+
+bool b2s_dcommit_lease_refused(b2s_dcommit_lease *w, int64_t now_ms) {
+  if (w->first < 0)
+    w->first = now_ms;
+  bool was = w->alive;
+  /* a dead holder's lease would have expired by now: it was renewed */
+  if (w->expire_ms == 0 ||
+      now_ms - w->first >= w->expire_ms + B2S_DCOMMIT_LEASE_MARGIN_MS)
+    w->alive = true;
+  w->next = now_ms + (w->alive ? B2S_DCOMMIT_LEASE_SLOW_MS
+                               : B2S_DCOMMIT_LEASE_FAST_MS);
+  return w->alive && !was;
+}
+
+void b2s_dcommit_lease_taken(b2s_dcommit_lease *w) {
+  b2s_dcommit_lease_init(w, w->expire_ms);
+}
+
+bool b2s_dcommit_lease_alive(const b2s_dcommit_lease *w) { return w->alive; }

@@ -1,5 +1,6 @@
 /* Walk a YAML mapping against the schema and store each value into its
  * field: type checks, bounds, unknown and duplicate keys, defaults. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,20 @@ static int get_int(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   if (*out < d->min || *out > d->max)
     return b2s_cfg_fail(c, v, kp, "%s is out of range %lld..%lld", v->str,
                     (long long)d->min, (long long)d->max);
+  return 0;
+}
+
+/* A finite number in min..max, stored as a double. */
+static int set_float(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
+                     const char *kp, void *field) {
+  char *end = NULL;
+  double x = is_value(v) ? strtod(v->str, &end) : 0;
+  if (!is_value(v) || end == v->str || *end != '\0' || !isfinite(x))
+    return expected(c, v, kp, "a number");
+  if (x < (double)d->min || x > (double)d->max)
+    return b2s_cfg_fail(c, v, kp, "%s is out of range %lld..%lld", v->str,
+                        (long long)d->min, (long long)d->max);
+  memcpy(field, &x, sizeof x);
   return 0;
 }
 
@@ -274,6 +289,8 @@ static int set_value(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
     return set_list(c, d, v, kp, obj);
   case CT_SERIES:
     return b2s_cfg_series_set(c, d, v, obj, kp);
+  case CT_FLOAT:
+    return set_float(c, d, v, kp, field);
   default:
     return set_string(c, d, v, kp, field);
   }
@@ -293,7 +310,7 @@ int b2s_cfg_apply_defaults(cfg_ctx *c, int scope, void *obj, bool template) {
     bool quoted = d->type == CT_PATH || d->type == CT_STREAM_PATH ||
                   d->type == CT_DTYPE || d->type == CT_TEMPLATE ||
                   d->type == CT_UNIX_GROUP || d->type == CT_ENDPOINT ||
-                  d->type == CT_HOSTPORT ||
+                  d->type == CT_HOSTPORT || d->type == CT_STRING ||
                   d->type == CT_STORAGE;
     char envval[B2S_CONFIG_PATH_MAX];
     const char *e = d->env ? getenv(d->env) : NULL;

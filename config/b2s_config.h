@@ -235,6 +235,18 @@ enum b2s_source_comp {
   B2S_SOURCE_LZ4 = 1,                  /* one block per image */
 };
 
+/* Facts about the beamline that a detector does not know, recorded in
+ * the series metadata under "beamline" (docs/SOURCES.md section 4). */
+#define B2S_BEAMLINE_TEXT_MAX 256      /* one fact, bytes with the NUL */
+typedef struct b2s_source_beamline {
+  char source_name[B2S_BEAMLINE_TEXT_MAX];      /* "": not given */
+  char source_type[B2S_BEAMLINE_TEXT_MAX];
+  char source_probe[B2S_BEAMLINE_TEXT_MAX];
+  char instrument_name[B2S_BEAMLINE_TEXT_MAX];
+  char sample_name[B2S_BEAMLINE_TEXT_MAX];
+  double beam_flux;                    /* photons/s on the sample; 0: not given */
+} b2s_source_beamline;
+
 typedef struct b2s_source_cfg {
   int32_t kind;                        /* enum b2s_source_kind */
   char endpoint[B2S_CONFIG_ENDPOINT_MAX]; /* the daemon connects a PULL */
@@ -245,6 +257,7 @@ typedef struct b2s_source_cfg {
   int32_t layout;                      /* enum b2s_source_layout */
   int32_t compression;                 /* enum b2s_source_comp */
   int32_t max_message;                 /* MiB, largest message accepted */
+  b2s_source_beamline beamline;
 } b2s_source_cfg;
 
 typedef struct b2s_config b2s_config;

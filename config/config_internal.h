@@ -41,6 +41,7 @@ enum cfg_type {
   CT_SOURCES,      /* sequence of mappings of CFG_SOURCE keys */
   CT_STRING,       /* free text (checked by its section) */
   CT_HOSTPORT,     /* "IPv4:PORT" or "[IPv6]:PORT", numeric (http.listen) */
+  CT_FLOAT,        /* finite double in min..max */
 };
 
 enum cfg_flags {

@@ -74,8 +74,29 @@ static void put_name(FILE *f, const char *name) {
     fputs(name, f);
 }
 
+/* A float that loads back as the same float: never in integer form. */
+static void put_float(FILE *f, double x) {
+  if (isnan(x)) {
+    fputs(".nan", f);
+    return;
+  }
+  if (isinf(x)) {
+    fputs(x < 0 ? "-.inf" : ".inf", f);
+    return;
+  }
+  char buf[40];
+  for (int prec = 15; prec <= 17; prec++) {   /* shortest exact form */
+    snprintf(buf, sizeof buf, "%.*g", prec, x);
+    if (strtod(buf, NULL) == x)
+      break;
+  }
+  fputs(buf, f);
+  if (!strpbrk(buf, ".e"))
+    fputs(".0", f);
+}
+
 static void put_scalar(FILE *f, const cfg_desc *d, const char *field) {
-  int64_t v = b2s_cfg_field_get(field, d->size);
+  int64_t v = d->type == CT_FLOAT ? 0 : b2s_cfg_field_get(field, d->size);
   char buf[32];
   switch (d->type) {
   case CT_INT:
@@ -98,31 +119,16 @@ static void put_scalar(FILE *f, const cfg_desc *d, const char *field) {
   case CT_TEMPLATE:
     put_name(f, field);
     break;
+  case CT_FLOAT: {
+    double x;
+    memcpy(&x, field, sizeof x);
+    put_float(f, x);
+    break;
+  }
   default:
     put_quoted(f, field);
     break;
   }
-}
-
-/* A float that loads back as the same float: never in integer form. */
-static void put_float(FILE *f, double x) {
-  if (isnan(x)) {
-    fputs(".nan", f);
-    return;
-  }
-  if (isinf(x)) {
-    fputs(x < 0 ? "-.inf" : ".inf", f);
-    return;
-  }
-  char buf[40];
-  for (int prec = 15; prec <= 17; prec++) {   /* shortest exact form */
-    snprintf(buf, sizeof buf, "%.*g", prec, x);
-    if (strtod(buf, NULL) == x)
-      break;
-  }
-  fputs(buf, f);
-  if (!strpbrk(buf, ".e"))
-    fputs(".0", f);
 }
 
 /* One series value as the loader reads it back (config/series.c). */
@@ -182,7 +188,8 @@ static void put_help(dumper *w, const cfg_desc *d, int indent) {
     return;
   fprintf(w->f, "%*s# %s", indent, "", d->help);
   char lo[32], hi[32];
-  if (d->type == CT_INT || (d->type == CT_INT_LIST && d->max < INT32_MAX))
+  if (d->type == CT_INT || d->type == CT_FLOAT ||
+      (d->type == CT_INT_LIST && d->max < INT32_MAX))
     fprintf(w->f, " (%lld..%lld%s%s)", (long long)d->min, (long long)d->max,
             d->unit ? " " : "", d->unit ? d->unit : "");
   if (d->type == CT_SIZE) {

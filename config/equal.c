@@ -34,6 +34,8 @@ static bool field_equal(const cfg_desc *d, const void *oa, const void *ob) {
         return false;
     return true;
   }
+  case CT_FLOAT:
+    return memcmp(a, b, sizeof(double)) == 0;
   case CT_SERIES: {
     uint16_t na, nb;
     memcpy(&na, (const char *)oa + d->aux, sizeof na);

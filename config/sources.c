@@ -1,7 +1,8 @@
 /* The sources: section: detectors the daemon pulls images from itself
  * (docs/SOURCES.md).  A list of mappings; each mapping's keys go through
  * the schema (scope CFG_SOURCE, fields of b2s_source_cfg); what spans keys
- * is checked here: required keys, the template, the name pattern. */
+ * is checked here: required keys, the template ("default" unless given),
+ * the name pattern, the beamline facts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,21 +45,50 @@ static const char *pattern_problem(const char *p) {
   return NULL;
 }
 
+/* NXsource/probe's values (NeXus base class NXsource, a closed list). */
+static const char *const probes[] = {
+  "neutron", "photon", "x-ray", "muon", "electron", "ultraviolet",
+  "visible light", "positron", "proton"};
+
+/* The beamline facts: text without control characters (they are written
+ * into NeXus files as they are), a probe NXsource knows. */
+static int check_beamline(cfg_ctx *c, const b2s_source_beamline *b,
+                          const cfg_loc *loc) {
+  const struct { const char *key, *v; } text[] = {
+    {"beamline.source_name", b->source_name},
+    {"beamline.source_type", b->source_type},
+    {"beamline.source_probe", b->source_probe},
+    {"beamline.instrument_name", b->instrument_name},
+    {"beamline.sample_name", b->sample_name}};
+  for (size_t i = 0; i < sizeof text / sizeof *text; i++)
+    for (const unsigned char *p = (const unsigned char *)text[i].v; *p; p++)
+      if (*p < 0x20 || *p == 0x7f)
+        return b2s_cfg_loc_fail(c, loc, KI(text[i].key),
+                                "control characters are not allowed");
+  if (!b->source_probe[0])
+    return 0;
+  for (size_t i = 0; i < sizeof probes / sizeof *probes; i++)
+    if (!strcmp(b->source_probe, probes[i]))
+      return 0;
+  return b2s_cfg_loc_fail(c, loc, KI("beamline.source_probe"),
+                          "'%s' is not one of neutron, photon, x-ray, muon, "
+                          "electron, ultraviolet, visible light, positron, "
+                          "proton (NXsource/probe)", b->source_probe);
+}
+
 static int finish_source(cfg_ctx *c, const b2s_source_cfg *s,
                          const cfg_loc *loc) {
   if (!loc->at[KI("kind")])
     return b2s_cfg_loc_fail(c, loc, KI("kind"), "required in a source");
   if (!s->endpoint[0])
     return b2s_cfg_loc_fail(c, loc, KI("endpoint"), "required in a source");
-  if (!s->template_name[0])
-    return b2s_cfg_loc_fail(c, loc, KI("template"), "required in a source");
   if (!b2s_config_template_find(c->cfg, s->template_name))
     return b2s_cfg_loc_fail(c, loc, KI("template"), "no template named '%s'",
                         s->template_name);
   const char *why = pattern_problem(s->name);
   if (why)
     return b2s_cfg_loc_fail(c, loc, KI("name"), "%s", why);
-  return 0;
+  return check_beamline(c, &s->beamline, loc);
 }
 
 int b2s_cfg_sources_load(cfg_ctx *c) {

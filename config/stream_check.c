@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b2s_blockorder.h"
 #include "config_internal.h"
 
 #define SI(path) b2s_cfg_schema_index(CFG_STREAM, path)
@@ -168,6 +169,14 @@ static int finish_b2nd(cfg_ctx *c, const b2s_daemon_cfg *d, b2s_stream_cfg *s,
     return b2s_cfg_loc_fail(c, loc, SI("b2nd.chunkshape"), "a chunk of these "
                         "items is larger than max_buffer (%lld bytes)",
                         (long long)d->max_buffer);
+  /* a buffer's items come in C order and are stored block after block
+   * (b2s_blockorder.h): blocks splitting several dimensions must tile the
+   * chunk, as c-blosc2 would pad it to whole blocks */
+  b2s_blockorder order;
+  b2s_errdetail why;
+  if (b2s_blockorder_init(&order, b->ndim, b->chunkshape, b->blockshape, ts,
+                          &why) < 0)
+    return b2s_cfg_loc_fail(c, loc, SI("b2nd.blockshape"), "%s", why.text);
   int64_t block = shape_bytes(b->blockshape, b->ndim, ts, B2S_MAX_BLOCKSIZE);
   if (block < 0)
     return b2s_cfg_loc_fail(c, loc, SI("b2nd.blockshape"), "a block is larger "

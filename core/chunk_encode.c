@@ -3,6 +3,7 @@
  * identical to c-blosc2 with nthreads = 1 (spec sections 1 and 9). */
 #include <stdlib.h>
 
+#include "b2s_blockorder.h"
 #include "chunk_internal.h"
 
 typedef struct enc {
@@ -13,7 +14,32 @@ typedef struct enc {
   int32_t nbytes, dstsize, blocksize, nblocks, leftover, pos;
   bool split;
   uint8_t *t0, *t1;
+  /* b2s_compress_blocks: src holds the items in C order; the band of
+   * blocks holding block j is gathered into band when block j is taken
+   * (blocks are taken in order), block 0 (DELTA's reference) once into
+   * g0 */
+  const b2s_blockorder *order;
+  uint8_t *band, *g0;
+  int32_t per_band;
+  int64_t band_at;                 /* the band in band, -1: none */
 } enc;
+
+/* Block j's bytes, in block order. */
+static const uint8_t *block_in(enc *e, int32_t j) {
+  if (!e->order)
+    return e->src + (size_t)j * e->blocksize;
+  int64_t k = j / e->per_band;
+  if (k != e->band_at) {
+    b2s_blockorder_gather_band(e->order, e->src, k, e->band);
+    e->band_at = k;
+  }
+  return e->band + (size_t)(j % e->per_band) * e->blocksize;
+}
+
+/* Block 0 as DELTA refers to it. */
+static const uint8_t *ref_block(const enc *e) {
+  return e->order ? e->g0 : e->src;
+}
 
 int b2s_cparams_check(const b2s_cparams *cp) {
   if (cp == NULL)
@@ -71,8 +97,11 @@ static int write_memcpy(enc *e, uint8_t flags) {
     return B2S_E_DEST_SMALL;
   write_header(e->dst, e->cp, flags | B2S_FLAG_MEMCPY | 0x05, e->nbytes,
                e->blocksize, 0);
-  b2s_copy_blocks(e->dst + B2S_HEADER_LEN, e->src, (size_t)e->nbytes,
-                  (size_t)e->blocksize);
+  if (e->order)
+    b2s_blockorder_gather(e->order, e->src, e->dst + B2S_HEADER_LEN);
+  else
+    b2s_copy_blocks(e->dst + B2S_HEADER_LEN, e->src, (size_t)e->nbytes,
+                    (size_t)e->blocksize);
   b2s_wr32(e->dst + B2S_OFF_CBYTES, e->nbytes + B2S_HEADER_LEN);
   return e->nbytes + B2S_HEADER_LEN;
 }
@@ -144,8 +173,8 @@ static int put_stream(enc *e, const uint8_t *s, int32_t n) {
 static int put_block(enc *e, int32_t j) {
   bool last_short = j == e->nblocks - 1 && e->leftover > 0;
   int32_t bsize = last_short ? e->leftover : e->blocksize;
-  const uint8_t *blk = b2s_pipeline_forward(e->cp, e->src + (size_t)j * e->blocksize,
-                                            bsize, e->src, j == 0, e->t0, e->t1);
+  const uint8_t *blk = b2s_pipeline_forward(e->cp, block_in(e, j), bsize,
+                                            ref_block(e), j == 0, e->t0, e->t1);
   int32_t nstreams = e->split && !last_short ? e->cp->typesize : 1;
   int32_t neblock = bsize / nstreams;
   b2s_wr32(e->dst + B2S_HEADER_LEN + 4 * j, e->pos);
@@ -169,7 +198,7 @@ static int filtered_samples(enc *e, uint8_t *out) {
   for (int32_t j = 0; j < e->nblocks; j++) {
     int32_t bsize = j == e->nblocks - 1 && e->leftover ? e->leftover : e->blocksize;
     const uint8_t *blk = b2s_pipeline_forward(
-        e->cp, e->src + (size_t)j * e->blocksize, bsize, e->src, j == 0, e->t0, e->t1);
+        e->cp, block_in(e, j), bsize, ref_block(e), j == 0, e->t0, e->t1);
     memcpy(out + (size_t)j * e->blocksize, blk, (size_t)bsize);
   }
   return 0;
@@ -265,13 +294,32 @@ static int setup(enc *e, b2s_ctx *ctx, const b2s_cparams *cp, const void *src,
   return 0;
 }
 
-int b2s_compress(b2s_ctx *ctx, const b2s_cparams *cp, const void *src,
-                 int32_t nbytes, void *dst, int32_t dstsize) {
+/* The blocks of order are the chunk's: the band buffer, block 0 in g0. */
+static int setup_order(enc *e, const b2s_blockorder *order) {
+  if (!order->gather || order->nbytes != e->nbytes ||
+      order->band_bytes != (int64_t)e->blocksize * order->grid[order->n - 1])
+    return B2S_E_ARG;
+  e->order = order;
+  e->per_band = (int32_t)order->grid[order->n - 1];
+  e->band = b2s_ctx_band(e->ctx, (size_t)order->band_bytes);
+  e->g0 = b2s_ctx_scratch(e->ctx, 3, (size_t)e->blocksize);
+  if (!e->band || !e->g0)
+    return B2S_E_NOMEM;
+  e->band_at = -1;
+  memcpy(e->g0, block_in(e, 0), (size_t)e->blocksize);
+  return 0;
+}
+
+static int encode(b2s_ctx *ctx, const b2s_cparams *cp,
+                  const b2s_blockorder *order, const void *src,
+                  int32_t nbytes, void *dst, int32_t dstsize) {
   int rc = validate(cp, nbytes, dstsize);
   if (rc < 0 || !ctx || !dst || (!src && nbytes > 0))
     return rc < 0 ? rc : B2S_E_ARG;
   enc e;
   if ((rc = setup(&e, ctx, cp, src, nbytes, dst, dstsize)) < 0)
+    return rc;
+  if (order && (rc = setup_order(&e, order)) < 0)
     return rc;
   if (cp->clevel == 0 || nbytes < B2S_MIN_BUFFERSIZE ||
       B2S_HEADER_LEN + 4 * (int64_t)e.nblocks > dstsize)
@@ -293,6 +341,19 @@ int b2s_compress(b2s_ctx *ctx, const b2s_cparams *cp, const void *src,
   }
   b2s_wr32(e.dst + B2S_OFF_CBYTES, e.pos);
   return e.pos;
+}
+
+int b2s_compress(b2s_ctx *ctx, const b2s_cparams *cp, const void *src,
+                 int32_t nbytes, void *dst, int32_t dstsize) {
+  return encode(ctx, cp, NULL, src, nbytes, dst, dstsize);
+}
+
+int b2s_compress_blocks(b2s_ctx *ctx, const b2s_cparams *cp,
+                        const struct b2s_blockorder *order, const void *src,
+                        int32_t nbytes, void *dst, int32_t dstsize) {
+  if (!order)
+    return B2S_E_ARG;
+  return encode(ctx, cp, order, src, nbytes, dst, dstsize);
 }
 
 /* Special chunks as c-blosc2's constructors write them: header only (plus

@@ -56,6 +56,8 @@ struct b2s_ctx {
   int inflate_ready;
   uint8_t *scratch;                /* 4 block-sized buffers (see ctx.c) */
   size_t scratch_block;
+  uint8_t *band;                   /* b2s_compress_blocks' gathered band */
+  size_t band_cap;
   /* Dictionary in use by the current call (points into a chunk). */
   const uint8_t *dict;
   int32_t dict_size;
@@ -64,6 +66,9 @@ struct b2s_ctx {
 
 /* Scratch buffer k (0..3) holding at least `block` bytes; NULL on ENOMEM. */
 uint8_t *b2s_ctx_scratch(b2s_ctx *ctx, int k, size_t block);
+/* The band buffer of b2s_compress_blocks, at least n bytes (at most a
+ * chunk's), kept like the scratch; NULL on ENOMEM. */
+uint8_t *b2s_ctx_band(b2s_ctx *ctx, size_t n);
 
 /* Codec adapters (codecs.c).  compress: returns the stream size, 0 when the
  * output does not fit or the codec cannot shrink it (stored raw), negative on

@@ -33,6 +33,7 @@ void b2s_ctx_free(b2s_ctx *ctx) {
   if (ctx->inflate_ready)
     inflateEnd(&ctx->inflate);
   free(ctx->scratch);
+  free(ctx->band);
   free(ctx);
 }
 
@@ -49,4 +50,16 @@ uint8_t *b2s_ctx_scratch(b2s_ctx *ctx, int k, size_t block) {
     ctx->scratch_block = stride;
   }
   return ctx->scratch + (size_t)k * ctx->scratch_block;
+}
+
+uint8_t *b2s_ctx_band(b2s_ctx *ctx, size_t n) {
+  if (n > ctx->band_cap) {
+    uint8_t *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
+    if (!p)
+      return NULL;
+    free(ctx->band);
+    ctx->band = p;
+    ctx->band_cap = n;
+  }
+  return ctx->band;
 }

@@ -92,7 +92,7 @@ static int frame_view(b2s_frame *f, int64_t pos, size_t n, const uint8_t **p) {
   }
   int rc = scratch_reserve(f, n ? n : 1);
   if (rc == 0)
-    rc = b2s_fw_pread(f->fd, f->scratch, n, f->base + pos);
+    rc = b2s_fio_pread(f->fd, f->scratch, n, f->base + pos);
   if (rc < 0)
     return ferr(f, rc, pos, -1, "cannot read the frame");
   *p = f->scratch;
@@ -514,7 +514,7 @@ static int read_chunk_file(b2s_frame *f, int64_t i, int fd, int64_t size,
   if (size < B2S_HEADER_LEN)
     return sparse_fail(f, i, B2S_E_TRUNCATED, size,
                        "chunk file shorter than a chunk header");
-  int rc = b2s_fw_pread(fd, head, sizeof head, 0);
+  int rc = b2s_fio_pread(fd, head, sizeof head, 0);
   if (rc < 0)
     return sparse_fail(f, i, rc, 0, "cannot read the chunk file");
   c->cbytes = load_le32(head + 12);
@@ -528,7 +528,7 @@ static int read_chunk_file(b2s_frame *f, int64_t i, int fd, int64_t size,
     return 0;
   rc = scratch_reserve(f, (size_t)c->cbytes);
   if (rc == 0)
-    rc = b2s_fw_pread(fd, f->scratch, (size_t)c->cbytes, 0);
+    rc = b2s_fio_pread(fd, f->scratch, (size_t)c->cbytes, 0);
   if (rc < 0)
     return sparse_fail(f, i, rc, 0, "cannot read the chunk file");
   c->p = f->scratch;

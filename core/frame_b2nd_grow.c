@@ -26,12 +26,12 @@ static int64_t chunks_per_row(const b2s_b2nd *nd) {
 int b2s_fwriter_b2nd_grow(b2s_fwriter *w) {
   if (w == NULL)
     return B2S_E_ARG;
-  int i = b2s_frame_metas_find(&w->metas, "b2nd");
+  int i = b2s_frame_metas_find(&w->m.metas, "b2nd");
   if (i == B2S_E_NOTFOUND)
     return 0;
   if (i < 0)
     return i;
-  const b2s_frame_meta *m = &w->metas.items[i];
+  const b2s_frame_meta *m = &w->m.metas.items[i];
   b2s_b2nd nd;
   int rc = b2s_b2nd_parse(m->content, (size_t)m->len, 0, &nd, NULL);
   if (rc < 0)
@@ -40,7 +40,7 @@ int b2s_fwriter_b2nd_grow(b2s_fwriter *w) {
   if (per <= 0 || nd.chunkshape[0] <= 0)
     return 0;
   /* whole slabs only: a partly filled one is not part of the array yet */
-  int64_t rows = w->n / per;
+  int64_t rows = w->m.n / per;
   if (rows > INT64_MAX / nd.chunkshape[0])
     return B2S_E_TOO_BIG;
   int64_t want = rows * nd.chunkshape[0];

@@ -17,16 +17,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "frame_io.h"
 #include "fwriter_internal.h"
 
 /* The header of the unpadded file, with its metalayers, into out. */
 static int plain_header(const b2s_fwriter *w, int64_t frame_len,
                         b2s_mpbuf *out) {
-  b2s_frame_header h = w->committed;   /* the state b2s_fw_compact published */
+  /* the state b2s_fw_compact published */
+  b2s_frame_header h = w->c.committed;
   h.frame_len = frame_len;
-  int rc = b2s_frame_header_write(&h, &w->metas, out);
-  if (rc >= 0 && (int64_t)out->len != w->base)
+  int rc = b2s_frame_header_write(&h, &w->m.metas, out);
+  if (rc >= 0 && (int64_t)out->len != w->m.base)
     rc = B2S_E_FRAME;
   return rc < 0 ? rc : 0;
 }
@@ -47,28 +47,28 @@ static int write_plain(b2s_fwriter *w, int fd, int64_t frame_len) {
   b2s_mpbuf hb = {0};
   int rc = plain_header(w, frame_len, &hb);
   if (rc == 0)
-    rc = b2s_fw_pwrite(w, fd, hb.data, hb.len, 0);
+    rc = b2s_fio_write(&w->io, fd, hb.data, hb.len, 0);
   b2s_mpbuf_fini(&hb);
-  int64_t pos = w->base;
-  if (rc == 0 && w->n > 0) {
+  int64_t pos = w->m.base;
+  if (rc == 0 && w->m.n > 0) {
     uint8_t ih[B2S_HEADER_LEN];
-    plain_index_header(ih, w->n);
-    rc = b2s_fw_pwrite(w, fd, ih, sizeof ih, pos);
+    plain_index_header(ih, w->m.n);
+    rc = b2s_fio_write(&w->io, fd, ih, sizeof ih, pos);
     pos += B2S_HEADER_LEN;
   }
   enum { PER = 8192 };   /* entries per write */
-  if (rc == 0)
-    rc = b2s_fw_buf(w, 8 * PER);
-  for (int64_t i = 0; rc == 0 && i < w->n; i += PER) {
-    int64_t k = w->n - i < PER ? w->n - i : PER;
+  uint8_t *buf = rc == 0 ? b2s_fw_scratch(w, 8 * PER) : NULL;
+  if (rc == 0 && buf == NULL)
+    rc = B2S_E_NOMEM;
+  for (int64_t i = 0; rc == 0 && i < w->m.n; i += PER) {
+    int64_t k = w->m.n - i < PER ? w->m.n - i : PER;
     for (int64_t j = 0; j < k; j++)
-      for (int b = 0; b < 8; b++)
-        w->buf[8 * j + b] = (uint8_t)((uint64_t)w->index[i + j] >> (8 * b));
-    rc = b2s_fw_pwrite(w, fd, w->buf, (size_t)(8 * k), pos);
+      b2s_fw_st64(buf + 8 * j, (uint64_t)w->m.index[i + j]);
+    rc = b2s_fio_write(&w->io, fd, buf, (size_t)(8 * k), pos);
     pos += 8 * k;
   }
   if (rc == 0)
-    rc = b2s_fw_pwrite(w, fd, w->trailer.data, w->trailer.len, pos);
+    rc = b2s_fio_write(&w->io, fd, w->c.trailer.data, w->c.trailer.len, pos);
   return rc;
 }
 
@@ -76,8 +76,8 @@ static int write_plain(b2s_fwriter *w, int fd, int64_t frame_len) {
 
 /* Replace chunks.b2frame by its unpadded form (see the top). */
 static int sparse_unpad(b2s_fwriter *w) {
-  int64_t frame_len = w->base + b2s_fw_slot_need(w, w->n);
-  int fd = openat(w->dirfd, PLAIN_NAME,
+  int64_t frame_len = w->m.base + b2s_fw_slot_need(w, w->m.n);
+  int fd = openat(w->f.dirfd, PLAIN_NAME,
                   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0)
     return -errno;
@@ -87,19 +87,19 @@ static int sparse_unpad(b2s_fwriter *w) {
     rc = -errno;
   if (close(fd) < 0 && rc == 0)
     rc = -errno;
-  if (rc == 0 && renameat(w->dirfd, PLAIN_NAME, w->dirfd,
+  if (rc == 0 && renameat(w->f.dirfd, PLAIN_NAME, w->f.dirfd,
                           B2S_SFRAME_INDEX_FILE) < 0)
     rc = -errno;
   if (rc < 0) {
-    unlinkat(w->dirfd, PLAIN_NAME, 0);   /* the old index stays current */
+    unlinkat(w->f.dirfd, PLAIN_NAME, 0);   /* the old index stays current */
     return rc;
   }
-  return fsync(w->dirfd) < 0 ? -errno : 0;
+  return fsync(w->f.dirfd) < 0 ? -errno : 0;
 }
 
 int b2s_fw_finish(b2s_fwriter *w) {
   int rc = b2s_fw_compact(w);
-  if (rc == 0 && w->sparse)
+  if (rc == 0 && w->f.sparse)
     rc = sparse_unpad(w);
   return rc;
 }

@@ -1,5 +1,5 @@
-/* The frame writer's one helper thread: the jobs it runs and its life
- * (frame_helper.h says why there is exactly one, and what it shares).
+/* The frame writer's helper thread: the jobs it runs and its life
+ * (frame_helper.h says what it is for and what it shares).
  *
  * Drop-behind: chunk data of a contiguous frame is written once and read,
  * if at all, by consumers near the end.  After each commit the writer
@@ -14,21 +14,45 @@
  * the helper lags, the cache just grows as it would without it.  Both
  * calls are hints: failures are ignored. */
 #define _GNU_SOURCE
+#include "frame_helper.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
-#include "frame_helper.h"
 #include "frame_io.h"
-#include "fwriter_internal.h"
 
 #define PACE_WINDOW (INT64_C(64) << 20)
 #define PACE_STEP (INT64_C(8) << 20)
 #define PACE_FROM (INT64_C(1) << 20)   /* header and commit area stay */
 
-fw_helper *b2s_fw_helper_new(void) {
-  fw_helper *h = calloc(1, sizeof *h);
+enum { WRITE_IDLE, WRITE_QUEUED, WRITE_DONE };
+
+struct b2s_fwhelper {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_t th;
+  bool started;                    /* the owner's thread alone reads it */
+  bool stop;
+
+  /* The write handed over. */
+  int state;                       /* WRITE_* */
+  int wfd;
+  const void *buf;
+  size_t len;
+  int64_t pos;
+  int rc;
+
+  /* Drop-behind: the file, where its chunk data ends, how far writeback
+   * and dropping got.  fd -1: no drop-behind. */
+  int fd;
+  int64_t end, wb_from, drop_from;
+};
+
+b2s_fwhelper *b2s_fwhelper_new(void) {
+  b2s_fwhelper *h = calloc(1, sizeof *h);
   if (h == NULL)
     return NULL;
   if (pthread_mutex_init(&h->mu, NULL) != 0) {
@@ -40,31 +64,32 @@ fw_helper *b2s_fw_helper_new(void) {
     free(h);
     return NULL;
   }
-  h->dfd = h->fd = -1;
+  h->wfd = h->fd = -1;
   h->wb_from = h->drop_from = PACE_FROM;
   return h;
 }
 
 /* Under mu: whether enough data lies behind the window to pace. */
-static bool pace_due(const fw_helper *h) {
+static bool pace_due(const b2s_fwhelper *h) {
   return h->fd >= 0 && h->end - PACE_WINDOW - h->wb_from >= PACE_STEP;
 }
 
-/* Write the queued stage; entered and left with mu held. */
-static void stage_write(fw_helper *h) {
+/* Do the write handed over; entered and left with mu held. */
+static void do_write(b2s_fwhelper *h) {
   pthread_mutex_unlock(&h->mu);
-  /* a throwaway writer: no fault injection, and direct writes go whole */
-  int rc = b2s_fw_pwrite(&(b2s_fwriter){.write_limit = -1, .dfd = h->dfd}, h->dfd,
-                     h->buf, h->len, h->pos);
+  /* its own count, uncut: the owner counts the bytes when it waits */
+  b2s_fio io;
+  b2s_fio_init(&io);
+  int rc = b2s_fio_write_direct(&io, h->wfd, -1, h->buf, h->len, h->pos);
   pthread_mutex_lock(&h->mu);
   h->rc = rc;
-  h->state = FW_STAGE_DONE;
+  h->state = WRITE_DONE;
   pthread_cond_broadcast(&h->cv);
 }
 
 /* One drop-behind step up to the data end noted last; entered and left
  * with mu held. */
-static void pace_step(fw_helper *h) {
+static void pace_step(b2s_fwhelper *h) {
   int fd = h->fd;
   int64_t end = h->end, wb_from = h->wb_from, drop_from = h->drop_from;
   pthread_mutex_unlock(&h->mu);
@@ -81,13 +106,13 @@ static void pace_step(fw_helper *h) {
 }
 
 static void *helper_main(void *arg) {
-  fw_helper *h = arg;
+  b2s_fwhelper *h = arg;
   pthread_mutex_lock(&h->mu);
   for (;;) {
-    while (h->state != FW_STAGE_QUEUED && !h->stop && !pace_due(h))
+    while (h->state != WRITE_QUEUED && !h->stop && !pace_due(h))
       pthread_cond_wait(&h->cv, &h->mu);
-    if (h->state == FW_STAGE_QUEUED)   /* even when stopping */
-      stage_write(h);
+    if (h->state == WRITE_QUEUED)   /* even when stopping */
+      do_write(h);
     else if (h->stop)
       break;
     else
@@ -99,7 +124,7 @@ static void *helper_main(void *arg) {
 
 /* Signals stay with the application's threads: a write past RLIMIT_FSIZE
  * must give EFBIG here, not a SIGXFSZ that stops the process. */
-int b2s_fw_helper_start(fw_helper *h) {
+int b2s_fwhelper_start(b2s_fwhelper *h) {
   if (h->started)
     return 0;
   sigset_t all, old;
@@ -114,7 +139,7 @@ int b2s_fw_helper_start(fw_helper *h) {
   return 0;
 }
 
-void b2s_fw_helper_free(fw_helper *h) {
+void b2s_fwhelper_free(b2s_fwhelper *h) {
   if (h == NULL)
     return;
   if (h->started) {
@@ -126,40 +151,52 @@ void b2s_fw_helper_free(fw_helper *h) {
   }
   pthread_cond_destroy(&h->cv);
   pthread_mutex_destroy(&h->mu);
-  free(h->buf);
   free(h);
 }
 
-/* ---- drop-behind ---------------------------------------------------------- */
+/* ---- writes ---------------------------------------------------------------- */
 
-void b2s_fw_pace_open(b2s_fwriter *w) {
-  if (!w->opts.drop_behind || w->sparse || w->dfd >= 0 || w->helper != NULL)
-    return;   /* no chunk data in the page cache to pace */
-  w->helper = b2s_fw_helper_new();
-  if (w->helper != NULL)
-    w->helper->fd = w->fd;
+void b2s_fwhelper_write(b2s_fwhelper *h, int fd, const void *buf, size_t len,
+                        int64_t pos) {
+  pthread_mutex_lock(&h->mu);
+  h->wfd = fd;
+  h->buf = buf;
+  h->len = len;
+  h->pos = pos;
+  h->state = WRITE_QUEUED;
+  pthread_cond_broadcast(&h->cv);
+  pthread_mutex_unlock(&h->mu);
 }
 
-void b2s_fw_pace_note(b2s_fwriter *w) {
-  fw_helper *h = w->helper;
-  if (h == NULL || h->dfd >= 0)
+int b2s_fwhelper_wait(b2s_fwhelper *h) {
+  pthread_mutex_lock(&h->mu);
+  while (h->state == WRITE_QUEUED)
+    pthread_cond_wait(&h->cv, &h->mu);
+  int rc = h->state == WRITE_DONE ? h->rc : 0;
+  h->state = WRITE_IDLE;
+  pthread_mutex_unlock(&h->mu);
+  return rc;
+}
+
+/* ---- drop-behind ------------------------------------------------------------ */
+
+void b2s_fwhelper_pace(b2s_fwhelper *h, int fd) {
+  pthread_mutex_lock(&h->mu);
+  h->fd = fd;
+  pthread_mutex_unlock(&h->mu);
+}
+
+void b2s_fwhelper_pace_to(b2s_fwhelper *h, int64_t end) {
+  if (h == NULL)
     return;
   pthread_mutex_lock(&h->mu);
-  h->end = w->base + w->data_end;   /* the file offset where data ends */
+  h->end = end;
   bool due = pace_due(h);
   pthread_cond_signal(&h->cv);
   pthread_mutex_unlock(&h->mu);
-  /* the thread at the first step: small frames never need one */
-  if (due && !h->started && b2s_fw_helper_start(h) < 0) {
+  if (due && !h->started && b2s_fwhelper_start(h) < 0) {
     pthread_mutex_lock(&h->mu);
     h->fd = -1;   /* no thread, no drop-behind: it is only a hint */
     pthread_mutex_unlock(&h->mu);
   }
-}
-
-void b2s_fw_pace_stop(b2s_fwriter *w) {
-  if (w->helper == NULL || w->helper->dfd >= 0)
-    return;
-  b2s_fw_helper_free(w->helper);
-  w->helper = NULL;
 }

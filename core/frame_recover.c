@@ -19,8 +19,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frame_io.h"
+#include "frame_rfile.h"
 #include "fwriter_internal.h"
+
+/* Recovery's own writes are neither counted nor cut. */
+static int raw_write(int fd, const void *p, size_t n, int64_t pos) {
+  b2s_fio io;
+  b2s_fio_init(&io);
+  return b2s_fio_write(&io, fd, p, n, pos);
+}
 
 /* Chunks a candidate must decode: those its commit wrote (a cframe's
  * bytes from fresh_from on), every chunk with `deep`; sparse chunk files
@@ -65,8 +72,7 @@ static int check_chunks(b2s_frame *f, const fw_record *rec, bool deep,
 static int try_record(const char *path, fw_rfile *r, const fw_record *rec,
                       bool deep, b2s_recover_report *rep,
                       b2s_frame_error *err) {
-  b2s_fwriter io = {.write_limit = -1, .dfd = -1};
-  int rc = b2s_fw_pwrite(&io, r->fd, rec->header, B2S_FRAME_HEADER_FIXED, 0);
+  int rc = raw_write(r->fd, rec->header, B2S_FRAME_HEADER_FIXED, 0);
   if (rc < 0)
     return rc;
   b2s_frame *f;
@@ -89,9 +95,7 @@ static int promote(fw_rfile *r, const fw_record *rec, uint64_t newest) {
   p.seq = newest + 1;
   uint8_t raw[FW_REC_SIZE];
   b2s_fw_record_encode(&p, raw);
-  b2s_fwriter io = {.write_limit = -1, .dfd = -1};
-  return b2s_fw_pwrite(&io, r->fd, raw, FW_REC_USED,
-                   r->base + FW_REC_OFF + (int64_t)(p.seq & 1) * FW_REC_SIZE);
+  return raw_write(r->fd, raw, FW_REC_USED, b2s_fw_record_pos(r->base, p.seq));
 }
 
 /* Sparse frames: chunk files no index entry names (writes of an
@@ -129,42 +133,6 @@ static int remove_orphans(const char *path, fw_rfile *r, b2s_recover_report *rep
   return 0;
 }
 
-/* Sparse frames: take out the entries whose chunk files are gone, keeping
- * every other chunk in order, with a commit of its own. */
-static int drop_entries(b2s_fwriter *w, const bool *gone) {
-  int32_t *nb = malloc((size_t)(w->n > 0 ? w->n : 1) * sizeof *nb);
-  if (nb == NULL)
-    return B2S_E_NOMEM;
-  /* sizes before the index changes: a special entry's size depends on
-   * its position */
-  int64_t nbytes = 0, stored = 0, first = -1, k = 0;
-  int rc = 0;
-  for (int64_t i = 0; rc == 0 && i < w->n; i++) {
-    int32_t cb = 0;
-    if (!gone[i] && (rc = b2s_fw_entry_sizes(w, i, &nb[i], &cb)) == 0) {
-      nbytes += nb[i];
-      stored += cb;
-    }
-  }
-  for (int64_t i = 0; rc == 0 && i < w->n; i++) {
-    if (gone[i] && first < 0)
-      first = i;
-    if (!gone[i]) {
-      w->index[k] = w->index[i];
-      w->last_nbytes = nb[i];
-      k++;
-    }
-  }
-  free(nb);
-  if (rc < 0 || first < 0)
-    return rc;
-  w->n = k;
-  w->hdr.nbytes = nbytes;
-  w->stored_bytes = stored;
-  b2s_fw_touch(w, first);
-  return b2s_fwriter_commit(w);
-}
-
 static int drop_missing(const char *path, fw_rfile *r, b2s_recover_report *rep) {
   b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
   o.sync = B2S_SYNC_FULL;
@@ -177,20 +145,22 @@ static int drop_missing(const char *path, fw_rfile *r, b2s_recover_report *rep) 
   int rc = b2s_fw_open_locked(path, &o, &lockfd, &w, NULL, true);
   if (lockfd >= 0)
     close(lockfd);
-  bool *gone = rc == 0 ? calloc((size_t)w->n + 1, 1) : NULL;
+  bool *gone = rc == 0 ? calloc((size_t)w->m.n + 1, 1) : NULL;
   if (rc == 0 && gone == NULL)
     rc = B2S_E_NOMEM;
-  for (int64_t i = 0; rc == 0 && i < w->n; i++) {
+  for (int64_t i = 0; rc == 0 && i < w->m.n; i++) {
     char name[32];
-    snprintf(name, sizeof name, "%08X.chunk", (unsigned)w->index[i]);
-    gone[i] = w->index[i] >= 0 &&
+    snprintf(name, sizeof name, "%08X.chunk", (unsigned)w->m.index[i]);
+    gone[i] = w->m.index[i] >= 0 &&
               faccessat(r->dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
               errno == ENOENT;
   }
   if (rc == 0)
-    rc = drop_entries(w, gone);
+    rc = b2s_fw_drop(w, gone);
+  if (rc == 0)   /* nothing when nothing was dropped */
+    rc = b2s_fwriter_commit(w);
   if (rc == 0)
-    rep->commit = (int64_t)w->seq;
+    rep->commit = (int64_t)w->c.seq;
   free(gone);
   b2s_fwriter_free(w);
   return rc;
@@ -206,7 +176,7 @@ static int recover_from_records(const char *path, fw_rfile *r, fw_record *rec,
                                 int nvalid, bool deep, b2s_recover_report *rep,
                                 b2s_frame_error *err) {
   uint8_t orig[B2S_FRAME_HEADER_FIXED];
-  int rc = b2s_fw_pread(r->fd, orig, sizeof orig, 0);
+  int rc = b2s_fio_pread(r->fd, orig, sizeof orig, 0);
   if (rc < 0)
     return rc;
   for (int k = 0; k < nvalid; k++) {
@@ -221,8 +191,7 @@ static int recover_from_records(const char *path, fw_rfile *r, fw_record *rec,
       return rc == 0 ? sync_file(r) : rc;
     }
   }
-  b2s_fwriter io = {.write_limit = -1, .dfd = -1};
-  b2s_fw_pwrite(&io, r->fd, orig, sizeof orig, 0);
+  raw_write(r->fd, orig, sizeof orig, 0);
   return B2S_E_UNRECOVERABLE;
 }
 
@@ -255,7 +224,7 @@ int b2s_frame_recover(const char *path, bool deep, b2s_recover_report *rep,
     return rc;
   }
   uint8_t cur[B2S_FRAME_HEADER_FIXED];
-  rc = b2s_fw_pread(r.fd, cur, sizeof cur, 0);
+  rc = b2s_fio_pread(r.fd, cur, sizeof cur, 0);
   b2s_frame *f = NULL;
   bool opens = rc == 0 && b2s_frame_open(path, &f, err) == 0;
   bool current = nvalid > 0 && memcmp(cur, rec[0].header, sizeof cur) == 0;

@@ -1,16 +1,18 @@
 /* A frame's commit records as found on disk: opening the frame file (the
  * sparse frame's index file) at its natural header length and reading
- * the records.  Below both the writer's open (which asks whether a frame
- * that does not open has records to recover from) and recovery (which
- * restores from them), so neither calls the other. */
+ * the records (frame_rfile.h). */
+#include "frame_rfile.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "b2s_errors.h"
+#include "b2s_frame.h"
+#include "b2s_frame_lock.h"
 #include "frame_io.h"
-#include "fwriter_internal.h"
 
 #define BASE_SCAN_MAX (INT64_C(64) << 20)
 
@@ -34,7 +36,7 @@ static int find_base(fw_rfile *r) {
     return B2S_E_NOMEM;
   b2s_frame_metas m;
   b2s_frame_metas_init(&m);
-  int rc = b2s_fw_pread(r->fd, buf, (size_t)len, 0);
+  int rc = b2s_fio_pread(r->fd, buf, (size_t)len, 0);
   if (rc == 0)
     rc = b2s_frame_metas_parse(buf, (size_t)len, &m, NULL);
   if (rc == 0) {
@@ -46,8 +48,6 @@ static int find_base(fw_rfile *r) {
   return rc;
 }
 
-/* With `lock`, the frame's lock is taken first: recovery rewrites the
- * header and removes files, which must never happen beside a writer. */
 int b2s_fw_rfile_open(const char *path, bool lock, fw_rfile *r) {
   *r = (fw_rfile){.fd = -1, .dirfd = -1, .lockfd = -1};
   struct stat sb;
@@ -71,7 +71,6 @@ int b2s_fw_rfile_open(const char *path, bool lock, fw_rfile *r) {
   return find_base(r);
 }
 
-/* Open path's frame file and read its commit records. */
 int b2s_fw_rfile_records(const char *path, bool lock, fw_rfile *r,
                         fw_record rec[2], int *nvalid) {
   *nvalid = 0;

@@ -1,8 +1,9 @@
-/* Frame writer: the in-memory model (header, metalayers, index) and the
- * chunk operations.  Chunk bytes are written when an operation is called
- * (at the end of a contiguous frame's data, or to a new chunk file of a
- * sparse frame), always to space no committed state references; the index
- * and header only change on disk at commit (frame_commit.c). */
+/* Frame writer: the in-memory model (header, metalayers, index; this file
+ * owns the writer's w->m) and the chunk operations.  Chunk bytes are
+ * written when an operation is called (at the end of a contiguous frame's
+ * data through frame_commit.c, or to a new chunk file of a sparse frame
+ * through frame_sparse.c), always to space no committed state references;
+ * the index and header only change on disk at commit (frame_commit.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,26 +13,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frame_helper.h"
-#include "frame_io.h"
+#include "b2s_frame_lock.h"
 #include "fwriter_internal.h"
 
-/* ---- model helpers ------------------------------------------------------------ */
+/* ---- the model ------------------------------------------------------------------ */
 
-int64_t b2s_fw_natural_base(const b2s_frame_metas *metas) {
-  return b2s_frame_header_size(metas);
+int b2s_fw_model_init(fw_model *m) {
+  b2s_frame_metas_init(&m->metas);
+  b2s_frame_metas_init(&m->vlmetas);
+  m->ctx = b2s_ctx_new();
+  return m->ctx != NULL ? 0 : B2S_E_NOMEM;
 }
 
-/* The index changed at position pos: slots must rewrite from there. */
-void b2s_fw_touch(b2s_fwriter *w, int64_t pos) {
-  for (int s = 0; s < 2; s++)
-    if (w->valid[s] > pos)
-      w->valid[s] = pos;
-  w->dirty = true;
+void b2s_fw_model_fini(fw_model *m) {
+  b2s_frame_metas_fini(&m->metas);
+  b2s_frame_metas_fini(&m->vlmetas);
+  b2s_ctx_free(m->ctx);
+  free(m->index);
+  m->ctx = NULL;
+  m->index = NULL;
 }
 
-void b2s_fw_header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
-                        bool sparse) {
+static void header_defaults(b2s_frame_header *h, const b2s_cparams *cp,
+                            bool sparse) {
   memset(h, 0, sizeof *h);
   h->general_flags = 2 | B2S_FRAME_GF_OFFSETS64;
   h->frame_type = sparse ? B2S_FRAME_TYPE_SPARSE : B2S_FRAME_TYPE_CONTIGUOUS;
@@ -55,53 +59,7 @@ static b2s_cparams header_cparams(const b2s_frame_header *h) {
   return cp;
 }
 
-b2s_fwriter *b2s_fw_alloc(bool sparse, const b2s_fwriter_opts *opts) {
-  b2s_fwriter *w = calloc(1, sizeof *w);
-  if (w == NULL)
-    return NULL;
-  w->sparse = sparse;
-  w->fd = w->dirfd = w->dfd = w->lockfd = -1;
-  w->opts = opts ? *opts : B2S_FWRITER_OPTS_DEFAULTS;
-  b2s_frame_metas_init(&w->metas);
-  b2s_frame_metas_init(&w->vlmetas);
-  w->active = -1;
-  w->write_limit = -1;
-  w->trailer_dirty = true;
-  w->ctx = b2s_ctx_new();
-  if (w->ctx == NULL) {
-    free(w);
-    return NULL;
-  }
-  return w;
-}
-
-void b2s_fwriter_free(b2s_fwriter *w) {
-  if (w == NULL)
-    return;
-  for (int i = 0; i < w->nsync; i++)
-    close(w->sync_fds[i]);
-  b2s_fw_helper_free(w->helper);   /* first: it may be writing with dfd */
-  w->helper = NULL;
-  b2s_fw_dio_close(w);
-  if (w->fd >= 0)
-    close(w->fd);
-  if (w->dirfd >= 0)
-    close(w->dirfd);
-  if (w->lockfd >= 0)      /* last: the frame stays ours until all is closed */
-    close(w->lockfd);
-  b2s_frame_metas_fini(&w->metas);
-  b2s_frame_metas_fini(&w->vlmetas);
-  b2s_mpbuf_fini(&w->trailer);
-  b2s_ctx_free(w->ctx);
-  free(w->index);
-  free(w->ids);
-  free(w->unlink_ids);
-  free(w->sync_fds);
-  free(w->buf);
-  free(w);
-}
-
-int b2s_fw_copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src) {
+static int copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src) {
   for (int32_t i = 0; src != NULL && i < src->n; i++) {
     int rc = b2s_frame_metas_add(dst, src->items[i].name, src->items[i].content,
                                  src->items[i].len);
@@ -111,100 +69,93 @@ int b2s_fw_copy_metas(b2s_frame_metas *dst, const b2s_frame_metas *src) {
   return 0;
 }
 
+/* A b2nd frame made without a block size gets its array's: c-blosc2 makes
+ * a zeros chunk kept in the index with the frame's block size, and reads
+ * b2nd slices with a mask of the array's blocks, which a chunk of other
+ * blocks fails.  (python-blosc2's arrays have it so.) */
+static void b2nd_blocksize(fw_model *m) {
+  int k = b2s_frame_metas_find(&m->metas, "b2nd");
+  b2s_b2nd nd;
+  if (m->hdr.blocksize != 0 || k < 0 ||
+      b2s_b2nd_parse(m->metas.items[k].content, (size_t)m->metas.items[k].len,
+                     0, &nd, NULL) < 0 || nd.ndim < 1)
+    return;
+  int64_t b = m->hdr.typesize > 0 ? m->hdr.typesize : 1;
+  for (int d = 0; d < nd.ndim && b <= B2S_MAX_BLOCKSIZE; d++)
+    b *= nd.blockshape[d] > 0 ? nd.blockshape[d] : 1;
+  if (b <= B2S_MAX_BLOCKSIZE)
+    m->hdr.blocksize = (int32_t)b;
+}
+
+int b2s_fw_model_new(b2s_fwriter *w, const b2s_frame_metas *metas) {
+  fw_model *m = &w->m;
+  header_defaults(&m->hdr, &w->opts.cparams, w->f.sparse);
+  int rc = copy_metas(&m->metas, metas);
+  if (rc < 0)
+    return rc;
+  b2nd_blocksize(m);
+  /* negative when the metalayers do not fit: the header write says so */
+  m->base = b2s_frame_header_size(&m->metas);
+  return 0;
+}
+
+int b2s_fw_model_load(b2s_fwriter *w, b2s_frame *f, bool empty) {
+  fw_model *m = &w->m;
+  m->hdr = *b2s_frame_header_get(f);
+  int rc = copy_metas(&m->metas, b2s_frame_metalayers(f));
+  if (rc == 0)
+    rc = copy_metas(&m->vlmetas, b2s_frame_vlmetalayers(f));
+  int64_t n = b2s_frame_nchunks(f);
+  m->index = malloc((size_t)(n > 0 ? n : 1) * sizeof *m->index);
+  if (rc == 0 && m->index == NULL)
+    rc = B2S_E_NOMEM;
+  if (rc < 0)
+    return rc;
+  if (n > 0 && !empty)
+    memcpy(m->index, b2s_frame_index(f), (size_t)n * sizeof *m->index);
+  m->cap = n;
+  m->n = empty ? 0 : n;
+  if (empty)
+    m->hdr.nbytes = 0;
+  m->base = b2s_frame_header_size(&m->metas);
+  return m->base < 0 ? (int)m->base : 0;
+}
+
+static int mark_ids(b2s_fwriter *w) {
+  return b2s_fw_chunkfiles_mark(&w->cf, w->m.index, w->m.n);
+}
+
+int b2s_fw_model_resume(b2s_fwriter *w, int64_t stored_bytes) {
+  fw_model *m = &w->m;
+  m->stored_bytes = stored_bytes;
+  int rc = w->f.sparse ? mark_ids(w) : 0;
+  if (rc < 0 || m->n == 0)
+    return rc;
+  /* last chunk's size for the chunksize rules; a lost chunk file (which
+   * recovery is about to drop) counts as a full chunk */
+  int32_t cb;
+  rc = b2s_fw_entry_sizes(w, m->n - 1, &m->last_nbytes, &cb);
+  if (rc == -ENOENT && w->f.sparse) {
+    m->last_nbytes = m->hdr.chunksize;
+    rc = 0;
+  }
+  return rc;
+}
+
 static int index_reserve(b2s_fwriter *w, int64_t n) {
-  if (n <= w->cap)
+  if (n <= w->m.cap)
     return 0;
   if (n > (int64_t)(INT32_MAX - B2S_HEADER_LEN) / 8)
     return B2S_E_TOO_BIG;   /* the index chunk is limited like any chunk */
-  int64_t cap = w->cap ? w->cap * 2 : 1024;
+  int64_t cap = w->m.cap ? w->m.cap * 2 : 1024;
   while (cap < n)
     cap *= 2;
-  int64_t *p = realloc(w->index, (size_t)cap * sizeof *p);
+  int64_t *p = realloc(w->m.index, (size_t)cap * sizeof *p);
   if (p == NULL)
     return B2S_E_NOMEM;
-  w->index = p;
-  w->cap = cap;
+  w->m.index = p;
+  w->m.cap = cap;
   return 0;
-}
-
-/* ---- sparse chunk ids --------------------------------------------------------- */
-
-int b2s_fw_id_mark(b2s_fwriter *w, int64_t id) {
-  int64_t word = id / 64;
-  if (word >= w->ids_words) {
-    int64_t nw = w->ids_words ? w->ids_words * 2 : 64;
-    while (nw <= word)
-      nw *= 2;
-    uint64_t *p = realloc(w->ids, (size_t)nw * sizeof *p);
-    if (p == NULL)
-      return B2S_E_NOMEM;
-    memset(p + w->ids_words, 0, (size_t)(nw - w->ids_words) * sizeof *p);
-    w->ids = p;
-    w->ids_words = nw;
-  }
-  w->ids[word] |= UINT64_C(1) << (id % 64);
-  return 0;
-}
-
-/* The lowest id not in use keeps ids small, so c-blosc2's check
- * id <= cbytes - 32 holds (spec 5.4). */
-static int64_t id_alloc(b2s_fwriter *w) {
-  int64_t id = w->id_hint;
-  while (id / 64 < w->ids_words && (w->ids[id / 64] >> (id % 64) & 1))
-    id++;
-  if (id > (int64_t)UINT32_MAX)
-    return B2S_E_CHUNK_ID;
-  int rc = b2s_fw_id_mark(w, id);
-  if (rc < 0)
-    return rc;
-  w->id_hint = id + 1;
-  return id;
-}
-
-static int queue_unlink(b2s_fwriter *w, int64_t id) {
-  if (w->nunlink == w->unlink_cap) {
-    int64_t cap = w->unlink_cap ? w->unlink_cap * 2 : 16;
-    int64_t *p = realloc(w->unlink_ids, (size_t)cap * sizeof *p);
-    if (p == NULL)
-      return B2S_E_NOMEM;
-    w->unlink_ids = p;
-    w->unlink_cap = cap;
-  }
-  w->unlink_ids[w->nunlink++] = id;
-  return 0;
-}
-
-static int keep_for_sync(b2s_fwriter *w, int fd) {
-  if (w->opts.sync != B2S_SYNC_FULL)
-    return close(fd) < 0 ? -errno : 0;
-  if (w->nsync == w->sync_cap) {
-    int cap = w->sync_cap ? w->sync_cap * 2 : 16;
-    int *p = realloc(w->sync_fds, (size_t)cap * sizeof *p);
-    if (p == NULL) {
-      close(fd);
-      return B2S_E_NOMEM;
-    }
-    w->sync_fds = p;
-    w->sync_cap = cap;
-  }
-  w->sync_fds[w->nsync++] = fd;
-  return 0;
-}
-
-static int write_chunk_file(b2s_fwriter *w, int64_t id, const void *chunk,
-                            size_t cbytes) {
-  char name[32];
-  snprintf(name, sizeof name, "%08X.chunk", (unsigned)id);
-  int fd = openat(w->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                  0666);
-  if (fd < 0)
-    return -errno;
-  int rc = b2s_fw_pwrite(w, fd, chunk, cbytes, 0);
-  if (rc < 0) {
-    close(fd);
-    return rc;
-  }
-  return keep_for_sync(w, fd);
 }
 
 /* ---- storing chunks ------------------------------------------------------------ */
@@ -214,58 +165,85 @@ static int write_chunk_file(b2s_fwriter *w, int64_t id, const void *chunk,
 static int store_chunk(b2s_fwriter *w, const void *chunk, int32_t cbytes,
                        int64_t *entry) {
   int rc;
-  if (w->sparse) {
-    int64_t id = id_alloc(w);
-    if (id < 0)
-      return (int)id;
-    rc = write_chunk_file(w, id, chunk, (size_t)cbytes);
-    if (rc < 0) {
-      w->ids[id / 64] &= ~(UINT64_C(1) << (id % 64));
-      w->id_hint = id < w->id_hint ? id : w->id_hint;
-      return rc;
-    }
-    *entry = id;
+  if (w->f.sparse) {
+    rc = b2s_fw_chunkfiles_store(&w->cf, &w->io, w->f.dirfd,
+                                 w->opts.sync == B2S_SYNC_FULL, chunk,
+                                 (size_t)cbytes, entry);
   } else {
-    rc = b2s_fw_make_room(w, cbytes + b2s_fw_dio_slack(w));
+    rc = b2s_fw_make_room(w, cbytes);
     if (rc == 0)
-      rc = b2s_fw_data_write(w, chunk, (size_t)cbytes, w->base + w->data_end);
-    if (rc < 0)
-      return rc;
-    *entry = w->data_end;
-    w->data_end += cbytes;
-    if (w->base + w->data_end > w->file_end)
-      w->file_end = w->base + w->data_end;
+      rc = b2s_fw_data_append(w, chunk, (size_t)cbytes, entry);
   }
-  w->stored_bytes += cbytes;
+  if (rc < 0)
+    return rc;
+  w->m.stored_bytes += cbytes;
   return 0;
+}
+
+/* Chunk i of f into w (see b2s_fw_adopt_chunks). */
+static int adopt_chunk(b2s_fwriter *w, b2s_frame *f, int64_t i,
+                       bool lost_ok) {
+  int64_t e = b2s_frame_index(f)[i];
+  int32_t cb = 0;
+  int rc = e >= 0 ? b2s_frame_chunk_sizes(f, i, &cb, NULL) : 0;
+  if (rc == -ENOENT && w->f.sparse && lost_ok)
+    rc = 0;
+  if (rc == 0 && e >= 0 && !w->f.sparse) {
+    rc = b2s_fw_make_room(w, cb);
+    uint8_t *buf = rc == 0 ? b2s_fw_scratch(w, (size_t)cb) : NULL;
+    if (rc == 0 && buf == NULL)
+      rc = B2S_E_NOMEM;
+    if (rc == 0)
+      rc = b2s_frame_chunk_read(f, i, buf, (size_t)cb);
+    if (rc >= 0)
+      rc = b2s_fw_data_append(w, buf, (size_t)cb, &e);
+  }
+  if (rc < 0)
+    return rc;
+  w->m.index[i] = e;
+  w->m.n = i + 1;
+  w->m.stored_bytes += cb;
+  return 0;
+}
+
+int b2s_fw_adopt_chunks(b2s_fwriter *w, b2s_frame *f, bool lost_ok) {
+  int64_t n = b2s_frame_nchunks(f);
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < n; i++)
+    rc = adopt_chunk(w, f, i, lost_ok);
+  if (rc < 0)
+    return rc;
+  w->m.hdr = *b2s_frame_header_get(f);   /* nbytes too, now */
+  b2s_fw_touch(w, 0);
+  return w->f.sparse ? mark_ids(w) : 0;
 }
 
 /* nbytes and cbytes (0 for special entries) of chunk i as stored now. */
 int b2s_fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
-                   int32_t *cbytes) {
-  int64_t e = w->index[i];
+                       int32_t *cbytes) {
+  int64_t e = w->m.index[i];
   if (e < 0) {
-    int64_t cs = w->hdr.chunksize;
+    int64_t cs = w->m.hdr.chunksize;
     *cbytes = 0;
     *nbytes = (int32_t)cs;
-    if (i == w->n - 1 && cs > 0 && w->hdr.nbytes % cs != 0)
-      *nbytes = (int32_t)(w->hdr.nbytes % cs);
+    if (i == w->m.n - 1 && cs > 0 && w->m.hdr.nbytes % cs != 0)
+      *nbytes = (int32_t)(w->m.hdr.nbytes % cs);
     return 0;
   }
   uint8_t h[B2S_HEADER_LEN];
   int rc;
-  if (w->sparse) {
+  if (w->f.sparse) {
     char name[32];
     snprintf(name, sizeof name, "%08X.chunk", (unsigned)e);
-    int fd = openat(w->dirfd, name, O_RDONLY | O_CLOEXEC);
+    int fd = openat(w->f.dirfd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       return -errno;
-    rc = b2s_fw_pread(fd, h, sizeof h, 0);
+    rc = b2s_fio_pread(fd, h, sizeof h, 0);
     close(fd);
   } else {
-    rc = b2s_fw_dio_flush(w);
+    rc = b2s_fw_data_flush(w);
     if (rc == 0)
-      rc = b2s_fw_pread(w->fd, h, sizeof h, w->base + e);
+      rc = b2s_fio_pread(w->f.fd, h, sizeof h, w->m.base + e);
   }
   if (rc < 0)
     return rc;
@@ -283,8 +261,10 @@ int b2s_fw_entry_sizes(b2s_fwriter *w, int64_t i, int32_t *nbytes,
 /* Whether chunk i's storage is also a neighbour's (b2s_fwriter_append_again
  * puts the entries of one stored chunk next to each other). */
 static bool entry_shared(const b2s_fwriter *w, int64_t i) {
-  int64_t e = w->index[i];
-  return (i > 0 && w->index[i - 1] == e) || (i + 1 < w->n && w->index[i + 1] == e);
+  int64_t e = w->m.index[i];
+  const fw_model *m = &w->m;
+  return (i > 0 && m->index[i - 1] == e) ||
+         (i + 1 < m->n && m->index[i + 1] == e);
 }
 
 /* Forget chunk i's storage: its bytes become a hole (cframe) or its file
@@ -295,10 +275,10 @@ static int release_entry(b2s_fwriter *w, int64_t i, int32_t *old_nbytes) {
   int rc = b2s_fw_entry_sizes(w, i, old_nbytes, &cb);
   if (rc < 0)
     return rc;
-  if (w->index[i] >= 0 && !entry_shared(w, i)) {
-    w->stored_bytes -= cb;
-    if (w->sparse)
-      rc = queue_unlink(w, w->index[i]);
+  if (w->m.index[i] >= 0 && !entry_shared(w, i)) {
+    w->m.stored_bytes -= cb;
+    if (w->f.sparse)
+      rc = b2s_fw_chunkfiles_release(&w->cf, w->m.index[i]);
   }
   return rc;
 }
@@ -309,50 +289,50 @@ static int release_entry(b2s_fwriter *w, int64_t i, int32_t *old_nbytes) {
  * misreads special index entries once chunks vary in size). */
 static int special_as_chunk(b2s_fwriter *w, int kind, int32_t nbytes,
                             int32_t typesize, uint8_t *out) {
-  b2s_cparams cp = header_cparams(&w->hdr);
+  b2s_cparams cp = header_cparams(&w->m.hdr);
   cp.typesize = typesize;
   return b2s_chunk_special_as_repeat(&cp, kind, nbytes, out,
                                      B2S_REPEAT_CHUNK_MAX);
 }
 
 static int go_variable(b2s_fwriter *w) {
-  if (w->hdr.chunksize == 0)
+  if (w->m.hdr.chunksize == 0)
     return 0;
-  for (int64_t i = 0; i < w->n; i++) {
-    int64_t e = w->index[i];
+  for (int64_t i = 0; i < w->m.n; i++) {
+    int64_t e = w->m.index[i];
     if (e >= 0)
       continue;
     int32_t nb = 0, cb = 0;
     uint8_t chunk[B2S_REPEAT_CHUNK_MAX];
     int rc = b2s_fw_entry_sizes(w, i, &nb, &cb);
     if (rc >= 0)
-      rc = special_as_chunk(w, b2s_frame_entry_kind(e), nb, w->hdr.typesize,
+      rc = special_as_chunk(w, b2s_frame_entry_kind(e), nb, w->m.hdr.typesize,
                             chunk);
     if (rc >= 0)
-      rc = store_chunk(w, chunk, rc, &w->index[i]);
+      rc = store_chunk(w, chunk, rc, &w->m.index[i]);
     if (rc < 0)
       return rc;
     b2s_fw_touch(w, i);
   }
-  w->hdr.chunksize = 0;
-  w->hdr.general_flags = (uint8_t)((w->hdr.general_flags & ~0x0f) | 3 |
-                                   B2S_FRAME_GF_VARLEN);
+  w->m.hdr.chunksize = 0;
+  w->m.hdr.general_flags =
+      (uint8_t)((w->m.hdr.general_flags & ~0x0f) | 3 | B2S_FRAME_GF_VARLEN);
   return 0;
 }
 
 /* Apply c-blosc2's rules for a chunk of nbytes placed at pos (n = before). */
 static int chunksize_rules(b2s_fwriter *w, int64_t pos, int32_t nbytes,
                            bool update) {
-  int32_t cs = w->hdr.chunksize;
-  if (w->n == 0 || (update && w->n == 1)) {
+  int32_t cs = w->m.hdr.chunksize;
+  if (w->m.n == 0 || (update && w->m.n == 1)) {
     if (cs != 0)
-      w->hdr.chunksize = nbytes;
+      w->m.hdr.chunksize = nbytes;
     return 0;
   }
   if (cs <= 0)
     return 0;
-  bool at_end = update ? pos == w->n - 1 : pos == w->n;
-  if (nbytes > cs || (!update && w->last_nbytes < cs) ||
+  bool at_end = update ? pos == w->m.n - 1 : pos == w->m.n;
+  if (nbytes > cs || (!update && w->m.last_nbytes < cs) ||
       (!at_end && nbytes != cs))
     return go_variable(w);
   return 0;
@@ -387,15 +367,15 @@ static int place(b2s_fwriter *w, incoming *in, int64_t *entry) {
   int kind = in->ci.special;
   bool special = kind == B2S_SPECIAL_ZERO || kind == B2S_SPECIAL_NAN ||
                  kind == B2S_SPECIAL_UNINIT;
-  if (special && w->hdr.chunksize > 0 &&
-      (kind != B2S_SPECIAL_NAN || w->hdr.typesize == in->ci.typesize)) {
+  if (special && w->m.hdr.chunksize > 0 &&
+      (kind != B2S_SPECIAL_NAN || w->m.hdr.typesize == in->ci.typesize)) {
     *entry = kind == B2S_SPECIAL_ZERO ? B2S_FRAME_ENTRY_ZERO
              : kind == B2S_SPECIAL_NAN ? B2S_FRAME_ENTRY_NAN
                                        : B2S_FRAME_ENTRY_UNINIT;
     return 0;
   }
   if (special) {
-    int rc = special_as_chunk(w, kind, in->ci.nbytes, w->hdr.typesize,
+    int rc = special_as_chunk(w, kind, in->ci.nbytes, w->m.hdr.typesize,
                               in->repl);
     if (rc < 0)
       return rc;
@@ -411,9 +391,9 @@ int b2s_fwriter_insert(b2s_fwriter *w, int64_t pos, const void *chunk,
   int rc = check_chunk(w, chunk, cbytes, &in);
   if (rc < 0)
     return rc;
-  if (pos < 0 || pos > w->n)
+  if (pos < 0 || pos > w->m.n)
     return B2S_E_NCHUNK;
-  rc = index_reserve(w, w->n + 1);
+  rc = index_reserve(w, w->m.n + 1);
   if (rc == 0)
     rc = chunksize_rules(w, pos, in.ci.nbytes, false);
   int64_t entry;
@@ -421,13 +401,13 @@ int b2s_fwriter_insert(b2s_fwriter *w, int64_t pos, const void *chunk,
     rc = place(w, &in, &entry);
   if (rc < 0)
     return rc;
-  memmove(w->index + pos + 1, w->index + pos,
-          (size_t)(w->n - pos) * sizeof *w->index);
-  w->index[pos] = entry;
-  if (pos == w->n)
-    w->last_nbytes = in.ci.nbytes;
-  w->n++;
-  w->hdr.nbytes += in.ci.nbytes;
+  memmove(w->m.index + pos + 1, w->m.index + pos,
+          (size_t)(w->m.n - pos) * sizeof *w->m.index);
+  w->m.index[pos] = entry;
+  if (pos == w->m.n)
+    w->m.last_nbytes = in.ci.nbytes;
+  w->m.n++;
+  w->m.hdr.nbytes += in.ci.nbytes;
   b2s_fw_touch(w, pos);
   return 0;
 }
@@ -435,44 +415,44 @@ int b2s_fwriter_insert(b2s_fwriter *w, int64_t pos, const void *chunk,
 int64_t b2s_fwriter_append(b2s_fwriter *w, const void *chunk, size_t cbytes) {
   if (w == NULL)
     return B2S_E_ARG;
-  int rc = b2s_fwriter_insert(w, w->n, chunk, cbytes);
-  return rc < 0 ? rc : w->n;
+  int rc = b2s_fwriter_insert(w, w->m.n, chunk, cbytes);
+  return rc < 0 ? rc : w->m.n;
 }
 
 int64_t b2s_fwriter_append_again(b2s_fwriter *w) {
-  if (w == NULL || w->n == 0 || w->index[w->n - 1] < 0)
+  if (w == NULL || w->m.n == 0 || w->m.index[w->m.n - 1] < 0)
     return B2S_E_ARG;
-  int32_t nb = w->last_nbytes;
-  int rc = index_reserve(w, w->n + 1);
+  int32_t nb = w->m.last_nbytes;
+  int rc = index_reserve(w, w->m.n + 1);
   if (rc == 0)
-    rc = chunksize_rules(w, w->n, nb, false);
+    rc = chunksize_rules(w, w->m.n, nb, false);
   if (rc < 0)
     return rc;
   /* chunksize_rules may store special entries, never the stored last one */
-  w->index[w->n] = w->index[w->n - 1];
-  w->n++;
-  w->hdr.nbytes += nb;
-  b2s_fw_touch(w, w->n - 1);
-  return w->n;
+  w->m.index[w->m.n] = w->m.index[w->m.n - 1];
+  w->m.n++;
+  w->m.hdr.nbytes += nb;
+  b2s_fw_touch(w, w->m.n - 1);
+  return w->m.n;
 }
 
 int64_t b2s_fwriter_append_buffer(b2s_fwriter *w, b2s_ctx *ctx,
                                   const void *src, int32_t nbytes) {
   if (w == NULL || nbytes <= 0 || nbytes > B2S_MAX_BUFFERSIZE)
     return B2S_E_ARG;
-  b2s_cparams cp = header_cparams(&w->hdr);
+  b2s_cparams cp = header_cparams(&w->m.hdr);
   int32_t cap = nbytes + B2S_MAX_OVERHEAD;
-  int rc = b2s_fw_buf(w, (size_t)cap);
+  uint8_t *buf = b2s_fw_scratch(w, (size_t)cap);
+  if (buf == NULL)
+    return B2S_E_NOMEM;
+  int rc = b2s_compress(ctx ? ctx : w->m.ctx, &cp, src, nbytes, buf, cap);
   if (rc < 0)
     return rc;
-  rc = b2s_compress(ctx ? ctx : w->ctx, &cp, src, nbytes, w->buf, cap);
-  if (rc < 0)
-    return rc;
-  /* store_chunk may reuse w->buf (moves), so hand over a copy. */
+  /* store_chunk may reuse the scratch buffer (moves): hand over a copy. */
   uint8_t *chunk = malloc((size_t)rc);
   if (chunk == NULL)
     return B2S_E_NOMEM;
-  memcpy(chunk, w->buf, (size_t)rc);
+  memcpy(chunk, buf, (size_t)rc);
   int64_t r = b2s_fwriter_append(w, chunk, (size_t)rc);
   free(chunk);
   return r;
@@ -484,7 +464,7 @@ int b2s_fwriter_update(b2s_fwriter *w, int64_t pos, const void *chunk,
   int rc = check_chunk(w, chunk, cbytes, &in);
   if (rc < 0)
     return rc;
-  if (pos < 0 || pos >= w->n)
+  if (pos < 0 || pos >= w->m.n)
     return B2S_E_NCHUNK;
   int32_t old_nb = 0;
   rc = release_entry(w, pos, &old_nb);
@@ -495,41 +475,76 @@ int b2s_fwriter_update(b2s_fwriter *w, int64_t pos, const void *chunk,
     rc = place(w, &in, &entry);
   if (rc < 0)
     return rc;
-  w->index[pos] = entry;
-  w->hdr.nbytes += in.ci.nbytes - old_nb;
-  if (pos == w->n - 1)
-    w->last_nbytes = in.ci.nbytes;
+  w->m.index[pos] = entry;
+  w->m.hdr.nbytes += in.ci.nbytes - old_nb;
+  if (pos == w->m.n - 1)
+    w->m.last_nbytes = in.ci.nbytes;
   b2s_fw_touch(w, pos);
   return 0;
 }
 
 static int refresh_last(b2s_fwriter *w) {
   int32_t nb = 0, cb;
-  int rc = w->n > 0 ? b2s_fw_entry_sizes(w, w->n - 1, &nb, &cb) : 0;
+  int rc = w->m.n > 0 ? b2s_fw_entry_sizes(w, w->m.n - 1, &nb, &cb) : 0;
   if (rc == 0)
-    w->last_nbytes = nb;
+    w->m.last_nbytes = nb;
   return rc;
 }
 
 int b2s_fwriter_delete(b2s_fwriter *w, int64_t pos) {
   if (w == NULL)
     return B2S_E_ARG;
-  if (pos < 0 || pos >= w->n)
+  if (pos < 0 || pos >= w->m.n)
     return B2S_E_NCHUNK;
   int32_t old_nb = 0;
   int rc = release_entry(w, pos, &old_nb);
   if (rc < 0)
     return rc;
-  memmove(w->index + pos, w->index + pos + 1,
-          (size_t)(w->n - pos - 1) * sizeof *w->index);
-  w->n--;
-  w->hdr.nbytes -= old_nb;
+  memmove(w->m.index + pos, w->m.index + pos + 1,
+          (size_t)(w->m.n - pos - 1) * sizeof *w->m.index);
+  w->m.n--;
+  w->m.hdr.nbytes -= old_nb;
   b2s_fw_touch(w, pos);
   return refresh_last(w);
 }
 
+int b2s_fw_drop(b2s_fwriter *w, const bool *gone) {
+  fw_model *m = &w->m;
+  int32_t *nb = malloc((size_t)(m->n > 0 ? m->n : 1) * sizeof *nb);
+  if (nb == NULL)
+    return B2S_E_NOMEM;
+  /* sizes before the index changes: a special entry's size depends on
+   * its position */
+  int64_t nbytes = 0, stored = 0, first = -1, k = 0;
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < m->n; i++) {
+    int32_t cb = 0;
+    if (!gone[i] && (rc = b2s_fw_entry_sizes(w, i, &nb[i], &cb)) == 0) {
+      nbytes += nb[i];
+      stored += cb;
+    }
+  }
+  for (int64_t i = 0; rc == 0 && i < m->n; i++) {
+    if (gone[i] && first < 0)
+      first = i;
+    if (!gone[i]) {
+      m->index[k] = m->index[i];
+      m->last_nbytes = nb[i];
+      k++;
+    }
+  }
+  free(nb);
+  if (rc < 0 || first < 0)
+    return rc;
+  m->n = k;
+  m->hdr.nbytes = nbytes;
+  m->stored_bytes = stored;
+  b2s_fw_touch(w, first);
+  return 0;
+}
+
 int b2s_fwriter_reorder(b2s_fwriter *w, const int64_t *order, int64_t n) {
-  if (w == NULL || (order == NULL && n > 0) || n != w->n)
+  if (w == NULL || (order == NULL && n > 0) || n != w->m.n)
     return B2S_E_ARG;
   uint8_t *seen = calloc((size_t)n + 1, 1);
   int64_t *next = malloc(((size_t)n + 1) * sizeof *next);
@@ -541,16 +556,16 @@ int b2s_fwriter_reorder(b2s_fwriter *w, const int64_t *order, int64_t n) {
       seen[order[i]] = 1;
   }
   /* A short last chunk moved inside the frame breaks a fixed chunksize. */
-  if (rc == 0 && n > 0 && order[n - 1] != n - 1 && w->hdr.chunksize > 0 &&
-      w->last_nbytes < w->hdr.chunksize)
+  if (rc == 0 && n > 0 && order[n - 1] != n - 1 && w->m.hdr.chunksize > 0 &&
+      w->m.last_nbytes < w->m.hdr.chunksize)
     rc = go_variable(w);
   if (rc == 0) {
     int64_t first = 0;
     while (first < n && order[first] == first)
       first++;
     for (int64_t i = 0; i < n; i++)
-      next[i] = w->index[order[i]];
-    memcpy(w->index, next, (size_t)n * sizeof *next);
+      next[i] = w->m.index[order[i]];
+    memcpy(w->m.index, next, (size_t)n * sizeof *next);
     b2s_fw_touch(w, first);
     rc = refresh_last(w);
   }
@@ -565,24 +580,24 @@ int b2s_fwriter_meta_update(b2s_fwriter *w, const char *name,
                             const void *content, int32_t len) {
   if (w == NULL || name == NULL || (content == NULL && len > 0))
     return B2S_E_ARG;
-  int i = b2s_frame_metas_find(&w->metas, name);
+  int i = b2s_frame_metas_find(&w->m.metas, name);
   if (i < 0)
     return i;
-  if (w->metas.items[i].len != len)
+  if (w->m.metas.items[i].len != len)
     return B2S_E_ARG;
   if (len > 0)
-    memcpy(w->metas.items[i].content, content, (size_t)len);
-  w->metas_dirty = w->dirty = true;
+    memcpy(w->m.metas.items[i].content, content, (size_t)len);
+  b2s_fw_touch_metas(w);
   return 0;
 }
 
 static int vlmeta_put(b2s_fwriter *w, const char *name, const void *chunk,
                       int32_t cbytes) {
-  int i = b2s_frame_metas_find(&w->vlmetas, name);
+  int i = b2s_frame_metas_find(&w->m.vlmetas, name);
   if (i == B2S_E_NOTFOUND) {
-    if (w->vlmetas.n >= 16)
+    if (w->m.vlmetas.n >= 16)
       return B2S_E_TOO_BIG;   /* c-blosc2 cannot write beyond 16 */
-    i = b2s_frame_metas_add(&w->vlmetas, name, chunk, cbytes);
+    i = b2s_frame_metas_add(&w->m.vlmetas, name, chunk, cbytes);
     return i < 0 ? i : 0;
   }
   if (i < 0)
@@ -591,9 +606,9 @@ static int vlmeta_put(b2s_fwriter *w, const char *name, const void *chunk,
   if (p == NULL)
     return B2S_E_NOMEM;
   memcpy(p, chunk, (size_t)cbytes);
-  free(w->vlmetas.items[i].content);
-  w->vlmetas.items[i].content = p;
-  w->vlmetas.items[i].len = cbytes;
+  free(w->m.vlmetas.items[i].content);
+  w->m.vlmetas.items[i].content = p;
+  w->m.vlmetas.items[i].len = cbytes;
   return 0;
 }
 
@@ -609,31 +624,31 @@ int b2s_fwriter_vlmeta_set(b2s_fwriter *w, const char *name,
   uint8_t *chunk = malloc((size_t)cap);
   if (chunk == NULL)
     return B2S_E_NOMEM;
-  int rc = b2s_compress(w->ctx, &cp, content ? content : "", len, chunk, cap);
+  int rc = b2s_compress(w->m.ctx, &cp, content ? content : "", len, chunk, cap);
   if (rc > 0)
     rc = vlmeta_put(w, name, chunk, rc);
   free(chunk);
   if (rc == 0)
-    w->trailer_dirty = w->dirty = true;
+    b2s_fw_touch_trailer(w);
   return rc;
 }
 
 int b2s_fwriter_vlmeta_delete(b2s_fwriter *w, const char *name) {
   if (w == NULL || name == NULL)
     return B2S_E_ARG;
-  int i = b2s_frame_metas_find(&w->vlmetas, name);
+  int i = b2s_frame_metas_find(&w->m.vlmetas, name);
   if (i < 0)
     return i;
-  free(w->vlmetas.items[i].content);
-  memmove(w->vlmetas.items + i, w->vlmetas.items + i + 1,
-          (size_t)(w->vlmetas.n - i - 1) * sizeof *w->vlmetas.items);
-  w->vlmetas.n--;
-  w->trailer_dirty = w->dirty = true;
+  free(w->m.vlmetas.items[i].content);
+  memmove(w->m.vlmetas.items + i, w->m.vlmetas.items + i + 1,
+          (size_t)(w->m.vlmetas.n - i - 1) * sizeof *w->m.vlmetas.items);
+  w->m.vlmetas.n--;
+  b2s_fw_touch_trailer(w);
   return 0;
 }
 
 const b2s_frame_metas *b2s_fwriter_vlmetas(const b2s_fwriter *w) {
-  return w ? &w->vlmetas : NULL;
+  return w ? &w->m.vlmetas : NULL;
 }
 
 int b2s_frame_metas_add_b2nd(b2s_frame_metas *metas, const b2s_b2nd *nd) {
@@ -649,52 +664,54 @@ int b2s_frame_metas_add_b2nd(b2s_frame_metas *metas, const b2s_b2nd *nd) {
 
 /* ---- state ------------------------------------------------------------------- */
 
-int64_t b2s_fwriter_nchunks(const b2s_fwriter *w) { return w ? w->n : 0; }
+int64_t b2s_fwriter_nchunks(const b2s_fwriter *w) { return w ? w->m.n : 0; }
 
 const b2s_frame_header *b2s_fwriter_header(const b2s_fwriter *w) {
-  return w ? &w->hdr : NULL;
+  return w ? &w->m.hdr : NULL;
 }
 
 int64_t b2s_fwriter_data_end(const b2s_fwriter *w) {
-  return w && !w->sparse ? w->base + w->data_end : 0;
+  return w && !w->f.sparse ? w->m.base + w->lay.data_end : 0;
 }
 
 bool b2s_fwriter_locked(const b2s_fwriter *w) {
-  return w != NULL && b2s_lock_held(w->lockfd);
+  return w != NULL && b2s_lock_held(w->f.lockfd);
 }
 
 bool b2s_fwriter_direct_io(const b2s_fwriter *w) {
-  return w != NULL && w->dfd >= 0;
+  return w != NULL && w->dio != NULL;
 }
 
 size_t b2s_fwriter_stage_bytes(const b2s_fwriter *w) {
-  return b2s_fwriter_direct_io(w) ? 2 * w->stage_cap : 0;
+  return w != NULL ? b2s_dio_stage_bytes(w->dio) : 0;
 }
 
 void b2s_fwriter_set_write_limit(b2s_fwriter *w, int64_t bytes) {
   if (w == NULL)
     return;
-  w->write_limit = bytes < 0 ? -1 : w->written + bytes;
+  b2s_fio_set_limit(&w->io, bytes);
 }
 
 int b2s_fwriter_stats_get(const b2s_fwriter *w, b2s_fwriter_stats *st) {
   if (w == NULL || st == NULL)
     return B2S_E_ARG;
   struct stat sb;
-  if (fstat(w->fd, &sb) < 0)
+  if (fstat(w->f.fd, &sb) < 0)
     return -errno;
   int64_t index_file = (int64_t)sb.st_size;
-  int64_t slot = w->active >= 0 ? w->slot_len[w->active]
-                                : (int64_t)w->trailer.len;
-  *st = (b2s_fwriter_stats){
-      .nchunks = w->n, .nbytes = w->hdr.nbytes, .stored_bytes = w->stored_bytes,
-      .commits = (int64_t)w->seq, .bytes_written = w->written};
-  if (w->sparse) {
-    st->file_bytes = index_file + w->stored_bytes;
-    st->hole_bytes = index_file - w->base - slot;
+  int64_t slot = w->lay.active >= 0 ? w->lay.slot_len[w->lay.active]
+                                    : (int64_t)w->c.trailer.len;
+  *st = (b2s_fwriter_stats){.nchunks = w->m.n,
+                            .nbytes = w->m.hdr.nbytes,
+                            .stored_bytes = w->m.stored_bytes,
+                            .commits = (int64_t)w->c.seq,
+                            .bytes_written = b2s_fio_written(&w->io)};
+  if (w->f.sparse) {
+    st->file_bytes = index_file + w->m.stored_bytes;
+    st->hole_bytes = index_file - w->m.base - slot;
   } else {
     st->file_bytes = index_file;
-    st->hole_bytes = index_file - w->base - w->stored_bytes - slot;
+    st->hole_bytes = index_file - w->m.base - w->m.stored_bytes - slot;
   }
   return 0;
 }

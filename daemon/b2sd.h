@@ -71,6 +71,7 @@
 
 #include <zmq.h>
 
+#include "b2s_blockorder.h"
 #include "b2s_config.h"
 #include "b2s_frame.h"
 #include "b2s_frame_writer.h"
@@ -282,6 +283,10 @@ struct b2sd_stream {
   uint8_t *series;               /* the series map as META left it (the
                                     writer gets a copy at a seq of its own) */
   size_t series_len;
+  /* b2nd: how a buffer's items (C order of the chunkshape) become the
+   * chunk's (block after block); fixed when the stream opens, as its
+   * b2nd is, then read by the workers */
+  b2s_blockorder blocks;
   /* order: frame_number, fixed when the stream opens (the writer reads
    * ordered and the window size; win is the I/O thread's, order.h) */
   bool ordered;

@@ -2,18 +2,23 @@
  * Stream V2 (docs/SOURCES.md).  I/O thread only.
  *
  * Each source connects a PULL socket to the detector.  A start message
- * opens one stream per channel, made from the source's template with the
- * series' image layout (a b2nd array of flattened images, see
- * series_cfg); each image message becomes one job per channel that the
- * workers convert from the detector's compressed framing (b2s_h5lz4.h)
- * instead of compressing, at chunk index image_id - first image_id through
- * the stream's frame-number order (gaps filled); an end message, a new
- * start or the timeout closes the series.  Broken messages are counted and
- * logged once per kind; they never stop the source or other streams. */
+ * opens a series: one stream per channel, made from the source's template
+ * with the series' image layout (a b2nd array of flattened images, see
+ * series_cfg), named so that no other series' frame is ever reopened
+ * (source_name.h).  The streams are made at the start when it gives the
+ * dtype and image size, else at the series' first image, whose typed
+ * array gives them (the start is held until then).  Each image message
+ * becomes one job per channel that the workers convert from the
+ * detector's compressed framing (b2s_h5lz4.h) instead of compressing, at
+ * chunk index image_id - first image_id through the stream's frame-number
+ * order (gaps filled); an end message, a new start or the timeout closes
+ * the series.  Broken messages are counted and logged once per kind; they
+ * never stop the source or other streams. */
 #define _GNU_SOURCE
 #include "source_s2.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +30,8 @@
 #include "b2s_msgpack.h"
 #include "retire.h"
 #include "segment.h"
+#include "source_meta.h"
+#include "source_name.h"
 #include "b2s_wire.h"
 
 #define RECV_BATCH 64
@@ -32,10 +39,14 @@
 typedef struct source {
   b2s_source_cfg cfg;
   void *sock;
-  b2s_s2_msg *m;
+  b2s_s2_msg *m;                   /* the message being handled */
   b2s_mpbuf mp;
   /* the open series */
-  bool open;
+  bool open;                       /* its images are taken */
+  bool made;                       /* its streams exist */
+  b2s_s2_msg *start;               /* its start, until its streams exist */
+  zmq_msg_t start_msg;             /* the bytes start points into */
+  bool have_start;
   uint64_t series_id, first;
   bool have_first;
   uint64_t nimages;                /* declared by the start (0: unknown) */
@@ -46,13 +57,16 @@ typedef struct source {
   /* the series' companion streams (flatfield, pixel_mask, countrate) */
   b2sd_stream *comp[3 * B2S_S2_MAX_CHANNELS];
   uint32_t ncomp;
+  char dtype[8];                   /* NumPy dtype of the series' images */
+  bool layout_from_image[3];       /* image_dtype, image_size_x, _y */
   int32_t ts, block, chunk_nbytes;
   int64_t img_nbytes;
   int64_t ny, nx, rows;            /* image rows, columns; rows per block */
   uint64_t last_ns;
   /* statistics */
   uint64_t messages, images, failures, unknown_series, series, timeouts;
-  uint64_t logged;                 /* bit k: failure kind k was logged */
+  uint64_t renamed, arrays_as_meta;
+  uint64_t logged;                 /* bit k: kind k was logged */
 } source;
 
 typedef struct b2sd_sources {
@@ -60,85 +74,48 @@ typedef struct b2sd_sources {
   source s[B2S_CONFIG_MAX_SOURCES];
 } b2sd_sources;
 
+/* Log a message of kind `kind` the first time only. */
+static void note_once(source *s, unsigned kind, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static void note_once(source *s, unsigned kind, const char *fmt, va_list ap) {
+  if (kind < 64 && (s->logged & (UINT64_C(1) << kind)))
+    return;
+  s->logged |= kind < 64 ? UINT64_C(1) << kind : 0;
+  char why[256];
+  vsnprintf(why, sizeof why, fmt, ap);
+  LOG_W("source %s: %s (logged once; see stats)", s->cfg.endpoint, why);
+}
+
 /* Count a broken message, logging its kind the first time. */
 static void failure(source *s, unsigned kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void failure(source *s, unsigned kind, const char *fmt, ...) {
   s->failures++;
-  if (kind < 64 && (s->logged & (UINT64_C(1) << kind)))
-    return;
-  s->logged |= kind < 64 ? UINT64_C(1) << kind : 0;
-  char why[256];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, sizeof why, fmt, ap);
+  note_once(s, kind, fmt, ap);
   va_end(ap);
-  LOG_W("source %s: %s (logged once; see stats)", s->cfg.endpoint, why);
 }
 
+/* What is not a failure but worth saying once (counted by the caller). */
+static void notice(source *s, unsigned kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void notice(source *s, unsigned kind, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  note_once(s, kind, fmt, ap);
+  va_end(ap);
+}
+
+/* Kinds of what is logged once (bits of `logged`).  F_DECODE + n: decode
+ * error -n; F_ARRAYS + k: start array k (source_meta.h). */
 enum { F_DECODE = 1, F_SERIES = 20, F_UNKNOWN, F_IMAGE, F_STREAM, F_META,
-       F_FULL };
+       F_COMPANION, F_IMAGE_REFUSED, F_ARRAYS = 40, F_NAME = 43, F_SHAPE,
+       F_FIRST };
 
 static void free_buf(void *data, void *hint) {
   (void)hint;
   free(data);
-}
-
-/* Name characters allowed in stream names; others become '_'. */
-static void put_clean(char *out, size_t cap, size_t *at, const char *s,
-                      size_t n) {
-  for (size_t i = 0; i < n && *at + 1 < cap; i++) {
-    char c = s[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
-    out[(*at)++] = ok ? c : '_';
-  }
-  out[*at] = '\0';
-}
-
-static b2s_s2_str text_field(const b2s_s2_msg *m, const char *key) {
-  const b2s_s2_field *f = b2s_s2_field_get(m, key);
-  b2s_s2_str none = {"", 0};
-  if (!f || f->value.len < 1 || (f->value.p[0] >> 5) != 3)
-    return none;
-  /* a definite text string: header then bytes (decoded already) */
-  size_t h = (f->value.p[0] & 31) < 24 ? 1 : (f->value.p[0] & 31) == 24 ? 2
-           : (f->value.p[0] & 31) == 25 ? 3 : (f->value.p[0] & 31) == 26 ? 5 : 9;
-  if (h > f->value.len)
-    return none;
-  return (b2s_s2_str){(const char *)f->value.p + h, f->value.len - h};
-}
-
-static int stream_name(const source *s, const b2s_s2_msg *m, const char *ch,
-                       char *out, size_t cap) {
-  b2s_s2_str det = text_field(m, "detector_serial_number");
-  if (!det.len)
-    det = text_field(m, "detector_description");
-  if (!det.len)
-    det = (b2s_s2_str){"dectris", 7};
-  char id[32];
-  snprintf(id, sizeof id, "%llu", (unsigned long long)m->series_id);
-  size_t at = 0;
-  out[0] = '\0';
-  for (const char *p = s->cfg.name; *p;) {
-    if (!strncmp(p, "{detector}", 10)) {
-      put_clean(out, cap, &at, det.p, det.len);
-      p += 10;
-    } else if (!strncmp(p, "{series_id}", 11)) {
-      put_clean(out, cap, &at, id, strlen(id));
-      p += 11;
-    } else if (!strncmp(p, "{series_unique_id}", 18)) {
-      put_clean(out, cap, &at, m->series_unique_id.p, m->series_unique_id.len);
-      p += 18;
-    } else if (!strncmp(p, "{channel}", 9)) {
-      put_clean(out, cap, &at, ch, strlen(ch));
-      p += 9;
-    } else {
-      put_clean(out, cap, &at, p, 1);
-      p++;
-    }
-  }
-  return b2s_stream_name_check(out);
 }
 
 /* The template's settings with the series' layout: a b2nd array of one
@@ -230,8 +207,10 @@ static int open_stream(b2sd_server *srv, source *s, const char *name,
                                            name, &sc);
   if (rc < 0)
     return rc;
-  if (b2sd_stream_find(srv, name))
-    return B2S_E_CONFIG;             /* a series id seen before */
+  /* never another stream's frame, nor a file we did not make (the
+   * series' names were chosen free: this holds whatever happened since) */
+  if (b2sd_s2_name_taken(srv, s->cfg.template_name, name))
+    return B2S_E_CONFIG;
   if ((rc = b2sd_headroom_stream(srv, NULL)) < 0)
     return rc;
   if (arr)
@@ -258,42 +237,18 @@ static int open_stream(b2sd_server *srv, source *s, const char *name,
   return 0;
 }
 
-/* The start message's fields as series metadata; the large arrays
- * (flatfield, pixel_mask, countrate table) go to companion streams. */
-static void series_meta(source *s, b2sd_stream *st, const char *channel) {
-  const b2s_s2_msg *m = s->m;
-  static const char *const big[] = {"type", "flatfield", "pixel_mask",
-                                    "countrate_correction_lookup_table"};
-  s->mp.len = 0;                           /* the entries; header after */
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < m->nfields; i++) {
-    const b2s_s2_field *f = &m->fields[i];
-    bool skip = f->key.len > B2S_SERIES_KEY_MAX;
-    for (size_t k = 0; k < 4 && !skip; k++)
-      skip = f->key.len == strlen(big[k]) && !memcmp(f->key.p, big[k], f->key.len);
-    if (skip)
-      continue;
-    size_t at = s->mp.len;
-    b2s_mp_put_str(&s->mp, f->key.p, f->key.len);
-    if (b2s_s2_to_msgpack(f->value, &s->mp, B2S_SERIES_VALUE_MAX) < 0) {
-      s->mp.len = at;
-      failure(s, F_META, "start field %.*s is not kept (too large or "
-              "indefinite-length CBOR)", (int)f->key.len, f->key.p);
-      continue;
-    }
-    kept++;
-  }
-  b2s_mp_put_str(&s->mp, "channel", 7);
-  b2s_mp_put_str(&s->mp, channel, strlen(channel));
-  kept++;
-  b2s_mpbuf head;
-  b2s_mpbuf_init(&head);
-  b2s_mp_put_map(&head, kept);
-  b2s_mp_write_raw(&head, s->mp.data, s->mp.len);
-  int rc = b2sd_stream_meta(st, head.data, head.len);
+/* Channel i's series metadata (source_meta.h). */
+static void series_meta(source *s, b2sd_stream *st, uint32_t i) {
+  b2sd_s2_layout lay = {.dtype = s->dtype, .ny = s->ny, .nx = s->nx};
+  memcpy(lay.from_image, s->layout_from_image, sizeof lay.from_image);
+  b2s_s2_str dropped = {"", 0};
+  if (b2sd_s2_series_meta(s->start, s->ch[i], &lay, &s->cfg.beamline, &s->mp,
+                          &dropped) > 0)
+    failure(s, F_META, "start field %.*s is not kept (too large or "
+            "indefinite-length CBOR)", (int)dropped.len, dropped.p);
+  int rc = b2sd_stream_meta(st, s->mp.data, s->mp.len);
   if (rc < 0)
     failure(s, F_META, "series metadata refused: %s", b2s_strerror(rc));
-  b2s_mpbuf_fini(&head);
 }
 
 /* A gap chunk at frame number f (the writer fills the ones before it). */
@@ -310,6 +265,13 @@ static void gap_at(source *s, b2sd_stream *st, uint64_t f) {
   c->rec.frame = f;
   b2sd_window_take(&st->win, f);
   b2sd_stream_put(st, c);
+}
+
+/* The start's bytes are held until the series' streams exist. */
+static void start_release(source *s) {
+  if (s->have_start)
+    zmq_msg_close(&s->start_msg);
+  s->have_start = false;
 }
 
 /* retire: the series' streams close for good once written (retire.h);
@@ -333,9 +295,12 @@ static void series_close(b2sd_server *srv, source *s, const char *why,
   for (uint32_t i = 0; retire && i < s->ncomp; i++)
     b2sd_stream_retire(s->comp[i]);    /* flushed when stored */
   s->ncomp = 0;
-  LOG_I("source %s: series %llu closed (%s)", s->cfg.endpoint,
-        (unsigned long long)s->series_id, why);
+  LOG_I("source %s: series %llu closed (%s)%s", s->cfg.endpoint,
+        (unsigned long long)s->series_id, why,
+        s->made ? "" : "; no image came, so it has no streams");
   s->open = false;
+  s->made = false;
+  start_release(s);
 }
 
 static int dtype_of(b2s_s2_str t, char *np, int32_t *ts) {
@@ -348,6 +313,13 @@ static int dtype_of(b2s_s2_str t, char *np, int32_t *ts) {
       return 0;
     }
   return -1;
+}
+
+/* Where p, a pointer into msg's bytes, is in copy (a zmq_msg_copy of msg,
+ * which shares the bytes except for the smallest messages). */
+static const void *in_copy(zmq_msg_t *copy, zmq_msg_t *msg, const void *p) {
+  return (const uint8_t *)zmq_msg_data(copy) +
+         ((const uint8_t *)p - (const uint8_t *)zmq_msg_data(msg));
 }
 
 /* Store array a as the one chunk of a new stream `name`: the bytes as
@@ -367,7 +339,7 @@ static int store_array(b2sd_server *srv, source *s, const char *name,
   if (a->comp == B2S_S2_RAW) {
     zmq_msg_init(&j->msg);
     zmq_msg_copy(&j->msg, msg);
-    j->data = a->data.p;
+    j->data = in_copy(&j->msg, msg, a->data.p);
   } else {
     b2s_h5_params p = {
       .kind = a->comp == B2S_S2_BSLZ4 ? B2S_H5_BSLZ4 : B2S_H5_LZ4,
@@ -409,17 +381,16 @@ static int store_array(b2sd_server *srv, source *s, const char *name,
 }
 
 /* The start message's large arrays of channel i as companion streams
- * "<stream>.flatfield", ".pixel_mask" and ".countrate" (docs). */
+ * "<stream>.flatfield", ".pixel_mask" and ".countrate" (docs), those that
+ * have the spec's shape (the others are series metadata). */
 static void companions(b2sd_server *srv, source *s, uint32_t i,
-                       const char *stream, zmq_msg_t *msg) {
-  static const char *const maps[] = {"flatfield", "pixel_mask"};
+                       const char *stream) {
   b2s_s2_named named[B2S_S2_MAX_CHANNELS];
   char name[B2S_STREAM_NAME_MAX + 64];
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < B2SD_S2_NARRAYS; k++) {
     const b2s_s2_array *a = NULL;
     b2s_s2_array one;
-    const b2s_s2_field *f = b2s_s2_field_get(
-        s->m, k < 2 ? maps[k] : "countrate_correction_lookup_table");
+    const b2s_s2_field *f = b2s_s2_field_get(s->start, b2sd_s2_array_key[k]);
     uint32_t n;
     if (!f)
       continue;
@@ -433,63 +404,176 @@ static void companions(b2sd_server *srv, source *s, uint32_t i,
     }
     if (!a)
       continue;
-    snprintf(name, sizeof name, "%s.%s", stream,
-             k < 2 ? maps[k] : "countrate");
+    snprintf(name, sizeof name, "%s.%s", stream, b2sd_s2_array_stream[k]);
     int rc = b2s_stream_name_check(name);
     if (rc == 0)
-      rc = store_array(srv, s, name, a, msg);
+      rc = store_array(srv, s, name, a, &s->start_msg);
     if (rc < 0)
-      failure(s, F_META + 1, "series %llu: %s not kept as stream %s: %s",
-              (unsigned long long)s->series_id, k < 2 ? maps[k] :
-              "countrate_correction_lookup_table", name, b2s_strerror(rc));
+      failure(s, F_COMPANION, "series %llu: %s not kept as stream %s: %s",
+              (unsigned long long)s->series_id, b2sd_s2_array_key[k], name,
+              b2s_strerror(rc));
   }
 }
 
-static void on_start(b2sd_server *srv, source *s, zmq_msg_t *msg) {
-  const b2s_s2_msg *m = s->m;
-  series_close(srv, s, "a new series started", true);
-  char dtype[8];
-  int32_t ts;
-  if (dtype_of(m->image_dtype, dtype, &ts) < 0 || !m->image_size_x ||
-      !m->image_size_y || m->image_size_x > INT32_MAX / m->image_size_y) {
-    failure(s, F_SERIES, "start of series %llu: image_dtype (uint8/16/32) "
-            "and image_size_x/y are needed", (unsigned long long)m->series_id);
-    return;
+/* The start's arrays that are not of the spec's shape (a detector's
+ * start must not lose the series for them): kept as series metadata,
+ * without companion streams; counted and said once. */
+static void arrays_as_metadata(source *s) {
+  for (int k = 0; k < B2SD_S2_NARRAYS; k++)
+    if (b2sd_s2_array_given(s->start, k) && !b2sd_s2_array_ok(s->start, k)) {
+      s->arrays_as_meta++;
+      notice(s, F_ARRAYS + (unsigned)k, "series %llu: start field %s is not "
+             "%s: kept as series metadata, without companion streams",
+             (unsigned long long)s->series_id, b2sd_s2_array_key[k],
+             k < 2 ? "a map of channel names to arrays" : "a typed array");
+    }
+}
+
+/* The series' streams, once its dtype and image size are known: names
+ * free of every stream and file there is (source_name.h), one stream per
+ * channel with its metadata and companions.  Then the start's bytes are
+ * let go (the jobs hold what they still need). */
+static int series_make(b2sd_server *srv, source *s, const char *dtype,
+                       int32_t ts, uint64_t ny, uint64_t nx) {
+  const b2s_s2_msg *m = s->start;
+  if (!ny || !nx || ny > INT32_MAX || nx > INT32_MAX / ny ||
+      (int64_t)(ny * nx) * ts > srv->dcfg.max_buffer) {
+    failure(s, F_SERIES, "series %llu: images of %llux%llu %s are larger "
+            "than max_buffer", (unsigned long long)s->series_id,
+            (unsigned long long)ny, (unsigned long long)nx, dtype);
+    return B2S_E_OVERSIZE;
   }
-  int64_t nbytes = (int64_t)(m->image_size_x * m->image_size_y) * ts;
   s->ts = ts;
-  s->img_nbytes = nbytes;
-  s->ny = (int64_t)m->image_size_y;
-  s->nx = (int64_t)m->image_size_x;
-  if (nbytes > srv->dcfg.max_buffer || !series_blocks(s)) {
-    failure(s, F_SERIES, "series %llu: images larger than max_buffer",
-            (unsigned long long)m->series_id);
-    return;
+  s->img_nbytes = (int64_t)(ny * nx) * ts;
+  s->ny = (int64_t)ny;
+  s->nx = (int64_t)nx;
+  if (!series_blocks(s)) {
+    failure(s, F_SERIES, "series %llu: images larger than a frame's chunk",
+            (unsigned long long)s->series_id);
+    return B2S_E_OVERSIZE;
   }
-  s->series_id = m->series_id;
-  s->nch = m->nchannels;
-  s->have_first = false;
-  s->nimages = m->number_of_images <= (uint64_t)INT32_MAX ? m->number_of_images : 0;
-  s->max_frame = 0;
-  memset(s->st, 0, sizeof s->st);
+  snprintf(s->dtype, sizeof s->dtype, "%s", dtype);
+  uint32_t sfx = b2sd_s2_suffix(srv, s->cfg.name, s->cfg.template_name, m);
+  if (sfx == 0) {
+    failure(s, F_NAME, "series %llu: its names are taken up to suffix .%d: "
+            "not stored", (unsigned long long)s->series_id, B2SD_S2_SUFFIX_MAX);
+    return B2S_E_LIMIT;
+  }
+  if (sfx > 1) {
+    s->renamed++;
+    LOG_I("source %s: series %llu: its names are taken (a series id seen "
+          "before): stored with suffix .%u", s->cfg.endpoint,
+          (unsigned long long)s->series_id, sfx);
+  }
+  arrays_as_metadata(s);
   for (uint32_t i = 0; i < s->nch; i++) {
-    snprintf(s->ch[i], sizeof s->ch[i], "%.*s", (int)m->channels[i].len,
-             m->channels[i].p);
     char name[B2S_STREAM_NAME_MAX + 64];
-    int rc = stream_name(s, m, s->ch[i], name, sizeof name);
+    int rc = b2sd_s2_name(s->cfg.name, m, m->channels[i], sfx, name,
+                          sizeof name);
     if (rc == 0)
-      rc = open_stream(srv, s, name, dtype, NULL, &s->st[i]);
+      rc = open_stream(srv, s, name, s->dtype, NULL, &s->st[i]);
     if (rc < 0) {
       failure(s, F_STREAM, "series %llu channel %s: no stream %s: %s",
               (unsigned long long)s->series_id, s->ch[i], name,
               b2s_strerror(rc));
       continue;
     }
-    series_meta(s, s->st[i], s->ch[i]);
-    companions(srv, s, i, name, msg);
+    series_meta(s, s->st[i], i);
+    companions(srv, s, i, name);
+  }
+  s->made = true;
+  start_release(s);
+  return 0;
+}
+
+static void on_start(b2sd_server *srv, source *s, zmq_msg_t *msg) {
+  series_close(srv, s, "a new series started", true);
+  /* the series keeps its start (decoded again from a copy that shares
+   * the bytes): its streams may be made only at its first image */
+  zmq_msg_init(&s->start_msg);
+  if (zmq_msg_copy(&s->start_msg, msg) < 0 ||
+      b2s_s2_decode(zmq_msg_data(&s->start_msg), zmq_msg_size(&s->start_msg),
+                    s->start) < 0) {
+    zmq_msg_close(&s->start_msg);
+    failure(s, F_SERIES, "start of series %llu: cannot be kept",
+            (unsigned long long)s->m->series_id);
+    return;
+  }
+  s->have_start = true;
+  const b2s_s2_msg *m = s->start;
+  s->series_id = m->series_id;
+  s->nch = m->nchannels;
+  for (uint32_t i = 0; i < s->nch; i++)
+    snprintf(s->ch[i], sizeof s->ch[i], "%.*s", (int)m->channels[i].len,
+             m->channels[i].p);
+  s->have_first = false;
+  s->nimages = m->number_of_images <= (uint64_t)INT32_MAX ? m->number_of_images : 0;
+  s->max_frame = 0;
+  s->made = false;
+  memset(s->st, 0, sizeof s->st);
+  memset(s->layout_from_image, 0, sizeof s->layout_from_image);
+  char dtype[8];
+  int32_t ts;
+  bool known = dtype_of(m->image_dtype, dtype, &ts) == 0;
+  if (known && m->image_size_x && m->image_size_y) {
+    if (series_make(srv, s, dtype, ts, m->image_size_y, m->image_size_x) < 0) {
+      start_release(s);
+      return;
+    }
+  } else {
+    LOG_I("source %s: series %llu: its start gives no %s: its streams are "
+          "made at its first image", s->cfg.endpoint,
+          (unsigned long long)s->series_id,
+          known ? "image_size_x/y" : "image_dtype (uint8/16/32)");
   }
   s->open = true;
   s->series++;
+}
+
+/* The data of channel ch in image message m, NULL when absent. */
+static const b2s_s2_array *channel_data(const b2s_s2_msg *m, const char *ch) {
+  for (uint32_t k = 0; k < m->ndata; k++)
+    if (m->data[k].name.len == strlen(ch) &&
+        !memcmp(m->data[k].name.p, ch, m->data[k].name.len))
+      return &m->data[k].a;
+  return NULL;
+}
+
+/* The streams of a series whose start lacked the dtype or the image size,
+ * from its first image: the typed array of the first of the series'
+ * channels the image holds gives the dtype (its RFC 8746 tag) and y, x
+ * (its shape), for what the start did not give. */
+static int series_from_image(b2sd_server *srv, source *s) {
+  const b2s_s2_msg *st = s->start, *m = s->m;
+  const b2s_s2_array *a = NULL;
+  for (uint32_t i = 0; i < s->nch && !a; i++)
+    a = channel_data(m, s->ch[i]);
+  const char *why = !a ? "holds none of the series' channels"
+                  : a->ndim != 2 ? "is not a two-dimensional array"
+                  : a->dtype[0] == '>' ? "is big-endian"
+                  : NULL;
+  if (why) {
+    failure(s, F_FIRST, "series %llu: image %llu %s: the series' "
+            "streams are not made from it", (unsigned long long)s->series_id,
+            (unsigned long long)m->image_id, why);
+    return B2S_E_CHUNK_SIZE;
+  }
+  char dtype[8];
+  int32_t ts;
+  s->layout_from_image[0] = dtype_of(st->image_dtype, dtype, &ts) < 0;
+  if (s->layout_from_image[0]) {
+    snprintf(dtype, sizeof dtype, "%s", a->dtype);
+    ts = (int32_t)a->elem_size;
+  }
+  s->layout_from_image[1] = !st->image_size_x;
+  s->layout_from_image[2] = !st->image_size_y;
+  uint64_t nx = st->image_size_x ? st->image_size_x : a->dim[1];
+  uint64_t ny = st->image_size_y ? st->image_size_y : a->dim[0];
+  LOG_I("source %s: series %llu: streams made at image %llu: %llux%llu %s",
+        s->cfg.endpoint, (unsigned long long)s->series_id,
+        (unsigned long long)m->image_id, (unsigned long long)ny,
+        (unsigned long long)nx, dtype);
+  return series_make(srv, s, dtype, ts, ny, nx);
 }
 
 /* The image's record: frame number, start time, and the Stream V2 fields
@@ -544,15 +628,18 @@ static int image_record(source *s, uint64_t frame, b2sd_rec *rec) {
   return 0;
 }
 
+/* Whether array a is an image of the series: its dtype, its pixel count,
+ * and with layout images its y, x. */
+static bool image_fits(const source *s, const b2s_s2_array *a) {
+  return a->ndim == 2 && strcmp(a->dtype, s->dtype) == 0 &&
+         a->dim[0] * a->dim[1] * a->elem_size == (uint64_t)s->img_nbytes &&
+         (s->cfg.layout != B2S_SOURCE_IMAGES ||
+          (a->dim[0] == (uint64_t)s->ny && a->dim[1] == (uint64_t)s->nx));
+}
+
 static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
                          const b2s_s2_array *a, uint64_t frame,
                          zmq_msg_t *msg) {
-  if (a->ndim != 2 || a->dim[0] * a->dim[1] * a->elem_size !=
-                          (uint64_t)s->img_nbytes ||
-      (int32_t)a->elem_size != s->ts ||
-      (s->cfg.layout == B2S_SOURCE_IMAGES &&
-       (a->dim[0] != (uint64_t)s->ny || a->dim[1] != (uint64_t)s->nx)))
-    return B2S_E_CHUNK_SIZE;            /* images: y, x as the start said */
   int rc = b2sd_progress_failed(st);    /* its frame stores no more */
   if (rc == 0)
     rc = b2sd_window_check(&st->win, frame);
@@ -603,7 +690,7 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
   }
   zmq_msg_init(&j->msg);
   zmq_msg_copy(&j->msg, msg);   /* shares the buffer, no copy */
-  j->data = a->data.p;
+  j->data = in_copy(&j->msg, msg, a->data.p);
   j->len = a->data.len;
   /* relaxed: the memory bound; pairs with the fetch_sub in b2sd_job_free */
   atomic_fetch_add_explicit(&srv->inflight_bytes, (int64_t)j->len,
@@ -626,6 +713,27 @@ static int queue_channel(b2sd_server *srv, source *s, b2sd_stream *st,
   return 0;
 }
 
+/* The first image's series_date joins each channel's series metadata:
+ * the images' times count from it (SOURCES.md 4), and the start message
+ * does not carry it. */
+static void series_date(source *s) {
+  const b2s_s2_msg *m = s->m;
+  if (!m->series_date.len)
+    return;
+  b2s_mpbuf *b = &s->mp;
+  b->len = 0;
+  b2s_mp_put_map(b, 1);
+  b2s_mp_put_str(b, "series_date", 11);
+  b2s_mp_put_str(b, m->series_date.p, m->series_date.len);
+  for (uint32_t i = 0; i < s->nch; i++) {
+    if (!s->st[i])
+      continue;
+    int rc = b2sd_stream_meta(s->st[i], b->data, b->len);
+    if (rc < 0)
+      failure(s, F_META, "series_date not kept: %s", b2s_strerror(rc));
+  }
+}
+
 static void on_image(b2sd_server *srv, source *s, zmq_msg_t *msg) {
   const b2s_s2_msg *m = s->m;
   if (!s->open || m->series_id != s->series_id) {
@@ -634,9 +742,12 @@ static void on_image(b2sd_server *srv, source *s, zmq_msg_t *msg) {
             (unsigned long long)m->image_id, (unsigned long long)m->series_id);
     return;
   }
+  if (!s->made && series_from_image(srv, s) < 0)
+    return;                          /* counted; a later image may do */
   if (!s->have_first) {
     s->first = m->image_id;
     s->have_first = true;
+    series_date(s);
   }
   if (m->image_id < s->first) {
     failure(s, F_IMAGE, "image %llu before the series' first image %llu",
@@ -647,16 +758,20 @@ static void on_image(b2sd_server *srv, source *s, zmq_msg_t *msg) {
   if (m->image_id - s->first + 1 > s->max_frame)
     s->max_frame = m->image_id - s->first + 1;
   for (uint32_t i = 0; i < s->nch; i++) {
-    const b2s_s2_array *a = NULL;
-    for (uint32_t k = 0; k < m->ndata; k++)
-      if (m->data[k].name.len == strlen(s->ch[i]) &&
-          !memcmp(m->data[k].name.p, s->ch[i], m->data[k].name.len))
-        a = &m->data[k].a;
+    const b2s_s2_array *a = channel_data(m, s->ch[i]);
     if (!a || !s->st[i])
       continue;                      /* its place stays a gap */
+    if (!image_fits(s, a)) {         /* its place stays a gap */
+      failure(s, F_SHAPE, "image %llu channel %s refused: a %u-dimensional "
+              "%s array of %lld bytes, where the series' images are "
+              "%lldx%lld %s", (unsigned long long)m->image_id, s->ch[i],
+              a->ndim, a->dtype, (long long)a->nbytes, (long long)s->ny,
+              (long long)s->nx, s->dtype);
+      continue;
+    }
     int rc = queue_channel(srv, s, s->st[i], a, m->image_id - s->first, msg);
     if (rc < 0)
-      failure(s, F_IMAGE + 10, "image %llu channel %s refused: %s",
+      failure(s, F_IMAGE_REFUSED, "image %llu channel %s refused: %s",
               (unsigned long long)m->image_id, s->ch[i], b2s_strerror(rc));
   }
 }
@@ -664,7 +779,7 @@ static void on_image(b2sd_server *srv, source *s, zmq_msg_t *msg) {
 /* Headroom for one more image on every stream of the series: else the
  * message waits in ZeroMQ, and the detector's PUSH holds back. */
 static bool headroom(b2sd_server *srv, source *s) {
-  if (!s->open)
+  if (!s->open || !s->made)
     return true;
   int64_t inflight =
       atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
@@ -718,7 +833,7 @@ int b2sd_sources_new(b2sd_server *srv) {
     source *s = &ss->s[ss->n];
     s->cfg = cfg[i];
     b2s_mpbuf_init(&s->mp);
-    if (!(s->m = malloc(sizeof *s->m)))
+    if (!(s->m = malloc(sizeof *s->m)) || !(s->start = malloc(sizeof *s->start)))
       return B2S_E_NOMEM;
     ss->n++;
     if (!(s->sock = zmq_socket(srv->zctx, ZMQ_PULL)))
@@ -800,7 +915,9 @@ void b2sd_sources_free(b2sd_server *srv) {
   for (size_t i = 0; i < ss->n; i++) {
     if (ss->s[i].sock)
       zmq_close(ss->s[i].sock);
+    start_release(&ss->s[i]);
     free(ss->s[i].m);
+    free(ss->s[i].start);
     b2s_mpbuf_fini(&ss->s[i].mp);
   }
   free(ss);
@@ -819,11 +936,13 @@ char *b2sd_sources_json(b2sd_server *srv) {
     at += (size_t)snprintf(out + at, cap - at,
         "%s{\"kind\":\"dectris-stream2\",\"endpoint\":\"%s\",\"messages\":%llu,"
         "\"images\":%llu,\"refused\":%llu,\"unknown_series\":%llu,"
-        "\"series\":%llu,\"series_timed_out\":%llu,\"series_open\":%s}",
+        "\"series\":%llu,\"series_timed_out\":%llu,\"series_open\":%s,"
+        "\"series_renamed\":%llu,\"arrays_as_metadata\":%llu}",
         i ? "," : "", s->cfg.endpoint, (unsigned long long)s->messages,
         (unsigned long long)s->images, (unsigned long long)s->failures,
         (unsigned long long)s->unknown_series, (unsigned long long)s->series,
-        (unsigned long long)s->timeouts, s->open ? "true" : "false");
+        (unsigned long long)s->timeouts, s->open ? "true" : "false",
+        (unsigned long long)s->renamed, (unsigned long long)s->arrays_as_meta);
   }
   snprintf(out + at, cap - at, "]");
   return out;

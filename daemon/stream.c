@@ -352,6 +352,18 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   snprintf(st->name, sizeof st->name, "%s", cfg->name);
   snprintf(st->path, sizeof st->path, "%s", cfg->full_path);
   st->ordered = cfg->order == B2S_ORDER_FRAME_NUMBER;
+  b2s_errdetail why;
+  int brc = cfg->b2nd.enabled
+                ? b2s_blockorder_init(&st->blocks, cfg->b2nd.ndim,
+                                      cfg->b2nd.chunkshape, cfg->b2nd.blockshape,
+                                      cfg->cparams.typesize, &why)
+                : 0;
+  if (brc < 0) {
+    /* the configuration refuses such blocks; a frame's own never get here */
+    LOG_E("stream %s: b2nd: %s", st->name, why.text);
+    free(st);
+    return B2S_E_CONFIG;
+  }
   if (b2sd_window_init(&st->win, (uint32_t)cfg->reorder_window) < 0) {
     free(st);
     return B2S_E_NOMEM;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b2s_blockorder.h"
 #include "b2s_errors.h"
 #include "b2s_frame.h"
 
@@ -150,11 +151,11 @@ int b2sd_png_gray(const uint8_t *gray, int h, int w, void **out, size_t *len) {
 
 /* ---- the frame -------------------------------------------------------------------- */
 
-/* The image's height and width, the last two dimensions of the chunk, and
- * the dtype: from the frame's b2nd metalayer (the file says what it
- * holds). */
+/* The image's height and width, the last two dimensions of the chunk,
+ * the dtype and the order of the chunk's items: from the frame's b2nd
+ * metalayer (the file says what it holds). */
 static int image_shape(b2s_frame *f, int64_t *h, int64_t *w, char *dtype,
-                       size_t dn) {
+                       size_t dn, b2s_blockorder *order) {
   b2s_b2nd nd;
   int rc = b2s_frame_b2nd_get(f, &nd);
   if (rc < 0)
@@ -162,6 +163,11 @@ static int image_shape(b2s_frame *f, int64_t *h, int64_t *w, char *dtype,
   if (nd.ndim < 2 || !nd.has_dtype || nd.dtype_format != 0 ||
       nd.dtype_len >= dn)
     return B2S_E_ARG;
+  int32_t ts = b2s_frame_header_get(f)->typesize;
+  rc = b2s_blockorder_init(order, nd.ndim, nd.chunkshape, nd.blockshape,
+                           ts > 0 ? ts : 1, NULL);
+  if (rc < 0)
+    return rc;
   *h = nd.chunkshape[nd.ndim - 2];
   *w = nd.chunkshape[nd.ndim - 1];
   memcpy(dtype, nd.dtype, nd.dtype_len);
@@ -187,7 +193,8 @@ int b2sd_thumb_png(const b2sd_thumb_req *q, void **png, size_t *len,
   int32_t nbytes = 0;
   uint8_t *buf = NULL, gray[B2SD_THUMB_MAX * B2SD_THUMB_MAX];
   int oh, ow, rc = B2S_E_NOTFOUND;
-  if (n <= 0 || image_shape(f, &h, &w, dtype, sizeof dtype) < 0) {
+  b2s_blockorder order;
+  if (n <= 0 || image_shape(f, &h, &w, dtype, sizeof dtype, &order) < 0) {
     (void)WHY("no b2nd image in the frame");
     goto out;
   }
@@ -207,6 +214,17 @@ int b2sd_thumb_png(const b2sd_thumb_req *q, void **png, size_t *len,
                                          (size_t)nbytes) < 0) {
     (void)WHY("cannot read chunk %lld", (long long)(n - 1));
     goto out;
+  }
+  /* stored block after block: the image's items back in C order */
+  if (order.gather && order.nbytes == nbytes) {
+    uint8_t *c_order = malloc((size_t)nbytes);
+    if (!c_order) {
+      (void)WHY("out of memory");
+      goto out;
+    }
+    b2s_blockorder_scatter(&order, buf, c_order);
+    free(buf);
+    buf = c_order;
   }
   if (b2sd_thumb_scale(buf, dtype, h, w, gray, &oh, &ow) < 0 ||
       b2sd_png_gray(gray, oh, ow, png, len) < 0) {

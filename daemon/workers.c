@@ -7,7 +7,16 @@
  * how far each stream got (the I/O thread returns `block` credits from
  * it).  Each worker owns one
  * b2s_ctx for its lifetime and compresses straight into a chunk buffer of
- * the server's pool (chunkpool.c) that it hands to the writer. */
+ * the server's pool (chunkpool.c) that it hands to the writer.
+ *
+ * A buffer of a b2nd stream holds the chunk's items in C order
+ * (PROTOCOL.md 3.5); where the stream's blocks are not runs of that order
+ * the worker compresses it with b2s_compress_blocks, which gathers one
+ * band of blocks at a time into the context (at most one chunk, kept for
+ * the worker's lifetime like its scratch) as it compresses them.  Every way a buffer comes
+ * in (ZeroMQ, shared memory, any client) passes here, so the reorder is
+ * done once for all, and a shared-memory slot stays the producer's plain
+ * C-ordered image, read once as before. */
 #define _GNU_SOURCE
 #include "chunkpool.h"
 #include "progress.h"
@@ -79,8 +88,6 @@ static b2sd_job *pool_take(b2sd_pool *p, bool *wake) {
   return j;
 }
 
-/* Compress job j into a new chunk; a tombstone carrying the error when
- * that fails.  Never NULL. */
 /* A detector image: its framing rewritten into a chunk (b2s_h5lz4.h). */
 static int convert_job(b2s_ctx *ctx, b2sd_job *j, b2sd_chunk *c, size_t need) {
   b2s_h5_result res;
@@ -100,6 +107,14 @@ static int convert_job(b2s_ctx *ctx, b2sd_job *j, b2sd_chunk *c, size_t need) {
   return rc;
 }
 
+/* Whether j's items are gathered into block order as they are compressed. */
+static bool gathers(const b2sd_job *j) {
+  const b2s_blockorder *o = &j->st->blocks;
+  return !j->h5 && o->gather && (int64_t)j->len == o->nbytes;
+}
+
+/* Compress job j into a new chunk; a tombstone carrying the error when
+ * that fails.  Never NULL. */
 static b2sd_chunk *compress_job(b2sd_pool *p, b2s_ctx *ctx, b2sd_job *j) {
   size_t need = j->len + B2S_MAX_OVERHEAD;
   if (j->h5) {
@@ -116,6 +131,9 @@ static b2sd_chunk *compress_job(b2sd_pool *p, b2s_ctx *ctx, b2sd_job *j) {
                               memory_order_relaxed);
     if (j->h5)
       rc = need ? convert_job(ctx, j, c, need) : B2S_E_DECODE;
+    else if (gathers(j))
+      rc = b2s_compress_blocks(ctx, &j->cparams, &j->st->blocks, j->data,
+                               (int32_t)j->len, c->data, (int32_t)need);
     else
       rc = b2s_compress(ctx, &j->cparams, j->data, (int32_t)j->len, c->data,
                         (int32_t)need);

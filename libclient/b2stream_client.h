@@ -183,8 +183,12 @@ int b2sc_stats(b2sc_session *s, const char *stream, char **json,
 int b2sc_producer_open(b2sc_session *s, const char *stream, const char *tmpl,
                        b2sc_producer **out);
 
-/* Send one buffer (it becomes one chunk).  The bytes are copied before the
- * call returns.  Waits up to timeout_ms for credit when the daemon withholds
+/* Send one buffer (it becomes one chunk).  On a b2nd stream a buffer is
+ * one chunk's items in C order of its chunkshape (an image as it lies in
+ * memory), whatever the stream's blockshape: the daemon stores them block
+ * after block (docs/PROTOCOL.md 3.5); a buffer of another size is refused
+ * (B2S_E_CHUNK_SIZE, reported by b2sc_flush).  The bytes are copied before
+ * the call returns.  Waits up to timeout_ms for credit when the daemon withholds
  * it (policy block): B2S_E_TIMEOUT, nothing sent.  B2S_E_OVERSIZE when len
  * exceeds the stream's max_buffer, B2S_E_ARG when len is 0, B2S_E_CLOSED
  * when the daemon closed the handle, or the code it closed it for when it
@@ -319,7 +323,8 @@ int b2sc_producer_set_meta_str(b2sc_producer *p, const char *key,
 
 /* Ask the daemon for a segment of nslots slots of slot_size bytes and map
  * it.  -EOPNOTSUPP when the daemon offers no shared memory, B2S_E_BUSY when
- * the producer has a segment already; the daemon may grant fewer slots. */
+ * the producer has a segment already; the daemon may grant fewer slots (at
+ * most its shm.slots, fewer when its memory limit is near). */
 int b2sc_shm_attach(b2sc_producer *p, uint32_t nslots, size_t slot_size);
 
 /* Wait up to timeout_ms for a credit and a free slot, and reserve both.
@@ -329,7 +334,8 @@ int b2sc_shm_attach(b2sc_producer *p, uint32_t nslots, size_t slot_size);
 int b2sc_shm_acquire(b2sc_producer *p, int timeout_ms, uint32_t *slot,
                      void **ptr, size_t *cap);
 
-/* Hand the filled slot (len bytes, 1..cap) to the daemon, which compresses
+/* Hand the filled slot (len bytes, 1..cap; on a b2nd stream one chunk's
+ * items in C order, as for b2sc_send) to the daemon, which compresses
  * straight from it and frees the slot itself.  B2S_E_OVERSIZE (the slot
  * stays reserved), B2S_E_SHM_STATE when the slot was not acquired. */
 int b2sc_shm_submit(b2sc_producer *p, uint32_t slot, size_t len);
@@ -393,7 +399,8 @@ int b2sc_next_rec(b2sc_consumer *c, int timeout_ms, b2sc_chunk_info *info,
                   b2sc_record *rec);
 
 /* Read chunk index of the followed stream through the daemon, as stored or
- * decompressed, into buf.  Returns the chunk's length; when that is more
+ * decompressed (a b2nd chunk's items as the frame holds them: block after
+ * block, docs/PROTOCOL.md 3.20), into buf.  Returns the chunk's length; when that is more
  * than cap nothing is copied and the chunk is kept, so calling again with a
  * large enough buffer (same index and mode) does not ask the daemon again;
  * buf may be NULL with cap 0 to learn the length.  B2S_E_NCHUNK when the

@@ -1,7 +1,10 @@
 /* A small CBOR encoder and DECTRIS Stream V2 message builder, written from
  * RFC 8949 / RFC 8746 and DECTRIS's stream_v2 README: what a detector
  * sends, for the tests and benchmarks of the daemon's Stream V2 source
- * (an implementation independent of the decoder, core/stream2.c). */
+ * (an implementation independent of the decoder, proto/stream2.c).  Every
+ * message begins, as a detector's does, with the self-described CBOR tag
+ * 55799 (d9 d9 f7), which DECTRIS's own parser requires; the key `type`
+ * comes first, as that parser also requires. */
 #ifndef B2S_S2ENC_H
 #define B2S_S2ENC_H
 
@@ -39,7 +42,12 @@ typedef struct b2s_s2e_part {
   uint64_t tag;                    /* typed-array tag; 0: uint of elem_size */
 } b2s_s2e_part;
 
-/* extra: key/value pairs the caller appends after the start's fields. */
+/* Tag 55799 (self-described CBOR), 3 bytes. */
+void b2s_s2e_selfdescribe(b2s_s2enc *e);
+
+/* extra: key/value pairs the caller appends after the start's fields.
+ * dtype NULL leaves image_dtype out, ny and nx 0 image_size_x/y (a start
+ * of a spec revision without them: the first image says). */
 void b2s_s2e_start(b2s_s2enc *e, uint64_t series_id, const char *uid,
               const char *const *channels, int nch, const char *dtype,
               uint64_t ny, uint64_t nx, uint64_t nimages, int extra);

@@ -1,6 +1,19 @@
 /* Decoder of DECTRIS Stream V2 messages (CBOR, RFC 8949): start, image and
  * end, with RFC 8746 typed arrays (tags 64..87), multi-dimensional arrays
- * (tag 40) and the DECTRIS compression tag 56500 (bslz4, lz4).
+ * (tag 40) and the DECTRIS compression tag 56500 (bslz4, lz4).  The
+ * self-described CBOR tag 55799 (d9 d9 f7), which detectors put before
+ * every message, is passed over wherever it stands, so messages with and
+ * without it decode the same.
+ *
+ * What is checked: the fields the daemon stores images by (series_id,
+ * channels, image_dtype, image_size_x/y, number_of_images; image_id,
+ * data, start/stop/real_time) must have the spec's CBOR type, else
+ * B2S_S2_E_FIELD with err_field naming the field.  Every other field,
+ * the start's arrays (flatfield, pixel_mask,
+ * countrate_correction_lookup_table), threshold_energy and the dates
+ * included, need only be well-formed CBOR: it is metadata, and its view
+ * here (arm_date, series_date, series_unique_id) is left empty when its
+ * type is not the spec's.
  *
  * Zero copy: strings, byte strings and raw CBOR spans in the decoded message
  * point into the caller's buffer, which must outlive the message.  Every
@@ -98,6 +111,8 @@ int b2s_s2_array_map(b2s_s2_span s, b2s_s2_named *out, uint32_t max,
 
 /* Find a top-level field of a decoded message; NULL when absent. */
 const b2s_s2_field *b2s_s2_field_get(const b2s_s2_msg *m, const char *key);
+/* A field's value as a text string: 0, or an error when it is not one. */
+int b2s_s2_text(b2s_s2_span v, b2s_s2_str *s);
 
 /* Append the CBOR item s as msgpack to out (tags dropped, their content
  * kept; typed arrays become bin; indefinite lengths refused), at most max

@@ -1,6 +1,7 @@
 /* CBOR / Stream V2 message builder for tests; see b2s_s2enc.h. */
 #include "b2s_s2enc.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,10 +84,14 @@ void b2s_s2e_mdarray(b2s_s2enc *e, const b2s_s2e_part *p) {
   b2s_s2e_bytes(e, p->data, p->len);
 }
 
+void b2s_s2e_selfdescribe(b2s_s2enc *e) { b2s_s2e_tag(e, 55799); }
+
 void b2s_s2e_start(b2s_s2enc *e, uint64_t series_id, const char *uid,
               const char *const *channels, int nch, const char *dtype,
               uint64_t ny, uint64_t nx, uint64_t nimages, int extra) {
-  b2s_s2e_map(e, 15 + (uint64_t)extra);
+  bool sizes = ny || nx;
+  b2s_s2e_selfdescribe(e);
+  b2s_s2e_map(e, 12 + (dtype ? 1u : 0u) + (sizes ? 2u : 0u) + (uint64_t)extra);
   b2s_s2e_text(e, "type"); b2s_s2e_text(e, "start");
   b2s_s2e_text(e, "series_id"); b2s_s2e_uint(e, series_id);
   b2s_s2e_text(e, "series_unique_id"); b2s_s2e_text(e, uid);
@@ -101,9 +106,13 @@ void b2s_s2e_start(b2s_s2enc *e, uint64_t series_id, const char *uid,
   b2s_s2e_text(e, "goniometer"); b2s_s2e_map(e, 1); b2s_s2e_text(e, "omega");
   b2s_s2e_map(e, 2); b2s_s2e_text(e, "increment"); b2s_s2e_f64(e, 0.1);
   b2s_s2e_text(e, "start"); b2s_s2e_f64(e, 90.0);
-  b2s_s2e_text(e, "image_dtype"); b2s_s2e_text(e, dtype);
-  b2s_s2e_text(e, "image_size_x"); b2s_s2e_uint(e, nx);
-  b2s_s2e_text(e, "image_size_y"); b2s_s2e_uint(e, ny);
+  if (dtype) {
+    b2s_s2e_text(e, "image_dtype"); b2s_s2e_text(e, dtype);
+  }
+  if (sizes) {
+    b2s_s2e_text(e, "image_size_x"); b2s_s2e_uint(e, nx);
+    b2s_s2e_text(e, "image_size_y"); b2s_s2e_uint(e, ny);
+  }
   b2s_s2e_text(e, "number_of_images"); b2s_s2e_uint(e, nimages);
   b2s_s2e_text(e, "threshold_energy"); b2s_s2e_map(e, (uint64_t)nch);
   for (int i = 0; i < nch; i++) {
@@ -116,6 +125,7 @@ void b2s_s2e_image(b2s_s2enc *e, uint64_t series_id, const char *uid, uint64_t i
               const b2s_s2e_part *parts, int nparts, uint64_t t_start,
               uint64_t t_stop, uint64_t t_real, uint64_t timebase,
               const char *user_data_text) {
+  b2s_s2e_selfdescribe(e);
   b2s_s2e_map(e, user_data_text ? 10 : 9);
   b2s_s2e_text(e, "type"); b2s_s2e_text(e, "image");
   b2s_s2e_text(e, "series_id"); b2s_s2e_uint(e, series_id);
@@ -137,6 +147,7 @@ void b2s_s2e_image(b2s_s2enc *e, uint64_t series_id, const char *uid, uint64_t i
 }
 
 void b2s_s2e_end(b2s_s2enc *e, uint64_t series_id, const char *uid) {
+  b2s_s2e_selfdescribe(e);
   b2s_s2e_map(e, 3);
   b2s_s2e_text(e, "type"); b2s_s2e_text(e, "end");
   b2s_s2e_text(e, "series_id"); b2s_s2e_uint(e, series_id);

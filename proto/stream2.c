@@ -19,6 +19,7 @@
 #define TAG_TYPED_FIRST 64
 #define TAG_TYPED_LAST 87
 #define TAG_DECTRIS 56500
+#define TAG_SELF_DESCRIBED 55799   /* RFC 8949 3.4.6: d9 d9 f7, no meaning */
 
 const char *b2s_s2_strerror(int code) {
   switch (code) {
@@ -84,16 +85,22 @@ static const struct cbor_callbacks cbs = {
   .indef_break = on_break,
 };
 
+/* One item head.  Tag 55799 (self-described CBOR) says only "this is
+ * CBOR": DECTRIS detectors put it before every message, and it may stand
+ * before any item, so it is passed over wherever it is (each one takes 3
+ * bytes: the loop ends with the buffer). */
 static int next(rd *r, tok *t) {
-  if (r->pos >= r->n)
-    return B2S_S2_E_CBOR;
-  t->k = -1;
-  struct cbor_decoder_result res =
-      cbor_stream_decode(r->b + r->pos, r->n - r->pos, &cbs, t);
-  if (res.status != CBOR_DECODER_FINISHED || res.read == 0 ||
-      res.read > r->n - r->pos || t->k < 0)
-    return B2S_S2_E_CBOR;
-  r->pos += res.read;
+  do {
+    if (r->pos >= r->n)
+      return B2S_S2_E_CBOR;
+    t->k = -1;
+    struct cbor_decoder_result res =
+        cbor_stream_decode(r->b + r->pos, r->n - r->pos, &cbs, t);
+    if (res.status != CBOR_DECODER_FINISHED || res.read == 0 ||
+        res.read > r->n - r->pos || t->k < 0)
+      return B2S_S2_E_CBOR;
+    r->pos += res.read;
+  } while (t->k == TK_TAG && t->u == TAG_SELF_DESCRIBED);
   /* A count can never exceed the bytes left: each item takes one at least. */
   if ((t->k == TK_ARRAY || t->k == TK_MAP) && t->u > r->n - r->pos)
     return B2S_S2_E_CBOR;
@@ -429,57 +436,44 @@ static int f_channels(const b2s_s2_field *f, b2s_s2_msg *m) {
   return ended(&r, 0);
 }
 
-/* Map(TextString -> Float): threshold_energy. */
-static int f_float_map(const b2s_s2_field *f) {
-  rd r = span_reader(f->value);
-  tok t;
-  int rc = expect(&r, &t, TK_MAP);
-  for (uint64_t i = 0; rc == 0 && i < t.u; i++) {
-    b2s_s2_str k;
-    tok v;
-    if ((rc = read_text(&r, &k, B2S_S2_MAX_NAME)) < 0 || (rc = next(&r, &v)) < 0)
-      return rc;
-    if (v.k != TK_FLOAT && v.k != TK_UINT)
-      return B2S_S2_E_FIELD;
-  }
-  return ended(&r, rc);
-}
-
+/* Only the fields the daemon stores images by must have the spec's type
+ * (else the message is refused, naming the field).  The others are kept
+ * as metadata whatever well-formed CBOR they hold: a date that is not a
+ * DateTime leaves its view empty, and the start's arrays (flatfield,
+ * pixel_mask, countrate_correction_lookup_table) and threshold_energy are
+ * not looked into here: a detector that sends them in another shape must
+ * not lose the series (the source makes companion streams of those that
+ * parse, b2s_s2_array_map). */
 static int start_field(const b2s_s2_field *f, b2s_s2_msg *m) {
-  b2s_s2_named tmp[B2S_S2_MAX_CHANNELS];
-  b2s_s2_array a;
-  uint32_t n;
   if (key_is(f, "channels")) return f_channels(f, m);
   if (key_is(f, "image_dtype")) return f_text(f, &m->image_dtype);
-  if (key_is(f, "arm_date")) return f_date(f, &m->arm_date);
   if (key_is(f, "image_size_x")) return f_uint(f, &m->image_size_x, NULL);
   if (key_is(f, "image_size_y")) return f_uint(f, &m->image_size_y, NULL);
   if (key_is(f, "number_of_images")) return f_uint(f, &m->number_of_images, NULL);
-  if (key_is(f, "threshold_energy")) return f_float_map(f);
-  if (key_is(f, "flatfield") || key_is(f, "pixel_mask"))
-    return b2s_s2_array_map(f->value, tmp, B2S_S2_MAX_CHANNELS, &n);
-  if (key_is(f, "countrate_correction_lookup_table"))
-    return b2s_s2_array_parse(f->value, &a);
-  if (key_is(f, "user_data")) {
+  if (key_is(f, "arm_date") && f_date(f, &m->arm_date) < 0)
+    m->arm_date = (b2s_s2_str){NULL, 0};
+  if (key_is(f, "user_data"))
     m->user_data = f->value;
-    return 0;
-  }
-  return 0;                          /* kept as metadata, already well-formed */
+  return 0;
 }
 
 static int image_field(const b2s_s2_field *f, b2s_s2_msg *m) {
   if (key_is(f, "image_id")) return f_uint(f, &m->image_id, &m->has_image_id);
-  if (key_is(f, "series_date")) return f_date(f, &m->series_date);
   if (key_is(f, "start_time")) return f_rational(f, &m->start_time);
   if (key_is(f, "stop_time")) return f_rational(f, &m->stop_time);
   if (key_is(f, "real_time")) return f_rational(f, &m->real_time);
   if (key_is(f, "data"))
     return b2s_s2_array_map(f->value, m->data, B2S_S2_MAX_CHANNELS, &m->ndata);
-  if (key_is(f, "user_data")) {
+  if (key_is(f, "series_date") && f_date(f, &m->series_date) < 0)
+    m->series_date = (b2s_s2_str){NULL, 0};
+  if (key_is(f, "user_data"))
     m->user_data = f->value;
-    return 0;
-  }
   return 0;
+}
+
+int b2s_s2_text(b2s_s2_span v, b2s_s2_str *s) {
+  rd r = span_reader(v);
+  return ended(&r, read_text(&r, s, SIZE_MAX));
 }
 
 static int msg_type(b2s_s2_msg *m) {
@@ -521,22 +515,22 @@ int b2s_s2_decode(const void *buf, size_t len, b2s_s2_msg *m) {
   m->has_times = b2s_s2_field_get(m, "start_time") != NULL;
   for (uint32_t i = 0; i < m->nfields; i++) {
     const b2s_s2_field *f = &m->fields[i];
+    rc = 0;
     if (key_is(f, "series_id"))
       rc = f_uint(f, &m->series_id, &m->has_series_id);
-    else if (key_is(f, "series_unique_id"))
-      rc = f_text(f, &m->series_unique_id);
-    else if (m->type == B2S_S2_START)
+    else if (key_is(f, "series_unique_id")) {
+      if (f_text(f, &m->series_unique_id) < 0)    /* a name part only */
+        m->series_unique_id = (b2s_s2_str){NULL, 0};
+    } else if (m->type == B2S_S2_START)
       rc = start_field(f, m);
     else if (m->type == B2S_S2_IMAGE)
       rc = image_field(f, m);
     if (rc < 0) {
       m->err_field = "?";
       static const char *const known[] = {
-        "series_id", "series_unique_id", "channels", "image_dtype", "arm_date",
-        "image_size_x", "image_size_y", "number_of_images", "threshold_energy",
-        "flatfield", "pixel_mask", "countrate_correction_lookup_table",
-        "image_id", "series_date", "start_time", "stop_time", "real_time",
-        "data"};
+        "series_id", "channels", "image_dtype", "image_size_x",
+        "image_size_y", "number_of_images", "image_id", "start_time",
+        "stop_time", "real_time", "data"};
       for (size_t k = 0; k < sizeof known / sizeof *known; k++)
         if (key_is(f, known[k]))
           m->err_field = known[k];

@@ -1,10 +1,10 @@
 #!/bin/sh
-# A cross-host test that fails an assertion, or that meson's timeout kills
-# (SIGKILL to its process group), leaves no process it started, no network
-# namespace and no file (its scratch directory) behind.  $1: the
-# test_cluster_netns executable, with its environment (B2S_DAEMON,
-# B2S_COMMITTER, B2S_CLI).  Root and iproute2; skipped (77) otherwise.
-# Counted as cmocka counts (scripts/test-all).
+# A cross-host test that fails an assertion, that meson's timeout kills
+# (SIGKILL to its process group), or whose process alone is killed, leaves
+# no process it started, no network namespace and no file (its scratch
+# directory) behind.  $1: the test_cluster_netns executable, with its
+# environment (B2S_DAEMON, B2S_COMMITTER, B2S_CLI).  Root and iproute2;
+# skipped (77) otherwise.  Counted as cmocka counts (scripts/test-all).
 set -u
 exe=$1
 [ "$(id -u)" = 0 ] && ip netns list >/dev/null 2>&1 || {
@@ -85,6 +85,30 @@ if grep -q "netns: daemons up" "$tmp/kill.log"; then
 else
   echo "FAIL: the daemons did not come up"; show "$tmp/kill.log"
   kill -KILL -"$pid" 2>/dev/null
+  failed=$((failed + 1))
+fi
+
+# 3. The test's process alone killed (as an abort, a sanitizer's report
+#    or the OOM killer ends it), once its daemons are up: what it started
+#    goes with it (PR_SET_PDEATHSIG), the janitor removes the rest.
+B2S_NETNS_MARK=$mark "$exe" >"$tmp/alone.log" 2>&1 &
+pid=$!
+n=0
+until grep -q "netns: daemons up" "$tmp/alone.log" || [ $n -ge 600 ]; do
+  sleep 0.1; n=$((n + 1)); done
+if grep -q "netns: daemons up" "$tmp/alone.log"; then
+  kill -KILL "$pid"
+  wait $pid 2>/dev/null
+  rc=$?
+  if [ $rc -eq 137 ]; then
+    check $pid "SIGKILL to the test's process alone" "$tmp/alone.log"
+  else
+    echo "FAIL: the test was not killed (exit $rc)"; show "$tmp/alone.log"
+    failed=$((failed + 1))
+  fi
+else
+  echo "FAIL: the daemons did not come up"; show "$tmp/alone.log"
+  kill -KILL "$pid" 2>/dev/null
   failed=$((failed + 1))
 fi
 

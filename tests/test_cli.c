@@ -1061,6 +1061,55 @@ static void test_verify_corrupt_cframe(void **state) {
   assert_int_equal(failures, 0);
 }
 
+/* A b2nd frame of (2, 10, 30) u2 images in blocks of (1, 3, 30): chunks of
+ * `nbytes` (600 unpadded, 720 padded to whole blocks as c-blosc2 stores
+ * them) in Blosc2 blocks of `block` bytes. */
+static void make_b2nd_frame(const char *path, int32_t nbytes, int32_t block) {
+  b2s_b2nd nd = {.ndim = 3, .shape = {2, 10, 30}, .chunkshape = {1, 10, 30},
+                 .blockshape = {1, 3, 30}, .has_dtype = true, .dtype = "<u2",
+                 .dtype_len = 3};
+  b2s_frame_metas metas;
+  b2s_frame_metas_init(&metas);
+  assert_true(b2s_frame_metas_add_b2nd(&metas, &nd) >= 0);
+  b2s_fwriter_opts o = B2S_FWRITER_OPTS_DEFAULTS;
+  o.cparams.typesize = 2;
+  o.cparams.blocksize = block;
+  b2s_fwriter *w;
+  assert_int_equal(b2s_fwriter_create(path, false, &o, &metas, &w), 0);
+  b2s_frame_metas_fini(&metas);
+  uint8_t img[720] = {0};
+  for (int i = 0; i < 600; i++)
+    img[i] = (uint8_t)(i * 7);
+  for (int i = 0; i < 2; i++)
+    assert_true(b2s_fwriter_append_buffer(w, NULL, img, nbytes) > 0);
+  assert_int_equal(b2s_fwriter_close(w), 0);
+}
+
+/* c-blosc2 reads a b2nd chunk padded to whole blocks, in the array's
+ * blocks (python-blosc2 refuses the others: test_export_nxmx.py): verify
+ * says so rather than ok. */
+static void test_verify_b2nd_layout(void **state) {
+  (void)state;
+  static const struct { int32_t nbytes, block; bool ok; } C[] = {
+    {720, 180, true}, {600, 180, false}, {720, 720, false},
+  };
+  for (size_t k = 0; k < sizeof C / sizeof C[0]; k++) {
+    char path[1024];
+    tmp_path(path, sizeof path, "nd.b2frame");
+    make_b2nd_frame(path, C[k].nbytes, C[k].block);
+    run_result r;
+    run(&r, "verify", path, NULL);
+    if (C[k].ok) {
+      expect_ok(&r, "verify on whole blocks");
+    } else {
+      expect_error_line(&r, "verify on a chunk c-blosc2 cannot read");
+      CHECK(strstr((char *)r.err, "c-blosc2 cannot read it") != NULL,
+            "verify says [%s]", (char *)r.err);
+    }
+    run_free(&r);
+  }
+}
+
 static void test_verify_corrupt_sframe(void **state) {
   (void)state;
   need_vectors();
@@ -2360,6 +2409,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup(test_meta_ls, test_setup),
       cmocka_unit_test_setup(test_meta_info, test_setup),
       cmocka_unit_test_setup(test_meta_verify, test_setup),
+      cmocka_unit_test_setup(test_verify_b2nd_layout, test_setup),
       cmocka_unit_test_setup(test_meta_recover, test_setup),
   };
   size_t n = sizeof tests / sizeof tests[0], k = 1, parts = 1, m = 0;

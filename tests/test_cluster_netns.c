@@ -42,6 +42,9 @@
 
 static nh_hosts hosts;
 static char dir[256];
+static env ranks[3];
+static int nranks;                 /* ranks[0..nranks) made */
+static bool passed;
 
 /* ---- the follower: the store's committed prefix ----------------------------- */
 
@@ -103,6 +106,32 @@ static void remove_scratch(void) {
   }
 }
 
+/* A failed run's logs, before they are removed. */
+static void show_logs(void) {
+  static const char *const mine[] = {"produce.log", "committer.log"};
+  char path[400];
+  for (size_t k = 0; k < 2; k++) {
+    snprintf(path, sizeof path, "%s/%s", dir, mine[k]);
+    if (access(path, R_OK) == 0)
+      nh_sh("echo '--- tail of %s'; tail -25 '%s'", mine[k], path);
+  }
+  for (int r = 0; r < nranks; r++)
+    nh_sh("echo '--- tail of rank %d'; tail -15 '%s'", r, ranks[r].log);
+}
+
+/* Also after a failure: every process it started, the namespaces, the
+ * files. */
+static void cleanup(void) {
+  if (!passed && dir[0])
+    show_logs();
+  nh_down(&hosts);
+  nh_janitor_done();
+  if (dir[0])
+    remove_scratch();
+  dir[0] = '\0';
+  nranks = 0;
+}
+
 static void test_netns_cut_and_heal(void **state) {
   (void)state;
   if (geteuid() != 0 || nh_sh("ip netns list >/dev/null 2>&1") != 0) {
@@ -146,11 +175,11 @@ static void test_netns_cut_and_heal(void **state) {
                      "--pull", pull, "--pub", pub, "--frame", "img",
                      "--gap-timeout-ms", "60000", NULL};
   pid_t cm = nh_spawn(&hosts, 3, clog, cm_argv);
-  env ranks[3];
   pid_t rp[3];
   char *rank_argv[3][4];
   for (int r = 0; r < 3; r++) {
     nh_rank_config(&hosts, &ranks[r], r, PORT, store, NULL, dir);
+    nranks = r + 1;
     rank_argv[r][0] = (char *)getenv("B2S_DAEMON");
     rank_argv[r][1] = "--config";
     rank_argv[r][2] = ranks[r].config;
@@ -265,9 +294,8 @@ static void test_netns_cut_and_heal(void **state) {
     assert_int_equal(nh_stop(&rp[r], SIGTERM), 0);
     env_fini(&ranks[r]);
   }
-  nh_down(&hosts);
-  nh_janitor_done();
-  remove_scratch();
+  passed = true;
+  cleanup();
 }
 
 int main(void) {
@@ -275,9 +303,6 @@ int main(void) {
       cmocka_unit_test(test_netns_cut_and_heal),
   };
   int rc = harness_run(tests);
-  nh_down(&hosts);           /* also after a failure: processes, namespaces */
-  nh_janitor_done();
-  if (dir[0])                /* and files */
-    remove_scratch();
+  cleanup();                 /* also after a failure */
   return rc;
 }

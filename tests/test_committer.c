@@ -1,8 +1,11 @@
 /* b2stream-committer as a process on a local store: ranks are played by
  * this test (put_chunk, then WRITTEN on a PUSH socket), followers by a SUB
  * socket.  Out-of-order frames, a missing one that becomes a gap after
- * the timeout, END, malformed messages, and kill -9 mid-run followed by a
- * restart that loses no committed chunk and rebuilds H. */
+ * the timeout, END, malformed messages, kill -9 mid-run followed by a
+ * restart that loses no committed chunk and rebuilds H, a frame whose
+ * lease another holds (taken over on the committer's own clock once the
+ * holder goes, no message needed), and a frame every rank ended while no
+ * committer ran. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -30,6 +33,8 @@
 typedef struct fixture {
   char dir[128], store[160], pull[200], pub[200], log[200];
   char run[64], other[64], nosuch[64];   /* frame names (RADOS: per run) */
+  char lease_ms[16];               /* --lease-ms; "": 2000 (RADOS: a
+                                      killed one's lease expires soon) */
   b2s_store *s;
   b2s_ctx *ctx;
   void *zctx, *push, *sub;
@@ -44,7 +49,9 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void start(fixture *fx) {
+/* The committer, with --frame for the frame "run" when named (else it
+ * learns frames from messages, as b2stream-committer@.service runs it). */
+static void start_with(fixture *fx, bool named) {
   const char *exe = getenv("B2S_COMMITTER");
   assert_non_null(exe);
   fx->pid = fork();
@@ -54,16 +61,59 @@ static void start(fixture *fx) {
     (void)log;
     char gap[16];
     snprintf(gap, sizeof gap, "%d", GAP_MS);
-    const char *argv[] = {exe, "--store", fx->store, "--pull", fx->pull,
-                          "--pub", fx->pub, "--gap-timeout-ms", gap,
-                          "--sync", "none", "--frame", fx->run,
-                          /* RADOS: a killed one's lease expires soon */
-                          "--lease-ms", "2000",
-                          g_rados ? "--ceph-conf" : NULL,
-                          getenv("B2S_CEPH_CONF"), NULL};
+    const char *argv[20] = {exe, "--store", fx->store, "--pull", fx->pull,
+                            "--pub", fx->pub, "--gap-timeout-ms", gap,
+                            "--sync", "none", "--lease-ms",
+                            fx->lease_ms[0] ? fx->lease_ms : "2000"};
+    int n = 13;
+    if (named) {
+      argv[n++] = "--frame";
+      argv[n++] = fx->run;
+    }
+    if (g_rados) {
+      argv[n++] = "--ceph-conf";
+      argv[n++] = getenv("B2S_CEPH_CONF");
+    }
+    argv[n] = NULL;
     execv(exe, (char *const *)argv);
     _exit(127);
   }
+}
+
+static void start(fixture *fx) { start_with(fx, true); }
+
+/* How many lines of the committer's log hold text. */
+static int log_count(const fixture *fx, const char *text) {
+  FILE *f = fopen(fx->log, "r");
+  if (f == NULL)
+    return 0;
+  char line[1024];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    n += strstr(line, text) != NULL;
+  fclose(f);
+  return n;
+}
+
+/* Wait (up to ms) for text in the committer's log. */
+static void wait_log(const fixture *fx, const char *text, int ms) {
+  for (int t = 0; log_count(fx, text) == 0; t += 20) {
+    if (t > ms)
+      fail_msg("no '%s' in the committer's log", text);
+    usleep(20000);
+  }
+}
+
+/* The committer still runs. */
+static void running(fixture *fx) {
+  int st;
+  pid_t w = waitpid(fx->pid, &st, WNOHANG);
+  if (w == fx->pid) {
+    fx->pid = 0;
+    fail_msg("the committer ended: %s %d", WIFSIGNALED(st) ? "signal"
+             : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  }
+  assert_int_equal(w, 0);
 }
 
 static int stop(fixture *fx, int sig) {
@@ -387,6 +437,93 @@ static void test_kill_restart(void **state) {
   assert_int_equal(gap_lines, 1);
 }
 
+/* The frame's lease is held when the committer first hears of the frame
+ * (the systemd unit's committer, no --frame): a committer killed with -9
+ * on RADOS (its lease lives on until it expires), a live holder on the
+ * directory store (the kernel frees a dead one's at once).  Messages for
+ * the frame meanwhile leave it running and the frame kept; once the
+ * holder is gone it takes the lease on its own clock, without another
+ * message, commits every stored chunk, and closes at the ranks' next END.
+ * (Before, the first message made it crash with SIGSEGV.) */
+static void test_lease_held_elsewhere(void **state) {
+  fixture *fx = *state;
+  b2s_dframe *df = create(fx, fx->run);
+  for (int64_t i = 0; i < 8; i++)
+    rank_put(fx, df, fx->run, i, false);
+  b2s_lease *held = NULL;
+  char text[128];
+  if (g_rados) {
+    /* long enough to outlast the successor's start on a busy machine */
+    snprintf(fx->lease_ms, sizeof fx->lease_ms, "5000");
+    start(fx);
+    snprintf(text, sizeof text, "frame %s: opened", fx->run);
+    wait_log(fx, text, 15000);
+    assert_int_equal(stop(fx, SIGKILL), SIGKILL);
+  } else {
+    char name[96], who[256];
+    snprintf(name, sizeof name, "%s.lease", fx->run);
+    assert_int_equal(b2s_store_lease_take(fx->s, name, "this test", 2000,
+                                          &held, who, sizeof who), 0);
+  }
+  start_with(fx, false);
+  wait_log(fx, "started:", 5000);
+  /* the ranks go on: a chunk announced, END from both */
+  rank_put(fx, df, fx->run, 8, true);
+  rank_end(fx, fx->run, 0, 10);
+  rank_end(fx, fx->run, 1, 9);
+  snprintf(text, sizeof text, "frame %s: %s", fx->run,
+           g_rados ? "its lease is held: b2stream-committer on"
+                   : "committed by another committer: this test");
+  wait_log(fx, text, 5000);
+  rank_put(fx, df, fx->run, 9, true);       /* kept, not opened again */
+  usleep(300000);
+  running(fx);
+  assert_int_equal(log_count(fx, text), 1);
+  b2s_store_lease_drop(held);               /* the holder goes */
+  /* no message from here on until everything stored is committed */
+  int64_t last = 0;
+  assert_int_equal(follow(fx, fx->run, 10, false, &last, 15000), 10);
+  snprintf(text, sizeof text, "frame %s: lease taken over after", fx->run);
+  assert_int_equal(log_count(fx, text), 1);
+  /* the ranks' END, repeated until the close, closes it */
+  rank_end(fx, fx->run, 0, 10);
+  rank_end(fx, fx->run, 1, 9);
+  assert_int_equal(follow(fx, fx->run, 10, true, &last, 5000), 10);
+  running(fx);
+  assert_int_equal(stop(fx, SIGTERM), 0);
+  check_frame(fx, fx->run, 10, NULL, 0);
+  b2s_dframe_free(df);
+}
+
+/* Every rank ended the frame while no committer ran: their ENDs were
+ * lost, the ranks repeat them (every second, until they see the frame
+ * closed).  A committer started later, without --frame, learns the frame
+ * from that END, commits what is stored (a hole made a gap, a chunk
+ * stored above every END, as a restarted rank leaves it, found by the
+ * probe before the close) and closes it. */
+static void test_ended_without_committer(void **state) {
+  fixture *fx = *state;
+  b2s_dframe *df = create(fx, fx->run);
+  /* stored, their WRITTEN and the first ENDs gone with no committer (a
+   * PUSH socket would keep them for a committer yet to bind: not sent) */
+  for (int64_t i = 0; i < 14; i++)
+    if (i != 10)                            /* 10: never stored */
+      rank_put(fx, df, fx->run, i, false);
+  start_with(fx, false);
+  /* rank 1 restarted after its chunks were stored: its END is 0 */
+  int64_t last = 0, h = -1;
+  for (int k = 0; k < 20 && h < 0; k++) {   /* the ranks' repeats */
+    rank_end(fx, fx->run, 0, 12);
+    rank_end(fx, fx->run, 1, 0);
+    h = follow(fx, fx->run, 14, true, &last, 1000);
+  }
+  assert_int_equal(h, 14);
+  assert_int_equal(stop(fx, SIGTERM), 0);
+  static const int64_t gaps[] = {10};
+  check_frame(fx, fx->run, 14, gaps, 1);
+  b2s_dframe_free(df);
+}
+
 static void test_rados_skipped(void **state) {
   (void)state;
   skip();
@@ -407,6 +544,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_out_of_order_and_gap, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_kill_restart, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lease_held_elsewhere, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_ended_without_committer, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests_name(
       g_rados ? "committer_rados" : "committer_local", tests, NULL, NULL);

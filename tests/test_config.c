@@ -394,6 +394,11 @@ static const struct {
   {"streams:\n  a:\n    b2nd: {shape: [8], chunkshape: [4], blockshape: [8]}"
    "\n", "b2streamd.yaml:3:54: streams.a.b2nd.blockshape[0]: 8 is larger "
    "than the chunkshape's 4"},
+  /* square blocks that do not tile the image: c-blosc2 would pad it */
+  {"streams:\n  a:\n    b2nd: {shape: [0, 100, 100], chunkshape: [1, 100, "
+   "100], blockshape: [1, 32, 32]}\n", "b2streamd.yaml:3:73: "
+   "streams.a.b2nd.blockshape: dimension 1: 32 does not divide the chunk's "
+   "100 (blocks that are not runs of the chunk's C order must)"},
   {"streams:\n  a:\n    typesize: 4\n    b2nd:\n      shape: [8]\n"
    "      chunkshape: [8]\n      dtype: '<u2'\n",
    "b2streamd.yaml:7:14: streams.a.b2nd.dtype: '<u2' has 2-byte items but "
@@ -1199,6 +1204,99 @@ static void test_sources(void **state) {
   parse_err("sources: {a: 1}\n", "b2streamd.yaml:1:10: sources: expected a list of source settings, got a mapping");
 }
 
+/* The smallest source (kind and endpoint) takes the built-in template
+ * "default", or the one templates: defines under that name. */
+static void test_source_minimal(void **state) {
+  (void)state;
+  size_t n;
+  b2s_config *cfg = parse_ok("sources:\n  - {kind: dectris-stream2, endpoint: tcp://dcu:31001}\n");
+  const b2s_source_cfg *s = b2s_config_sources(cfg, &n);
+  assert_int_equal(n, 1);
+  assert_string_equal(s[0].template_name, "default");
+  assert_string_equal(s[0].name, "{detector}-{series_id}-{channel}");
+  assert_string_equal(s[0].beamline.source_name, "");
+  assert_true(s[0].beamline.beam_flux == 0);
+  b2s_stream_cfg sc;
+  assert_int_equal(b2s_config_stream_from_template(cfg, s[0].template_name,
+                                                   "E-1-threshold_1", &sc), 0);
+  assert_int_equal(sc.cparams.codec, B2S_CODEC_ZSTD);   /* the built-in */
+  b2s_config_free(cfg);
+  cfg = parse_ok("templates: {default: {queue_depth: 7}}\n"
+                 "sources:\n  - {kind: dectris-stream2, endpoint: tcp://dcu:31001}\n");
+  s = b2s_config_sources(cfg, &n);
+  assert_int_equal(b2s_config_stream_from_template(cfg, s[0].template_name,
+                                                   "E-1-threshold_1", &sc), 0);
+  assert_int_equal(sc.queue_depth, 7);
+  b2s_config_free(cfg);
+  parse_err("sources:\n  - {endpoint: tcp://a:1}\n",
+            "b2streamd.yaml:2:5: sources[0].kind: required in a source");
+}
+
+/* beamline: the facts, their defaults (not given), the dump, errors. */
+static void test_source_beamline(void **state) {
+  (void)state;
+  size_t n;
+  static const char yaml[] =
+      "sources:\n"
+      "  - kind: dectris-stream2\n"
+      "    endpoint: tcp://dcu:31001\n"
+      "    beamline:\n"
+      "      source_name: Diamond Light Source\n"
+      "      source_type: Synchrotron X-ray Source\n"
+      "      source_probe: x-ray\n"
+      "      instrument_name: I04\n"
+      "      sample_name: 'lysozyme, crystal 3'\n"
+      "      beam_flux: 2.5e12\n"
+      "  - kind: dectris-stream2\n"
+      "    endpoint: tcp://dcu:31002\n"
+      "    beamline: {sample_name: thaumatin}\n";
+  b2s_config *cfg = parse_ok(yaml);
+  const b2s_source_cfg *s = b2s_config_sources(cfg, &n);
+  assert_int_equal(n, 2);
+  assert_string_equal(s[0].beamline.source_name, "Diamond Light Source");
+  assert_string_equal(s[0].beamline.source_type, "Synchrotron X-ray Source");
+  assert_string_equal(s[0].beamline.source_probe, "x-ray");
+  assert_string_equal(s[0].beamline.instrument_name, "I04");
+  assert_string_equal(s[0].beamline.sample_name, "lysozyme, crystal 3");
+  assert_true(s[0].beamline.beam_flux == 2.5e12);
+  assert_string_equal(s[1].beamline.sample_name, "thaumatin");
+  assert_string_equal(s[1].beamline.instrument_name, "");
+  assert_true(s[1].beamline.beam_flux == 0);
+  char *text = dump(cfg, B2S_DUMP_HELP);
+  assert_non_null(strstr(text, "beam_flux: 2500000000000.0\n"));
+  b2s_config *again = parse_ok(text);
+  const b2s_source_cfg *t = b2s_config_sources(again, &n);
+  assert_int_equal(n, 2);
+  assert_memory_equal(s, t, 2 * sizeof *s);
+  b2s_config_free(again);
+  free(text);
+  b2s_config_free(cfg);
+  parse_err("sources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " beamline: {source_probe: xray}}\n",
+            "b2streamd.yaml:2:75: sources[0].beamline.source_probe: 'xray' is not "
+            "one of neutron, photon, x-ray, muon, electron, ultraviolet, "
+            "visible light, positron, proton (NXsource/probe)");
+  parse_err("sources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " beamline: {beam_flux: -1}}\n",
+            "b2streamd.yaml:2:72: sources[0].beamline.beam_flux: -1 is out of "
+            "range 0..9223372036854775807");
+  parse_err("sources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " beamline: {beam_flux: lots}}\n",
+            "b2streamd.yaml:2:72: sources[0].beamline.beam_flux: expected a "
+            "number, got 'lots'");
+  parse_err("sources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " beamline: {beam_flux: .inf}}\n",
+            "b2streamd.yaml:2:72: sources[0].beamline.beam_flux: expected a "
+            "number, got '.inf'");
+  parse_err("sources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " beamline: {sample_name: \"a\\tb\"}}\n",
+            "b2streamd.yaml:2:74: sources[0].beamline.sample_name: control "
+            "characters are not allowed");
+  parse_err("sources:\n  - {kind: dectris-stream2, endpoint: tcp://a:1,"
+            " beamline: {flux: 1}}\n",
+            "b2streamd.yaml:2:61: sources[0].beamline: unknown key 'flux'");
+}
+
 static void test_cluster_example(void **state) {
   (void)state;
   const char *path = getenv("B2S_CLUSTER_EXAMPLE");
@@ -1465,8 +1563,10 @@ static void test_config_md_matches_schema(void **state) {
     char row[256];
     snprintf(row, sizeof row, "\n| `%s` | ", d->path);
     char *at = strstr(doc, row);
-    if (at == NULL)
+    if (at == NULL) {
       fail_msg("docs/CONFIG.md has no row for %s", d->path);
+      continue;                  /* (fail_msg does not return) */
+    }
     /* the default sits in the row's third column */
     char *end = strchr(at + 1, '\n');
     assert_non_null(end);
@@ -1478,6 +1578,11 @@ static void test_config_md_matches_schema(void **state) {
         fail_msg("docs/CONFIG.md: %s should show default %s", d->path,
                  d->def);
     }
+    /* a key the loader refuses in templates says so */
+    char *only = strstr(at, "streams only");
+    if ((d->flags & CF_STREAM_ONLY) && (only == NULL || only > end))
+      fail_msg("docs/CONFIG.md: %s should say it is for streams only",
+               d->path);
   }
   /* every row names a key of the schema */
   int rows = 0;
@@ -1517,6 +1622,8 @@ int main(void) {
       cmocka_unit_test(test_gaps_and_order),
       cmocka_unit_test(test_load_from_files),
       cmocka_unit_test(test_sources),
+      cmocka_unit_test(test_source_minimal),
+      cmocka_unit_test(test_source_beamline),
     cmocka_unit_test(test_cluster_section),
       cmocka_unit_test(test_cluster_example),
       cmocka_unit_test(test_cluster_many_ranks),

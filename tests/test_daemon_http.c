@@ -49,8 +49,9 @@ static void up(env *e) {
            "    codec: zstd\n    clevel: 9\n    queue_depth: 1\n"
            "    backpressure: drop-newest\n"
            "  img:\n"
+           /* square blocks: stored block after block, shown in C order */
            "    b2nd: {shape: [0, %d, %d], chunkshape: [1, %d, %d], "
-           "dtype: \"<u2\"}\n"
+           "blockshape: [1, 16, 12], dtype: \"<u2\"}\n"
            "    durability: {ack: write, group_count: 1, group_interval_ms: 5}\n",
            "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
            "workers: 2\nmax_buffer: 1MiB\nlog_level: debug\n", port, IMG_H,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -55,7 +56,7 @@ typedef struct series {
   int nch, ts;
   uint64_t ny, nx;
   int nimages;
-  uint64_t skip;             /* an image id never sent (a gap) */
+  uint64_t skip, skip2;      /* image ids never sent or refused (gaps) */
   int declared;              /* number_of_images sent, when not nimages */
   int arrays;                /* the start carries flatfield, mask, table */
   int part;                  /* 0: everything; 1: the start alone; 2: all
@@ -63,7 +64,27 @@ typedef struct series {
   int images;                /* layout: images ((images, y, x)), else flat */
   int lz4;                   /* compression: lz4 (a block per image); the
                                 channels' codecs swap: even ones lz4 */
+  int bare;                  /* the start gives no image_dtype nor size */
+  uint64_t salt;             /* makes this series' pixels its own */
+  unsigned suffix;           /* its names' suffix .N (0: none) */
+  const char *uid;           /* series_unique_id (NULL: u-ID) */
 } series;
+
+/* Stream name of channel c of series s, as source_name.c makes it for the
+ * pattern det-{series_id}-{channel}. */
+static void series_name(const series *s, int c, char *out, size_t cap) {
+  char sfx[16] = "";
+  if (s->suffix > 1)
+    snprintf(sfx, sizeof sfx, ".%u", s->suffix);
+  snprintf(out, cap, "det-%llu%s-%s", (unsigned long long)s->id, sfx, CH[c]);
+}
+
+static void series_uid(const series *s, char *out, size_t cap) {
+  if (s->uid)
+    snprintf(out, cap, "%s", s->uid);
+  else
+    snprintf(out, cap, "u-%llu", (unsigned long long)s->id);
+}
 
 /* The start's large arrays: flatfield (float32, raw), pixel_mask
  * (uint32, bslz4) per channel, and a count-rate table (1-D uint32). */
@@ -140,7 +161,7 @@ static bool chan_lz4(const series *s, int c) { return (c % 2) ^ s->lz4; }
 static size_t framed(const series *s, uint64_t i, int c, uint8_t *pix,
                      uint8_t **out) {
   size_t n = s->ny * s->nx * (size_t)s->ts;
-  pixels(pix, s->ny * s->nx, s->ts, i, c);
+  pixels(pix, s->ny * s->nx, s->ts, i + s->salt, c);
   b2s_h5_params p = {.kind = chan_lz4(s, c) ? B2S_H5_LZ4 : B2S_H5_BSLZ4,
                      .elem_size = s->ts, .typesize = s->ts, .clevel = 5};
   size_t cap = b2s_h5_compress_bound(&p, 0, n);
@@ -153,9 +174,10 @@ static size_t framed(const series *s, uint64_t i, int c, uint8_t *pix,
 static void send_series(void *push, const series *s, int hostile) {
   b2s_s2enc e = {0};
   static const char *const dt[] = {NULL, "uint8", "uint16", NULL, "uint32"};
-  char uid[32];
-  snprintf(uid, sizeof uid, "u-%llu", (unsigned long long)s->id);
-  b2s_s2e_start(&e, s->id, uid, CH, s->nch, dt[s->ts], s->ny, s->nx,
+  char uid[64];
+  series_uid(s, uid, sizeof uid);
+  b2s_s2e_start(&e, s->id, uid, CH, s->nch, s->bare ? NULL : dt[s->ts],
+           s->bare ? 0 : s->ny, s->bare ? 0 : s->nx,
            (uint64_t)(s->declared ? s->declared : s->nimages), s->arrays ? 3 : 0);
   if (s->arrays)
     start_arrays(&e, s);
@@ -277,7 +299,7 @@ static void check_series(env *e, const series *s) {
   int rows = s->declared ? s->declared : s->nimages;
   for (int c = 0; c < s->nch; c++) {
     char name[128], path[512];
-    snprintf(name, sizeof name, "det-%llu-%s", (unsigned long long)s->id, CH[c]);
+    series_name(s, c, name, sizeof name);
     frame_path(e, name, path, sizeof path);
     b2s_frame *f = NULL;
     for (int t = 0; t < WAIT_MS / 50; t++) {
@@ -301,13 +323,13 @@ static void check_series(env *e, const series *s) {
       assert_int_equal(got, (int)padded);
       b2s_record rec;
       assert_int_equal(b2s_records_get(rs, i, &rec), 0);
-      if (id == s->skip || i >= s->nimages) {   /* gaps: zeros, flagged */
+      if (id == s->skip || id == s->skip2 || i >= s->nimages) {   /* gaps */
         for (size_t k = 0; k < padded; k++)
           assert_int_equal(out[k], 0);
         assert_true(rec.flags != 0);
         continue;
       }
-      pixels(pix, s->ny * s->nx, s->ts, id, c);
+      pixels(pix, s->ny * s->nx, s->ts, id + s->salt, c);
       assert_memory_equal(out, pix, n);
       for (size_t k = n; k < padded; k++)
         assert_int_equal(out[k], 0);
@@ -475,7 +497,7 @@ static void blosc2_check(env *e, const series *s) {
   if (!ts_venv_python(py, sizeof py))
     return;
   char name[128], path[512], want[600];
-  snprintf(name, sizeof name, "det-%llu-%s", (unsigned long long)s->id, CH[0]);
+  series_name(s, 0, name, sizeof name);
   frame_path(e, name, path, sizeof path);
   snprintf(want, sizeof want, "%s/want.bin", e->dir);
   size_t n = s->ny * s->nx * (size_t)s->ts;
@@ -483,7 +505,7 @@ static void blosc2_check(env *e, const series *s) {
   uint8_t *pix = calloc((size_t)rows, n);
   for (int i = 0; i < s->nimages; i++)
     if (1 + (uint64_t)i != s->skip)
-      pixels(pix + (size_t)i * n, s->ny * s->nx, s->ts, 1 + (uint64_t)i, 0);
+      pixels(pix + (size_t)i * n, s->ny * s->nx, s->ts, 1 + (uint64_t)i + s->salt, 0);
   FILE *fp = fopen(want, "wb");
   assert_non_null(fp);
   assert_int_equal(fwrite(pix, n, (size_t)rows, fp), (size_t)rows);
@@ -918,6 +940,380 @@ static void test_lz4_source(void **state) {
   }
 }
 
+/* ---- series metadata, layouts from the first image, names ---------------- */
+
+/* The series metadata of the frame at path (msgpack, malloc'ed). */
+static uint8_t *series_of(const char *path, size_t *len) {
+  b2s_frame *f = NULL;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  uint8_t *map = NULL;
+  assert_int_equal(b2s_frame_series_get(f, &map, len), 0);
+  b2s_frame_free(f);
+  return map;
+}
+
+/* A reader at the value of top-level key `key`; false when absent. */
+static bool series_find(const uint8_t *map, size_t len, const char *key,
+                        b2s_mpreader *r) {
+  b2s_mpreader_init(r, map, len);
+  b2s_mpval m;
+  if (b2s_mp_read_any(r, &m) < 0 || m.type != B2S_MPT_MAP)
+    return false;
+  for (uint32_t i = 0; i < m.n; i++) {
+    b2s_mpval k;
+    assert_int_equal(b2s_mp_read_any(r, &k), 0);
+    if (k.type == B2S_MPT_STR && k.n == strlen(key) && !memcmp(k.p, key, k.n))
+      return true;
+    assert_int_equal(b2s_mp_skip(r, 40), 0);
+  }
+  return false;
+}
+
+static void expect_str(const uint8_t *map, size_t len, const char *key,
+                       const char *want) {
+  b2s_mpreader r;
+  b2s_mpval v;
+  if (!series_find(map, len, key, &r))
+    fail_msg("series metadata has no %s", key);
+  assert_int_equal(b2s_mp_read_any(&r, &v), 0);
+  assert_int_equal(v.type, B2S_MPT_STR);
+  if (v.n != strlen(want) || memcmp(v.p, want, v.n))
+    fail_msg("series %s: '%.*s', not '%s'", key, (int)v.n, v.p, want);
+}
+
+static void expect_uint(const uint8_t *map, size_t len, const char *key,
+                        uint64_t want) {
+  b2s_mpreader r;
+  b2s_mpval v;
+  if (!series_find(map, len, key, &r))
+    fail_msg("series metadata has no %s", key);
+  assert_int_equal(b2s_mp_read_any(&r, &v), 0);
+  assert_int_equal(v.type, B2S_MPT_UINT);
+  assert_int_equal(v.u, want);
+}
+
+/* python-blosc2 reads the frame's series metadata: the Python expression
+ * cond (on the dict `s`) holds. */
+static void blosc2_series(const char *path, const char *cond) {
+  char py[400], cmd[2000];
+  if (!ts_venv_python(py, sizeof py))
+    return;
+  snprintf(cmd, sizeof cmd,
+           "'%s' -c 'import sys, blosc2\n"
+           "a = blosc2.open(sys.argv[1])\n"
+           "s = a.schunk.vlmeta[\"series\"]\n"
+           "assert %s, s' '%s'", py, cond, path);
+  if (system(cmd) != 0)
+    fail_msg("python-blosc2: the series metadata of %s fails %s", path, cond);
+}
+
+/* A start without image_dtype and image_size_x/y opens its series at the
+ * first image: its typed array's tag gives the dtype, its shape y, x, and
+ * the series metadata says them.  Later images whose dtype or pixel count
+ * differ are refused (counted), their places gaps. */
+static void test_first_image_layout(void **state) {
+  (void)state;
+  env e;
+  void *push = daemon_up(&e, "", 0);
+  void *c = cli_producer(&e);
+  series all[] = {
+    {.id = 80, .nch = 2, .ts = 2, .ny = 37, .nx = 91, .nimages = 4, .bare = 1},
+    {.id = 81, .nch = 1, .ts = 1, .ny = 64, .nx = 128, .nimages = 3,
+     .skip = 2, .bare = 1, .declared = 5},
+    {.id = 82, .nch = 3, .ts = 4, .ny = 5, .nx = 300, .nimages = 2, .bare = 1},
+  };
+  static const char *const dts[] = {NULL, "uint8", "uint16", NULL, "uint32"};
+  int closed = 0;
+  for (size_t k = 0; k < 3; k++) {
+    send_series(push, &all[k], 0);
+    closed += all[k].nch;
+    env_log_wait(&e, "closed for good", closed);   /* its frames final */
+    check_series(&e, &all[k]);
+    char name[64], path[512];
+    series_name(&all[k], 0, name, sizeof name);
+    frame_path(&e, name, path, sizeof path);
+    size_t len;
+    uint8_t *map = series_of(path, &len);
+    expect_str(map, len, "image_dtype", dts[all[k].ts]);
+    expect_uint(map, len, "image_size_x", all[k].nx);
+    expect_uint(map, len, "image_size_y", all[k].ny);
+    expect_str(map, len, "channel", CH[0]);
+    b2s_mpreader r;
+    assert_false(series_find(map, len, "beamline", &r));   /* none given */
+    free(map);
+    char cond[200];
+    snprintf(cond, sizeof cond, "s[\"image_dtype\"] == \"%s\" and "
+             "s[\"image_size_y\"] == %llu and s[\"image_size_x\"] == %llu",
+             dts[all[k].ts], (unsigned long long)all[k].ny,
+             (unsigned long long)all[k].nx);
+    blosc2_series(path, cond);
+  }
+  blosc2_check(&e, &all[1]);
+  assert_true(stats_value(c, NULL, "refused") == 0);
+  /* series 83, 32x48 uint16 from its first image; image 2 uint8 of as
+   * many bytes, image 3 16x16: refused; image 4 stored */
+  series s = {.id = 83, .nch = 1, .ts = 2, .ny = 32, .nx = 48, .nimages = 4,
+              .bare = 1};
+  b2s_s2enc en = {0};
+  b2s_s2e_start(&en, s.id, "u-83", CH, 1, NULL, 0, 0, 4, 0);
+  send_msg(push, &en);
+  uint8_t pix[64 * 48 * 2];
+  for (uint64_t id = 1; id <= 4; id++) {
+    series as = s;
+    if (id == 2) {
+      as.ts = 1;
+      as.ny = 64;
+    } else if (id == 3) {
+      as.ny = as.nx = 16;
+    }
+    uint8_t *buf;
+    size_t len = framed(&as, id, 0, pix, &buf);
+    b2s_s2e_part part = {CH[0], (uint32_t)as.ts, as.ny, as.nx, "bslz4", buf,
+                         len, 0};
+    b2s_s2e_reset(&en);
+    b2s_s2e_image(&en, s.id, "u-83", id, &part, 1, id * 1000003,
+                  id * 1000003 + 999, 999, 100000000,
+                  (id - 1) % 2 ? "odd" : NULL);
+    send_msg(push, &en);
+    free(buf);
+  }
+  b2s_s2e_reset(&en);
+  b2s_s2e_end(&en, s.id, "u-83");
+  send_msg(push, &en);
+  b2s_s2e_free(&en);
+  env_log_wait(&e, "closed for good", closed + 1);
+  s.skip = 2;
+  s.skip2 = 3;
+  check_series(&e, &s);
+  assert_true(stats_value(c, NULL, "refused") == 2);
+  assert_int_equal(env_log_count(&e, "where the series' images are 32x48 <u2"), 1);
+  zmq_close(c);
+  zmq_close(push);
+  env_down(&e);
+}
+
+/* Series ids repeat.  A detector restarted (series id 1 again, another
+ * series_unique_id), the same series armed twice (id and unique id the
+ * same, the first still open), a file we did not make where a frame would
+ * go, and the daemon restarted: every series is stored whole in frames of
+ * its own (suffix .N), byte for byte, and nothing else is touched. */
+static void test_names_collide(void **state) {
+  (void)state;
+  env e;
+  void *push = daemon_up(&e, "", 0);
+  void *c = cli_producer(&e);
+  char foreign[512];
+  frame_path(&e, "det-2-threshold_1", foreign, sizeof foreign);
+  static const char theirs[] = "not a frame of ours\n";
+  FILE *f = fopen(foreign, "w");
+  assert_non_null(f);
+  fputs(theirs, f);
+  fclose(f);
+  series all[] = {
+    {.id = 1, .nch = 2, .ts = 2, .ny = 37, .nx = 91, .nimages = 3,
+     .uid = "A", .salt = 100},
+    {.id = 1, .nch = 2, .ts = 2, .ny = 37, .nx = 91, .nimages = 3,
+     .uid = "B", .salt = 200, .suffix = 2, .part = 3},    /* no end */
+    {.id = 1, .nch = 2, .ts = 2, .ny = 37, .nx = 91, .nimages = 4,
+     .uid = "B", .salt = 300, .suffix = 3},   /* its start closes the last */
+    {.id = 2, .nch = 1, .ts = 1, .ny = 16, .nx = 40, .nimages = 2,
+     .uid = "C", .salt = 400, .suffix = 2, .bare = 1},
+    {.id = 1, .nch = 1, .ts = 4, .ny = 8, .nx = 8, .nimages = 2,
+     .uid = "D", .salt = 500, .suffix = 4},   /* after a restart */
+  };
+  for (int k = 0; k < 4; k++)
+    send_series(push, &all[k], 0);
+  env_log_wait(&e, "closed for good", 2 + 2 + 2 + 1);
+  char name[64], path[512];
+  for (int k = 0; k < 4; k++) {          /* closed: none took more */
+    check_series(&e, &all[k]);
+    for (int ch = 0; ch < all[k].nch; ch++) {
+      series_name(&all[k], ch, name, sizeof name);
+      frame_path(&e, name, path, sizeof path);
+      size_t len;
+      uint8_t *map = series_of(path, &len);
+      expect_str(map, len, "series_unique_id", all[k].uid);
+      free(map);
+    }
+  }
+  assert_true(stats_value(c, NULL, "series_renamed") == 3);
+  assert_true(stats_value(c, NULL, "refused") == 0);
+  assert_int_equal(env_log_count(&e, "stored with suffix .2"), 2);
+  assert_int_equal(env_log_count(&e, "stored with suffix .3"), 1);
+  size_t n;
+  char *now = ts_read_text(foreign, &n);
+  assert_non_null(now);
+  assert_int_equal(n, strlen(theirs));
+  assert_memory_equal(now, theirs, n);
+  free(now);
+  zmq_close(c);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  env_start(&e);
+  c = cli_producer(&e);
+  send_series(push, &all[4], 0);
+  env_log_wait(&e, "closed for good", 2 + 2 + 2 + 1 + 1);
+  for (int k = 0; k < 5; k++)
+    check_series(&e, &all[k]);
+  assert_true(stats_value(c, NULL, "series_renamed") == 1);
+  zmq_close(c);
+  zmq_close(push);
+  env_down(&e);
+}
+
+/* beamline: in every channel stream's series metadata, one map with the
+ * configured facts under their keys (what the NXmx export reads). */
+static void test_beamline_metadata(void **state) {
+  (void)state;
+  env e;
+  void *push = daemon_up(&e,
+      "    beamline:\n"
+      "      source_name: Diamond Light Source\n"
+      "      source_type: Synchrotron X-ray Source\n"
+      "      source_probe: x-ray\n"
+      "      instrument_name: I04\n"
+      "      sample_name: 'lysozyme, crystal 3'\n"
+      "      beam_flux: 2.5e12\n", 0);
+  series s = {.id = 90, .nch = 2, .ts = 2, .ny = 16, .nx = 16, .nimages = 2};
+  send_series(push, &s, 0);
+  env_log_wait(&e, "closed for good", 2);
+  check_series(&e, &s);
+  static const char *const keys[] = {"source_name", "source_type",
+                                     "source_probe", "instrument_name",
+                                     "sample_name"};
+  static const char *const vals[] = {"Diamond Light Source",
+                                     "Synchrotron X-ray Source", "x-ray",
+                                     "I04", "lysozyme, crystal 3"};
+  for (int ch = 0; ch < 2; ch++) {
+    char name[64], path[512];
+    series_name(&s, ch, name, sizeof name);
+    frame_path(&e, name, path, sizeof path);
+    size_t len;
+    uint8_t *map = series_of(path, &len);
+    b2s_mpreader r;
+    b2s_mpval v, k;
+    assert_true(series_find(map, len, "beamline", &r));
+    assert_int_equal(b2s_mp_read_any(&r, &v), 0);
+    assert_int_equal(v.type, B2S_MPT_MAP);
+    assert_int_equal(v.n, 6);
+    for (int i = 0; i < 5; i++) {
+      assert_int_equal(b2s_mp_read_any(&r, &k), 0);
+      assert_int_equal(b2s_mp_read_any(&r, &v), 0);
+      assert_true(k.n == strlen(keys[i]) && !memcmp(k.p, keys[i], k.n));
+      assert_int_equal(v.type, B2S_MPT_STR);
+      assert_true(v.n == strlen(vals[i]) && !memcmp(v.p, vals[i], v.n));
+    }
+    assert_int_equal(b2s_mp_read_any(&r, &k), 0);
+    assert_int_equal(b2s_mp_read_any(&r, &v), 0);
+    assert_true(k.n == 9 && !memcmp(k.p, "beam_flux", 9));
+    assert_int_equal(v.type, B2S_MPT_FLOAT);
+    assert_true(v.f == 2.5e12);
+    expect_str(map, len, "channel", CH[ch]);
+    free(map);
+    blosc2_series(path, "s[\"beamline\"] == {\"source_name\": \"Diamond Light "
+                  "Source\", \"source_type\": \"Synchrotron X-ray Source\", "
+                  "\"source_probe\": \"x-ray\", \"instrument_name\": \"I04\", "
+                  "\"sample_name\": \"lysozyme, crystal 3\", \"beam_flux\": "
+                  "2.5e12} and type(s[\"beamline\"][\"beam_flux\"]) is float");
+  }
+  zmq_close(push);
+  env_down(&e);
+}
+
+/* The three messages tickit-devices 0.4.1 ships as recorded from an EIGER2
+ * Si 16M (4362x4148 uint16, bslz4; the start untagged, without
+ * image_dtype, its arrays 4-byte byte strings), pushed exactly as recorded
+ * to a source configured with kind and endpoint only: the stored image is
+ * the pixels hdf5plugin's bitshuffle filter decodes the recorded data to,
+ * python-blosc2 reads it and the series metadata holds every field of the
+ * start.  The captures come with the venv (scripts/make-venv). */
+static void test_recorded_eiger(void **state) {
+  (void)state;
+  char py[400], cap[500], cmd[4096];
+  const char *script = getenv("B2S_CAPTURE_REF");
+  if (!script || !ts_venv_python(py, sizeof py))
+    skip();
+  snprintf(cap, sizeof cap, "%.*s/captures/tickit-devices-0.4.1",
+           (int)(strlen(py) - strlen("/bin/python")), py);
+  char probe[600];
+  snprintf(probe, sizeof probe, "%s/start.cbor", cap);
+  if (access(probe, R_OK) != 0) {
+    if (getenv("B2S_VENV"))
+      fail_msg("no captures at %s: run scripts/make-venv", cap);
+    fprintf(stderr, "# no captures at %s (scripts/make-venv): skipped\n", cap);
+    skip();
+  }
+  env e;
+  env_init_config(&e, "");
+  char yaml[800];
+  snprintf(yaml, sizeof yaml,
+           "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\nworkers: 2\n"
+           "sources:\n"
+           "  - kind: dectris-stream2\n"
+           "    endpoint: 'ipc://%s/det.sock'\n", e.dir);
+  env_write_config(&e, yaml);
+  void *push = pusher(&e);
+  env_start(&e);
+  char want[600];
+  snprintf(want, sizeof want, "%s/pixels.bin", e.dir);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' pixels '%s' '%s' 2>&1", py, script,
+           cap, want);
+  assert_int_equal(system(cmd), 0);
+  static const char *const kinds[] = {"start", "image", "end"};
+  for (int k = 0; k < 3; k++) {
+    char file[600];
+    size_t n;
+    snprintf(file, sizeof file, "%s/%s.cbor", cap, kinds[k]);
+    char *b = ts_read_text(file, &n);
+    assert_non_null(b);
+    assert_int_equal(zmq_send(push, b, n, 0), (int)n);
+    free(b);
+  }
+  env_log_wait(&e, "closed for good", 1);
+  static const char name[] = "E-32-0117-15614-threshold_1";
+  char path[512];
+  frame_path(&e, name, path, sizeof path);
+  b2s_frame *f = NULL;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  assert_int_equal(b2s_frame_nchunks(f), 1);
+  size_t npix = 4362 * 4148, nb = npix * 2, padded = (nb + 8191) / 8192 * 8192;
+  uint8_t *out = malloc(padded);
+  size_t wn;
+  char *w = ts_read_text(want, &wn);
+  assert_non_null(w);
+  assert_int_equal(wn, nb);
+  b2s_ctx *ctx = b2s_ctx_new();
+  assert_int_equal(b2s_frame_chunk_decompress(f, 0, ctx, out, padded),
+                   (int)padded);
+  assert_memory_equal(out, w, nb);
+  for (size_t k = nb; k < padded; k++)
+    assert_int_equal(out[k], 0);
+  b2s_ctx_free(ctx);
+  b2s_frame_free(f);
+  free(out);
+  free(w);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' check '%s' '%s' '%s'", py, script,
+           cap, path, want);
+  if (system(cmd) != 0)
+    fail_msg("python-blosc2 does not read the recorded series as sent");
+  void *c = cli_producer(&e);
+  assert_true(stats_value(c, NULL, "images") == 1);
+  assert_true(stats_value(c, NULL, "refused") == 0);
+  assert_true(stats_value(c, NULL, "series") == 1);
+  assert_true(stats_value(c, NULL, "arrays_as_metadata") == 3);
+  assert_int_equal(env_log_count(&e, "kept as series metadata"), 3);
+  for (int k = 0; k < 3; k++) {                 /* no companion streams */
+    static const char *const comp[] = {"flatfield", "pixel_mask", "countrate"};
+    char cn[128], cp[512];
+    struct stat sb;
+    snprintf(cn, sizeof cn, "%s.%s", name, comp[k]);
+    frame_path(&e, cn, cp, sizeof cp);
+    assert_int_equal(lstat(cp, &sb), -1);
+  }
+  zmq_close(c);
+  zmq_close(push);
+  env_down(&e);
+}
+
 /* ---- framings written by the HDF5 filters themselves ---------------------- */
 
 static const int REF_N = 3;                /* images a series */
@@ -1085,6 +1481,10 @@ int main(void) {
     cmocka_unit_test(test_layout_images),
     cmocka_unit_test(test_lz4_source),
     cmocka_unit_test(test_reference_framings),
+    cmocka_unit_test(test_first_image_layout),
+    cmocka_unit_test(test_names_collide),
+    cmocka_unit_test(test_beamline_metadata),
+    cmocka_unit_test(test_recorded_eiger),
   };
   return harness_run(tests);
 }

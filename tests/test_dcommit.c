@@ -1,5 +1,6 @@
 /* The committer's decisions (committer/dcommit.c, b2s_dcommit.h) as plain
- * function calls: batches, the probe and gap timers, the window, END. */
+ * function calls: batches, the probe and gap timers, the window, END, the
+ * probe before the close, the wait for a lease held elsewhere. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -250,6 +251,10 @@ static void test_end_of_run(void **state) {
     assert_int_equal(put(dc, i), 0);
     commit(dc, 0, 64, 1);
   }
+  /* one look at 6 before closing: nothing there */
+  d = next(dc, 0, 64);
+  assert_int_equal(d.kind, B2S_DCOMMIT_PROBE);
+  assert_int_equal(d.index, 6);
   d = next(dc, 0, 64);
   assert_int_equal(d.kind, B2S_DCOMMIT_DONE);
   assert_int_equal(d.index, 6);
@@ -273,14 +278,107 @@ static void test_end_below_written(void **state) {
     assert_int_equal(put(dc, i), 0);
     commit(dc, 0, 64, i == 3 ? 2 : 1);
   }
+  assert_int_equal(next(dc, 0, 64).kind, B2S_DCOMMIT_PROBE);
   assert_int_equal(next(dc, 0, 64).kind, B2S_DCOMMIT_DONE);
   b2s_dcommit_free(dc);
   /* no chunk at all */
   dc = tracker(7, 2, 0);
   assert_int_equal(b2s_dcommit_end(dc, 0, 0), 0);
   assert_int_equal(b2s_dcommit_end(dc, 1, 0), 0);
+  b2s_dcommit_decision d = next(dc, 0, 64);
+  assert_int_equal(d.kind, B2S_DCOMMIT_PROBE);
+  assert_int_equal(d.index, 7);
   assert_int_equal(next(dc, 0, 64).kind, B2S_DCOMMIT_DONE);
   b2s_dcommit_free(dc);
+}
+
+/* Every rank ended below chunks that are stored: a rank restarted since
+ * its chunks were stored counts only what it stored after (END 0 here),
+ * and their WRITTEN died with an earlier committer.  The probes before
+ * the close find them one by one; the close comes at the first index
+ * with nothing stored, and a DONE is not probed again. */
+static void test_close_probe(void **state) {
+  (void)state;
+  b2s_dcommit *dc = tracker(0, 2, 0);
+  for (int64_t i = 0; i < 4; i++)
+    assert_int_equal(put(dc, i), 0);
+  assert_int_equal(b2s_dcommit_end(dc, 0, 4), 0);
+  assert_int_equal(b2s_dcommit_end(dc, 1, 0), 0);
+  commit(dc, 0, 64, 4);
+  for (int64_t i = 4; i < 7; i++) {
+    b2s_dcommit_decision d = next(dc, 0, 64);
+    assert_int_equal(d.kind, B2S_DCOMMIT_PROBE);
+    assert_int_equal(d.index, i);
+    assert_int_equal(put(dc, i), 0);     /* found in the store */
+    commit(dc, 0, 64, 1);
+  }
+  b2s_dcommit_decision d = next(dc, 0, 64);
+  assert_int_equal(d.kind, B2S_DCOMMIT_PROBE);
+  assert_int_equal(d.index, 7);
+  for (int k = 0; k < 3; k++) {             /* nothing at 7 */
+    d = next(dc, 0, 64);
+    assert_int_equal(d.kind, B2S_DCOMMIT_DONE);
+    assert_int_equal(d.index, 7);
+  }
+  /* a rank writing again makes its END stale: no close; 7 was looked
+   * at already, so its gap timer runs */
+  assert_int_equal(b2s_dcommit_wrote(dc, 1, 9), 0);
+  assert_int_equal(put(dc, 9), 0);
+  d = next(dc, 0, 64);
+  assert_int_equal(d.kind, B2S_DCOMMIT_NONE);
+  assert_int_equal(d.wait_ms, TIMEOUT);
+  assert_int_equal(next(dc, TIMEOUT, 64).kind, B2S_DCOMMIT_GAP);
+  b2s_dcommit_free(dc);
+}
+
+/* The wait for a lease another committer holds: tried every FAST ms
+ * while the holder may be one that died (its lease runs out within
+ * expire_ms), shown alive by a refusal that late, then tried every SLOW
+ * ms; a store failure waits SLOW ms and proves nothing. */
+static void test_lease_wait(void **state) {
+  (void)state;
+  const int64_t expire = 3000, t0 = 100;
+  b2s_dcommit_lease w;
+  b2s_dcommit_lease_init(&w, expire);
+  assert_int_equal(b2s_dcommit_lease_wait(&w, -5000), 0);   /* try now */
+  assert_false(b2s_dcommit_lease_refused(&w, t0));
+  assert_false(b2s_dcommit_lease_alive(&w));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t0), B2S_DCOMMIT_LEASE_FAST_MS);
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t0 + 150), 50);
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t0 + 200), 0);
+  int64_t t = t0 + B2S_DCOMMIT_LEASE_FAST_MS;
+  for (; t < t0 + expire + B2S_DCOMMIT_LEASE_MARGIN_MS;
+       t += B2S_DCOMMIT_LEASE_FAST_MS) {
+    assert_int_equal(b2s_dcommit_lease_wait(&w, t), 0);
+    assert_false(b2s_dcommit_lease_refused(&w, t));
+  }
+  assert_false(b2s_dcommit_lease_alive(&w));
+  /* a dead holder's lease would have run out: this one was renewed */
+  assert_true(b2s_dcommit_lease_refused(&w, t));
+  assert_true(b2s_dcommit_lease_alive(&w));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t), B2S_DCOMMIT_LEASE_SLOW_MS);
+  /* said once */
+  assert_false(b2s_dcommit_lease_refused(&w, t + B2S_DCOMMIT_LEASE_SLOW_MS));
+  assert_true(b2s_dcommit_lease_alive(&w));
+  /* taken: the next refusal is a new wait, from its own first refusal */
+  b2s_dcommit_lease_taken(&w);
+  assert_false(b2s_dcommit_lease_alive(&w));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t), 0);
+  assert_false(b2s_dcommit_lease_refused(&w, t + 50000));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t + 50000),
+                   B2S_DCOMMIT_LEASE_FAST_MS);
+  /* a failed try waits SLOW ms and shows nothing */
+  b2s_dcommit_lease_failed(&w, t + 60000);
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t + 60000),
+                   B2S_DCOMMIT_LEASE_SLOW_MS);
+  assert_false(b2s_dcommit_lease_alive(&w));
+
+  /* the directory store: a lock held means a live holder, at once */
+  b2s_dcommit_lease_init(&w, 0);
+  assert_true(b2s_dcommit_lease_refused(&w, t0));
+  assert_int_equal(b2s_dcommit_lease_wait(&w, t0), B2S_DCOMMIT_LEASE_SLOW_MS);
+  b2s_dcommit_lease_init(&w, -1);           /* taken as 0 */
+  assert_true(b2s_dcommit_lease_refused(&w, t0));
 }
 
 static void test_bad_options(void **state) {
@@ -316,6 +414,8 @@ int main(void) {
       cmocka_unit_test(test_window),
       cmocka_unit_test(test_end_of_run),
       cmocka_unit_test(test_end_below_written),
+      cmocka_unit_test(test_close_probe),
+      cmocka_unit_test(test_lease_wait),
       cmocka_unit_test(test_bad_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* Frame writer: every operation checked against a model of the expected
  * chunk contents, reopening, metadata, and crash safety (writes cut at
  * every byte of a commit; a child killed while appending). */
+#define _GNU_SOURCE   /* O_DIRECT */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,9 @@
 
 #include "b2s_frame.h"
 #include "b2s_frame_writer.h"
+#include "frame_dio.h"
+#include "frame_helper.h"
+#include "frame_io.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -528,6 +532,218 @@ static void test_direct_retry(void **state) {
   model_free(&m);
   free(src);
   free(chunk);
+}
+
+/* ---- the writer's parts on their own --------------------------------------- */
+
+/* The whole of path's file. */
+static uint8_t *file_bytes(const char *path, int64_t *len) {
+  int fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  struct stat sb;
+  assert_int_equal(fstat(fd, &sb), 0);
+  uint8_t *p = malloc((size_t)sb.st_size + 1);
+  assert_int_equal(pread(fd, p, (size_t)sb.st_size, 0), sb.st_size);
+  close(fd);
+  *len = (int64_t)sb.st_size;
+  return p;
+}
+
+static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/* The write count and its cut: a write that crosses the limit lands up to
+ * it and no further, later writes land nothing, large writes land whole;
+ * a cut direct write lands through the buffered descriptor. */
+static void test_fio_cut(void **state) {
+  (void)state;
+  char path[512];
+  pathf(path, "fio.bin");
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0666);
+  assert_true(fd >= 0);
+  enum { BIG = 3 * 65536 + 123 };   /* more than one FW_WRITE_PIECE */
+  uint8_t *src = malloc(BIG);
+  fill(src, BIG, 1);
+  b2s_fio io;
+  b2s_fio_init(&io);
+  assert_false(b2s_fio_limited(&io));
+  assert_int_equal(b2s_fio_write(&io, fd, src, 1000, 0), 0);
+  assert_int_equal(b2s_fio_written(&io), 1000);
+  b2s_fio_set_limit(&io, 300);
+  assert_true(b2s_fio_limited(&io));
+  assert_int_equal(b2s_fio_write(&io, fd, src + 1000, 200, 1000), 0);
+  assert_int_equal(b2s_fio_write(&io, fd, src + 1200, 500, 1200),
+                   B2S_E_IO_LIMIT);
+  assert_int_equal(b2s_fio_written(&io), 1300);
+  assert_int_equal(b2s_fio_write(&io, fd, src + 1300, 10, 1300),
+                   B2S_E_IO_LIMIT);
+  int64_t len;
+  uint8_t *got = file_bytes(path, &len);
+  assert_int_equal(len, 1300);   /* up to the limit, not a byte more */
+  assert_memory_equal(got, src, 1300);
+  free(got);
+  b2s_fio_set_limit(&io, -1);
+  assert_int_equal(b2s_fio_write(&io, fd, src, BIG, 0), 0);
+  assert_int_equal(b2s_fio_written(&io), 1300 + BIG);
+  got = file_bytes(path, &len);
+  assert_int_equal(len, BIG);
+  assert_memory_equal(got, src, BIG);
+  free(got);
+  uint8_t back[100];
+  assert_int_equal(b2s_fio_pread(fd, back, sizeof back, BIG - 50),
+                   B2S_E_TRUNCATED);
+  close(fd);
+
+  snprintf(path, sizeof path, "%s/fio-direct.bin", diodir);
+  fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0666);
+  int dfd = open(path, O_WRONLY | O_DIRECT);
+  assert_true(fd >= 0 && dfd >= 0);
+  uint8_t *al = NULL;
+  assert_int_equal(posix_memalign((void **)&al, 4096, 8192), 0);
+  memcpy(al, src, 8192);
+  b2s_fio_init(&io);
+  assert_int_equal(b2s_fio_write_direct(&io, dfd, fd, al, 4096, 0), 0);
+  b2s_fio_set_limit(&io, 1001);   /* mid-block: not a direct write */
+  assert_int_equal(b2s_fio_write_direct(&io, dfd, fd, al + 4096, 4096, 4096),
+                   B2S_E_IO_LIMIT);
+  assert_int_equal(b2s_fio_written(&io), 4096 + 1001);
+  got = file_bytes(path, &len);
+  assert_int_equal(len, 4096 + 1001);
+  assert_memory_equal(got, src, 4096 + 1001);
+  free(got);
+  free(al);
+  close(dfd);
+  close(fd);
+  free(src);
+}
+
+/* The helper on its own: a write handed over lands and its result comes
+ * back (an error too); drop-behind starts the thread only once a step is
+ * due; free joins the thread. */
+static void test_helper_jobs(void **state) {
+  (void)state;
+  char path[512];
+  pathf(path, "helper.bin");
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0666);
+  int ro = open(path, O_RDONLY);
+  assert_true(fd >= 0 && ro >= 0);
+  enum { LEN = 300000 };
+  uint8_t *src = malloc(LEN);
+  fill(src, LEN, 9);
+  b2s_fwhelper *h = b2s_fwhelper_new();
+  assert_non_null(h);
+  assert_int_equal(b2s_fwhelper_wait(h), 0);   /* nothing handed over */
+  assert_int_equal(threads_named("b2s-fwriter"), 0);
+  assert_int_equal(b2s_fwhelper_start(h), 0);
+  assert_int_equal(b2s_fwhelper_start(h), 0);
+  assert_int_equal(threads_named("b2s-fwriter"), 1);
+  b2s_fwhelper_write(h, fd, src, LEN, 5);
+  assert_int_equal(b2s_fwhelper_wait(h), 0);
+  int64_t len;
+  uint8_t *got = file_bytes(path, &len);
+  assert_int_equal(len, LEN + 5);
+  assert_memory_equal(got + 5, src, LEN);
+  free(got);
+  b2s_fwhelper_write(h, ro, src, LEN, 0);
+  assert_int_equal(b2s_fwhelper_wait(h), -EBADF);
+  assert_int_equal(b2s_fwhelper_wait(h), 0);   /* reported once */
+  b2s_fwhelper_free(h);
+  assert_int_equal(threads_named("b2s-fwriter"), 0);
+
+  h = b2s_fwhelper_new();
+  assert_non_null(h);
+  b2s_fwhelper_pace(h, fd);
+  b2s_fwhelper_pace_to(h, INT64_C(64) << 20);   /* inside the window */
+  assert_int_equal(threads_named("b2s-fwriter"), 0);
+  b2s_fwhelper_pace_to(h, INT64_C(100) << 20);
+  assert_int_equal(threads_named("b2s-fwriter"), 1);
+  b2s_fwhelper_free(h);
+  assert_int_equal(threads_named("b2s-fwriter"), 0);
+  b2s_fwhelper_pace_to(NULL, 0);
+  b2s_fwhelper_free(NULL);
+  close(ro);
+  close(fd);
+  free(src);
+}
+
+/* Append n bytes of ref at *end through the stage. */
+static void dio_append(b2s_dio *d, const uint8_t *ref, int64_t *end, size_t n,
+                       int64_t floor, int64_t *file_end) {
+  assert_int_equal(b2s_dio_write(d, ref + *end, n, *end, floor, file_end), 0);
+  *end += (int64_t)n;
+}
+
+/* The direct-I/O stage on its own: bytes appended from an unaligned floor
+ * (full stages through the helper) are in the file after a flush, with
+ * zeros up to the alignment; the file end and the write count say exactly
+ * what was written, the block the data ends in being written again by the
+ * next flush; after forget, a write inside the data keeps the bytes of its
+ * block before it (read back from the file). */
+static void test_dio_stage(void **state) {
+  (void)state;
+  char path[512], other[512];
+  snprintf(path, sizeof path, "%s/stage.bin", diodir);
+  snprintf(other, sizeof other, "%s/other.bin", diodir);
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0666);
+  int ofd = open(other, O_RDWR | O_CREAT | O_TRUNC, 0666);
+  assert_true(fd >= 0 && ofd >= 0);
+  b2s_fio io;
+  b2s_fio_init(&io);
+  assert_null(b2s_dio_open(path, ofd, &io));   /* not the same file */
+  assert_int_equal(b2s_dio_slack(NULL), 0);
+  assert_int_equal(b2s_dio_stage_bytes(NULL), 0);
+  assert_int_equal(b2s_dio_flush(NULL, NULL), 0);
+  b2s_dio_free(NULL);
+  b2s_dio *d = b2s_dio_open(path, fd, &io);
+  assert_non_null(d);
+  int64_t a = b2s_dio_slack(d);
+  assert_true(a >= 4096 && (a & (a - 1)) == 0);
+  assert_int_equal(b2s_dio_stage_bytes(d), 2 * B2S_FWRITER_STAGE);
+
+  enum { TOTAL = 11 << 20 };   /* past two stages */
+  uint8_t *ref = malloc(TOTAL);
+  fill(ref, TOTAL, 5);
+  const int64_t floor = 1000;
+  memset(ref, 0, floor);
+  int64_t end = floor, file_end = floor;
+  static const size_t sizes[] = {17, 4096, 100000, 1 << 20, 3, 65536 + 7};
+  for (int i = 0; end < 9 << 20; i++)
+    dio_append(d, ref, &end, sizes[i % 6], floor, &file_end);
+  assert_int_equal(threads_named("b2s-fwriter"), 1);   /* stages went out */
+  assert_int_equal(b2s_dio_flush(d, &file_end), 0);
+  assert_int_equal(file_end, round_up(end, a));
+  assert_int_equal(b2s_fio_written(&io), round_up(end, a) - floor);
+  int64_t len;
+  uint8_t *got = file_bytes(path, &len);
+  assert_int_equal(len, round_up(end, a));
+  assert_memory_equal(got + floor, ref + floor, (size_t)(end - floor));
+  for (int64_t i = end; i < len; i++)
+    assert_int_equal(got[i], 0);
+  free(got);
+
+  int64_t before = b2s_fio_written(&io), end1 = end;
+  dio_append(d, ref, &end, 5000, floor, &file_end);
+  assert_int_equal(b2s_dio_flush(d, &file_end), 0);
+  assert_int_equal(b2s_fio_written(&io) - before,
+                   round_up(end, a) - end1 / a * a);
+  got = file_bytes(path, &len);
+  assert_memory_equal(got + floor, ref + floor, (size_t)(end - floor));
+  free(got);
+
+  /* the data end moved back (as a compaction does) */
+  b2s_dio_forget(d);
+  int64_t at = (int64_t)(3 << 20) + 123;
+  fill(ref + at, 7000, 77);
+  end = at;
+  dio_append(d, ref, &end, 7000, floor, &file_end);
+  assert_int_equal(b2s_dio_flush(d, &file_end), 0);
+  got = file_bytes(path, &len);
+  assert_memory_equal(got + floor, ref + floor, (size_t)(end - floor));
+  free(got);
+  b2s_dio_free(d);
+  assert_int_equal(threads_named("b2s-fwriter"), 0);
+  close(fd);
+  close(ofd);
+  free(ref);
 }
 
 /* Readers opening a frame while its writer commits as fast as it can (a
@@ -1342,6 +1558,9 @@ int main(void) {
       cmocka_unit_test(test_direct_large),
       cmocka_unit_test(test_direct_retry),
       cmocka_unit_test(test_drop_behind),
+      cmocka_unit_test(test_fio_cut),
+      cmocka_unit_test(test_helper_jobs),
+      cmocka_unit_test(test_dio_stage),
       cmocka_unit_test(test_open_while_committing),
       cmocka_unit_test(test_specials),
       cmocka_unit_test(test_metadata),

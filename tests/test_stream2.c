@@ -1,6 +1,8 @@
 /* DECTRIS Stream V2 decoder: messages from the test encoder and from
- * python3-cbor2 (the fuzz seeds) decode to the values sent; hostile
- * messages give the expected error and never read out of bounds. */
+ * python3-cbor2 (the fuzz seeds) decode to the values sent, with and
+ * without the self-described tag 55799; fields kept only as metadata may
+ * have any shape; hostile messages give the expected error and never read
+ * out of bounds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 #include <cmocka.h>
 
 #include "b2s_h5lz4.h"
+#include "b2s_msgpack.h"
 #include "b2s_stream2.h"
 #include "b2s_s2enc.h"
 
@@ -261,6 +264,7 @@ static void test_cbor2_seeds(void **state) {
   size_t n;
   b2s_s2_msg *m = malloc(sizeof *m);
   uint8_t *b = slurp("start_full.cbor", &n);
+  assert_memory_equal(b, "\xd9\xd9\xf7", 3);       /* tagged, as sent */
   assert_int_equal(b2s_s2_decode(b, n, m), 0);
   assert_int_equal(m->type, B2S_S2_START);
   assert_int_equal(m->nchannels, 2);
@@ -292,7 +296,156 @@ static void test_cbor2_seeds(void **state) {
   for (int i = 0; i < 24; i++)
     assert_int_equal(px[i], i % 251);
   free(b);
+  /* untagged, no dtype or size, arrays as byte strings: taken */
+  b = slurp("start_bare.cbor", &n);
+  assert_int_equal(b[0] >> 5, 5);                  /* a bare map */
+  assert_int_equal(b2s_s2_decode(b, n, m), 0);
+  assert_int_equal(m->type, B2S_S2_START);
+  assert_int_equal(m->image_dtype.len, 0);
+  assert_int_equal(m->image_size_x, 0);
+  assert_int_equal(m->number_of_images, 2);
+  assert_true(str_is(m->arm_date, "2026-11-28T11:00:00.000+01:00"));
+  assert_true(b2s_s2_array_map(b2s_s2_field_get(m, "flatfield")->value, ff, 4, &nff) < 0);
+  free(b);
   free(m);
+}
+
+/* Every message the sender makes begins with tag 55799 (d9 d9 f7), as a
+ * detector's does; the same message without it decodes to the same
+ * fields, and the tag before a value or twice at the top changes nothing. */
+static void test_self_described(void **state) {
+  (void)state;
+  b2s_s2enc e[3] = {{0}, {0}, {0}};
+  uint16_t pix[4 * 6] = {1, 2, 3};
+  b2s_s2e_part part = {"threshold_1", 2, 4, 6, NULL, pix, sizeof pix, 0};
+  b2s_s2e_start(&e[0], 3, "u3", CH, 2, "uint16", 4, 6, 2, 0);
+  b2s_s2e_image(&e[1], 3, "u3", 1, &part, 1, 0, 1, 1, 10, "x");
+  b2s_s2e_end(&e[2], 3, "u3");
+  b2s_s2_msg *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  for (int k = 0; k < 3; k++) {
+    assert_true(e[k].n > 3);
+    assert_memory_equal(e[k].b, "\xd9\xd9\xf7", 3);
+    assert_int_equal(b2s_s2_decode(e[k].b, e[k].n, a), 0);
+    assert_int_equal(b2s_s2_decode(e[k].b + 3, e[k].n - 3, b), 0);
+    assert_int_equal(a->type, k + 1);
+    assert_int_equal(a->type, b->type);
+    assert_int_equal(a->series_id, 3);
+    assert_int_equal(b->series_id, 3);
+    assert_true(str_is(a->series_unique_id, "u3") && str_is(b->series_unique_id, "u3"));
+    assert_int_equal(a->nfields, b->nfields);
+    for (uint32_t i = 0; i < a->nfields; i++) {   /* the same spans, 3 on */
+      assert_int_equal(a->fields[i].value.len, b->fields[i].value.len);
+      assert_ptr_equal(a->fields[i].value.p, b->fields[i].value.p);
+    }
+  }
+  assert_int_equal(a->type, B2S_S2_END);
+  /* twice at the top, and before series_id's value and a typed array */
+  b2s_s2enc t = {0};
+  b2s_s2e_selfdescribe(&t);
+  b2s_s2e_selfdescribe(&t);
+  b2s_s2e_map(&t, 4);
+  b2s_s2e_text(&t, "type"); b2s_s2e_selfdescribe(&t); b2s_s2e_text(&t, "image");
+  b2s_s2e_text(&t, "series_id"); b2s_s2e_selfdescribe(&t); b2s_s2e_uint(&t, 8);
+  b2s_s2e_text(&t, "image_id"); b2s_s2e_uint(&t, 2);
+  b2s_s2e_text(&t, "data"); b2s_s2e_map(&t, 1); b2s_s2e_text(&t, "c");
+  b2s_s2e_selfdescribe(&t);
+  b2s_s2e_mdarray(&t, &part);
+  assert_int_equal(b2s_s2_decode(t.b, t.n, a), 0);
+  assert_int_equal(a->type, B2S_S2_IMAGE);
+  assert_int_equal(a->series_id, 8);
+  assert_int_equal(a->ndata, 1);
+  assert_memory_equal(a->data[0].a.data.p, pix, sizeof pix);
+  /* a tag alone is no message; another tag at the top is not a map */
+  assert_int_equal(decode_bytes((const uint8_t *)"\xd9\xd9\xf7", 3), B2S_S2_E_CBOR);
+  b2s_s2e_reset(&t);
+  b2s_s2e_tag(&t, 55800);
+  b2s_s2e_raw(&t, e[2].b + 3, e[2].n - 3);
+  assert_int_equal(decode_bytes(t.b, t.n), B2S_S2_E_TYPE);
+  b2s_s2e_free(&t);
+  for (int k = 0; k < 3; k++)
+    b2s_s2e_free(&e[k]);
+  free(a);
+  free(b);
+}
+
+/* A start without image_dtype and image_size_x/y (the first image gives
+ * them): taken, with those views empty. */
+static void test_start_without_layout(void **state) {
+  (void)state;
+  b2s_s2enc e = {0};
+  b2s_s2e_start(&e, 4, "u4", CH, 1, NULL, 0, 0, 9, 0);
+  b2s_s2_msg *m = malloc(sizeof *m);
+  assert_int_equal(b2s_s2_decode(e.b, e.n, m), 0);
+  assert_int_equal(m->type, B2S_S2_START);
+  assert_int_equal(m->nfields, 12);
+  assert_int_equal(m->image_dtype.len, 0);
+  assert_int_equal(m->image_size_x, 0);
+  assert_int_equal(m->image_size_y, 0);
+  assert_int_equal(m->number_of_images, 9);
+  assert_null(b2s_s2_field_get(m, "image_dtype"));
+  assert_null(b2s_s2_field_get(m, "image_size_x"));
+  free(m);
+  b2s_s2e_free(&e);
+}
+
+/* Fields kept only as metadata may have another shape than the spec's
+ * (as in the start recorded from an EIGER2 Si 16M: its arrays plain 4-byte
+ * byte strings, threshold_energy for a channel it does not list): the
+ * start is taken, the arrays do not parse as arrays, and they convert to
+ * metadata.  The fields images are stored by stay checked. */
+static void test_metadata_shapes(void **state) {
+  (void)state;
+  b2s_s2enc e = {0};
+  b2s_s2e_map(&e, 9);
+  b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "start");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 15614);
+  b2s_s2e_text(&e, "series_unique_id"); b2s_s2e_uint(&e, 7);     /* not text */
+  b2s_s2e_text(&e, "arm_date"); b2s_s2e_tag(&e, 1); b2s_s2e_uint(&e, 1700000000);
+  b2s_s2e_text(&e, "channels"); b2s_s2e_array(&e, 1); b2s_s2e_text(&e, "threshold_1");
+  b2s_s2e_text(&e, "countrate_correction_lookup_table"); b2s_s2e_bytes(&e, "\0\0\0\0", 4);
+  b2s_s2e_text(&e, "flatfield"); b2s_s2e_map(&e, 1);
+  b2s_s2e_text(&e, "threshold_1"); b2s_s2e_bytes(&e, "\0\0\0\0", 4);
+  b2s_s2e_text(&e, "pixel_mask"); b2s_s2e_uint(&e, 0);
+  b2s_s2e_text(&e, "threshold_energy"); b2s_s2e_map(&e, 2);
+  b2s_s2e_text(&e, "threshold_1"); b2s_s2e_f64(&e, 6750.15);
+  b2s_s2e_text(&e, "threshold_2"); b2s_s2e_text(&e, "n/a");
+  b2s_s2_msg *m = malloc(sizeof *m);
+  assert_int_equal(b2s_s2_decode(e.b, e.n, m), 0);
+  assert_int_equal(m->series_id, 15614);
+  assert_int_equal(m->series_unique_id.len, 0);
+  assert_int_equal(m->arm_date.len, 0);
+  b2s_s2_named named[4];
+  uint32_t n;
+  b2s_s2_array a;
+  assert_true(b2s_s2_array_map(b2s_s2_field_get(m, "flatfield")->value, named, 4, &n) < 0);
+  assert_true(b2s_s2_array_map(b2s_s2_field_get(m, "pixel_mask")->value, named, 4, &n) < 0);
+  assert_true(b2s_s2_array_parse(b2s_s2_field_get(m, "countrate_correction_lookup_table")->value, &a) < 0);
+  /* as metadata: {"threshold_1": bin 4} */
+  b2s_mpbuf mp;
+  b2s_mpbuf_init(&mp);
+  assert_int_equal(b2s_s2_to_msgpack(b2s_s2_field_get(m, "flatfield")->value, &mp, 1024), 0);
+  static const uint8_t want[] = {0x81, 0xab, 't', 'h', 'r', 'e', 's', 'h', 'o', 'l',
+                                 'd', '_', '1', 0xc4, 4, 0, 0, 0, 0};
+  assert_int_equal(mp.len, sizeof want);
+  assert_memory_equal(mp.data, want, sizeof want);
+  b2s_mpbuf_fini(&mp);
+  /* a field images are stored by, of the wrong type, is still refused */
+  b2s_s2e_reset(&e);
+  b2s_s2e_map(&e, 3);
+  b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "start");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 1);
+  b2s_s2e_text(&e, "image_size_x"); b2s_s2e_text(&e, "4148");
+  assert_int_equal(b2s_s2_decode(e.b, e.n, m), B2S_S2_E_FIELD);
+  assert_string_equal(m->err_field, "image_size_x");
+  b2s_s2e_reset(&e);
+  b2s_s2e_map(&e, 3);
+  b2s_s2e_text(&e, "type"); b2s_s2e_text(&e, "start");
+  b2s_s2e_text(&e, "series_id"); b2s_s2e_uint(&e, 1);
+  b2s_s2e_text(&e, "image_dtype"); b2s_s2e_uint(&e, 16);
+  assert_int_equal(b2s_s2_decode(e.b, e.n, m), B2S_S2_E_FIELD);
+  assert_string_equal(m->err_field, "image_dtype");
+  free(m);
+  b2s_s2e_free(&e);
 }
 
 int main(void) {
@@ -303,6 +456,9 @@ int main(void) {
     cmocka_unit_test(test_hostile_arrays),
     cmocka_unit_test(test_hostile_messages),
     cmocka_unit_test(test_cbor2_seeds),
+    cmocka_unit_test(test_self_described),
+    cmocka_unit_test(test_start_without_layout),
+    cmocka_unit_test(test_metadata_shapes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,12 +15,16 @@
 #include "b2s_frame_lock.h"
 
 static const char help[] =
-    "usage: b2stream export FRAME OUT.h5 [--layout nxmx|plain]\n"
-    "                       [--codec blosc2|bslz4]\n"
+    "usage: b2stream export FRAME OUT.h5 [--layout nxmx|dectris|plain]\n"
+    "                       [--codec blosc2|bslz4] [--follow [--idle MS]]\n"
+    "                       [--images-per-file N] [--pixel-mask FRAME]\n"
+    "                       [--source-name S] [--source-type T]\n"
+    "                       [--source-probe P] [--instrument-name S]\n"
+    "                       [--sample-name S] [--beam-flux PHOTONS_PER_S]\n"
     "\n"
     "Write the frame's chunks as an HDF5 dataset chunked one frame chunk per\n"
-    "HDF5 chunk (for a b2nd frame of images: one image per chunk).  OUT must\n"
-    "not exist.\n"
+    "HDF5 chunk (for a b2nd frame of images: one image per chunk), of a fixed\n"
+    "shape.  OUT must not exist.\n"
     "\n"
     "  --codec blosc2  (default) each HDF5 chunk holds the frame's chunk as\n"
     "                  stored, for the HDF5 Blosc2 filter (id 32026,\n"
@@ -29,9 +33,22 @@ static const char help[] =
     "                  32008), for readers that only know that filter\n"
     "  --layout plain  (default) the dataset /data, the series map as JSON\n"
     "                  in its attribute 'series'\n"
-    "  --layout nxmx   NeXus NXmx: /entry/data/data, the instrument, detector\n"
-    "                  and sample from the series metadata, the records as\n"
+    "  --layout nxmx   NeXus NXmx: /entry/data/data; the detector, geometry,\n"
+    "                  beam, source and sample from the series metadata's\n"
+    "                  Stream V2 fields (docs/EXPORT.md 2.4); the records as\n"
     "                  datasets in /entry/records, gaps as zero images\n"
+    "  --layout dectris  NXmx as a DECTRIS detector writes it: OUT (name it\n"
+    "                  NAME_master.h5) links /entry/data/data_NNNNNN to the\n"
+    "                  data files NAME_data_NNNNNN.h5 beside it; with\n"
+    "                  --codec bslz4 what XDS (Durin, neggia) reads\n"
+    "  --images-per-file N  (dectris) images per data file (default 1000)\n"
+    "  --pixel-mask FRAME   (NXmx) the pixel mask's frame, instead of the\n"
+    "                  companion NAME.pixel_mask.b2frame beside FRAME\n"
+    "  --source-name, --source-type, --source-probe, --instrument-name,\n"
+    "  --sample-name, --beam-flux  (NXmx) the beamline facts, over the series\n"
+    "                  key 'beamline'; type and probe among NXsource's values\n"
+    "                  (e.g. 'Synchrotron X-ray Source', 'x-ray'), the flux\n"
+    "                  in photons per second\n"
     "  --follow        (plain layout) keep the file growing as the frame\n"
     "                  grows, as an HDF5 SWMR writer: readers opened with\n"
     "                  swmr=True see new images; ends when no writer holds\n"
@@ -41,7 +58,9 @@ static const char help[] =
     "\n"
     "A frame being written is exported up to the chunks committed when it\n"
     "is opened.  Prints 'exported N chunks' (with --follow first\n"
-    "'following after N chunks' once readers may open the file).\n";
+    "'following after N chunks' once readers may open the file).  A script\n"
+    "reading the file must import hdf5plugin first (or set\n"
+    "HDF5_PLUGIN_PATH): h5py and silx.io load no filter themselves.\n";
 
 /* The chunk as the blosc2 filter reads it.  A chunk shorter than the HDF5
  * chunk (the last one of a frame without b2nd) is padded with zeros and
@@ -131,8 +150,8 @@ static int blosc2_direct(cli_exp_job *j, int64_t i, int32_t cb, int32_t nb) {
 
 static int write_buf(cli_exp_job *j, int64_t i, const b2s_mpbuf *b) {
   hsize_t off[B2S_B2ND_MAX_DIM];
-  cli_exp_shape_offset(&j->sh, i, off);
-  if (H5Dwrite_chunk(j->ds, H5P_DEFAULT, 0, off, b->len, b->data) < 0) {
+  hid_t ds = cli_exp_chunk_target(j, i, off);
+  if (H5Dwrite_chunk(ds, H5P_DEFAULT, 0, off, b->len, b->data) < 0) {
     cli_err("%s: cannot write chunk %lld", j->out, (long long)i);
     return -1;
   }
@@ -248,7 +267,8 @@ static int write_range(cli_exp_job *j, int64_t from, int64_t n) {
 }
 
 static hid_t plain_begin(cli_exp_job *j, const cli_chunk *first) {
-  hid_t ds = cli_exp_h5_dataset(j->file, "data", &j->sh, j->codec, first);
+  hid_t ds = cli_exp_h5_dataset(j->file, "data", &j->sh, j->codec, first,
+                                j->follow);
   char *series = ds >= 0 ? cli_exp_series_json(&j->src) : NULL;
   if (series && cli_exp_h5_attr_str(ds, "series", series) < 0) {
     H5Dclose(ds);
@@ -374,10 +394,13 @@ static int run(cli_exp_job *j) {
   }
   if (open_out(j) < 0)
     return -1;
-  j->ds = j->layout == EXP_LAYOUT_NXMX
-              ? cli_exp_nxmx_begin(j->file, &j->src, &j->sh, j->codec, fp)
-              : plain_begin(j, fp);
-  if (j->ds < 0 || cli_exp_h5_keep_meta(j->ds, &j->src, &j->sh) < 0) {
+  if (j->layout == EXP_LAYOUT_PLAIN)
+    j->ds = plain_begin(j, fp);
+  else if (cli_exp_nxmx_begin(j, fp) < 0)
+    return -1;
+  /* the dectris layout's data files carry the series map themselves */
+  if (j->layout != EXP_LAYOUT_DECTRIS &&
+      (j->ds < 0 || cli_exp_h5_keep_meta(j->ds, &j->src, &j->sh) < 0)) {
     cli_err("%s: cannot create the image dataset", j->out);
     return -1;
   }
@@ -385,12 +408,51 @@ static int run(cli_exp_job *j) {
     return -1;
   if (j->follow)
     return follow(j, n);
-  if (j->layout == EXP_LAYOUT_NXMX &&
-      cli_exp_nxmx_finish(j->file, &j->src, &j->sh, n) < 0)
+  if (j->layout != EXP_LAYOUT_PLAIN && cli_exp_nxmx_finish(j, n) < 0)
     return -1;
   if (!j->follow)
     printf("exported %lld chunks\n", (long long)n);
   return 0;
+}
+
+static bool nx_opts;               /* a beamline option was given */
+
+/* --source-name, --source-type, --source-probe, --instrument-name,
+ * --sample-name, --beam-flux: 1 when taken, 0 when a.opt is none of them,
+ * -1 for a bad value (reported). */
+static int beamline_opt(cli_args *a, cli_nx_beamline *b) {
+  static const char *const names[] = {"source-name", "source-type", "source-probe",
+                                      "instrument-name", "sample-name"};
+  char **dst[] = {&b->source_name, &b->source_type, &b->source_probe,
+                  &b->instrument_name, &b->sample_name};
+  const char *v;
+  for (int k = 0; k < 5; k++) {
+    if (strcmp(a->opt, names[k]))
+      continue;
+    if (!(v = cli_args_value(a)))
+      return -1;
+    if ((k == 1 || k == 2) && !cli_nx_source_value_ok(v, k == 2)) {
+      cli_usage(a, "--%s: '%s' is not one of NXsource's %s values", names[k], v,
+                k == 2 ? "probe" : "type");
+      return -1;
+    }
+    *dst[k] = (char *)v;
+    nx_opts = true;
+    return 1;
+  }
+  if (strcmp(a->opt, "beam-flux"))
+    return 0;
+  if (!(v = cli_args_value(a)))
+    return -1;
+  char *end;
+  double f = strtod(v, &end);
+  if (*v == '\0' || *end || !(f >= 0) || f > 1e30) {
+    cli_usage(a, "--beam-flux: '%s' is not photons per second", v);
+    return -1;
+  }
+  b->has_flux = true, b->beam_flux = f;
+  nx_opts = true;
+  return 1;
 }
 
 static int parse(int argc, char **argv, cli_exp_job *j, const char **path) {
@@ -411,10 +473,23 @@ static int parse(int argc, char **argv, cli_exp_job *j, const char **path) {
         return CLI_EXIT_USAGE;
       if (!strcmp(v, "nxmx"))
         j->layout = EXP_LAYOUT_NXMX;
+      else if (!strcmp(v, "dectris"))
+        j->layout = EXP_LAYOUT_DECTRIS;
       else if (!strcmp(v, "plain"))
         j->layout = EXP_LAYOUT_PLAIN;
       else
-        return cli_usage(&a, "--layout: '%s' is not nxmx or plain", v);
+        return cli_usage(&a, "--layout: '%s' is not nxmx, dectris or plain", v);
+    } else if (!strcmp(a.opt, "images-per-file")) {
+      if (!(v = cli_args_value(&a)))
+        return CLI_EXIT_USAGE;
+      if (cli_parse_int(v, 1, INT32_MAX, &j->per_file) < 0)
+        return cli_usage(&a, "--images-per-file: '%s' is not a count of images", v);
+    } else if (!strcmp(a.opt, "pixel-mask")) {
+      if (!(j->pixel_mask = cli_args_value(&a)))
+        return CLI_EXIT_USAGE;
+    } else if ((k = beamline_opt(&a, &j->opt)) != 0) {
+      if (k < 0)
+        return CLI_EXIT_USAGE;
     } else if (!strcmp(a.opt, "codec")) {
       if (!(v = cli_args_value(&a)))
         return CLI_EXIT_USAGE;
@@ -443,8 +518,15 @@ static int parse(int argc, char **argv, cli_exp_job *j, const char **path) {
     return cli_usage(&a, "needs FRAME and OUT");
   /* SWMR allows no new objects once it starts, and NXmx has per-image
    * fields beside the images */
-  if (j->follow && j->layout == EXP_LAYOUT_NXMX)
+  if (j->follow && j->layout != EXP_LAYOUT_PLAIN)
     return cli_usage(&a, "--follow goes with --layout plain");
+  if (j->per_file && j->layout != EXP_LAYOUT_DECTRIS)
+    return cli_usage(&a, "--images-per-file goes with --layout dectris");
+  if ((j->pixel_mask || nx_opts) && j->layout == EXP_LAYOUT_PLAIN)
+    return cli_usage(&a, "--pixel-mask and the beamline options go with "
+                     "--layout nxmx or dectris");
+  if (!j->per_file)
+    j->per_file = 1000;
   if (j->idle_ms && !j->follow)
     return cli_usage(&a, "--idle goes with --follow");
   *path = ops[0];
@@ -469,6 +551,8 @@ static int cmd_export(int argc, char **argv) {
     return CLI_EXIT_FAIL;
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);   /* our own one-line errors */
   int rc = run(&j);
+  if (j.nds && cli_exp_dectris_end(&j, rc < 0) < 0)
+    rc = -1;
   if (j.ds >= 0)
     H5Dclose(j.ds);
   if (j.file >= 0 && H5Fclose(j.file) < 0 && rc == 0) {

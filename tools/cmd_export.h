@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "cli_nxmeta.h"
 #include "b2s_frame_format.h"
 
 /* HDF5 filter ids registered with The HDF Group. */
@@ -18,7 +19,7 @@
 #define EXP_FILTER_BSLZ4 32008
 
 enum cli_exp_codec { EXP_CODEC_BLOSC2, EXP_CODEC_BSLZ4 };
-enum cli_exp_layout { EXP_LAYOUT_PLAIN, EXP_LAYOUT_NXMX };
+enum cli_exp_layout { EXP_LAYOUT_PLAIN, EXP_LAYOUT_NXMX, EXP_LAYOUT_DECTRIS };
 
 /* How the frame's chunks map onto the HDF5 dataset. */
 typedef struct cli_exp_shape {
@@ -35,6 +36,8 @@ typedef struct cli_exp_shape {
                                       whole rows, for the Blosc2 filter */
   int64_t img_nbytes;              /* unflat: its chunk, padded to blocks */
   b2s_b2nd nd;                     /* its content when b2nd */
+  char dtype_text[16];             /* nd's (and img's) dtype: the frame's
+                                      copy goes when --follow reopens it */
   hid_t dtype;                     /* HDF5 type of an item (not owned) */
 } cli_exp_shape;
 
@@ -51,6 +54,13 @@ typedef struct cli_exp_job {
   b2s_mpbuf buf;                   /* the HDF5 chunk being written */
   uint8_t *pad;                    /* chunk_nbytes: a decoded chunk */
   uint8_t *tmp;                    /* chunk_nbytes + 32 bytes */
+  /* NXmx */
+  cli_nx_beamline opt;             /* --source-name ... --beam-flux */
+  const char *pixel_mask;          /* --pixel-mask FRAME */
+  int64_t per_file;                /* dectris: images per data file */
+  int nds;                         /* dectris: its data files, */
+  hid_t *dfile, *dds;              /* their files and image datasets */
+  char **dname;                    /* and names (to remove on failure) */
 } cli_exp_job;
 
 /* Write frame chunk i into the dataset (cmd_export.c). */
@@ -95,14 +105,16 @@ void cli_exp_shape_extent(cli_exp_shape *sh, int64_t n);
 void cli_exp_shape_offset(const cli_exp_shape *sh, int64_t i, hsize_t *off);
 
 /* The image dataset at loc/name, chunked as sh, filtered by codec, its
- * first dimension unlimited. */
+ * first dimension unlimited when growing (--follow), else fixed. */
 hid_t cli_exp_h5_dataset(hid_t loc, const char *name, const cli_exp_shape *sh,
-                     int codec, const cli_chunk *first);
-/* Attributes and small datasets. */
+                         int codec, const cli_chunk *first, bool growing);
+/* Attributes and small datasets.  Strings are ASCII when their value is,
+ * else UTF-8 (cmd_export_h5.c says why). */
 int cli_exp_h5_attr_str(hid_t obj, const char *name, const char *value);
 int cli_exp_h5_attr_double(hid_t obj, const char *name, double v);
 int cli_exp_h5_attr_int(hid_t obj, const char *name, int64_t v);
 int cli_exp_h5_attr_bytes(hid_t obj, const char *name, const void *v, size_t n);
+int cli_exp_h5_attr_vec(hid_t obj, const char *name, const double *v, hsize_t n);
 
 /* Attributes of the image dataset that let import restore the frame's
  * metadata byte for byte: the series map (msgpack) and the b2nd
@@ -121,19 +133,33 @@ hid_t cli_exp_h5_group(hid_t loc, const char *name, const char *nx_class);
 int cli_exp_h5_scalar_double(hid_t loc, const char *name, double v,
                          const char *units);
 int cli_exp_h5_scalar_str(hid_t loc, const char *name, const char *v);
+int cli_exp_h5_scalar_int(hid_t loc, const char *name, int64_t v,
+                          const char *units);
+int cli_exp_h5_scalar_bool(hid_t loc, const char *name, bool v);
 int cli_exp_h5_vector(hid_t loc, const char *name, hid_t type, const void *v,
                   hsize_t n, const char *units);
 int cli_exp_h5_strings(hid_t loc, const char *name, char **v, hsize_t n);
 
 /* ---- cmd_export_nxmx.c ---- */
 
-/* The NXmx groups around the image dataset (which it creates at
- * /entry/data/data), filled from the series map and the records.  Returns
- * the image dataset or < 0 (reported). */
-hid_t cli_exp_nxmx_begin(hid_t file, cli_src *src, const cli_exp_shape *sh,
-                     int codec, const cli_chunk *first);
-/* Records, gaps and per-image fields for chunks [0, n). */
-int cli_exp_nxmx_finish(hid_t file, cli_src *src, const cli_exp_shape *sh,
-                    int64_t n);
+/* The NXmx file around the image dataset: /entry, the root attributes, and
+ * the image dataset at /entry/data/data (nxmx) or, for the dectris
+ * layout, the data files /entry/data/data_NNNNNN link to (j->dds).  Sets
+ * j->ds (nxmx); returns 0 or -1 (reported). */
+int cli_exp_nxmx_begin(cli_exp_job *j, const cli_chunk *first);
+/* The instrument, sample, times and records for chunks [0, n), from the
+ * series metadata (cli_nxmeta.h) and the options. */
+int cli_exp_nxmx_finish(cli_exp_job *j, int64_t n);
+
+/* ---- cmd_export_dectris.c ---- */
+
+/* The dectris layout's data files for n images, each linked from the
+ * master's group data as data_NNNNNN.  Returns 0 or -1 (reported). */
+int cli_exp_dectris_begin(cli_exp_job *j, hid_t data, const cli_chunk *first,
+                          int64_t n);
+/* Close the data files; remove them when failed. */
+int cli_exp_dectris_end(cli_exp_job *j, bool failed);
+/* Dataset and position within it of frame chunk i. */
+hid_t cli_exp_chunk_target(const cli_exp_job *j, int64_t i, hsize_t *off);
 
 #endif

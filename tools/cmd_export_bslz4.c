@@ -13,8 +13,9 @@ enum { BSHUF_MULT = 8 };
 /* ---- from a frame's chunk ------------------------------------------------ */
 
 /* Whether the chunk's decoded bytes are its items in C order: no b2nd, or
- * blocks that after their first split dimension span the whole chunk and
- * divide it. */
+ * blocks that divide the chunk, split one dimension with only dimensions
+ * of size 1 before it (a block (2, 3, x) of a chunk (2, 6, x) holds rows
+ * of two images) and span the chunk after it. */
 static bool c_order(const cli_exp_shape *sh) {
   if (!sh->b2nd)
     return true;
@@ -22,13 +23,12 @@ static bool c_order(const cli_exp_shape *sh) {
   for (int d = 0; d < nd->ndim; d++)
     if (nd->chunkshape[d] % nd->blockshape[d])
       return false;
-  for (int d = 0; d < nd->ndim; d++)
-    if (nd->blockshape[d] != nd->chunkshape[d]) {
-      for (int e = d + 1; e < nd->ndim; e++)
-        if (nd->blockshape[e] != nd->chunkshape[e])
-          return false;
-      return true;
-    }
+  int d = 0;
+  while (d < nd->ndim && nd->chunkshape[d] == 1)
+    d++;
+  for (d++; d < nd->ndim; d++)
+    if (nd->blockshape[d] != nd->chunkshape[d])
+      return false;
   return true;
 }
 

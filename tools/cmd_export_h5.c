@@ -146,6 +146,10 @@ int cli_exp_shape_from(cli_src *src, cli_exp_shape *sh) {
   if (rc > 0 || (rc == 0 && sh->nd.ndim > 0)) {
     sh->b2nd = true;
     sh->ndim = sh->nd.ndim;
+    if (sh->nd.has_dtype && sh->nd.dtype_len < sizeof sh->dtype_text) {
+      memcpy(sh->dtype_text, sh->nd.dtype, sh->nd.dtype_len);
+      sh->nd.dtype = sh->dtype_text;
+    }
     sh->dtype = sh->nd.has_dtype
                     ? dtype_of(sh->nd.dtype, sh->nd.dtype_len, h->typesize)
                     : -1;
@@ -245,10 +249,20 @@ static size_t cd_values(const cli_exp_shape *sh, int codec, const cli_chunk *c,
 }
 
 hid_t cli_exp_h5_dataset(hid_t loc, const char *name, const cli_exp_shape *sh,
-                     int codec, const cli_chunk *first) {
+                         int codec, const cli_chunk *first, bool growing) {
   hsize_t maxdims[B2S_B2ND_MAX_DIM];
-  for (int d = 0; d < sh->ndim; d++)
-    maxdims[d] = d == 0 ? H5S_UNLIMITED : sh->dims[d];
+  bool single = !growing;
+  for (int d = 0; d < sh->ndim; d++) {
+    maxdims[d] = d == 0 && growing ? H5S_UNLIMITED : sh->dims[d];
+    single = single && sh->dims[d] == sh->chunk[d];
+  }
+  /* A fixed shape: HDF5 then indexes the chunks with a fixed array, which
+   * neggia reads (an unlimited first dimension gives an extensible array,
+   * of which it reads only the first entries).  A dataset of one chunk
+   * (or none) would get the single-chunk index neggia does not read at
+   * all: one more row of room gives it the fixed array. */
+  if (single || (!growing && sh->dims[0] == 0))
+    maxdims[0] = sh->dims[0] + sh->chunk[0];
   unsigned cd[8 + B2S_B2ND_MAX_DIM];
   size_t ncd = cd_values(sh, codec, first, cd);
   hid_t space = H5Screate_simple(sh->ndim, sh->dims, maxdims);
@@ -266,17 +280,44 @@ hid_t cli_exp_h5_dataset(hid_t loc, const char *name, const cli_exp_shape *sh,
   return ds;
 }
 
-int cli_exp_h5_attr_str(hid_t obj, const char *name, const char *value) {
+/* A fixed-length string type for v: ASCII when v is, which every reader
+ * converts to (Durin, cnxvalidate and h5py's C callers ask HDF5 for
+ * H5T_C_S1, and HDF5 converts no UTF-8 string to ASCII), UTF-8
+ * otherwise; null-terminated, the terminator counted in the size. */
+static hid_t str_type(const char *v) {
+  bool ascii = true;
+  for (const unsigned char *p = (const unsigned char *)v; *p && ascii; p++)
+    ascii = *p < 0x80;
   hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, strlen(value) ? strlen(value) : 1);
-  H5Tset_cset(t, H5T_CSET_UTF8);
+  if (t >= 0 && (H5Tset_size(t, strlen(v) + 1) < 0 ||
+                 H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
+                 H5Tset_cset(t, ascii ? H5T_CSET_ASCII : H5T_CSET_UTF8) < 0)) {
+    H5Tclose(t);
+    t = -1;
+  }
+  return t;
+}
+
+int cli_exp_h5_attr_str(hid_t obj, const char *name, const char *value) {
+  hid_t t = str_type(value);
   hid_t s = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t a = t >= 0 ? H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT) : -1;
   int rc = a >= 0 && H5Awrite(a, t, value) >= 0 ? 0 : -1;
   if (a >= 0)
     H5Aclose(a);
   H5Sclose(s);
-  H5Tclose(t);
+  if (t >= 0)
+    H5Tclose(t);
+  return rc;
+}
+
+int cli_exp_h5_attr_vec(hid_t obj, const char *name, const double *v, hsize_t n) {
+  hid_t s = H5Screate_simple(1, &n, NULL);
+  hid_t a = H5Acreate2(obj, name, H5T_IEEE_F64LE, s, H5P_DEFAULT, H5P_DEFAULT);
+  int rc = a >= 0 && H5Awrite(a, H5T_NATIVE_DOUBLE, v) >= 0 ? 0 : -1;
+  if (a >= 0)
+    H5Aclose(a);
+  H5Sclose(s);
   return rc;
 }
 
@@ -326,18 +367,33 @@ int cli_exp_h5_scalar_double(hid_t loc, const char *name, double v,
 }
 
 int cli_exp_h5_scalar_str(hid_t loc, const char *name, const char *v) {
-  hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, strlen(v) ? strlen(v) : 1);
-  H5Tset_cset(t, H5T_CSET_UTF8);
-  int rc = cli_exp_h5_vector(loc, name, t, v, 0, NULL);
-  H5Tclose(t);
+  hid_t t = str_type(v);
+  int rc = t >= 0 ? cli_exp_h5_vector(loc, name, t, v, 0, NULL) : -1;
+  if (t >= 0)
+    H5Tclose(t);
   return rc;
 }
 
+int cli_exp_h5_scalar_int(hid_t loc, const char *name, int64_t v,
+                          const char *units) {
+  return cli_exp_h5_vector(loc, name, H5T_NATIVE_INT64, &v, 0, units);
+}
+
+int cli_exp_h5_scalar_bool(hid_t loc, const char *name, bool v) {
+  /* NX_BOOLEAN: an integer of one byte (h5py's enum is no integer to
+   * cnxvalidate) */
+  uint8_t b = v;
+  return cli_exp_h5_vector(loc, name, H5T_NATIVE_UINT8, &b, 0, NULL);
+}
+
 int cli_exp_h5_strings(hid_t loc, const char *name, char **v, hsize_t n) {
+  bool ascii = true;
+  for (hsize_t k = 0; k < n && ascii; k++)
+    for (const unsigned char *p = (const unsigned char *)v[k]; *p && ascii; p++)
+      ascii = *p < 0x80;
   hid_t t = H5Tcopy(H5T_C_S1);
   H5Tset_size(t, H5T_VARIABLE);
-  H5Tset_cset(t, H5T_CSET_UTF8);
+  H5Tset_cset(t, ascii ? H5T_CSET_ASCII : H5T_CSET_UTF8);
   int rc = cli_exp_h5_vector(loc, name, t, v, n, NULL);
   H5Tclose(t);
   return rc;

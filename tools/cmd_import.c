@@ -32,7 +32,9 @@ typedef struct imp {
   hsize_t dims[B2S_B2ND_MAX_DIM], chunk[B2S_B2ND_MAX_DIM];
   int64_t grid[B2S_B2ND_MAX_DIM], nchunks;
   int32_t typesize;
-  size_t chunk_nbytes;
+  size_t chunk_nbytes;             /* items of one chunk, C order */
+  size_t ext_nbytes;               /* the chunk as b2nd stores it: padded to
+                                      whole blocks (docs/BLOSC2_FORMAT.md) */
   bool blosc2;
   char dtype[8];
   b2s_b2nd nd;                     /* of the new frame */
@@ -42,6 +44,7 @@ typedef struct imp {
   bool created;                    /* FRAME is ours to remove on failure */
   b2s_ctx *ctx;
   uint8_t *buf, *raw;              /* chunk bytes as read, decoded items */
+  uint8_t *lay;                    /* the items in b2nd block order */
   size_t cap;
 } imp;
 
@@ -281,6 +284,14 @@ static int64_t inner_chunk(imp *m, int64_t i, b2s_b2nd *nd, bool *has_nd,
   return rc;
 }
 
+/* A chunk's bytes as b2nd stores it, from the frame's blocks. */
+static void set_ext(imp *m) {
+  m->ext_nbytes = (size_t)m->typesize;
+  for (int d = 0; d < m->rank; d++)
+    m->ext_nbytes *= (size_t)((m->nd.chunkshape[d] + m->nd.blockshape[d] - 1) /
+                              m->nd.blockshape[d] * m->nd.blockshape[d]);
+}
+
 /* Bytes of one block of the new frame's b2nd. */
 static int32_t block_bytes(const imp *m) {
   int64_t b = m->typesize;
@@ -325,8 +336,21 @@ static int zeros(imp *m, int64_t i) {
   cp.typesize = m->typesize;
   cp.blocksize = block_bytes(m);
   uint8_t z[B2S_MAX_OVERHEAD + 16];
-  int cb = b2s_chunk_zeros(&cp, (int32_t)m->chunk_nbytes, z, sizeof z);
+  int cb = b2s_chunk_zeros(&cp, (int32_t)m->ext_nbytes, z, sizeof z);
   return cb < 0 ? -1 : append(m, z, cb, i);
+}
+
+/* A chunk copied as stored must have the frame's blocks and padding, as
+ * c-blosc2 reads a b2nd chunk through a mask of the array's blocks. */
+static int check_blocks(imp *m, int64_t i, size_t cb) {
+  b2s_chunk_info ci;
+  if (m->rank < 2 || (b2s_chunk_info_get(m->buf, cb, &ci) == 0 &&
+                      (size_t)ci.nbytes == m->ext_nbytes &&
+                      ci.blocksize == block_bytes(m)))
+    return 0;
+  cli_err("%s: %s: chunk %lld is not in the blocks of chunk 0's b2nd layout",
+          m->in, m->dsname, (long long)i);
+  return -1;
 }
 
 /* Blosc2-filtered: every inner chunk as stored. */
@@ -340,8 +364,10 @@ static int copy_blosc2(imp *m) {
     if (rc == 0 && m->w == NULL) {
       b2s_chunk_info ci;
       bool ok = cb > 0 && b2s_chunk_info_get(m->buf, (size_t)cb, &ci) == 0;
-      if (has_nd && nd.ndim == m->rank)
+      if (has_nd && nd.ndim == m->rank) {
         memcpy(m->nd.blockshape, nd.blockshape, sizeof nd.blockshape);
+        set_ext(m);
+      }
       else if (m->rank > 1) {
         cli_err("%s: %s: chunk without a b2nd layout in a rank-%d dataset",
                 m->in, m->dsname, m->rank);
@@ -350,6 +376,8 @@ static int copy_blosc2(imp *m) {
       if (rc == 0)
         rc = create(m, ok ? &ci : NULL);
     }
+    if (rc == 0 && cb > 0)
+      rc = check_blocks(m, i, (size_t)cb);
     if (rc == 0)
       rc = cb > 0 ? append(m, m->buf, (int32_t)cb, i) : zeros(m, i);
     free(fb);
@@ -359,9 +387,68 @@ static int copy_blosc2(imp *m) {
   return m->w ? 0 : create(m, NULL);
 }
 
+/* Whether a chunk in b2nd block order is its items in C order: the
+ * blocks divide the chunk, and the first dimension they split has only
+ * dimensions of size 1 before it and whole ones after it. */
+static bool c_order_blocks(const b2s_b2nd *nd) {
+  int d = 0;
+  while (d < nd->ndim && nd->blockshape[d] == nd->chunkshape[d] &&
+         nd->chunkshape[d] == 1)
+    d++;
+  if (d < nd->ndim && nd->chunkshape[d] % nd->blockshape[d])
+    return false;
+  for (d++; d < nd->ndim; d++)
+    if (nd->blockshape[d] != nd->chunkshape[d])
+      return false;
+  return true;
+}
+
+/* A chunk's items in C order -> b2nd block order: the chunk padded to
+ * whole blocks, each block's items in C order, blocks in C order of their
+ * grid, padding zero (out holds ext_nbytes, zeroed once: the padding
+ * never changes). */
+static void to_blocks(const imp *m, const uint8_t *in, uint8_t *out) {
+  const b2s_b2nd *nd = &m->nd;
+  int n = nd->ndim;
+  size_t ts = (size_t)m->typesize;
+  int64_t grid[B2S_B2ND_MAX_DIM], g[B2S_B2ND_MAX_DIM] = {0};
+  int64_t nblocks = 1, rows_per_block = 1;
+  for (int d = 0; d < n; d++) {
+    grid[d] = (nd->chunkshape[d] + nd->blockshape[d] - 1) / nd->blockshape[d];
+    nblocks *= grid[d];
+    if (d < n - 1)
+      rows_per_block *= nd->blockshape[d];
+  }
+  size_t row_bytes = (size_t)nd->blockshape[n - 1] * ts;
+  for (int64_t b = 0; b < nblocks; b++) {
+    for (int64_t r = 0; r < rows_per_block; r++, out += row_bytes) {
+      int64_t pos = 0, rr = r, p[B2S_B2ND_MAX_DIM];
+      bool inside = true;
+      for (int d = n - 2; d >= 0; d--) {
+        p[d] = g[d] * nd->blockshape[d] + rr % nd->blockshape[d];
+        rr /= nd->blockshape[d];
+        inside = inside && p[d] < nd->chunkshape[d];
+      }
+      int64_t x0 = g[n - 1] * nd->blockshape[n - 1];
+      int64_t w = nd->chunkshape[n - 1] - x0;
+      if (!inside || w <= 0)
+        continue;
+      if (w > nd->blockshape[n - 1])
+        w = nd->blockshape[n - 1];
+      for (int d = 0; d < n - 1; d++)
+        pos = pos * nd->chunkshape[d] + p[d];
+      pos = pos * nd->chunkshape[n - 1] + x0;
+      memcpy(out, in + (size_t)pos * ts, (size_t)w * ts);
+    }
+    for (int d = n - 1; d >= 0 && ++g[d] == grid[d]; d--)
+      g[d] = 0;
+  }
+}
+
 /* Any other dataset: HDF5 reads each chunk's items, we compress them. */
 static int through_hdf5(imp *m) {
-  if (create(m, NULL) < 0 || grow(m, m->chunk_nbytes + B2S_MAX_OVERHEAD) < 0)
+  if (create(m, NULL) < 0 || grow(m, m->ext_nbytes + B2S_MAX_OVERHEAD) < 0 ||
+      (m->lay = calloc(1, m->ext_nbytes)) == NULL)
     return -1;
   b2s_cparams cp = B2S_CPARAMS_DEFAULTS;
   cp.typesize = m->typesize;
@@ -387,8 +474,13 @@ static int through_hdf5(imp *m) {
       H5Sclose(fs);
       return -1;
     }
-    int cb = b2s_compress(m->ctx, &cp, m->raw, (int32_t)m->chunk_nbytes, m->buf,
-                          (int32_t)(m->chunk_nbytes + B2S_MAX_OVERHEAD));
+    const uint8_t *items = m->raw;
+    if (!c_order_blocks(&m->nd)) {
+      to_blocks(m, m->raw, m->lay);
+      items = m->lay;
+    }
+    int cb = b2s_compress(m->ctx, &cp, items, (int32_t)m->ext_nbytes, m->buf,
+                          (int32_t)(m->ext_nbytes + B2S_MAX_OVERHEAD));
     if (cb < 0 || append(m, m->buf, cb, i) < 0) {
       H5Sclose(fs);
       return -1;
@@ -398,28 +490,16 @@ static int through_hdf5(imp *m) {
   return 0;
 }
 
-/* Whether b2nd blocks hold their items in C order of the chunk: after the
- * first dimension they split, they span the chunk. */
-static bool c_order_blocks(const b2s_b2nd *nd) {
-  int d = 0;
-  while (d < nd->ndim && nd->blockshape[d] == nd->chunkshape[d])
-    d++;
-  for (d++; d < nd->ndim; d++)
-    if (nd->blockshape[d] != nd->chunkshape[d])
-      return false;
-  return true;
-}
-
 /* The exported frame's b2nd metalayer (attribute) goes back in with its
- * blocks when the chunks made here have them: copied chunks do (export
- * wraps each with that b2nd), chunks compressed here in C order only for
- * blocks in C order.  Else the new frame gets a b2nd of its own. */
+ * blocks when its chunk shape is the dataset's: copied chunks have them
+ * (export wraps each with that b2nd), chunks compressed here are laid out
+ * in them.  Else the new frame gets a b2nd of its own. */
 static void adopt_exported_b2nd(imp *m) {
   if (!m->nd_raw)
     return;
   b2s_b2nd nd;
   bool ok = b2s_b2nd_parse(m->nd_raw, m->nd_raw_len, 0, &nd, NULL) == 0 &&
-            nd.ndim == m->rank && (m->blosc2 || c_order_blocks(&nd));
+            nd.ndim == m->rank;
   for (int d = 0; ok && d < m->rank; d++)
     ok = nd.chunkshape[d] == (int32_t)m->chunk[d];
   if (ok) {
@@ -439,6 +519,7 @@ static int run(imp *m) {
     return -1;
   m->nd_raw = attr_bytes(m->ds, EXP_ATTR_B2ND, &m->nd_raw_len);
   adopt_exported_b2nd(m);
+  set_ext(m);
   int rc = m->blosc2 ? copy_blosc2(m) : through_hdf5(m);
   size_t slen = 0;
   uint8_t *series = rc == 0 ? attr_bytes(m->ds, EXP_ATTR_SERIES, &slen) : NULL;
@@ -506,7 +587,7 @@ static int cmd_import(int argc, char **argv) {
   if (m.file >= 0)
     H5Fclose(m.file);
   b2s_ctx_free(m.ctx);
-  free(m.buf), free(m.raw), free(m.nd_raw);
+  free(m.buf), free(m.raw), free(m.lay), free(m.nd_raw);
   return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 

@@ -10,7 +10,9 @@ static const char help[] =
     "\n"
     "Open PATH (frame file, sparse frame directory or chunk file), decode\n"
     "every chunk, every vlmetalayer and the b2nd metalayer, and check the\n"
-    "chunk sizes against the frame header.  Prints 'ok: N chunks, X bytes'\n"
+    "chunk sizes against the frame header (and, for a b2nd array, that every\n"
+    "chunk is padded to whole blocks of the array's block shape, as c-blosc2\n"
+    "reads it).  Prints 'ok: N chunks, X bytes'\n"
     "and exits 0, or prints the first problem with its byte offset and\n"
     "chunk number on stderr and exits 1.  When the frame has a records frame\n"
     "(NAME.records.b2frame), first check that it holds one record per chunk\n"
@@ -51,12 +53,62 @@ static int check_vlmetas(cli_src *src) {
   return 0;
 }
 
+/* The chunk and block bytes a b2nd array's chunks must have: c-blosc2
+ * pads every chunk to whole blocks and reads slices through a mask of the
+ * array's blocks, so a chunk of other sizes is one it cannot read
+ * (docs/BLOSC2_FORMAT.md, the b2nd data layout).  0 when the frame has no
+ * b2nd (or it does not parse: check_b2nd reports that). */
+static int b2nd_sizes(cli_src *src, int64_t *chunk, int64_t *block) {
+  b2s_b2nd nd;
+  *chunk = *block = 0;
+  if (!src->frame || b2s_frame_b2nd_get(src->frame, &nd) != 0 || nd.ndim < 1)
+    return 0;
+  int64_t ts = b2s_frame_header_get(src->frame)->typesize;
+  *chunk = *block = ts;
+  for (int d = 0; d < nd.ndim; d++) {
+    if (nd.blockshape[d] <= 0 || nd.chunkshape[d] <= 0)
+      return *chunk = 0, 0;
+    *chunk *= (nd.chunkshape[d] + nd.blockshape[d] - 1) / nd.blockshape[d] *
+              (int64_t)nd.blockshape[d];
+    *block *= nd.blockshape[d];
+  }
+  return 1;
+}
+
+static int check_layout(cli_src *src, int64_t i, int64_t chunk, int64_t block) {
+  cli_chunk d;
+  int rc = cli_src_chunk(src, i, &d);
+  if (rc < 0)
+    return rc;
+  /* an index entry stands for a chunk c-blosc2 makes in the frame's blocks */
+  if (!d.stored || (d.nbytes == chunk && d.info.blocksize == block))
+    return 0;
+  cli_err("%s: chunk %lld: %d bytes in blocks of %d, where the b2nd array's "
+          "chunks are %lld bytes in blocks of %lld: c-blosc2 cannot read it",
+          src->path, (long long)i, (int)d.nbytes, (int)d.info.blocksize,
+          (long long)chunk, (long long)block);
+  return B2S_E_B2ND;
+}
+
 /* Decode every chunk; *total gets the sum of their sizes. */
 static int check_chunks(cli_src *src, int64_t *total) {
-  int64_t n = cli_src_nchunks(src);
+  int64_t n = cli_src_nchunks(src), chunk, block;
+  bool nd = b2nd_sizes(src, &chunk, &block) > 0;
   *total = 0;
+  if (nd) {
+    int32_t cs = b2s_frame_header_get(src->frame)->chunksize;
+    if (cs > 0 && cs != chunk) {
+      cli_err("%s: the header's chunksize is %d bytes, where the b2nd array's "
+              "chunks are %lld: c-blosc2 cannot read it", src->path, (int)cs,
+              (long long)chunk);
+      return B2S_E_B2ND;
+    }
+  }
   for (int64_t i = 0; i < n; i++) {
     const uint8_t *p;
+    int rc = nd ? check_layout(src, i, chunk, block) : 0;
+    if (rc < 0)
+      return rc;
     int got = cli_src_decode(src, i, &p);
     if (got < 0)
       return got;

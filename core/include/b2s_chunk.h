@@ -113,6 +113,17 @@ int b2s_cparams_check(const b2s_cparams *cp);
 int b2s_compress(b2s_ctx *ctx, const b2s_cparams *cp, const void *src,
                  int32_t nbytes, void *dst, int32_t dstsize);
 
+/* b2s_compress of a b2nd chunk whose items src holds in C order of its
+ * chunkshape, order being that chunk's b2s_blockorder (order->gather set,
+ * order->nbytes == nbytes, cp->blocksize the bytes of one block): each
+ * block is gathered (b2s_blockorder_gather_block) as it is taken, while it
+ * stays in the cache, and the chunk is exactly the one b2s_compress makes
+ * of the items in block order.  B2S_E_ARG when order does not fit. */
+struct b2s_blockorder;
+int b2s_compress_blocks(b2s_ctx *ctx, const b2s_cparams *cp,
+                        const struct b2s_blockorder *order, const void *src,
+                        int32_t nbytes, void *dst, int32_t dstsize);
+
 /* Decompress the whole chunk in src[0..srcsize) into dst; returns nbytes. */
 int b2s_decompress(b2s_ctx *ctx, const void *src, size_t srcsize, void *dst,
                    size_t dstsize);

@@ -21,12 +21,13 @@ from .errors import error_for
 
 
 def _c_order_blocks(chunkshape, blockshape) -> bool:
-    # Blocks follow each other in C order of the chunk when, after the first
-    # dimension a block splits, every later dimension is whole.
-    for d in range(len(chunkshape)):
-        if blockshape[d] != chunkshape[d]:
-            return all(b == c for b, c in zip(blockshape[d + 1:], chunkshape[d + 1:]))
-    return True
+    # Blocks are runs of the chunk's C order when, leaving out dimensions of
+    # extent 1 and the whole ones at the end, at most one dimension is left
+    # (core/include/b2s_blockorder.h: the rule the daemon's workers follow).
+    dims = [(int(c), int(b)) for c, b in zip(chunkshape, blockshape) if int(c) != 1]
+    while dims and dims[-1][0] == dims[-1][1]:
+        dims.pop()
+    return len(dims) <= 1
 
 
 def unblock(flat: np.ndarray, chunkshape, blockshape) -> np.ndarray:

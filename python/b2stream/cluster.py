@@ -16,8 +16,10 @@ from collections import deque
 from typing import Any, Sequence
 
 from ._conn import DEFAULT, _DeadlineNow
-from .errors import CODES, ArgumentError, ClosedError, NeedFrameError, TimeoutError
+from .errors import (CODES, ArgumentError, B2StreamError, ClosedError, NeedFrameError,
+                     TimeoutError)
 from .producer import FlushResult, Producer
+from .record import int_field
 from .session import Session
 
 MAX_RANKS = 1024
@@ -95,11 +97,28 @@ class ClusterProducer:
             self.close(timeout=1.0, quiet=True)
             raise
 
+    def _named(self, rank: int, exc: BaseException) -> BaseException:
+        """A b2stream error of one rank as the same class, its message
+        starting with the rank and its endpoint, and ``rank`` set."""
+        if not isinstance(exc, B2StreamError) or getattr(exc, "rank", None) is not None:
+            return exc
+        where = f"rank {rank} ({self._ranks[rank].endpoint})"
+        new = type(exc)(exc.code, f"{where}: {exc.message}", ref_type=exc.ref_type,
+                        ref_id=exc.ref_id, ref_index=exc.ref_index, closed=exc.closed)
+        new.rank = rank
+        return new.with_traceback(exc.__traceback__)
+
     def _connect(self, rank: int) -> None:
         r = self._ranks[rank]
-        r.session = Session(r.endpoint, **self._session_kw)
+        try:
+            r.session = Session(r.endpoint, **self._session_kw)
+        except B2StreamError as exc:
+            raise self._named(rank, exc) from None
         try:
             r.producer = r.session.open(self.stream, self.template)
+        except B2StreamError as exc:
+            r.drop()
+            raise self._named(rank, exc) from None
         except BaseException:
             r.drop()
             raise
@@ -119,7 +138,10 @@ class ClusterProducer:
         """Rank's :class:`Producer` (stats, set_meta)."""
         p = self._ranks[rank].producer
         if p is None:
-            raise ArgumentError(-999, f"rank {rank} is not connected")
+            exc = ArgumentError(-999, f"rank {rank} ({self._ranks[rank].endpoint}) is "
+                                      f"not connected")
+            exc.rank = rank
+            raise exc
         return p
 
     def send(self, data: Any, frame: int | None = None, timeout: Any = DEFAULT,
@@ -131,16 +153,17 @@ class ClusterProducer:
         if frame is None:
             raise NeedFrameError(CODES["B2S_E_NEED_FRAME"], "a distributed stream needs "
                                                       "a frame number with every buffer")
-        if not isinstance(frame, int) or frame < 0:
-            raise ArgumentError(-999, f"frame must be an int >= 0, not {frame!r}")
+        frame = int_field("frame", frame, 0, 2**64 - 1, "0 .. 2**64-1")
         rank = self.owner(frame)
         r = self._ranks[rank]
         p = self.producer(rank)
         try:
             bid = p.send(data, timeout, copy, frame=frame, ts=ts, user=user)
-        except (TimeoutError, ClosedError):
+        except (TimeoutError, ClosedError) as exc:
             r.failed.append(frame)              # still the caller's to deliver
-            raise
+            raise self._named(rank, exc) from None
+        except B2StreamError as exc:
+            raise self._named(rank, exc) from None
         r.trim()
         r.pending.append(frame)
         return rank, bid
@@ -153,7 +176,7 @@ class ClusterProducer:
             try:
                 results.append(self.producer(rank).flush(timeout))
             except Exception as exc:            # noqa: BLE001 - re-raised below
-                first = first or exc
+                first = first or self._named(rank, exc)
             finally:
                 r.trim()
         if first is not None:
@@ -186,12 +209,12 @@ class ClusterProducer:
         """Close every producer and session; raises the first failure
         (after closing everything) unless quiet.  Idempotent."""
         first = None
-        for r in self._ranks:
+        for rank, r in enumerate(self._ranks):
             try:
                 if r.producer is not None:
                     r.producer.close(timeout)
             except Exception as exc:            # noqa: BLE001 - re-raised below
-                first = first or exc
+                first = first or self._named(rank, exc)
             finally:
                 r.drop()
         if first is not None and not quiet:

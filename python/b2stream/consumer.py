@@ -13,7 +13,7 @@ from . import _msgpack
 from . import _wire as w
 from . import record as _rec
 from ._conn import Connection, _Deadline
-from .errors import B2StreamError, ClosedError, ProtocolError, TimeoutError
+from .errors import B2StreamError, ClosedError, NoStreamError, ProtocolError, TimeoutError
 from .frame import B2ndInfo, Frame
 
 _MODES = {"decompressed": w.FOLLOW_PUSH_DECOMPRESSED,
@@ -137,8 +137,10 @@ class Follow:
         self.closed: B2StreamError | None = None
         self._queue: deque = deque()
         self._announced = 0
+        self._dtype, self._shape = dtype, shape
         self._layout = (_Layout.make(session, stream, dtype, shape)
                         if mode == "decompressed" else _Layout())
+        self._read_layout: _Layout | None = None
         self.on_series = on_series
         self.series_interval = series_interval
         self._series: dict | None = None
@@ -282,18 +284,37 @@ class Follow:
 
     def _resume(self, deadline: _Deadline) -> None:
         """A new session and FOLLOW from the next index, retried until the
-        daemon is back or the deadline passes."""
+        daemon is back and knows the stream, or the deadline passes
+        (TimeoutError; the next step goes on trying).
+
+        A restarted daemon knows the streams of its configuration at once
+        and a stream made from a template once a producer opens it again
+        (the daemon keeps no list of them: the template is the producer's
+        to name).  Until then FOLLOW gets NoStreamError, and the follow
+        waits for the stream, asking again after 0.05 s, doubling up to
+        1 s."""
         self.session.follows.pop(self.follow_id, None)
+        pause = 0.05
         while True:
             left = deadline.left()
             try:
-                self.session.reconnect(timeout=self.session.timeout if left is None
-                                       else max(left, 0.001))
+                if not self.session.alive:
+                    self.session.reconnect(timeout=self.session.timeout if left is None
+                                           else max(left, 0.001))
                 self._start(self.position, False)
                 return
             except (ClosedError, TimeoutError):
                 if deadline.passed():
                     raise
+            except NoStreamError:
+                left = deadline.left()
+                if left is not None and left <= 0:
+                    raise TimeoutError(-951, f"stream '{self.stream}' is not known to "
+                                             f"the restarted daemon yet (one made from "
+                                             f"a template is once a producer opens it "
+                                             f"again)") from None
+                time.sleep(pause if left is None else min(pause, left))
+                pause = min(2 * pause, 1.0)
 
     def __iter__(self) -> Iterator[tuple]:
         while True:
@@ -303,11 +324,22 @@ class Follow:
         return self.next()
 
     def read(self, index: int, decompressed: bool = True, record: bool = False) -> Any:
-        """Chunk index of the followed stream read through the daemon
-        (with record: ``(data, record)``)."""
+        """Chunk index of the followed stream read through the daemon, in
+        every mode alike: decompressed, the data a follow in mode
+        ``"decompressed"`` gives (a read-only array typed and shaped from
+        the stream's b2nd metadata or the follow's dtype and shape, else
+        bytes); with ``decompressed=False``, bytes of the chunk as stored.
+        With record: ``(data, record)``.  ChunkIndexError when the chunk
+        is not committed yet."""
+        layout = None
+        if decompressed:
+            if self._read_layout is None:
+                self._read_layout = (self._layout if self.mode == "decompressed" else
+                                     _Layout.make(self.session, self.stream,
+                                                  self._dtype, self._shape))
+            layout = self._read_layout
         return self.session.read(self.stream, index, decompressed=decompressed,
-                                 layout=self._layout if decompressed else None,
-                                 record=record)
+                                 layout=layout, record=record)
 
     def unfollow(self, timeout: float | None = None) -> int:
         """End the follow; returns the resume point: the index of the first

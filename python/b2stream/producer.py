@@ -19,7 +19,8 @@ from ._buffer import as_bytes_view
 from ._conn import DEFAULT, Connection, _Deadline, _DeadlineNow
 from .errors import (ArgumentError, B2StreamError, ClosedError, OversizeError,
                      ProtocolError, TimeoutError, error_for)
-from .shm import ShmSegment
+from .record import int_field
+from .shm import SHM_MAX_SLOT_SIZE, SHM_MAX_SLOTS, ShmSegment
 
 _ZERO_COPY_MIN = 64 * 1024   # below this pyzmq copies anyway
 
@@ -222,17 +223,19 @@ class Producer:
     def check_array(self, data: np.ndarray) -> None:
         """ArgumentError (a ValueError) unless the numpy array has the
         stream's b2nd dtype and an image's shape (or the chunk shape, or is
-        flat with a chunk's items, in their stored block order); the
-        daemon itself refuses only a buffer of the wrong size
-        (B2S_E_CHUNK_SIZE)."""
+        flat with a chunk's items).  The items go in C order, as the array
+        holds them (any memory layout); the daemon stores them block after
+        block (PROTOCOL.md 3.5).  The daemon itself refuses only a buffer
+        of the wrong size (B2S_E_CHUNK_SIZE)."""
         if self.array_spec() is None:
             return
         dtype, item, chunk = self._spec
-        # a flat array: the chunk's items in their stored (block) order
         flat = (int(np.prod(chunk)),)
         if data.dtype != dtype or data.shape not in (item, chunk, flat):
+            shapes = " or ".join(str(s) for s in dict.fromkeys((item, chunk, flat)))
             raise ArgumentError(-999, f"array of {data.dtype} {data.shape} for stream "
-                                      f"'{self.stream}' of {dtype} {item} images")
+                                      f"'{self.stream}', which takes {dtype} arrays "
+                                      f"of shape {shapes}")
 
     def _record(self, frame: int | None, ts: int | None, user: Any) -> bytes | None:
         """The record frame of a buffer, None when it has none."""
@@ -324,11 +327,22 @@ class Producer:
     # -- shared memory ------------------------------------------------------------
 
     def attach_shm(self, nslots: int = 16, slot_size: int = 4 << 20) -> ShmSegment:
-        """Ask the daemon for a shared-memory segment of nslots slots of
-        slot_size bytes and map it (the daemon may grant fewer slots).
-        OSError EOPNOTSUPP when the daemon offers none; BusyError when this
-        handle has one already."""
+        """Ask the daemon for a shared-memory segment of nslots slots
+        (1 .. 4096) of slot_size bytes (1 .. the stream's max_buffer) and
+        map it.  The daemon grants at most its ``shm.slots`` (16 unless
+        configured) and fewer when its memory limit leaves no room for
+        more: :attr:`ShmSegment.nslots` is the count granted.
+        ArgumentError for counts or sizes outside those ranges (nothing
+        asked); OSError EOPNOTSUPP when the daemon offers none; BusyError
+        when this handle has one already."""
         from .errors import BusyError
+        nslots = int_field("nslots", nslots, 1, SHM_MAX_SLOTS, f"1 .. {SHM_MAX_SLOTS}")
+        slot_size = int_field("slot_size", slot_size, 1, SHM_MAX_SLOT_SIZE,
+                              "1 byte .. 1 GiB")
+        if slot_size > self.max_buffer:
+            raise OversizeError(-953, f"slots of {slot_size} bytes; stream "
+                                      f"'{self.stream}' takes buffers of at most "
+                                      f"{self.max_buffer}")
         self._usable()
         if not self.session.shm_offered:
             raise error_for(-95, "the daemon offers no shared-memory ingest")

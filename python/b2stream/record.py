@@ -6,11 +6,13 @@ The wire record frame: 30 bytes little endian (frame u64, ts_ns i64, xxh64
 u64, present u16, flags u16, user_len u16) then the user part."""
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass
 from typing import Any
 
 from . import _msgpack
+from .errors import ArgumentError
 
 RECORD = struct.Struct("<QqQHHH")
 PRESENT_FRAME, PRESENT_TS, PRESENT_XXH64, PRESENT_USER_MAP = 0x1, 0x2, 0x4, 0x8
@@ -56,30 +58,55 @@ class Record:
 
 def user_bytes(user: Any) -> tuple[bytes, bool]:
     """The encoded user part and whether it is a map: a dict becomes a
-    msgpack map, bytes-like stays raw.  ValueError above 4096 bytes."""
+    msgpack map, bytes-like stays raw.  ArgumentError (a ValueError) for
+    anything else, a map msgpack cannot hold, or above 4096 bytes."""
     if user is None:
         return b"", False
     if isinstance(user, dict):
-        raw, is_map = _msgpack.packb(user), True
+        try:
+            raw, is_map = _msgpack.packb(user), True
+        except _msgpack.MsgpackError as exc:
+            raise ArgumentError(-999, f"user map cannot be sent: {exc}") from None
     elif isinstance(user, (bytes, bytearray, memoryview)):
         raw, is_map = bytes(user), False
     else:
-        raise TypeError("user must be a dict (msgpack map) or bytes")
+        raise ArgumentError(-999, f"user must be a dict (sent as a msgpack map) or "
+                                  f"bytes, not {type(user).__name__}")
     if len(raw) > USER_MAX:
-        raise ValueError(f"user part of {len(raw)} bytes encoded; at most {USER_MAX}")
+        raise ArgumentError(-999, f"user part of {len(raw)} bytes encoded; at most "
+                                  f"{USER_MAX}")
     return raw, is_map
 
 
-def encode(frame: int | None = None, ts: int | None = None, user: Any = None) -> bytes:
-    """A producer's record frame (no xxh64, no flags)."""
+def int_field(name: str, value: Any, lo: int, hi: int, what: str) -> int:
+    """value as an int in lo..hi (a Python or numpy integer; not a bool, a
+    float or anything else): ArgumentError saying what it must be."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        v = operator.index(value)
+    except TypeError:
+        raise ArgumentError(-999, f"{name} must be an integer ({what}), not "
+                                  f"{value!r} of type {type(value).__name__}") from None
+    if not lo <= v <= hi:
+        raise ArgumentError(-999, f"{name} {v} is outside {what}")
+    return v
+
+
+def encode(frame: Any = None, ts: Any = None, user: Any = None) -> bytes:
+    """A producer's record frame (no xxh64, no flags).  ArgumentError (a
+    ValueError) for a frame number that is no integer in 0 .. 2**64-1, a
+    timestamp that is no signed 64-bit integer, or a user part that is
+    neither a dict nor bytes."""
+    if frame is not None:
+        frame = int_field("frame", frame, 0, 2**64 - 1, "0 .. 2**64-1")
+    if ts is not None:
+        ts = int_field("ts", ts, -2**63, 2**63 - 1, "ns since the epoch, a signed "
+                       "64-bit integer")
     raw, is_map = user_bytes(user)
     present = ((PRESENT_FRAME if frame is not None else 0)
                | (PRESENT_TS if ts is not None else 0)
                | (PRESENT_USER_MAP if is_map else 0))
-    if frame is not None and not 0 <= frame < 2**64:
-        raise ValueError(f"frame number {frame} outside 0 .. 2**64-1")
-    if ts is not None and not -2**63 <= ts < 2**63:
-        raise ValueError(f"timestamp {ts} outside a signed 64-bit integer")
     return RECORD.pack(frame or 0, ts or 0, 0, present, 0, len(raw)) + raw
 
 

@@ -22,6 +22,8 @@ from ._conn import DEFAULT, _Deadline, _DeadlineNow
 from .errors import ClosedError, OversizeError, ShmError, error_for
 
 _SHM_SLICE_MS = 100          # slot waits are sliced so ACKs keep being read
+SHM_MAX_SLOTS = 4096         # proto/b2s_shm.h B2S_SHM_MAX_SLOTS: shm.slots' bound
+SHM_MAX_SLOT_SIZE = 1 << 30  # B2S_SHM_MAX_SLOT_SIZE
 
 
 # Header fields of proto/b2s_shm.h's b2s_shm_header read from the mapping
@@ -120,6 +122,8 @@ class ShmSegment:
             lib.b2spy_shm_detach(h)
             self._h = None
             raise
+        #: slots granted: at most the count asked for, the daemon's
+        #: shm.slots, and what its memory limit leaves room for
         self.nslots = nslots
         self.slot_size = slot_size
         self._data_offset = data_off

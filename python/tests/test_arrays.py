@@ -58,12 +58,9 @@ def test_frame_indexing_like_numpy(daemon):
 
 
 def test_blocked_chunks_of_several_images(daemon):
-    # tiles: chunks of 2x8x8 stored as blocks of 1x4x4
+    # tiles: chunks of 2x8x8 stored as blocks of 1x4x4; sent in C order
     ref = np.arange(6 * 8 * 8, dtype=np.float32).reshape(6, 8, 8)
-    blocked = [np.ascontiguousarray(ref[i:i + 2].reshape(2, 2, 4, 2, 4)
-                                    .transpose(0, 1, 3, 2, 4)).reshape(-1)
-               for i in range(0, 6, 2)]
-    _write(daemon, "tiles", blocked)
+    _write(daemon, "tiles", [ref[i:i + 2] for i in range(0, 6, 2)])
     with b2stream.Frame(daemon.frame("tiles")) as f:
         assert f.shape == (6, 8, 8) and len(f) == 6 and f.chunk(1).shape == (2, 8, 8)
         for key in (3, slice(1, 5), (slice(None), 3, 5), (slice(1, 4), slice(2, 7), 1),

@@ -115,8 +115,10 @@ def test_rank_killed_resend_unacked(make_daemon):
             for f in range(20, 40):             # rank 1 owns the odd ones
                 try:
                     c.send(_buf(f), frame=f, timeout=5.0)
-                except errors.ClosedError:      # the dead rank's connection
+                except errors.ClosedError as exc:   # the dead rank's connection
                     assert f % 2 == 1
+                    # the error says which rank, where
+                    assert exc.rank == 1 and exc.message.startswith(f"rank 1 ({eps[1]}): ")
                     closed += 1
             assert closed >= 1          # the first ones may go out on credit
             again = c.unacked(1)

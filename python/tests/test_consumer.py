@@ -50,15 +50,17 @@ def test_notify_and_compressed_modes(daemon):
 
 
 def test_blocked_chunk_layout(daemon):
-    # blocks of 1x4x4 inside chunks of 2x8x8: the chunk's bytes are stored
-    # block after block, and come back as the 2x8x8 array
+    # blocks of 1x4x4 inside chunks of 2x8x8: the C-ordered chunk sent is
+    # stored block after block, and comes back as the 2x8x8 array
     ref = np.arange(2 * 8 * 8, dtype=np.float32).reshape(2, 8, 8)
-    grid = ref.reshape(2, 1, 2, 4, 2, 4).transpose(0, 2, 4, 1, 3, 5)
-    _produce(daemon.endpoint, "tiles", [np.ascontiguousarray(grid).reshape(-1)])
+    _produce(daemon.endpoint, "tiles", [ref.reshape(-1)])
     with b2stream.Session(daemon.endpoint) as s, s.follow("tiles", timeout=10) as f:
         index, a = next(f)
+        stored = s.read("tiles", 0, dtype=np.float32)   # the items as stored
     assert index == 0 and a.shape == (2, 8, 8)
     np.testing.assert_array_equal(a, ref)
+    grid = ref.reshape(2, 1, 2, 4, 2, 4).transpose(0, 2, 4, 1, 3, 5)
+    np.testing.assert_array_equal(stored, grid.reshape(-1))
     with b2stream.Frame(daemon.frame("tiles")) as fr:
         np.testing.assert_array_equal(fr.to_numpy(), ref)
 

@@ -53,10 +53,13 @@ STREAM = """\
     b2nd: {{shape: [0, 96, 128], chunkshape: [1, 96, 128], blockshape: [1, {bh}, 128], dtype: "<u2"}}
 """
 
-SERIES = {"energy_eV": 12398.419843320026, "pixel_size_um": 75, "beam_center_x": 61.5,
-          "beam_center_y": 47.25, "detector_distance_mm": 150, "count_time_s": 0.01,
-          "omega_start": 10.0, "omega_increment": 0.5, "detector": "EIGER2 X 16M",
-          "sample": "lysozyme", "operator": "ana", "axes": ["omega"], "threshold_keV": 6.5}
+# Stream V2 start field names (docs/EXPORT.md 2.3 maps exactly these), a
+# producer's own keys beside them
+SERIES = {"incident_energy": 12398.419843320026, "pixel_size_x": 75e-6, "pixel_size_y": 75e-6,
+          "beam_center_x": 61.5, "beam_center_y": 47.25, "detector_distance": 0.15,
+          "count_time": 0.01, "goniometer": {"omega": {"start": 10.0, "increment": 0.5}},
+          "detector_description": "EIGER2 X 16M", "beamline": {"sample_name": "lysozyme"},
+          "operator": "ana", "axes": ["omega"], "threshold_keV": 6.5, "energy_eV": 8000}
 
 
 def image(fn: int) -> np.ndarray:
@@ -171,6 +174,8 @@ def test_nxmx_structure(images_frame, tmp_path):
     assert nx["entry/sample"] == "NXsample"
     assert nx["entry/sample/transformations"] == "NXtransformations"
     assert t["entry"]["attrs"]["default"] == "data"
+    assert t["/"]["attrs"]["NX_class"] == "NXroot" and t["/"]["attrs"]["default"] == "entry"
+    assert t["/"]["attrs"]["file_name"] == out and t["/"]["attrs"]["HDF5_Version"]
     assert t["entry/definition"]["value"] == "NXmx"
     assert t["entry/data"]["attrs"]["signal"] == "data"
     assert t["entry/data/data"]["shape"] == [10, 96, 128]
@@ -195,11 +200,19 @@ def test_nxmx_structure(images_frame, tmp_path):
     assert omega["attrs"]["units"] == "deg" and omega["attrs"]["transformation_type"] == "rotation"
     assert omega["attrs"]["vector"] == [-1.0, 0.0, 0.0] and omega["attrs"]["depends_on"] == "."
     assert omega["value"] == pytest.approx([10.0 + 0.5 * i for i in range(10)])
+    assert t["entry/sample/transformations/omega_end"]["value"] == pytest.approx(
+        [10.5 + 0.5 * i for i in range(10)])
     assert t["entry/sample/depends_on"]["value"] == "/entry/sample/transformations/omega"
-    # keys without a known meaning: attributes of /entry/series
+    # the distance places the detector: its chain starts at the translation
+    assert t[det + "depends_on"]["value"] == "/entry/instrument/detector/transformations/translation"
+    assert t[det + "transformations/translation"]["value"] == 0.15
+    assert t[det + "module/data_size"]["value"] == [96, 128]
+    # every key is an attribute of /entry/series; a key of another name
+    # (energy_eV) is mapped to nothing
     other = t["entry/series"]["attrs"]
     assert other["operator"] == "ana" and other["threshold_keV"] == 6.5
-    assert json.loads(other["axes"]) == ["omega"]
+    assert json.loads(other["axes"]) == ["omega"] and other["energy_eV"] == 8000
+    assert other["count_time"] == 0.01
     assert json.loads(t["entry"]["attrs"]["series"]) == SERIES
     # the records, gaps marked
     rec = "entry/records/"
@@ -214,7 +227,10 @@ def test_nxmx_structure(images_frame, tmp_path):
     assert json.loads(users[7]) == {"shutter": 1}
     with Frame(images_frame) as f:
         assert t[rec + "xxh64"]["value"] == [f.record(i).xxh64 for i in range(10)]
-    assert t["entry/start_time"]["value"].startswith("2025-06-15T")
+    # a producer's record times are ns since the epoch (no arm_date)
+    assert t["entry/start_time"]["value"] == "2025-06-15T15:06:40.000000000Z"
+    assert t["entry/end_time"]["value"] == "2025-06-15T15:06:40.090000000Z"
+    assert t["entry/end_time_estimated"]["value"] == t["entry/end_time"]["value"]
 
 
 def test_export_refuses_existing_output_and_bad_options(images_frame, tmp_path):

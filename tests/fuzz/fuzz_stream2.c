@@ -4,7 +4,8 @@
  *
  * Invariants: no read outside the input; a decoded array's sizes agree with
  * its shape; a converted chunk decodes to exactly the declared size and to
- * the same bytes as decoding the framing directly. */
+ * the same bytes as decoding the framing directly; every field the daemon
+ * keeps as series metadata converts to one whole msgpack value. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "b2s_chunk.h"
 #include "b2s_h5lz4.h"
+#include "b2s_msgpack.h"
 #include "b2s_stream2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -81,6 +83,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     int64_t ns;
     (void)b2s_s2_rational_ns(m->start_time, &ns);
+    /* every field as the daemon keeps it: series metadata (msgpack), and
+     * the text ones it names streams by; a field kept is a whole value */
+    b2s_mpbuf mp;
+    b2s_mpbuf_init(&mp);
+    for (uint32_t i = 0; i < m->nfields; i++) {
+      b2s_s2_str t;
+      if (b2s_s2_text(m->fields[i].value, &t) == 0 &&
+          (t.p < (const char *)in || t.p + t.len > (const char *)in + size))
+        abort();
+      mp.len = 0;
+      if (b2s_s2_to_msgpack(m->fields[i].value, &mp, 1 << 16) == 0) {
+        b2s_mpreader r;
+        b2s_mpreader_init(&r, mp.data, mp.len);
+        if (b2s_mp_skip(&r, 40) < 0 || b2s_mpreader_left(&r) != 0)
+          abort();
+      }
+    }
+    b2s_mpbuf_fini(&mp);
   }
   b2s_ctx_free(ctx);
   free(m);

@@ -1,6 +1,11 @@
 """Writes the Stream V2 seed messages of tests/fuzz/corpus/stream2 with
 python3-cbor2 (Debian) and the bitshuffle module (Debian `bitshuffle`), an
-encoder independent of the project's.  Run: python3 stream2_seeds.py DIR"""
+encoder independent of the project's.  Each message begins with the
+self-described CBOR tag 55799, as a detector sends it; start_bare is, like
+the start recorded from an EIGER2 Si 16M that tickit-devices ships,
+untagged, without image_dtype and image_size_x/y, with its arrays as plain
+byte strings and threshold_energy for a channel it does not list.
+Run: /usr/bin/python3 stream2_seeds.py DIR"""
 import struct
 import sys
 
@@ -60,9 +65,24 @@ def main(out):
         "data": {"threshold_1": md(px, "bslz4"), "threshold_2": md(px)},
     }
     end = {"type": "end", "series_id": 3, "series_unique_id": "s-3"}
-    for name, msg in (("start_full", start), ("image_bslz4", image), ("end", end)):
+    bare = {
+        "type": "start", "series_id": 4, "series_unique_id": "s-4",
+        "arm_date": CBORTag(0, "2026-11-28T11:00:00.000+01:00"),
+        "channels": ["threshold_1"], "countrate_correction_enabled": True,
+        "countrate_correction_lookup_table": b"\0\0\0\0",
+        "flatfield": {"threshold_1": b"\0\0\0\0"},
+        "pixel_mask": {"threshold_1": b"\0\0\0\0"},
+        "goniometer": {"chi": {"increment": 0.0, "start": 30.0}},
+        "number_of_images": 2,
+        "threshold_energy": {"threshold_1": 6750.0, "threshold_2": 18900.0},
+    }
+    self_described = lambda m: cbor2.dumps(CBORTag(55799, m))
+    for name, data in (("start_full", self_described(start)),
+                       ("image_bslz4", self_described(image)),
+                       ("end", self_described(end)),
+                       ("start_bare", cbor2.dumps(bare))):
         with open("%s/%s.cbor" % (out, name), "wb") as f:
-            f.write(cbor2.dumps(msg))
+            f.write(data)
 
 
 if __name__ == "__main__":

@@ -28,25 +28,41 @@ int cluster_store_open(const cluster *c, b2s_store **out) {
 
 pid_t cluster_committer_start(const cluster *c, const char *frame,
                               int gap_ms) {
+  return cluster_committer_start_opts(c, frame, gap_ms, 0);
+}
+
+pid_t cluster_committer_start_opts(const cluster *c, const char *frame,
+                                   int gap_ms, int lease_ms) {
   const char *exe = getenv("B2S_COMMITTER");
   if (!exe)
     return -1;
-  char log[400], gap[32];
+  char log[400], gap[32], lease[32];
   snprintf(log, sizeof log, "%s/committer.log", c->dir);
   snprintf(gap, sizeof gap, "%d", gap_ms);
+  snprintf(lease, sizeof lease, "%d", lease_ms);
+  const char *argv[16] = {exe, "--store", c->storage, "--pull", c->committer,
+                          "--pub", c->pub, "--gap-timeout-ms", gap};
+  int n = 9;
+  if (frame) {
+    argv[n++] = "--frame";
+    argv[n++] = frame;
+  }
+  if (lease_ms > 0) {
+    argv[n++] = "--lease-ms";
+    argv[n++] = lease;
+  }
+  if (c->ceph_conf[0]) {
+    argv[n++] = "--ceph-conf";
+    argv[n++] = c->ceph_conf;
+  }
+  argv[n] = NULL;
   pid_t pid = fork();
   if (pid != 0)
     return pid;
   int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
   dup2(fd, 1);
   dup2(fd, 2);
-  if (c->ceph_conf[0])
-    execl(exe, exe, "--store", c->storage, "--pull", c->committer, "--pub",
-          c->pub, "--frame", frame, "--gap-timeout-ms", gap, "--ceph-conf",
-          c->ceph_conf, (char *)NULL);
-  else
-    execl(exe, exe, "--store", c->storage, "--pull", c->committer, "--pub",
-          c->pub, "--frame", frame, "--gap-timeout-ms", gap, (char *)NULL);
+  execv(exe, (char *const *)argv);
   _exit(127);
 }
 

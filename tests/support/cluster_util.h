@@ -29,6 +29,11 @@ int cluster_store_open(const cluster *c, b2s_store **out);
  * its pid.  Stop with SIGTERM: its exit status (-1 on a signal death). */
 pid_t cluster_committer_start(const cluster *c, const char *frame,
                               int gap_ms);
+/* The same with frame NULL (no --frame: the committer learns frames from
+ * the ranks' messages, as b2stream-committer@.service runs it) and
+ * --lease-ms lease_ms when above 0. */
+pid_t cluster_committer_start_opts(const cluster *c, const char *frame,
+                                   int gap_ms, int lease_ms);
 int cluster_committer_stop(pid_t pid, int sig);
 
 /* Resend what `rank` did not acknowledge (frames of len bytes, filled by

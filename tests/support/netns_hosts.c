@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,9 +104,15 @@ void nh_link(const nh_hosts *h, int host, const char *state) {
 
 pid_t nh_spawn(const nh_hosts *h, int host, const char *log,
                char *const argv[]) {
+  pid_t parent = getpid();
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
+    /* the test dying on its own (an abort, a sanitizer's report, the
+     * OOM killer) takes this one along: nh_down never runs then, and
+     * only a timeout's kill reaches the whole process group */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+      _exit(127);
     int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(fd, 1);
     dup2(fd, 2);

@@ -31,7 +31,8 @@ void nh_ip(const nh_hosts *h, int host, char *out, size_t cap);
 void nh_link(const nh_hosts *h, int host, const char *state);
 /* argv run in the host, stdout and stderr appended to log.  Every such
  * process not yet reaped by nh_stop is killed by nh_down (a failed
- * assertion leaves nothing running). */
+ * assertion leaves nothing running), and by the kernel when this process
+ * dies (PR_SET_PDEATHSIG: an abort leaves nothing running either). */
 pid_t nh_spawn(const nh_hosts *h, int host, const char *log,
                char *const argv[]);
 /* Signal *pid, reap it, *pid = 0; its exit status, -1 if killed by a
