@@ -174,6 +174,22 @@ static void spread(const double *v, int n, double out[3]) {
   out[2] = s[n - 1];
 }
 
+/* Our chunks and c-blosc2's are the same bytes: a benchmark of chunks that
+ * differ would compare different work. */
+static void same_chunks(const dataset *d, const side *sd, int n) {
+  size_t nchunks = (d->size + CHUNK - 1) / CHUNK;
+  for (int i = 1; i < n; i++) {
+    if (strcmp(sd[i].name, "c-blosc2") != 0)
+      continue;
+    for (size_t k = 0; k < nchunks; k++)
+      if (sd[i].csz[k] != sd[0].csz[k] ||
+          memcmp(sd[i].comp + k * SLOT, sd[0].comp + k * SLOT, (size_t)sd[0].csz[k]) != 0) {
+        fprintf(stderr, "%s: chunk %zu differs from c-blosc2's\n", d->name, k);
+        exit(1);
+      }
+  }
+}
+
 /* A warm-up round, then `rounds` (even) timed ones.  Returns our median
  * speeds; each baseline's per-round ratios land in its cr/dr. */
 static void run_sides(const dataset *d, side *sd, int n, int rounds, double *cspeed,
@@ -186,6 +202,7 @@ static void run_sides(const dataset *d, side *sd, int n, int rounds, double *csp
     sd[i].csz = calloc(nchunks, sizeof(int));
   }
   round_once(d, sd, n, 1, out); /* warm-up: caches, page faults, codec state */
+  same_chunks(d, sd, n);
   for (int r = 0; r < rounds; r++) {
     round_once(d, sd, n, r, out);
     cs[r] = (double)d->size / sd[0].ct / 1e9;

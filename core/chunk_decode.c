@@ -13,6 +13,14 @@ typedef struct dec {
   int32_t leftover;
   bool filtered;                   /* some filter must be undone */
   uint8_t *t0, *t1, *ref, *part;   /* scratch: pipeline, codec out, DELTA ref, slice */
+  /* Runs already in t1: bit s set when stream s of run_neblock bytes at
+   * t1 + s * run_neblock holds the byte run_byte[s], left there by the
+   * block before.  A split block's run streams (the high bytes of small
+   * integers, a float's exponent) are mostly the same block after block,
+   * and are then not written again. */
+  uint32_t runs;
+  int32_t run_neblock;
+  uint8_t run_byte[32];
 } dec;
 
 static bool has_filter(const b2s_chunk_info *ci, int id) {
@@ -51,21 +59,49 @@ static void fill_special(const dec *d, uint8_t *dst, int64_t from, int64_t n) {
     memcpy(dst + k, dst, (size_t)(n - k < k ? n - k : k));
 }
 
-static int stream_at(const dec *d, int32_t *pos, uint8_t *out, int32_t neblock) {
+/* Stream k of a block decoded into t1 is a run of `byte`: written unless
+ * it is there already. */
+static void run_into_t1(dec *d, int32_t k, uint8_t byte, uint8_t *out, int32_t neblock) {
+  uint32_t bit = k < 32 ? UINT32_C(1) << k : 0;
+  if (bit && (d->runs & bit) && d->run_byte[k] == byte)
+    return;
+  memset(out, byte, (size_t)neblock);
+  if (bit) {
+    d->runs |= bit;
+    d->run_byte[k] = byte;
+  }
+}
+
+/* Stream k of neblock bytes into out; t1 says whether out is t1 + k *
+ * neblock (see dec.runs). */
+static int stream_at(dec *d, int32_t *pos, uint8_t *out, int32_t neblock, int32_t k,
+                     bool t1) {
   const uint8_t *s = d->src;
   int32_t cb = d->ci.cbytes, p = *pos;
   if (p < d->data_start || p > cb - 4)
     return B2S_E_STREAM;
   int32_t csize = b2s_rd32(s + p);
   p += 4;
+  if (t1 && neblock != d->run_neblock) {
+    d->runs = 0;                   /* the streams lie elsewhere in t1 now */
+    d->run_neblock = neblock;
+  }
+  if (t1 && k < 32 && csize > 0)
+    d->runs &= ~(UINT32_C(1) << k);
   if (csize == 0) {
-    memset(out, 0, (size_t)neblock);
+    if (t1)
+      run_into_t1(d, k, 0, out, neblock);
+    else
+      memset(out, 0, (size_t)neblock);
   } else if (csize < 0) {
     if (p >= cb)
       return B2S_E_STREAM;
     if (csize < -255 || !(s[p] & 0x01))
       return B2S_E_TOKEN;
-    memset(out, (-csize) & 0xff, (size_t)neblock);
+    if (t1)
+      run_into_t1(d, k, (uint8_t)((-csize) & 0xff), out, neblock);
+    else
+      memset(out, (-csize) & 0xff, (size_t)neblock);
     p += 1;
   } else {
     if (csize > cb - p)
@@ -104,7 +140,7 @@ static int decode_block(dec *d, int32_t j, uint8_t *out, const uint8_t *ref) {
   int32_t pos = b2s_rd32(d->src + d->ci.header_len + 4 * j);
   uint8_t *raw = d->filtered ? d->t1 : out;
   for (int32_t s = 0; s < nstreams; s++) {
-    int rc = stream_at(d, &pos, raw + (size_t)s * neblock, neblock);
+    int rc = stream_at(d, &pos, raw + (size_t)s * neblock, neblock, s, d->filtered);
     if (rc < 0)
       return rc;
   }

@@ -1018,6 +1018,77 @@ static void test_run_streams(void **state) {
     }
 }
 
+/* The decoder leaves a run stream in its scratch when the block before left
+ * the same run there; every way that can go wrong is here: a run after a
+ * codec stream of the same place, a run of another byte, a block of other
+ * streams (the short last one, at a size that lays its one stream where
+ * stream 0 is) and a second chunk decoded with the same context.  Stream s
+ * of block b is a run of runs[b][s] or, for -1, codec data. */
+static const int stream_runs[][4] = {
+    {-1, 0, 7, 0},  {-1, 0, -1, 0}, {-1, -1, 7, 0}, {-1, 0, 7, 0},
+    {-1, 7, 7, 0},  {-1, 7, 0, 0},  {0, 0, 0, 0},   {-1, 0, 7, 0},
+    {0, 7, -1, 0},
+};
+#define RUN_BLOCKS (int)(sizeof stream_runs / sizeof stream_runs[0])
+
+/* 16 blocks of 4096 bytes as the table says, then a short block: 1024
+ * bytes as the table says, or 2048 zeros. */
+static void fill_runs(uint8_t *p, int32_t nbytes, int shift) {
+  for (int32_t i = 0; i < nbytes; i++) {
+    int b = (i / 4096) % RUN_BLOCKS, v = stream_runs[(b + shift) % RUN_BLOCKS][i % 4];
+    p[i] = v < 0 ? (uint8_t)(rng() | 1) : (uint8_t)v;
+    if (nbytes % 4096 == 2048 && i >= 16 * 4096)
+      p[i] = 0;
+  }
+}
+
+/* Whether stream s of block b of a chunk is stored as a run (csize <= 0). */
+static bool stream_is_run(const uint8_t *c, int b, int s) {
+  int32_t pos, csize;
+  memcpy(&pos, c + B2S_HEADER_LEN + 4 * b, 4);
+  for (int k = 0;; k++) {
+    memcpy(&csize, c + pos, 4);
+    if (k == s)
+      return csize <= 0;
+    pos += 4 + (csize > 0 ? csize : csize < 0);
+  }
+}
+
+static void test_run_streams_across_blocks(void **state) {
+  (void)state;
+  /* The short last block's single stream has the size of a full block's
+   * streams (1024 bytes), or twice that, over streams 0 and 1 of the block
+   * before (2048). */
+  const int32_t big = 16 * 4096 + 2048;
+  uint8_t *src = xalloc(big), *dst = xalloc(big + B2S_MAX_OVERHEAD), *out = xalloc(big);
+  b2s_cparams cp = params(B2S_CODEC_LZ4, 5, 4);
+  cp.blocksize = 4096;
+  cp.splitmode = B2S_SPLIT_ALWAYS;
+  for (int shift = 0; shift < 2 * RUN_BLOCKS; shift++) {
+    int32_t n = shift < RUN_BLOCKS ? 16 * 4096 + 1024 : big;
+    fill_runs(src, n, shift);
+    int c = b2s_compress(ctx, &cp, src, n, dst, n + B2S_MAX_OVERHEAD);
+    assert_true(c > 0);
+    for (int b = 0; b < 16; b++)
+      for (int s = 0; s < 4; s++)
+        assert_int_equal(stream_is_run(dst, b, s),
+                         stream_runs[(b + shift) % RUN_BLOCKS][s] >= 0);
+    memset(out, 0xee, (size_t)n);
+    assert_int_equal(b2s_decompress(ctx, dst, (size_t)c, out, (size_t)n), n);
+    assert_memory_equal(out, src, (size_t)n);
+    /* Ranges starting inside blocks go through the same scratch. */
+    for (int32_t start = 0; start < n / 4; start += 700) {
+      int32_t items = (n / 4 - start) < 3000 ? n / 4 - start : 3000;
+      assert_int_equal(b2s_getitem(ctx, dst, (size_t)c, start, items, out, (size_t)n),
+                       4 * items);
+      assert_memory_equal(out, src + 4 * start, (size_t)(4 * items));
+    }
+  }
+  free(src);
+  free(dst);
+  free(out);
+}
+
 static int group_setup(void **state) {
   (void)state;
   ctx = b2s_ctx_new();
@@ -1089,6 +1160,7 @@ int main(void) {
       cmocka_unit_test(test_random_grid),
       cmocka_unit_test(test_blosclz),
       cmocka_unit_test(test_run_streams),
+      cmocka_unit_test(test_run_streams_across_blocks),
       cmocka_unit_test_setup(test_truncated, samples_setup),
       cmocka_unit_test_setup(test_corrupted, samples_setup),
       cmocka_unit_test_setup(test_bad_headers, samples_setup),

@@ -1228,7 +1228,7 @@ static void test_beamline_metadata(void **state) {
  * start.  The captures come with the venv (scripts/make-venv). */
 static void test_recorded_eiger(void **state) {
   (void)state;
-  char py[400], cap[500], cmd[2000];
+  char py[400], cap[500], cmd[4096];
   const char *script = getenv("B2S_CAPTURE_REF");
   if (!script || !ts_venv_python(py, sizeof py))
     skip();

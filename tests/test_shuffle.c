@@ -326,6 +326,30 @@ static void test_bitshuffle_tile_edges(void **state)
     }
 }
 
+/* Item counts around where the byte shuffles stop asking for the items a
+ * page ahead (one group of 32 items before the end of the last 4096 bytes),
+ * and the typesize-16 stage tiles (256 items), at every level. */
+static void test_shuffle_prefetch_edges(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = { 2, 4, 8, 16 };
+    static const long deltas[] = { -33, -32, -31, -1, 0, 1, 31, 32, 33, 256, 257 };
+    for (int level = b2s_simd_force(99); level >= 0; level--) {
+        b2s_simd_force(level);
+        for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++)
+            for (size_t d = 0; d < sizeof deltas / sizeof deltas[0]; d++) {
+                size_t ts = sizes[t];
+                size_t n = (size_t)((long)(4096 / ts + 32 + 256) + deltas[d]);
+                for (size_t tail = 0; tail < ts; tail += ts - 1) {
+                    size_t size = n * ts + tail;
+                    check_same(b2s_shuffle, b2s_shuffle_scalar, ts, size);
+                    check_same(b2s_unshuffle, b2s_unshuffle_scalar, ts, size);
+                    check_round_trip(b2s_shuffle, b2s_unshuffle, ts, size);
+                }
+            }
+    }
+}
+
 /* Skipped where the CPU (or the compiler) has no GFNI. */
 static void test_level_gfni(void **state)
 {
@@ -588,6 +612,7 @@ int main(void)
         cmocka_unit_test_teardown(test_level_avx2, restore_level),
         cmocka_unit_test_teardown(test_level_gfni, restore_level),
         cmocka_unit_test_teardown(test_bitshuffle_tile_edges, restore_level),
+        cmocka_unit_test_teardown(test_shuffle_prefetch_edges, restore_level),
         cmocka_unit_test_teardown(test_force_clamps, restore_level),
         cmocka_unit_test_teardown(test_reference_vectors, restore_level),
     };
