@@ -394,6 +394,10 @@ static bool value(scan *s) {
 int b2s_acq_json_parse(const char *text, size_t len, int max_depth,
                        json_object **out, b2s_acq_err *e) {
   *out = NULL;
+  if (len > B2S_ACQ_JSON_MAX)
+    return b2s_acq_err_set(e, B2S_ACQ_E_BODY_TOO_LARGE, NULL,
+                           "the body is %zu bytes; the limit is %u", len,
+                           B2S_ACQ_JSON_MAX);
   scan s = {.p = (const unsigned char *)text, .n = len,
             .max_depth = max_depth};
   bool ok = false;
@@ -453,13 +457,26 @@ bool b2s_acq_json_int(const json_object *o, bool *neg, uint64_t *mag) {
 int b2s_acq_json_double_text(double v, char *out, size_t cap) {
   if (!isfinite(v) || cap < 32)
     return B2S_E_ARG;
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(out, cap, "%.*g", prec, v);
-    if (strtod(out, NULL) == v && signbit(strtod(out, NULL)) == signbit(v))
+  /* the fewest significant digits that read back to the same bits */
+  char e[40];
+  int prec = 1;
+  for (; prec <= 17; prec++) {
+    snprintf(e, sizeof e, "%.*e", prec - 1, v);
+    double back = strtod(e, NULL);
+    if (back == v && signbit(back) == signbit(v))
       break;
   }
-  if (!strpbrk(out, ".eEn"))
-    strcat(out, ".0");
+  /* laid out as Python's repr: fixed from 1e-4 up to 1e16, else an
+   * exponent; ".0" when it would read as an integer */
+  int exp = atoi(strchr(e, 'e') + 1);
+  if (exp < -4 || exp >= 16) {
+    snprintf(out, cap, "%s", e);
+  } else {
+    int decimals = prec - 1 - exp;
+    snprintf(out, cap, "%.*f", decimals > 0 ? decimals : 0, v);
+    if (!strchr(out, '.'))
+      strcat(out, ".0");
+  }
   return (int)strlen(out);
 }
 

@@ -37,6 +37,8 @@ void b2s_acq_request_fini(b2s_acq_request *r) {
 }
 
 int b2s_acq_request_copy(b2s_acq_request *dst, const b2s_acq_request *src) {
+  if (dst == src)
+    return 0;
   char *s = src->series ? strdup(src->series) : NULL;
   uint8_t *mp = src->series_mp_len ? malloc(src->series_mp_len) : NULL;
   if ((src->series && !s) || (src->series_mp_len && !mp)) {
@@ -46,9 +48,8 @@ int b2s_acq_request_copy(b2s_acq_request *dst, const b2s_acq_request *src) {
   }
   if (mp)
     memcpy(mp, src->series_mp, src->series_mp_len);
-  if (dst != src) {
-    *dst = *src;
-  }
+  b2s_acq_request_fini(dst);
+  *dst = *src;
   dst->series = s;
   dst->series_mp = mp;
   return 0;
@@ -417,9 +418,11 @@ int b2s_acq_request_from_json(json_object *o, b2s_acq_request *r,
                                    r->frames_per_file, &nv, e)))
     return rc;
   json_object *empty = NULL;
-  if (!json_object_object_get_ex(o, "series", &v))
-    v = empty = json_object_new_object();
-  rc = v ? parse_series(v, r, e) : -ENOMEM;
+  if (json_object_object_get_ex(o, "series", &v))
+    rc = parse_series(v, r, e);      /* null included: not an object */
+  else
+    rc = (empty = json_object_new_object()) ? parse_series(empty, r, e)
+                                            : -ENOMEM;
   json_object_put(empty);
   if (rc)
     return rc;

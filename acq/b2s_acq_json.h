@@ -26,13 +26,16 @@
 #include "b2s_acq_errors.h"
 
 #define B2S_ACQ_JSON_DEPTH 32          /* objects and arrays nested */
+#define B2S_ACQ_JSON_MAX (16u << 20)   /* bytes: http.max_body's top */
 
 /* Parse text[0..len) as one JSON object: RFC 8259, valid UTF-8, strings
  * without raw control characters or lone surrogates, member names without
  * U+0000 and none twice in one object, at most max_depth levels, integers
  * within -2^63 .. 2^64-1, other numbers finite as doubles, nothing but
  * white space after the object.  0, or B2S_ACQ_E_BAD_JSON with e->offset
- * and the reason; -ENOMEM. */
+ * and the reason, or B2S_ACQ_E_BODY_TOO_LARGE past B2S_ACQ_JSON_MAX bytes
+ * (json-c's tokener takes an int length; the listener's own bound,
+ * http.max_body, is lower); -ENOMEM. */
 int b2s_acq_json_parse(const char *text, size_t len, int max_depth,
                        json_object **out, b2s_acq_err *e);
 
@@ -40,9 +43,11 @@ int b2s_acq_json_parse(const char *text, size_t len, int max_depth,
  * sign and magnitude (neg: -mag). */
 bool b2s_acq_json_int(const json_object *o, bool *neg, uint64_t *mag);
 
-/* A double in the shortest form that reads back to the same bits, with a
- * '.' or an exponent so that it stays a double ("1.0", "2.1", "-0.0",
- * "1e+300"); a json_object that writes itself so. */
+/* A double in the shortest form that reads back to the same bits, laid
+ * out as Python's repr(float) writes it, so always with a '.' or an
+ * exponent and it stays a double ("1.0", "2.1", "-0.0", "100.0",
+ * "1e+16", "1.5e-07"); a json_object that writes itself so.  B2S_E_ARG
+ * for NaN and infinities, or cap < 32. */
 int b2s_acq_json_double_text(double v, char *out, size_t cap);
 json_object *b2s_acq_json_double(double v);
 

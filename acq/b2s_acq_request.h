@@ -54,7 +54,9 @@ typedef struct b2s_acq_request {
 
 void b2s_acq_request_init(b2s_acq_request *r);
 void b2s_acq_request_fini(b2s_acq_request *r);
-/* A deep copy into dst (initialised or not; replaced). */
+/* A deep copy into dst, which is initialised (b2s_acq_request_init) or a
+ * request, whose buffers are freed; copying a request onto itself does
+ * nothing.  0 or -ENOMEM (dst unchanged). */
 int b2s_acq_request_copy(b2s_acq_request *dst, const b2s_acq_request *src);
 
 /* The body text of an arm: b2s_acq_json_parse, then
