@@ -246,10 +246,16 @@ static void seg_ends(const b2s_acq_template *t, const b2s_acq_seg *s,
   case B2S_ACQ_SEG_FILE: {
     size_t k = 0;
     bool nonzero = false;
+    uint64_t num = 0;
+    /* file numbers stop at 2^63 - 1 (b2s_acq_file_max): a longer number
+     * is no name of ours */
     while (pos + k < n && name[pos + k] >= '0' && name[pos + k] <= '9' &&
-           k < 20) {
+           k < 19) {
       nonzero |= name[pos + k] != '0';
+      num = num * 10 + (uint64_t)(name[pos + k] - '0');
       k++;
+      if (num > (uint64_t)INT64_MAX)
+        return;
       /* {file}: no leading zero; {file:0N}: N digits, more only without
        * a leading zero; never the number 0 */
       bool ok = nonzero && (s->width == 0 ? name[pos] != '0'

@@ -69,8 +69,11 @@ int b2s_acq_template_expand(const b2s_acq_template *t,
                             const b2s_acq_namevals *v, uint64_t file,
                             char *out, size_t cap);
 
-/* Whether `name` is a name the template can give (any file number >= 1,
- * unknown values any name part), or the records companion of one. */
+/* Whether `name` is a name the template can give (any file number from 1
+ * to 2^63 - 1, unknown values any name part), or the records companion
+ * of one.  Each placeholder is matched on its own: a template that has
+ * one twice also matches names where the two differ, never fewer names
+ * than it can give. */
 bool b2s_acq_template_match(const b2s_acq_template *t,
                             const b2s_acq_namevals *v, const char *name);
 
