@@ -457,6 +457,35 @@ int b2s_acq_request_check_order(const b2s_acq_request *r,
   return 0;
 }
 
+static int bad_dir(b2s_acq_err *e, const char *why) {
+  return b2s_acq_err_set(e, B2S_ACQ_E_BAD_DIRECTORY, "directory",
+                         "directory %s", why);
+}
+
+int b2s_acq_request_check_directory(const b2s_acq_request *r,
+                                    b2s_acq_err *e) {
+  const char *d = r->directory;
+  size_t n = strlen(d);
+  if (d[0] != '/')
+    return bad_dir(e, "must be an absolute path");
+  if (n == 1)
+    return bad_dir(e, "must not be the root directory");
+  if (!b2s_utf8_valid((const uint8_t *)d, n))
+    return bad_dir(e, "is not valid UTF-8");
+  for (const char *c = d + 1;; ) {
+    size_t k = strcspn(c, "/");
+    if (k == 0)
+      return bad_dir(e, "has an empty component (\"//\")");
+    if ((k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.'))
+      return b2s_acq_err_set(e, B2S_ACQ_E_BAD_DIRECTORY, "directory",
+                             "directory has a \"%.*s\" component", (int)k,
+                             c);
+    if (c[k] == '\0')
+      return 0;
+    c += k + 1;
+  }
+}
+
 /* ---- rendering and comparison ------------------------------------------------ */
 
 static json_object *uint_json(uint64_t v) {

@@ -3,10 +3,12 @@
  * its canonical form, so that a repeated arm is recognised (6.2); its
  * series as the msgpack map the files get (3.5).
  *
- * What needs the daemon's configuration is left to the caller: whether a
- * stream input has `order: frame_number` (b2s_acq_request_check_order),
- * the directory's checks (b2s_acq_dir.h, checks 7 and 8), and the merge of
- * `series` over the input's defaults.
+ * What needs the daemon's configuration or the file system is left to the
+ * caller, in the order of 6.1: whether a stream input has `order:
+ * frame_number` (b2s_acq_request_check_order), the directory as written
+ * (check 7, b2s_acq_request_check_directory, after the input's checks),
+ * the directory resolved (check 8), and the merge of `series` over the
+ * input's defaults.
  *
  * Ownership: a request owns its series buffers; _fini frees them. */
 #ifndef B2S_ACQ_REQUEST_H
@@ -73,6 +75,13 @@ int b2s_acq_request_from_json(json_object *o, b2s_acq_request *out,
  * 0 or B2S_ACQ_E_BAD_FIELD. */
 int b2s_acq_request_check_order(const b2s_acq_request *r,
                                 bool frame_number_order, b2s_acq_err *e);
+
+/* Check 7 of 6.1, the directory as written: absolute, no empty, `.` or
+ * `..` component (refused even where it would stay inside a root), valid
+ * UTF-8, and not the file system's root (no root may be `/`: it holds
+ * `data_dir`); the trailing '/' the parse cut does not count.  0 or
+ * B2S_ACQ_E_BAD_DIRECTORY (field directory). */
+int b2s_acq_request_check_directory(const b2s_acq_request *r, b2s_acq_err *e);
 
 /* The request as the object's `request` member: every member, defaults
  * applied, in the order of 3.1; with_series false leaves `series` out (the

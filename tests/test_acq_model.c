@@ -882,6 +882,57 @@ static void test_arm_refusals(void **state) {
   json_object_put(s);
 }
 
+/* Check 7 of 6.1: the directory as written. */
+static void test_arm_directory_check(void **state) {
+  (void)state;
+  static const struct {
+    const char *dir;                 /* as JSON text */
+    const char *says;                /* NULL: taken */
+  } c[] = {
+      {"/data/p", NULL},             {"/data/p/", NULL},
+      {"/a/.b/c..d/...", NULL},      {"/d", NULL},
+      {"/\\u00e9t\\u00e9", NULL},    {"/a b/c", NULL},
+      {"data/p", "absolute"},        {"./data", "absolute"},
+      {"~/data", "absolute"},        {"/", "root"},
+      {"//", "root"},                {"/a//b", "empty component"},
+      {"/a//", "empty component"},   {"/a/./b", "\".\" component"},
+      {"/.", "\"." "\" component"},  {"/a/..", "\"..\" component"},
+      {"/a/../b", "\"..\" component"}, {"/../etc", "\"..\" component"},
+      {"/data/p/../../etc", "\"..\" component"},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"id\":\"a\",\"input\":{\"stream\":\"s\"},\"directory\":\"%s\"}",
+             c[i].dir);
+    b2s_acq_request r;
+    b2s_acq_request_init(&r);
+    b2s_acq_err e;
+    /* check 2 takes them all: check 7 comes after the input's checks */
+    assert_int_equal(b2s_acq_request_parse(body, strlen(body), &r, &e), 0);
+    int rc = b2s_acq_request_check_directory(&r, &e);
+    if (c[i].says == NULL) {
+      if (rc != 0)
+        fail_msg("%s refused: %s", c[i].dir, e.message);
+    } else {
+      if (rc != B2S_ACQ_E_BAD_DIRECTORY)
+        fail_msg("%s taken", c[i].dir);
+      assert_string_equal(e.field, "directory");
+      if (!strstr(e.message, c[i].says))
+        fail_msg("%s: \"%s\" does not say %s", c[i].dir, e.message, c[i].says);
+      assert_int_equal(b2s_acq_code_status(e.code), 400);
+    }
+    b2s_acq_request_fini(&r);
+  }
+  /* bytes that are not UTF-8 can only come from a caller that did not
+   * read JSON */
+  b2s_acq_request r;
+  b2s_acq_request_init(&r);
+  snprintf(r.directory, sizeof r.directory, "/a/\xff");
+  assert_int_equal(b2s_acq_request_check_directory(&r, NULL),
+                   B2S_ACQ_E_BAD_DIRECTORY);
+}
+
 /* The series map as the files get it (3.1: JSON to msgpack). */
 static void test_arm_series_msgpack(void **state) {
   (void)state;
@@ -1006,6 +1057,7 @@ int main(void) {
       cmocka_unit_test(test_arm_defaults_canonical),
       cmocka_unit_test(test_arm_fields_parsed),
       cmocka_unit_test(test_arm_refusals),
+      cmocka_unit_test(test_arm_directory_check),
       cmocka_unit_test(test_arm_series_msgpack),
       cmocka_unit_test(test_arm_compare),
   };

@@ -10,6 +10,8 @@
  *                                 cannot express (its error body only)
  *   error    CODE  ERROR-BODY     every error code's body, with a field
  *                                 and without
+ *   dir      DIR   ok|ERROR-BODY  a directory (as JSON text) through
+ *                                 checks 2 and 7
  *
  * Bodies hold no tab or newline. */
 #include <stdio.h>
@@ -114,7 +116,33 @@ static void refusal(const char *kind, const char *body) {
   b2s_acq_request_fini(&r);
 }
 
+static const char *const dirs[] = {
+    "/data/p", "/data/p/", "/a/.b/c..d/...", "/d", "/\\u00e9t\\u00e9",
+    "/a b/c", "/a/-/_", "data/p", "./data", "~/data", "/", "//", "/a//b",
+    "/a//", "/a/./b", "/.", "/a/..", "/a/../b", "/../etc", "/data/p/../../etc",
+    "/a/.", "/..", "/.../x", "",
+};
+
+static void directory(const char *dir) {
+  char body[256];
+  snprintf(body, sizeof body,
+           "{\"id\":\"a\",\"input\":{\"stream\":\"s\"},\"directory\":\"%s\"}",
+           dir);
+  b2s_acq_request r;
+  b2s_acq_request_init(&r);
+  b2s_acq_err e;
+  int rc = b2s_acq_request_parse(body, strlen(body), &r, &e);
+  if (rc == 0)
+    rc = b2s_acq_request_check_directory(&r, &e);
+  char *j = rc ? b2s_acq_err_json(&e) : NULL;
+  printf("dir\t%s\t%s\n", dir, j ? j : "ok");
+  free(j);
+  b2s_acq_request_fini(&r);
+}
+
 int main(void) {
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+    directory(dirs[i]);
   for (size_t i = 0; i < sizeof arms / sizeof arms[0]; i++) {
     b2s_acq_request r;
     b2s_acq_request_init(&r);

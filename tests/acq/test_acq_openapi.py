@@ -4,7 +4,8 @@ of OpenAPI 3.1): every canonical arm request acq_bodies prints validates as
 ResolvedRequest and as ArmRequest, and so does the body it came from; every
 error body validates as ErrorBody, with the status section 12 gives its
 code; every arm the parser refuses for a rule the schema holds, the schema
-refuses too.  Python's json module is the second judge: the canonical form
+refuses too; the Directory schema and checks 2 and 7 agree on every
+directory acq_bodies tries.  Python's json module is the second judge: the canonical form
 reads back and is written again byte for byte by json.dumps (so its
 doubles are Python's repr).
 
@@ -60,6 +61,7 @@ def main():
 
     arm, resolved, errbody = validator("ArmRequest"), validator("ResolvedRequest"), \
         validator("ErrorBody")
+    dirv = validator("Directory")
     status = doc_statuses()
     out = subprocess.run([DRIVER], check=True, capture_output=True, text=True).stdout
     fails, counts = [], {}
@@ -96,6 +98,15 @@ def main():
                              "but the schema takes it")
         elif kind == "checked":
             check_error_body(b, a)
+        elif kind == "dir":
+            written = json.loads(f'"{a}"')
+            ours = b == "ok"
+            if not ours:
+                check_error_body(b, a)
+            theirs = not errors(dirv, written)
+            if ours != theirs:
+                fails.append(f"directory {written!r}: acq {'takes' if ours else 'refuses'} "
+                             f"it, the schema {'takes' if theirs else 'refuses'} it")
         elif kind == "error":
             body = check_error_body(b, a)
             if body["error"]["code"] != a:

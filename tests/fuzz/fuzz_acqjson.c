@@ -5,7 +5,8 @@
  * The input is one body.  What must hold: the reader either refuses with
  * bad_json (and an offset inside the body), or json-c agrees and gives an
  * object; an arm that parses has a canonical form that parses again to
- * the same form and compares equal to it; every refusal is one of the
+ * the same form and compares equal to it, and its directory passes check 7
+ * or is refused as bad_directory; every refusal is one of the
  * codes of check 2 and renders an error body the reader itself takes. */
 #include <errno.h>
 #include <stddef.h>
@@ -79,8 +80,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   b2s_acq_request r;
   b2s_acq_request_init(&r);
   rc = b2s_acq_request_parse(body, size, &r, &e);
-  if (rc == 0)
+  if (rc == 0) {
     canonical_stable(&r);
+    rc = b2s_acq_request_check_directory(&r, &e);
+    if (rc != 0 && (rc != B2S_ACQ_E_BAD_DIRECTORY || r.directory[0] == '\0'))
+      abort();
+  }
   else if (check2_code(rc))
     body_ok(&e);
   else if (rc != -ENOMEM)
