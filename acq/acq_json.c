@@ -234,6 +234,12 @@ static bool literal(scan *s, const char *w) {
   return true;
 }
 
+/* The decoded name at off: the arena is still NULL when every name so far
+ * was "" (nothing to offset, nothing for memcmp to read). */
+static const char *arena_at(const scan *s, size_t off) {
+  return s->arena ? s->arena + off : "";
+}
+
 static uint64_t name_hash(const char *p, size_t n) {
   uint64_t h = 1469598103934665603u;       /* FNV-1a */
   for (size_t i = 0; i < n; i++)
@@ -257,7 +263,7 @@ static bool nameset_add(scan *s, nameset *ns, size_t off, size_t len) {
       if (!ns->slots[k])
         continue;
       size_t o = ns->slots[k] - 1;
-      size_t j = name_hash(s->arena + o, ns->lens[k]) & (cap - 1);
+      size_t j = name_hash(arena_at(s, o), ns->lens[k]) & (cap - 1);
       while (slots[j])
         j = (j + 1) & (cap - 1);
       slots[j] = ns->slots[k];
@@ -269,10 +275,11 @@ static bool nameset_add(scan *s, nameset *ns, size_t off, size_t len) {
     ns->lens = lens;
     ns->cap = cap;
   }
-  size_t j = name_hash(s->arena + off, len) & (ns->cap - 1);
+  size_t j = name_hash(arena_at(s, off), len) & (ns->cap - 1);
   while (ns->slots[j]) {
     size_t o = ns->slots[j] - 1;
-    if (ns->lens[j] == len && memcmp(s->arena + o, s->arena + off, len) == 0)
+    if (ns->lens[j] == len &&
+        memcmp(arena_at(s, o), arena_at(s, off), len) == 0)
       return false;
     j = (j + 1) & (ns->cap - 1);
   }

@@ -320,7 +320,7 @@ bool b2s_acq_template_match(const b2s_acq_template *t,
     return false;
   char data[B2S_ACQ_FILE_NAME_MAX + 1];
   memcpy(data, name, n - rs);
-  memcpy(data + n - rs, B2S_ACQ_SUFFIX, ds + 1);
+  memcpy(data + (n - rs), B2S_ACQ_SUFFIX, ds + 1);
   return match_data(t, v, data, n - rs + ds);
 }
 

@@ -280,6 +280,10 @@ static void test_json_duplicates(void **state) {
   REFUSED("{\"x\":{\"b\":1, \"b\":1}}", 13);
   /* the same name in two objects is fine */
   ACCEPTED("{\"a\":{\"a\":1},\"b\":[{\"a\":1},{\"a\":2}]}");
+  /* the empty name, once and twice (the name arena is still empty) */
+  ACCEPTED("{\"\":1}");
+  ACCEPTED("{\"\":{\"\":[]},\"a\":1}");
+  REFUSED("{\"\":1,\"\":2}", 6);
   /* a name that only json-c would cut at U+0000 */
   REFUSED("{\"a\\u0000b\":1}", 3);
   /* many members (the set grows), the duplicate last */

@@ -339,6 +339,13 @@ static void test_template_match(void **state) {
   memset(longn, '1', 300);
   strcpy(longn + 300, ".b2frame");
   match_is("{file}.b2frame", &v, longn, false);
+  /* a records companion whose data name would be past 255 bytes */
+  memset(longn, '1', 250);
+  strcpy(longn + 250, ".records.b2frame");
+  match_is("{file}.b2frame", &v, longn, false);
+  longn[247] = '\0';
+  strcat(longn, ".records.b2frame");          /* data name 255 bytes */
+  match_is("{file}.b2frame", &v, longn, false);   /* too many digits */
 }
 
 static void test_records_and_names(void **state) {
