@@ -8,6 +8,8 @@
 
 #include <json-c/json.h>
 
+#include "b2s_msgpack.h"
+
 static const struct {
   const char *name;
   int status;
@@ -60,6 +62,40 @@ int b2s_acq_failure_by_name(const char *name) {
   return 0;
 }
 
+size_t b2s_acq_utf8_fit(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    size_t k = b2s_utf8_seq((const uint8_t *)s + i, n - i);
+    if (k == 0)
+      break;
+    i += k;
+  }
+  return i;
+}
+
+/* Text cut by a buffer's size may end inside a character; member names
+ * and paths in it are the client's own UTF-8.  The error body must stay
+ * UTF-8 (RFC 8259): an incomplete character at the end is cut, any other
+ * byte that does not start a character becomes '?'. */
+static void utf8_mend(char *s) {
+  size_t n = strlen(s), i = 0;
+  while (i < n) {
+    i += b2s_acq_utf8_fit(s + i, n - i);
+    if (i >= n)
+      break;
+    unsigned char c = (unsigned char)s[i];
+    size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    bool prefix = need && n - i < need;
+    for (size_t j = i + 1; prefix && j < n; j++)
+      prefix = ((unsigned char)s[j] & 0xc0) == 0x80;
+    if (prefix) {
+      s[i] = '\0';
+      break;
+    }
+    s[i++] = '?';
+  }
+}
+
 void b2s_acq_err_clear(b2s_acq_err *e) {
   if (!e)
     return;
@@ -83,6 +119,8 @@ int b2s_acq_err_set(b2s_acq_err *e, int code, const char *field,
     const char *m = b2s_acq_code_meaning(code);
     snprintf(e->message, sizeof e->message, "%s", m ? m : "");
   }
+  utf8_mend(e->field);
+  utf8_mend(e->message);
   return code;
 }
 

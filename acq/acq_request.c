@@ -87,7 +87,10 @@ static int unknown(const char *name, const char *const *known,
     }
   }
   char field[B2S_ACQ_FIELD_MAX];
-  snprintf(field, sizeof field, "%s%.*s", where, 48, name);
+  /* at most 48 bytes of the name, cut between characters */
+  size_t n = strlen(name);
+  snprintf(field, sizeof field, "%s%.*s", where,
+           (int)b2s_acq_utf8_fit(name, n < 48 ? n : 48), name);
   if (best)
     return b2s_acq_err_set(e, B2S_ACQ_E_UNKNOWN_FIELD, field,
                            "the arm has no member \"%s\" (did you mean "

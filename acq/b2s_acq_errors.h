@@ -119,12 +119,18 @@ typedef struct b2s_acq_err {
 
 void b2s_acq_err_clear(b2s_acq_err *e);
 /* Fill e (may be NULL) and return code; field may be NULL; fmt NULL:
- * the code's meaning is the message. */
+ * the code's meaning is the message.  Field and message are cut to their
+ * buffers and kept UTF-8 (an incomplete last character cut, a stray byte
+ * '?'), so the error body is always valid JSON text. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
 int b2s_acq_err_set(b2s_acq_err *e, int code, const char *field,
                     const char *fmt, ...);
+
+/* The length of the longest prefix of s[0..n) that is whole UTF-8
+ * characters (for cutting a client's text to a buffer). */
+size_t b2s_acq_utf8_fit(const char *s, size_t n);
 
 /* The error body of section 9.3, {"error": {code, message, status,
  * field}}, as one line of JSON in a malloc'ed string (NULL: no memory). */

@@ -21,6 +21,7 @@
 #include "b2s_acq_errors.h"
 #include "b2s_acq_json.h"
 #include "b2s_acq_request.h"
+#include "b2s_msgpack.h"
 #include "textfile.h"
 
 static char *read_env_file(const char *var) {
@@ -229,6 +230,39 @@ static void test_error_body(void **state) {
   assert_int_equal(b2s_acq_err_set(NULL, B2S_ACQ_E_BAD_ID, "id", "x"),
                    B2S_ACQ_E_BAD_ID);
   b2s_acq_err_clear(NULL);
+  /* cut inside a character: the body stays UTF-8 and valid JSON */
+  char wide[1200] = "";
+  for (int i = 0; i < 550; i++)
+    strcat(wide, "\xc3\xa9");
+  b2s_acq_err_set(&e, B2S_ACQ_E_BAD_FIELD, wide, "%s", wide);
+  assert_int_equal(strlen(e.message), sizeof e.message - 2);   /* 510 */
+  assert_int_equal(strlen(e.field), B2S_ACQ_FIELD_MAX - 2);    /* 62 */
+  assert_true(b2s_utf8_valid((const uint8_t *)e.message, strlen(e.message)));
+  assert_true(b2s_utf8_valid((const uint8_t *)e.field, strlen(e.field)));
+  j = b2s_acq_err_json(&e);
+  json_object *back = NULL;
+  assert_int_equal(b2s_acq_json_parse(j, strlen(j), B2S_ACQ_JSON_DEPTH, &back,
+                                       NULL), 0);
+  json_object_put(back);
+  free(j);
+  /* a stray byte becomes '?', a cut last character goes */
+  b2s_acq_err_set(&e, B2S_ACQ_E_BAD_FIELD, NULL, "a\xff" "b\x80" "c\xe2\x82");
+  assert_string_equal(e.message, "a?b?c");
+  assert_true(b2s_acq_utf8_fit("ab\xe2\x82\xac\xe2", 6) == 5);
+  /* an unknown member's long non-ASCII name is cut between characters */
+  {
+    char body[256] = "{\"a";
+    for (int i = 0; i < 40; i++)
+      strcat(body, "\xc3\xa9");
+    strcat(body, "\":1}");
+    b2s_acq_request r;
+    b2s_acq_request_init(&r);
+    assert_int_equal(b2s_acq_request_parse(body, strlen(body), &r, &e),
+                     B2S_ACQ_E_UNKNOWN_FIELD);
+    assert_int_equal(strlen(e.field), 47);     /* "a" and 23 characters */
+    assert_true(b2s_utf8_valid((const uint8_t *)e.message,
+                               strlen(e.message)));
+  }
   /* a message longer than the buffer is cut, not overrun */
   char big[2000];
   memset(big, 'm', sizeof big - 1);

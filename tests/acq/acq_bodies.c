@@ -47,6 +47,10 @@ static const char *const arms[] = {
 
 static const char *const refused[] = {
     "{\"frame\":1}",
+    /* a member name cut to the field's size between characters */
+    "{\"a\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\":1}",
     "{" B ",\"Frames\":1}",
     "{\"id\":\"a\",\"input\":{\"stream\":\"s\",\"strem\":1},\"directory\":\"/d\"}",
     "{\"input\":{\"stream\":\"s\"},\"directory\":\"/d\"}",
