@@ -218,8 +218,11 @@ static int parse_directory(json_object *o, b2s_acq_request *r,
     return b2s_acq_err_set(e, B2S_ACQ_E_BAD_DIRECTORY, "directory",
                            "directory holds U+0000");
   memcpy(r->directory, s, n + 1);
-  if (n > 1 && r->directory[n - 1] == '/')
-    r->directory[n - 1] = '\0';     /* compared as written, less a '/' */
+  /* compared as written, less a trailing '/'; one that leaves another
+   * stays whole ("/a//", which check 7 refuses), so the canonical form
+   * reads back as itself */
+  if (n > 1 && r->directory[n - 1] == '/' && r->directory[n - 2] != '/')
+    r->directory[n - 1] = '\0';
   return 0;
 }
 

@@ -932,7 +932,8 @@ static void test_arm_directory_check(void **state) {
       {"/\\u00e9t\\u00e9", NULL},    {"/a b/c", NULL},
       {"data/p", "absolute"},        {"./data", "absolute"},
       {"~/data", "absolute"},        {"/", "root"},
-      {"//", "root"},                {"/a//b", "empty component"},
+      {"//", "empty component"},     {"/a//b", "empty component"},
+      {"/a///", "empty component"},
       {"/a//", "empty component"},   {"/a/./b", "\".\" component"},
       {"/.", "\"." "\" component"},  {"/a/..", "\"..\" component"},
       {"/a/../b", "\"..\" component"}, {"/../etc", "\"..\" component"},
@@ -948,6 +949,12 @@ static void test_arm_directory_check(void **state) {
     b2s_acq_err e;
     /* check 2 takes them all: check 7 comes after the input's checks */
     assert_int_equal(b2s_acq_request_parse(body, strlen(body), &r, &e), 0);
+    /* the canonical form reads back as itself, a trailing '/' or not */
+    char *canon = b2s_acq_request_canonical(&r);
+    char *again = canon_of(canon);
+    assert_string_equal(canon, again);
+    free(canon);
+    free(again);
     int rc = b2s_acq_request_check_directory(&r, &e);
     if (c[i].says == NULL) {
       if (rc != 0)
