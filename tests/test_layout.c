@@ -253,11 +253,83 @@ static void test_no_path_outside(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* acq/ is the acquisition API's pure parts (docs/ARCHITECTURE.md): its
+ * rule line names exactly the rooms its code includes, and it includes no
+ * header of threads, sockets, ZeroMQ, HTTP or logging, so the daemon's
+ * restructuring cannot pull it into the I/O path unnoticed. */
+static void test_acq_pure(void **state) {
+  (void)state;
+  static const char *banned[] = {"<pthread.h>", "<zmq.h>", "<sys/socket.h>",
+                                 "<microhttpd.h>", "<syslog.h>", "<netdb.h>",
+                                 "<sys/epoll.h>", NULL};
+  const room *r = find_room("acq");
+  assert_non_null(r);
+  char used[MAX_ROOMS][NAME_MAX_LEN];
+  int nused = 0, bad = 0, nsrc = 0;
+  for (int i = 0; i < nfiles; i++) {
+    if (!is_code(&files[i]) || strcmp(files[i].room, "acq") != 0)
+      continue;
+    nsrc++;
+    char full[8192];
+    snprintf(full, sizeof full, "%s/%s", root, files[i].path);
+    char *text = ts_read_text(full, NULL);
+    assert_non_null(text);
+    for (int k = 0; banned[k]; k++)
+      if (strstr(text, banned[k])) {
+        printf("%s includes %s; acq/ has no threads, sockets or logging\n",
+               files[i].path, banned[k]);
+        bad++;
+      }
+    for (char *p = strstr(text, "#include \""); p;
+         p = strstr(p + 1, "#include \"")) {
+      char name[256];
+      if ((p != text && p[-1] != '\n') ||
+          sscanf(p + 10, "%255[^\"]", name) != 1)
+        continue;
+      const file *h = find_header(name);
+      if (h == NULL || strcmp(h->room, "acq") == 0)
+        continue;
+      int k = 0;
+      while (k < nused && strcmp(used[k], h->room) != 0)
+        k++;
+      if (k == nused && nused < MAX_ROOMS)
+        snprintf(used[nused++], NAME_MAX_LEN, "%s", h->room);
+    }
+    free(text);
+  }
+  assert_true(nsrc >= 8);
+  for (int i = 0; i < r->nuses; i++) {
+    int k = 0;
+    while (k < nused && strcmp(used[k], r->uses[i]) != 0)
+      k++;
+    if (k == nused) {
+      printf("the rule lets acq use %s, which its code does not include\n",
+             r->uses[i]);
+      bad++;
+    }
+  }
+  for (int k = 0; k < nused; k++)
+    if (!may_use(r, used[k]))
+      bad++;                         /* reported by test_includes_follow_rule */
+  /* who may include it: the daemon, the tools and the tests only */
+  for (int i = 0; i < nrooms; i++)
+    if (strcmp(rooms[i].name, "acq") != 0 && may_use(&rooms[i], "acq") &&
+        strcmp(rooms[i].name, "daemon") != 0 &&
+        strcmp(rooms[i].name, "tools") != 0 &&
+        strcmp(rooms[i].name, "tests") != 0) {
+      printf("the rule lets %s use acq; only daemon, tools and tests may\n",
+             rooms[i].name);
+      bad++;
+    }
+  assert_int_equal(bad, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_includes_follow_rule),
       cmocka_unit_test(test_code_names_unique),
       cmocka_unit_test(test_no_path_outside),
+      cmocka_unit_test(test_acq_pure),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
