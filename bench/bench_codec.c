@@ -25,6 +25,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "bench_stats.h"
 #include "b2s_chunk.h"
 #include "b2s_names.h"
 #ifdef B2S_BENCH_BLOSC2
@@ -159,21 +160,6 @@ static void round_once(const dataset *d, side *sd, int n, int r, uint8_t *out) {
       decompress_chunk(d, &sd[order(r, i, n)], k, out);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* min, median, max of v[0..n), n even: the median is the mean of the middle two. */
-static void spread(const double *v, int n, double out[3]) {
-  double s[MAX_ROUNDS];
-  memcpy(s, v, (size_t)n * sizeof(double));
-  qsort(s, (size_t)n, sizeof(double), cmp_double);
-  out[0] = s[0];
-  out[1] = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-  out[2] = s[n - 1];
-}
-
 /* Our chunks and c-blosc2's are the same bytes: a benchmark of chunks that
  * differ would compare different work. */
 static void same_chunks(const dataset *d, const side *sd, int n) {
@@ -212,9 +198,9 @@ static void run_sides(const dataset *d, side *sd, int n, int rounds, double *csp
       sd[i].dr[r] = sd[i].dt / sd[0].dt;
     }
   }
-  spread(cs, rounds, m);
+  bench_spread(cs, rounds, m);
   *cspeed = m[1];
-  spread(ds, rounds, m);
+  bench_spread(ds, rounds, m);
   *dspeed = m[1];
   for (int i = 0; i < n; i++) {
     free(sd[i].comp);
@@ -339,8 +325,8 @@ static void report(const dataset *d, int codec, int filter, const side *sd, int 
                    int rounds, double cspeed, double dspeed) {
   for (int i = 1; i < n; i++) {
     double c[3], dd[3];
-    spread(sd[i].cr, rounds, c);
-    spread(sd[i].dr, rounds, dd);
+    bench_spread(sd[i].cr, rounds, c);
+    bench_spread(sd[i].dr, rounds, dd);
     printf("%-6s %-7s %-10s %6.2f %6.2f %7.2f  %-8s %5.2f %5.2f %5.2f  %5.2f %5.2f %5.2f %6.2f\n",
            d->name, b2s_codec_name(codec), b2s_filter_name(filter),
            (double)d->size / (double)sd[0].total, cspeed, dspeed, sd[i].name, c[0], c[1],

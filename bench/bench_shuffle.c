@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
 #include "b2s_shuffle.h"
 #ifdef B2S_BENCH_BLOSC2
 #include <blosc2.h>
@@ -86,20 +87,6 @@ static void fill(uint8_t *p, size_t n, uint32_t seed) {
   }
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static void spread(const double *v, int n, double out[3]) {
-  double s[MAX_ROUNDS];
-  memcpy(s, v, (size_t)n * sizeof(double));
-  qsort(s, (size_t)n, sizeof(double), cmp_double);
-  out[0] = s[0];
-  out[1] = (s[n / 2 - 1] + s[n / 2]) / 2;
-  out[2] = s[n - 1];
-}
-
 enum { SIDES = 3 };
 
 typedef struct side {
@@ -165,11 +152,11 @@ static void bench_one(const kernel *k, size_t ts, size_t mib, int rounds) {
       ratio[i][r] = sd[i].t / sd[0].t;
   }
   double m[3], c[3];
-  spread(speed, rounds, m);
-  spread(ratio[1], rounds, c);
+  bench_spread(speed, rounds, m);
+  bench_spread(ratio[1], rounds, c);
   printf("%-12s %2zu %7zu %7.2f  %5.2f %5.2f %5.2f", k->name, ts, block, m[1], c[0], c[1], c[2]);
   if (n == 3) {
-    spread(ratio[2], rounds, c);
+    bench_spread(ratio[2], rounds, c);
     printf("  %5.2f %5.2f %5.2f", c[0], c[1], c[2]);
   }
   printf("\n");

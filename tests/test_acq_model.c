@@ -332,27 +332,25 @@ static void test_json_duplicates(void **state) {
   json_object_put(json_ok(big, n));
 }
 
+/* {"a":[[...]]} with `arrays` arrays inside the object, into t (256
+ * bytes); returns its length. */
+static size_t nested_arrays(char *t, int arrays) {
+  size_t n = (size_t)snprintf(t, 256, "{\"a\":");
+  for (int i = 0; i < arrays; i++)
+    t[n++] = '[';
+  for (int i = 0; i < arrays; i++)
+    t[n++] = ']';
+  t[n++] = '}';
+  return n;
+}
+
 static void test_json_depth(void **state) {
   (void)state;
   /* the object is level 1: 31 arrays inside reach 32 */
   char t[256];
-  size_t n = 0;
-  t[n++] = '{';
-  n += (size_t)snprintf(t + n, sizeof t - n, "\"a\":");
-  for (int i = 0; i < 31; i++)
-    t[n++] = '[';
-  for (int i = 0; i < 31; i++)
-    t[n++] = ']';
-  t[n++] = '}';
+  size_t n = nested_arrays(t, 31);
   json_object_put(json_ok(t, n));
-  n = 0;
-  t[n++] = '{';
-  n += (size_t)snprintf(t + n, sizeof t - n, "\"a\":");
-  for (int i = 0; i < 32; i++)
-    t[n++] = '[';
-  for (int i = 0; i < 32; i++)
-    t[n++] = ']';
-  t[n++] = '}';
+  n = nested_arrays(t, 32);
   /* the 33rd level opens at byte 5 + 31 */
   json_refused(t, n, B2S_ACQ_E_BAD_JSON, 36);
   /* objects count as arrays do */
