@@ -53,7 +53,7 @@ char *pdoc_section(const char *text, const char *heading) {
     line = nl ? nl + 1 : line + strlen(line);
   }
   if (start == NULL)
-    fail_msg("docs/PROTOCOL.md has no section \"%s\"", heading);
+    fail_msg("the document has no section \"%s\"", heading);
   int level = heading_level(start);
   const char *end = strchr(start, '\n');
   while (end != NULL) {

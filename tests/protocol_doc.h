@@ -12,7 +12,8 @@
  * fails the test when it cannot be read. */
 char *pdoc_read(void);
 
-/* The section whose heading line starts with `heading` (e.g. "### 10.2"),
+/* The section whose heading line starts with `heading` (e.g. "### 10.2";
+ * any Markdown document, not only PROTOCOL.md),
  * up to the next heading of the same or a higher level, as a malloc'ed
  * copy; fails the test when there is none. */
 char *pdoc_section(const char *text, const char *heading);

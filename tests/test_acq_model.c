@@ -22,6 +22,7 @@
 #include "b2s_acq_json.h"
 #include "b2s_acq_request.h"
 #include "b2s_msgpack.h"
+#include "protocol_doc.h"
 #include "textfile.h"
 
 static char *read_env_file(const char *var) {
@@ -34,27 +35,12 @@ static char *read_env_file(const char *var) {
   return t;
 }
 
-/* The text of the section that starts with `title` up to the next
- * heading of level 2 (a new string). */
-static char *doc_section(const char *doc, const char *title) {
-  const char *a = strstr(doc, title);
-  if (a == NULL)
-    fail_msg("docs/ACQUISITIONS.md has no \"%s\"", title);
-  const char *b = strstr(a + 1, "\n## ");
-  size_t n = b ? (size_t)(b - a) : strlen(a);
-  char *s = malloc(n + 1);
-  assert_non_null(s);
-  memcpy(s, a, n);
-  s[n] = '\0';
-  return s;
-}
-
 /* ---- the code tables against the document -------------------------------- */
 
 static void test_error_codes_match_doc(void **state) {
   (void)state;
   char *doc = read_env_file("B2S_ACQUISITIONS_MD");
-  char *sec = doc_section(doc, "## 12. Error codes");
+  char *sec = pdoc_section(doc, "## 12. Error codes");
   int seen[B2S_ACQ_E_END_ - B2S_ACQ_E_BASE_] = {0};
   int rows = 0, prev = B2S_ACQ_E_BASE_;
   for (char *line = strtok(sec, "\n"); line; line = strtok(NULL, "\n")) {
