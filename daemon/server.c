@@ -21,6 +21,15 @@
 #include "progress.h"
 #include "retire.h"
 #include "segment.h"
+#include "access.h"
+#include "auth.h"
+#include "readers.h"
+#include "stats.h"
+#include "handoff.h"
+#include "stream.h"
+#include "workers.h"
+#include "follow.h"
+#include "ingest.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -5,6 +5,7 @@
  * running as the daemon's user. */
 #define _GNU_SOURCE
 #include "b2sd.h"
+#include "b2s_shm.h"
 
 #include <errno.h>
 #include <grp.h>

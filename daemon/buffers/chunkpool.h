@@ -40,9 +40,10 @@ int64_t b2sd_chunkpool_idle_bytes(b2sd_chunkpool *cp);
  * the I/O thread when that frees memory credits waited for.  Any thread;
  * accepts a tombstone. */
 void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c);
-/* A stream's writer (plain or distributed) takes from st->ready the chunks
- * that continue its sequence at next_seq, in order; chunks below it (left
- * by a writer that failed) are given back.  The caller holds st->lock. */
-b2sd_chunk *b2sd_chunk_take_ready(b2sd_stream *st, uint64_t next_seq);
+/* Free the user part of a producer's record and clear r (chunks.c). */
+void b2sd_rec_clear(b2sd_rec *r);
+/* The record a chunk is stored with: the producer's fields of in (out
+ * borrows in's user part; checksum and flags 0) (chunks.c). */
+void b2sd_rec_record(const b2sd_rec *in, b2s_record *out);
 
 #endif

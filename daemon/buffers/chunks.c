@@ -1,6 +1,5 @@
 /* What becomes of a chunk after its writer: its record, its buffer back to
- * the pool (chunkpool.c) and the credits that frees, and the hand-over of
- * compressed chunks from the workers to a stream's writer in sequence. */
+ * the pool (chunkpool.c) and the credits that frees. */
 #define _GNU_SOURCE
 #include "chunkpool.h"
 #include "segment.h"
@@ -44,22 +43,4 @@ void b2sd_chunk_done(b2sd_server *srv, b2sd_chunk *c) {
   /* credits held back for memory may come back now */
   if (before >= room && before - cap < room)
     b2sd_wake(srv);
-}
-
-b2sd_chunk *b2sd_chunk_take_ready(b2sd_stream *st, uint64_t next_seq) {
-  b2sd_chunk *batch = NULL, **tail = &batch;
-  while (st->ready && st->ready->seq < next_seq) {   /* of a failed writer */
-    b2sd_chunk *c = st->ready;
-    st->ready = c->next;
-    b2sd_chunk_done(st->srv, c);
-  }
-  while (st->ready && st->ready->seq == next_seq) {
-    b2sd_chunk *c = st->ready;
-    st->ready = c->next;
-    c->next = NULL;
-    *tail = c;
-    tail = &c->next;
-    next_seq++;
-  }
-  return batch;
 }

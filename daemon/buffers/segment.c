@@ -9,6 +9,7 @@
  * and releases it. */
 #define _GNU_SOURCE
 #include "segment.h"
+#include "access.h"
 
 #include <errno.h>
 #include <stdio.h>

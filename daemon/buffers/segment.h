@@ -8,6 +8,7 @@
 #ifndef B2SD_SEGMENT_H
 #define B2SD_SEGMENT_H
 
+#include "b2s_shm.h"
 #include "b2sd.h"
 
 struct b2sd_seg {

@@ -11,6 +11,12 @@
 #include "progress.h"
 #include "wiremap.h"
 #include "segment.h"
+#include "chunkpool.h"
+#include "order.h"
+#include "handoff.h"
+#include "stream.h"
+#include "workers.h"
+#include "ingest.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,6 +5,9 @@
 #define _GNU_SOURCE
 #include "outbox.h"
 #include "segment.h"
+#include "chunkpool.h"
+#include "stream.h"
+#include "ingest.h"
 
 #include <errno.h>
 #include <stdio.h>

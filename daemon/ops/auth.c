@@ -19,6 +19,8 @@
 #define _GNU_SOURCE
 #include "b2sd.h"
 #include "b2s_curve_key.h"
+#include "auth.h"
+#include "fscheck.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -9,29 +9,10 @@
 
 /* ---- histograms ---------------------------------------------------------- */
 
-static const uint64_t edge_ns[B2SD_HIST_EDGES] = {
-  100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 25000000,
-  50000000, 100000000, 250000000, 1000000000};
-/* the same edges as Prometheus `le` labels, written once, exactly */
+/* the edges of hist.c as Prometheus `le` labels, written once, exactly */
 static const char *const edge_text[B2SD_HIST_EDGES] = {
   "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
   "0.025", "0.05", "0.1", "0.25", "1"};
-
-void b2sd_hist_note(b2sd_hist *h, uint64_t ns) {
-  int i = 0;
-  while (i < B2SD_HIST_EDGES && ns > edge_ns[i])
-    i++;
-  /* relaxed: statistics; a reader may see the bucket and the sum a note
-   * apart */
-  atomic_fetch_add_explicit(&h->bucket[i], 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&h->sum_ns, ns, memory_order_relaxed);
-}
-
-void b2sd_hist_read(const b2sd_hist *h, b2sd_mhist *out) {
-  for (int i = 0; i <= B2SD_HIST_EDGES; i++)
-    out->bucket[i] = atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
-  out->sum_ns = atomic_load_explicit(&h->sum_ns, memory_order_relaxed);
-}
 
 /* ---- text buffer ------------------------------------------------------------ */
 

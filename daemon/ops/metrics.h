@@ -14,27 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- latency histograms with Prometheus buckets --------------------------- */
-
-/* Upper edges of the buckets, 100 us to 1 s (then +Inf). */
-#define B2SD_HIST_EDGES 12
-
-/* Counts per bucket (not cumulative) and the sum, relaxed atomics: one
- * thread notes, another may snapshot. */
-typedef struct b2sd_hist {
-  _Atomic uint64_t bucket[B2SD_HIST_EDGES + 1];
-  _Atomic uint64_t sum_ns;
-} b2sd_hist;
-
-void b2sd_hist_note(b2sd_hist *h, uint64_t ns);
-
-/* A histogram as read: buckets not cumulative. */
-typedef struct b2sd_mhist {
-  uint64_t bucket[B2SD_HIST_EDGES + 1];
-  uint64_t sum_ns;
-} b2sd_mhist;
-
-void b2sd_hist_read(const b2sd_hist *h, b2sd_mhist *out);
+#include "hist.h"
 
 /* ---- the snapshot ---------------------------------------------------------- */
 

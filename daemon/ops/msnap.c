@@ -13,6 +13,9 @@
 #include "segment.h"
 #include "session.h"
 #include "source_s2.h"
+#include "metrics.h"
+#include "stream.h"
+#include "workers.h"
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
@@ -82,6 +85,24 @@ static void take_stream(b2sd_server *srv, b2sd_stream *st, b2sd_mstream *m,
     }
 }
 
+static void take_sources(b2sd_server *srv, b2sd_msnap *snap) {
+  size_t n = b2sd_sources_count(srv);
+  for (size_t i = 0; i < n && i < B2SD_MSOURCES_MAX; i++) {
+    b2sd_source_counts c;
+    b2sd_source_counts_get(srv, i, &c);
+    b2sd_msource *m = &snap->sources[snap->nsources++];
+    snprintf(m->endpoint, sizeof m->endpoint, "%s", c.endpoint);
+    m->kind = c.kind;
+    m->messages = c.messages;
+    m->images = c.images;
+    m->refused = c.refused;
+    m->unknown_series = c.unknown_series;
+    m->series = c.series;
+    m->series_timed_out = c.series_timed_out;
+    m->series_open = c.series_open;
+  }
+}
+
 b2sd_msnap *b2sd_msnap_take(b2sd_server *srv, uint64_t start_ns) {
   b2sd_msnap *s = calloc(1, sizeof *s);
   if (!s)
@@ -111,7 +132,7 @@ b2sd_msnap *b2sd_msnap_take(b2sd_server *srv, uint64_t start_ns) {
   for (b2sd_stream *st = srv->streams; st && s->nstreams < srv->nstreams;
        st = st->next)
     take_stream(srv, st, &s->streams[s->nstreams++], s);
-  b2sd_sources_msnap(srv, s);
+  take_sources(srv, s);
   return s;
 }
 

@@ -4,6 +4,7 @@
 #define B2SD_MSNAP_H
 
 #include "b2sd.h"
+#include "metrics.h"
 
 /* A snapshot of the daemon's figures (NULL when out of memory).  I/O
  * thread. */

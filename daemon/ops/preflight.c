@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "b2sd.h"
 #include "b2s_store.h"
+#include "access.h"
+#include "auth.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,6 +8,9 @@
 #include "fdheadroom.h"
 #include "progress.h"
 #include "source_s2.h"
+#include "hist.h"
+#include "stream.h"
+#include "workers.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -22,6 +22,9 @@
 #include "outbox.h"
 #include "progress.h"
 #include "recdeliver.h"
+#include "hist.h"
+#include "stream.h"
+#include "readers.h"
 
 #include <errno.h>
 #include <stdlib.h>

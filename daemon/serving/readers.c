@@ -61,6 +61,8 @@
 #define _GNU_SOURCE
 #include "outbox.h"
 #include "recdeliver.h"
+#include "readers.h"
+#include "stream.h"
 
 #include <errno.h>
 #include <stdio.h>

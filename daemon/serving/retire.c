@@ -7,6 +7,11 @@
 #include "outbox.h"
 #include "progress.h"
 #include "session.h"
+#include "readers.h"
+#include "handoff.h"
+#include "stream.h"
+#include "follow.h"
+#include "ingest.h"
 
 void b2sd_stream_retire(b2sd_stream *st) {
   if (st->retiring || st->dist)

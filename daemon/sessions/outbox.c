@@ -1,6 +1,7 @@
-/* The outbox: sending messages to sessions over their ROUTER sockets, and
- * waking the I/O thread.  Nothing here calls back into the rest of the
- * daemon, so every module may send and wake through it.
+/* The outbox: sending messages to sessions over their ROUTER sockets.
+ * Nothing here calls back into the rest of the daemon, so every module of
+ * the I/O thread may send through it (the wakeup other threads use is
+ * b2sd_wake, wake.c).
  *
  * Messages the daemon can regenerate (cumulative ACKs, NOTIFY ranges,
  * pushed chunks) are simply retried on a later turn when a peer's queue is
@@ -11,16 +12,6 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
-
-void b2sd_wake(b2sd_server *srv) {
-  /* acq_rel: pairs with the exchange to 0 in the I/O loop before it scans;
-   * whoever sets the flag writes the eventfd, so no wakeup is lost */
-  if (!atomic_exchange_explicit(&srv->wake_pending, 1, memory_order_acq_rel)) {
-    uint64_t one = 1;
-    ssize_t w = write(srv->wakefd, &one, sizeof one);
-    (void)w;
-  }
-}
 
 int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
                    bool more) {

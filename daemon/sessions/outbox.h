@@ -1,7 +1,6 @@
 /* The I/O thread's outbox: every message the daemon sends to a session
- * goes through here (outbox.c), and so does every wakeup of the I/O
- * thread (b2sd_wake, declared in b2sd.h, any thread).  The send functions
- * are I/O thread only: they use the session's ROUTER socket. */
+ * goes through here (outbox.c).  I/O thread only: the functions use the
+ * session's ROUTER socket. */
 #ifndef B2SD_OUTBOX_H
 #define B2SD_OUTBOX_H
 

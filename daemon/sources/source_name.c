@@ -1,6 +1,7 @@
 /* Stream names of a Stream V2 series; see source_name.h. */
 #define _GNU_SOURCE
 #include "source_name.h"
+#include "stream.h"
 
 #include <errno.h>
 #include <stdio.h>

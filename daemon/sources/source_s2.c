@@ -25,7 +25,6 @@
 
 #include "clock.h"
 #include "fdheadroom.h"
-#include "metrics.h"
 #include "progress.h"
 #include "b2s_msgpack.h"
 #include "retire.h"
@@ -33,6 +32,11 @@
 #include "source_meta.h"
 #include "source_name.h"
 #include "b2s_wire.h"
+#include "chunkpool.h"
+#include "order.h"
+#include "handoff.h"
+#include "stream.h"
+#include "workers.h"
 
 #define RECV_BATCH 64
 
@@ -948,19 +952,16 @@ char *b2sd_sources_json(b2sd_server *srv) {
   return out;
 }
 
-void b2sd_sources_msnap(b2sd_server *srv, b2sd_msnap *snap) {
-  b2sd_sources *ss = srv->sources;
-  for (size_t i = 0; ss && i < ss->n && i < B2SD_MSOURCES_MAX; i++) {
-    const source *s = &ss->s[i];
-    b2sd_msource *m = &snap->sources[snap->nsources++];
-    snprintf(m->endpoint, sizeof m->endpoint, "%s", s->cfg.endpoint);
-    m->kind = "dectris-stream2";
-    m->messages = s->messages;
-    m->images = s->images;
-    m->refused = s->failures;
-    m->unknown_series = s->unknown_series;
-    m->series = s->series;
-    m->series_timed_out = s->timeouts;
-    m->series_open = s->open;
-  }
+size_t b2sd_sources_count(b2sd_server *srv) {
+  return srv->sources ? srv->sources->n : 0;
+}
+
+void b2sd_source_counts_get(b2sd_server *srv, size_t i,
+                            b2sd_source_counts *out) {
+  const source *s = &srv->sources->s[i];
+  *out = (b2sd_source_counts){
+      .endpoint = s->cfg.endpoint, .kind = "dectris-stream2",
+      .messages = s->messages, .images = s->images, .refused = s->failures,
+      .unknown_series = s->unknown_series, .series = s->series,
+      .series_timed_out = s->timeouts, .series_open = s->open};
 }

@@ -23,9 +23,20 @@ void b2sd_sources_tick(b2sd_server *srv, uint64_t now_ns);
 void b2sd_sources_close(b2sd_server *srv);
 /* Close the sockets, free (before zmq_ctx_term).  No-op without sources. */
 void b2sd_sources_free(b2sd_server *srv);
-/* The sources' counters into a metrics snapshot (metrics.h). */
-struct b2sd_msnap;
-void b2sd_sources_msnap(b2sd_server *srv, struct b2sd_msnap *s);
+/* One source's counters, as the metrics show them; the texts are the
+ * source's (valid while the configuration is). */
+typedef struct b2sd_source_counts {
+  const char *endpoint;
+  const char *kind;              /* "dectris-stream2" */
+  uint64_t messages, images, refused, unknown_series, series,
+      series_timed_out;
+  bool series_open;
+} b2sd_source_counts;
+
+/* How many sources there are, and the counters of source i of them. */
+size_t b2sd_sources_count(b2sd_server *srv);
+void b2sd_source_counts_get(b2sd_server *srv, size_t i,
+                            b2sd_source_counts *out);
 /* The sources' counters as a JSON array (malloc'ed), NULL when out of
  * memory. */
 char *b2sd_sources_json(b2sd_server *srv);

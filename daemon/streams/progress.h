@@ -15,7 +15,7 @@
 #ifndef B2SD_PROGRESS_H
 #define B2SD_PROGRESS_H
 
-#include "b2sd.h"
+#include "stream.h"
 
 /* ---- the writer thread ------------------------------------------------- */
 

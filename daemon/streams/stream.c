@@ -19,7 +19,6 @@
  * file, a sparse frame's chunk files and their directory entries. */
 #define _GNU_SOURCE
 #include "b2s_assert.h"
-#include "b2sd.h"
 #include "chunkpool.h"
 #include "clock.h"
 #include "dirlock.h"
@@ -27,6 +26,9 @@
 #include "groupcommit.h"
 #include "progress.h"
 #include "b2s_wire.h"
+#include "fscheck.h"
+#include "handoff.h"
+#include "stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -410,26 +412,6 @@ b2sd_stream *b2sd_stream_find(b2sd_server *srv, const char *name) {
     if (strcmp(st->name, name) == 0)
       return st;
   return NULL;
-}
-
-void b2sd_stream_put(b2sd_stream *st, b2sd_chunk *c) {
-  pthread_mutex_lock(&st->lock);
-  b2sd_chunk **pp = &st->ready;
-  while (*pp && (*pp)->seq < c->seq)
-    pp = &(*pp)->next;
-  c->next = *pp;
-  *pp = c;
-  st->arrived++;
-  pthread_cond_signal(&st->cond);
-  pthread_mutex_unlock(&st->lock);
-}
-
-void b2sd_stream_flush(b2sd_stream *st, uint64_t upto) {
-  pthread_mutex_lock(&st->lock);
-  if (upto > st->flush_upto)
-    st->flush_upto = upto;
-  pthread_cond_signal(&st->cond);
-  pthread_mutex_unlock(&st->lock);
 }
 
 void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out) {

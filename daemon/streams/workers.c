@@ -21,6 +21,9 @@
 #include "chunkpool.h"
 #include "progress.h"
 #include "segment.h"
+#include "handoff.h"
+#include "stream.h"
+#include "workers.h"
 
 #include <errno.h>
 #include <sched.h>
