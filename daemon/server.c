@@ -726,7 +726,7 @@ static int on_signal(b2sd_server *srv) {
       b2s_notify_stopping();
       srv->draining = true;
       for (b2sd_stream *st = srv->streams; st; st = st->next) {
-        if (st->retiring)
+        if (b2sd_life_retiring(st->life))
           continue;                  /* drained when its series ended */
         b2sd_stream_drain_mark(st);  /* held frame numbers are stored */
         b2sd_stream_flush(st, st->seq_next);

@@ -244,7 +244,7 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
           "the limit";
   }
   b2sd_stream *st = rc == 0 ? b2sd_stream_find(srv, name) : NULL;
-  if (st && st->retiring) {      /* its series ended (retire.h) */
+  if (st && b2sd_life_retiring(st->life)) {      /* its series ended (retire.h) */
     rc = B2S_E_CLOSED;
     why = "the stream is closing: its detector series ended";
   }

@@ -14,9 +14,9 @@
 #include "ingest.h"
 
 void b2sd_stream_retire(b2sd_stream *st) {
-  if (st->retiring || st->dist)
+  if (b2sd_life_retiring(st->life) || st->dist)
     return;
-  st->retiring = true;
+  b2sd_life_move(&st->life, B2SD_LIFE_RETIRING, st->name);
   /* a producer on a detector's stream is unusual; it ends here, so the
    * stream takes nothing after the series' last image */
   while (st->handles)
@@ -38,11 +38,17 @@ static bool all_arrived(b2sd_stream *st) {
  * for a failed frame arrived, and given back); true once it exited (the
  * frame is closed, or left as it was at a failure). */
 static bool writer_done(b2sd_stream *st) {
+  if (st->life == B2SD_LIFE_CLOSED)
+    return true;
   b2sd_progress p;
   b2sd_progress_load(st, &p);
   bool held = p.failed ? all_arrived(st) : p.written >= st->seq_next;
-  if (!st->thread_started)
-    return !p.failed || held;    /* no writer: only the workers' chunks */
+  if (!st->thread_started) {     /* no writer: only the workers' chunks */
+    bool done = !p.failed || held;
+    if (done)
+      b2sd_life_move(&st->life, B2SD_LIFE_CLOSED, st->name);
+    return done;
+  }
   if (!held)
     return false;                /* workers or the writer still hold some */
   pthread_mutex_lock(&st->lock);
@@ -51,8 +57,13 @@ static bool writer_done(b2sd_stream *st) {
     pthread_cond_signal(&st->cond);
   }
   pthread_mutex_unlock(&st->lock);
+  if (st->life == B2SD_LIFE_RETIRING)
+    b2sd_life_move(&st->life, B2SD_LIFE_STOPPING, st->name);
   /* acquire: pairs with the writer's release store after the close */
-  return atomic_load_explicit(&st->writer_exited, memory_order_acquire);
+  if (!atomic_load_explicit(&st->writer_exited, memory_order_acquire))
+    return false;
+  b2sd_life_move(&st->life, B2SD_LIFE_CLOSED, st->name);
+  return true;
 }
 
 /* Step 3: follows that have every chunk end; those of dead sessions go
@@ -96,7 +107,7 @@ void b2sd_retire_turn(b2sd_server *srv) {
     return;
   for (b2sd_stream *st = srv->streams, *nx; st; st = nx) {
     nx = st->next;
-    if (!st->retiring || !writer_done(st))
+    if (!b2sd_life_retiring(st->life) || !writer_done(st))
       continue;
     follows_end(srv, st);
     if (!st->follows && st->nreads == 0)

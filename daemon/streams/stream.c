@@ -382,6 +382,7 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
       b2sd_stream_free(st);
       return drc;
     }
+    b2sd_life_move(&st->life, B2SD_LIFE_READY, st->name);
     *out = st;
     return 0;
   }
@@ -400,8 +401,10 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
     LOG_E("stream %s: failed: %s: %s; the other streams serve", st->name,
           st->path, st->fail_reason);
     b2sd_progress_fail(st, rc);
+    b2sd_life_move(&st->life, B2SD_LIFE_FAILED, st->name);
   } else {
     b2sd_progress_init(st, b2s_pair_nchunks(st->fw));
+    b2sd_life_move(&st->life, B2SD_LIFE_READY, st->name);
   }
   *out = st;
   return 0;
@@ -786,6 +789,7 @@ int b2sd_stream_start(b2sd_stream *st) {
   if (rc)
     return -rc;
   st->thread_started = true;
+  b2sd_life_move(&st->life, B2SD_LIFE_WRITING, st->name);
   char name[16];
   snprintf(name, sizeof name, "b2s-%c-%.9s", st->dist ? 'd' : 'w', st->name);
   pthread_setname_np(st->thread, name);
@@ -812,6 +816,7 @@ static void writer_end(b2sd_stream *st) {
   atomic_fetch_sub_explicit(&st->srv->stage_bytes, st->stage_bytes,
                             memory_order_relaxed);
   st->stage_bytes = 0;
+  b2sd_life_move(&st->life, B2SD_LIFE_ENDED, st->name);
 }
 
 /* A distributed stream: a new writer after every seq given so far (it
@@ -823,10 +828,12 @@ static int reopen_distributed(b2sd_stream *st) {
   pthread_mutex_unlock(&st->lock);
   st->seq_base = st->seq_next;
   b2sd_progress_reopen(st, 0, st->seq_next);
+  b2sd_life_move(&st->life, B2SD_LIFE_READY, st->name);
   int rc = b2sd_stream_start(st);
-  if (rc < 0)
+  if (rc < 0) {
     b2sd_progress_fail(st, rc);
-  else
+    b2sd_life_move(&st->life, B2SD_LIFE_FAILED, st->name);
+  } else
     LOG_I("stream %s: distributed writer started again", st->name);
   return rc;
 }
@@ -845,6 +852,7 @@ int b2sd_stream_reopen(b2sd_stream *st) {
                   : "cannot write in the frame's directory",
              b2s_strerror(room));
     b2sd_progress_fail(st, room);
+    b2sd_life_move(&st->life, B2SD_LIFE_FAILED, st->name);
     return room;
   }
   char before[sizeof st->fail_reason];
@@ -861,6 +869,7 @@ int b2sd_stream_reopen(b2sd_stream *st) {
       LOG_E("stream %s: still failed: %s: %s", st->name, st->path,
             st->fail_reason);
     b2sd_progress_fail(st, rc);
+    b2sd_life_move(&st->life, B2SD_LIFE_FAILED, st->name);
     return rc;
   }
   pthread_mutex_lock(&st->lock);
@@ -870,9 +879,11 @@ int b2sd_stream_reopen(b2sd_stream *st) {
   st->seq_base = st->seq_next;
   int64_t n = b2s_pair_nchunks(st->fw);
   b2sd_progress_reopen(st, n, st->seq_next);
+  b2sd_life_move(&st->life, B2SD_LIFE_READY, st->name);
   rc = b2sd_stream_start(st);
   if (rc < 0) {
     b2sd_progress_fail(st, rc);
+    b2sd_life_move(&st->life, B2SD_LIFE_FAILED, st->name);
     return rc;
   }
   LOG_I("stream %s: re-opened %s at %lld chunks", st->name, st->path,

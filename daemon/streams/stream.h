@@ -10,6 +10,7 @@
 #include "b2s_blockorder.h"
 #include "b2sd.h"
 #include "hist.h"
+#include "life.h"
 #include "order.h"
 
 /* A buffer of a distributed stream its writer could not store: the frame
@@ -106,9 +107,9 @@ struct b2sd_stream {
   b2sd_conflict *conflicts;
   size_t nconflicts, capconflicts;
   struct b2sd_follow *follows;
-  /* Closing for good (retire.h): its series ended; no new handle, freed
-   * once written and read out (I/O thread only). */
-  bool retiring;
+  /* Its life (life.h): open, failed, writing, retiring, ...; I/O thread
+   * only, moved by b2sd_life_move alone. */
+  b2sd_life life;
   size_t nreads;                 /* reads of it not yet freed (I/O thread) */
   uint64_t uid;                  /* never reused: the readers' frame cache
                                     key, as a freed stream's address may be */
