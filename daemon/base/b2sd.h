@@ -1,7 +1,7 @@
 /* What every part of b2streamd shares: the thread map, the lock order,
  * the wakeup of the I/O thread, the objects a buffer travels in (jobs and
  * chunks) and the server.  Each sub-room's own objects are in its headers
- * (a stream: stream.h; sessions, handles, follows: session.h).
+ * (a stream: streamobj.h; sessions, handles, follows: session.h).
  *
  * Threads (named as ps/top show them).  Signals are blocked in all of
  * them (main.c blocks them before the first thread starts); all are joined

@@ -21,7 +21,7 @@
 #include "progress.h"
 #include "b2s_wire.h"
 #include "handoff.h"
-#include "stream.h"
+#include "streamobj.h"
 
 /* How long a report may wait for room in the PUSH queue: a committer far
  * behind or absent must not stop the stores; a report lost here is found

@@ -6,7 +6,7 @@
 #ifndef B2SD_HANDOFF_H
 #define B2SD_HANDOFF_H
 
-#include "stream.h"
+#include "streamobj.h"
 
 /* Hand a chunk (or tombstone) to the writer; takes ownership (locks st). */
 void b2sd_stream_put(b2sd_stream *st, b2sd_chunk *c);

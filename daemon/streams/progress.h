@@ -15,7 +15,7 @@
 #ifndef B2SD_PROGRESS_H
 #define B2SD_PROGRESS_H
 
-#include "stream.h"
+#include "streamobj.h"
 
 /* ---- the writer thread ------------------------------------------------- */
 

@@ -22,7 +22,7 @@
 #include "progress.h"
 #include "segment.h"
 #include "handoff.h"
-#include "stream.h"
+#include "streamobj.h"
 #include "workers.h"
 
 #include <errno.h>
