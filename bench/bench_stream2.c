@@ -190,7 +190,7 @@ static char busy_comm[NSIDES][16], daemon_comm[16];
 static int nworkers;
 
 /* The sockets as the daemon side has them: PUSH bound with SNDHWM 1000,
- * PULL connected with RCVHWM 64 (daemon/source_s2.c).  busy: the most
+ * PULL connected with RCVHWM 64 (daemon/sources/source_s2.c).  busy: the most
  * CPU one thread of this process spent, us per image. */
 static void round_raw(const msgs *m, const char *dir, bool to_file, double *ips,
                       double *cpu_gb, double *busy) {

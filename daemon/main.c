@@ -11,6 +11,8 @@
 #include "endpoint.h"
 #include "fdheadroom.h"
 #include "notify.h"
+#include "preflight.h"
+#include "server.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -21,6 +21,15 @@
 #include "progress.h"
 #include "retire.h"
 #include "segment.h"
+#include "access.h"
+#include "auth.h"
+#include "readers.h"
+#include "stats.h"
+#include "handoff.h"
+#include "stream.h"
+#include "workers.h"
+#include "follow.h"
+#include "ingest.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -717,7 +726,7 @@ static int on_signal(b2sd_server *srv) {
       b2s_notify_stopping();
       srv->draining = true;
       for (b2sd_stream *st = srv->streams; st; st = st->next) {
-        if (st->retiring)
+        if (b2sd_life_retiring(st->life))
           continue;                  /* drained when its series ended */
         b2sd_stream_drain_mark(st);  /* held frame numbers are stored */
         b2sd_stream_flush(st, st->seq_next);

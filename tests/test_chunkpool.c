@@ -1,4 +1,4 @@
-/* The chunk-buffer pool (daemon/chunkpool.c): the idle budget, the lazy
+/* The chunk-buffer pool (daemon/buffers/chunkpool.c): the idle budget, the lazy
  * list past it, release at a stream's end, trim. */
 #include <setjmp.h>
 #include <stdarg.h>

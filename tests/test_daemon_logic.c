@@ -1,9 +1,9 @@
 /* The daemon's decisions, without a daemon: a producer handle's ledger
- * (credits and acknowledgement levels, daemon/ledger.c), the stream
- * writer's group commits (daemon/groupcommit.c), read admission and its
- * byte budget (daemon/readbudget.c), and the configuration-to-wire maps
- * (daemon/wiremap.c), the escaping of log lines (daemon/log.c), the
- * ownership of frame numbers among ranks (daemon/rank.c).  Plain
+ * (credits and acknowledgement levels, daemon/sessions/ledger.c), the stream
+ * writer's group commits (daemon/streams/groupcommit.c), read admission and its
+ * byte budget (daemon/sessions/readbudget.c), and the configuration-to-wire maps
+ * (daemon/ingest/wiremap.c), the escaping of log lines (daemon/base/log.c), the
+ * ownership of frame numbers among ranks (daemon/streams/rank.c).  Plain
  * data in, decisions out: every case sets up
  * the numbers the daemon would see and checks the exact outcome. */
 #include <setjmp.h>

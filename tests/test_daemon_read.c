@@ -1,5 +1,5 @@
 /* Integration tests of b2streamd: READ and pushed chunks are read off the
- * I/O thread (daemon/readers.c) within bounds of count (B2S_E_BUSY beyond
+ * I/O thread (daemon/serving/readers.c) within bounds of count (B2S_E_BUSY beyond
  * them) and of bytes (reads wait), a failed stream's ERRORs say whether they
  * end a handle or a follow, and b2nd streams take only buffers of their
  * chunk size.  The real daemon ($B2S_DAEMON) runs on a temporary

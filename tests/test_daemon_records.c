@@ -1,4 +1,4 @@
-/* Records for consumers (daemon/recdeliver.c): stored records as record
+/* Records for consumers (daemon/serving/recdeliver.c): stored records as record
  * frames, the records of a run of chunks read from a real records frame
  * (reopened when it knows too few), and the NOTIFY and CHUNK headers that
  * carry them, checked through the version-2 codec. */

@@ -1,6 +1,8 @@
 /* The layout rules of docs/ARCHITECTURE.md, checked against the tree:
  * every `#include "..."` of a room names a header of the same room or of
- * a room the dependency rule lets it use; header and source file names
+ * a room the dependency rule lets it use (a sub-room, "room/folder", also
+ * uses what its room may use outside it; a room outside uses all of another
+ * room's sub-rooms by naming the room); header and source file names
  * are unique; no source or document refers to a path outside the
  * repository.  B2S_SOURCE_ROOT is the tree, the rule block is read from
  * its docs/ARCHITECTURE.md. */
@@ -140,6 +142,20 @@ static void walk(const char *rel) {
   closedir(d);
 }
 
+/* The rule's sub-room holding path (the longest "room/folder" its
+ * folder starts with), else its top-level room. */
+static void assign_room(file *f) {
+  size_t best = 0;
+  for (int i = 0; i < nrooms; i++) {
+    size_t n = strlen(rooms[i].name);
+    if (strchr(rooms[i].name, '/') && n > best &&
+        strncmp(f->path, rooms[i].name, n) == 0 && f->path[n] == '/') {
+      snprintf(f->room, sizeof f->room, "%s", rooms[i].name);
+      best = n;
+    }
+  }
+}
+
 static int setup(void **state) {
   (void)state;
   root = getenv("B2S_SOURCE_ROOT");
@@ -147,6 +163,8 @@ static int setup(void **state) {
     return -1;
   load_rule();
   walk("");
+  for (int i = 0; i < nfiles; i++)
+    assign_room(&files[i]);
   return 0;
 }
 
@@ -163,12 +181,28 @@ static const file *find_header(const char *name) {
   return NULL;
 }
 
+/* Whether name is top or one of its sub-rooms ("top/..."). */
+static bool within(const char *name, const char *top) {
+  size_t n = strlen(top);
+  return strncmp(name, top, n) == 0 && (name[n] == '\0' || name[n] == '/');
+}
+
 static bool may_use(const room *r, const char *other) {
   if (strcmp(r->name, other) == 0)
     return true;
   for (int i = 0; i < r->nuses; i++)
-    if (strcmp(r->uses[i], other) == 0)
-      return true;
+    if (strcmp(r->uses[i], other) == 0 ||
+        (!strchr(r->uses[i], '/') && within(other, r->uses[i]) &&
+         !within(r->name, r->uses[i])))
+      return true;   /* named, or a sub-room of a room named from outside */
+  const char *slash = strchr(r->name, '/');
+  if (slash) {       /* a sub-room uses what its room uses outside it */
+    char top[NAME_MAX_LEN];
+    snprintf(top, sizeof top, "%.*s", (int)(slash - r->name), r->name);
+    const room *parent = find_room(top);
+    if (parent && !within(other, top))
+      return may_use(parent, other);
+  }
   return false;
 }
 
@@ -212,6 +246,31 @@ static void test_includes_follow_rule(void **state) {
   }
   printf("%d include lines checked, %d break the rule\n", checked, bad);
   assert_true(checked > 500);
+  assert_int_equal(bad, 0);
+}
+
+/* A room cut into sub-rooms has each of its folders' code in one of them,
+ * so no folder escapes the rule between them. */
+static void test_subrooms_cover_folders(void **state) {
+  (void)state;
+  int bad = 0, subrooms = 0;
+  for (int i = 0; i < nrooms; i++)
+    subrooms += strchr(rooms[i].name, '/') != NULL;
+  for (int i = 0; i < nfiles; i++) {
+    if (!is_code(&files[i]) || strchr(files[i].room, '/'))
+      continue;
+    bool cut = false;
+    for (int k = 0; k < nrooms; k++)
+      cut |= strchr(rooms[k].name, '/') && within(rooms[k].name, files[i].room);
+    const char *rest = files[i].path + strlen(files[i].room) + 1;
+    if (cut && strchr(rest, '/')) {
+      printf("%s: in no sub-room of %s the rule lists\n", files[i].path,
+             files[i].room);
+      bad++;
+    }
+  }
+  printf("%d sub-rooms in the rule, %d files outside them\n", subrooms, bad);
+  assert_true(subrooms >= 8);
   assert_int_equal(bad, 0);
 }
 
@@ -327,6 +386,7 @@ static void test_acq_pure(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_includes_follow_rule),
+      cmocka_unit_test(test_subrooms_cover_folders),
       cmocka_unit_test(test_code_names_unique),
       cmocka_unit_test(test_no_path_outside),
       cmocka_unit_test(test_acq_pure),

@@ -1,4 +1,4 @@
-/* The HTTP listener's pure parts (daemon/metrics.c, httproute.c,
+/* The HTTP listener's pure parts (daemon/ops/metrics.c, httproute.c,
  * thumb.c): the exact Prometheus and JSON texts of a snapshot, histogram
  * bucket edges, request routing, thumbnail scaling and the PNG bytes
  * (decoded again with libpng). */

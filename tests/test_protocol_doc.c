@@ -1,5 +1,5 @@
 /* docs/PROTOCOL.md against the code, where that is cheap: the STATS
- * members daemon/stats.c writes are in the document's STATS table (and
+ * members daemon/ops/stats.c writes are in the document's STATS table (and
  * the table lists nothing stats.c does not write), the shared-memory
  * layout tables give the offsets and sizes of proto/b2s_shm.h, and the
  * constants and stream-name limit are those of the headers.  No daemon:

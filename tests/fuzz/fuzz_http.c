@@ -1,5 +1,5 @@
 /* libFuzzer target for what the daemon's HTTP listener decides from a
- * client's bytes (daemon/httproute.h, thumb.h): the route of a method and
+ * client's bytes (daemon/ops/httproute.h, thumb.h): the route of a method and
  * a path, and the scaling of an image whose dtype and shape come from the
  * input.  Whatever the bytes: no crash, no read outside the input; a
  * route names a stream only for /thumb/, with a name of the safe set that
