@@ -229,6 +229,19 @@ typedef struct b2sd_conflict {
   int code;
 } b2sd_conflict;
 
+/* The few settings the ingest path reads per buffer (b2sd_buffer_accept,
+ * b2sd_gap_put, drop-oldest, a source's images), out of the stream's
+ * b2s_stream_cfg (KiBs: paths and series metadata).  Immutable once
+ * published. */
+typedef struct b2sd_ingest_cfg {
+  b2s_cparams cparams;           /* a chunk's own: applies at once */
+  int32_t queue_depth;
+  int32_t backpressure;          /* enum b2s_backpressure */
+  bool fills;                    /* a buffer that never reaches the frame
+                                    leaves a gap (gaps, or order:
+                                    frame_number) */
+} b2sd_ingest_cfg;
+
 struct b2sd_stream {
   b2sd_stream *next;             /* server list, I/O thread */
   b2sd_server *srv;
@@ -237,10 +250,16 @@ struct b2sd_stream {
   int64_t stage_bytes;           /* its writer's direct-I/O stages */
 
   /* Settings: written by the I/O thread on reload, under lock; the writer
-   * copies what it needs under lock. */
+   * copies what it needs under lock.  What the ingest path reads per
+   * buffer is in `ingest` (b2sd_stream_ingest), not here. */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   b2s_stream_cfg cfg;
+  /* The ingest path's snapshot of cfg: published by a pointer swap
+   * between the two slots on reload (b2sd_stream_reconfigure says when a
+   * slot is written again).  I/O thread only. */
+  _Atomic(const b2sd_ingest_cfg *) ingest;
+  b2sd_ingest_cfg ingest_slot[2];
 
   /* Writer input, under lock: chunks sorted by seq (the reorder buffer),
    * the seq a flush or drain wants committed and durable, stop. */
@@ -377,8 +396,16 @@ void b2sd_stream_put(b2sd_stream *st, b2sd_chunk *c);
 /* Stop the writer (after it wrote everything queued), close the frame
  * (compacting it), join, free.  Accepts NULL. */
 void b2sd_stream_free(b2sd_stream *st);
-/* Update the settings the stream takes from the configuration. */
+/* Run on with cfg, the settings b2s_stream_cfg_reload made of the running
+ * ones and the file's (restart-only keys kept).  I/O thread. */
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg);
+/* The ingest path's settings: valid until the I/O thread returns to its
+ * loop (the next reload may write the slot again).  I/O thread. */
+static inline const b2sd_ingest_cfg *b2sd_stream_ingest(b2sd_stream *st) {
+  /* acquire: pairs with the release store of b2sd_stream_reconfigure and
+   * b2sd_stream_open */
+  return atomic_load_explicit(&st->ingest, memory_order_acquire);
+}
 /* Snapshot of the settings. */
 void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out);
 /* Only its compression parameters and queue depth: for the per-image path
@@ -404,10 +431,8 @@ int b2sd_auth_check(const b2s_daemon_cfg *d);
 /* Start the handler thread, once every socket is set up. */
 int b2sd_auth_start(b2sd_auth *a);
 /* Reload: re-read the authorized keys (on failure, logged, the old set
- * stays); warn about curve settings that need a restart.  a may be NULL
- * (curve off). */
-void b2sd_auth_reload(b2sd_auth *a, const b2s_daemon_cfg *running,
-                      const b2s_daemon_cfg *loaded);
+ * stays).  a may be NULL (curve off). */
+void b2sd_auth_reload(b2sd_auth *a, const b2s_daemon_cfg *loaded);
 /* Stop the thread, close its sockets (before zmq_ctx_term).  Accepts NULL. */
 void b2sd_auth_free(b2sd_auth *a);
 

@@ -211,7 +211,14 @@ static void test_reload_codec(void **state) {
   kill(e.pid, SIGHUP);
   prod_send(&p, 50, 60);                         /* 20..59: around */
   env_log_wait(&e, reloaded, 1);
-  assert_int_equal(env_log_count(&e, "reload: stream c: new settings"), 1);
+  /* one line per changed key, each as its schema row says */
+  assert_int_equal(env_log_count(&e, "reload: streams.c.codec: applies at "
+                                     "once, to buffers accepted from now on"),
+                   1);
+  assert_int_equal(env_log_count(&e, "reload: streams.c.clevel: applies at "
+                                     "once"), 1);
+  assert_int_equal(env_log_count(&e, "reload: streams.c."), 2);
+  assert_int_equal(env_log_count(&e, "reload: streams.w."), 0);
   prod_send(&p, 60, 90);                         /* 60..89: after */
   prod_wait(&p, B2S_WIRE_LEVEL_WRITTEN, 90);
   cli_close(&p);
