@@ -408,9 +408,9 @@ static inline const b2sd_ingest_cfg *b2sd_stream_ingest(b2sd_stream *st) {
 }
 /* Snapshot of the settings. */
 void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out);
-/* Only its compression parameters and queue depth: for the per-image path
- * of a source, which would otherwise copy the whole settings (KiBs) under
- * the writer's lock twice an image. */
+/* Only its compression parameters and queue depth, from the ingest
+ * snapshot (no lock, no copy of the whole settings): for the per-image
+ * path of a source.  I/O thread. */
 void b2sd_stream_cp_get(b2sd_stream *st, b2s_cparams *cp, int *queue_depth);
 /* The server's stream of that name, or NULL.  I/O thread. */
 b2sd_stream *b2sd_stream_find(b2sd_server *srv, const char *name);
