@@ -360,6 +360,12 @@ int b2s_cluster_cfg_reload(const b2s_cluster_cfg *running,
                            const b2s_cluster_cfg *loaded, b2s_reload_fn fn,
                            void *arg);
 
+/* The keys of one source that differ; nothing is copied (sources start
+ * with the daemon).  Returns their number. */
+int b2s_source_cfg_reload(const b2s_source_cfg *running,
+                          const b2s_source_cfg *loaded, b2s_reload_fn fn,
+                          void *arg);
+
 /* How the key at path reloads (enum b2s_reload) and, in *applies when not
  * NULL, the row's words; scope is "daemon", "stream", "cluster" or
  * "source".  B2S_E_ARG for a key the schema lacks. */

@@ -253,6 +253,14 @@ int b2s_cluster_cfg_reload(const b2s_cluster_cfg *running,
   return running->enabled ? walk_scope(&w) : 0;
 }
 
+int b2s_source_cfg_reload(const b2s_source_cfg *running,
+                          const b2s_source_cfg *loaded, b2s_reload_fn fn,
+                          void *arg) {
+  walk w = {.scope = CFG_SOURCE, .running = running, .loaded = loaded,
+            .fn = fn, .arg = arg};
+  return walk_scope(&w);
+}
+
 int b2s_config_key_reload(const char *scope, const char *path,
                           const char **applies) {
   static const char *const names[] = {

@@ -559,6 +559,24 @@ static void reload_daemon(b2sd_server *srv, const b2s_config *cfg) {
   b2sd_log_set_level(srv->dcfg.log_level);
 }
 
+/* Sources start with the daemon: a change waits for a restart. */
+static void reload_sources(const b2s_config *old, const b2s_config *cfg) {
+  size_t n, nold;
+  const b2s_source_cfg *sc = b2s_config_sources(cfg, &n);
+  const b2s_source_cfg *was = b2s_config_sources(old, &nold);
+  if (n != nold) {
+    LOG_W("reload: sources: needs a restart, kept at %zu source%s", nold,
+          nold == 1 ? "" : "s");
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "sources[%zu].", i);
+    b2s_source_cfg_reload(&was[i], &sc[i], reload_tell,
+                          &(reload_log){.prefix = prefix});
+  }
+}
+
 /* Templates: streams made from them from now on take the new ones. */
 static void reload_templates(const b2s_config *old, const b2s_config *cfg) {
   size_t n;
@@ -621,6 +639,7 @@ static void reload(b2sd_server *srv) {
     return;
   }
   reload_daemon(srv, cfg);
+  reload_sources(srv->cfg, cfg);
   reload_templates(srv->cfg, cfg);
   size_t n;
   const b2s_stream_cfg *sc = b2s_config_streams(cfg, &n);

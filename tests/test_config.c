@@ -1684,6 +1684,26 @@ static void test_reload_groups(void **state) {
   t.n = 0;
   assert_int_equal(b2s_cluster_cfg_reload(b2s_config_cluster(a),
                                           b2s_config_cluster(b), tell, &t), 0);
+  /* a source's keys are told of, each as restart only */
+  b2s_config *c = parse_ok("sources:\n  - {kind: dectris-stream2, endpoint: "
+                           "'tcp://127.0.0.1:9999', series_timeout_ms: 500}\n");
+  b2s_config *c2 = parse_ok("sources:\n  - {kind: dectris-stream2, endpoint: "
+                            "'tcp://127.0.0.1:9999', series_timeout_ms: 900, "
+                            "beamline: {beam_flux: 2.5}}\n");
+  size_t n1, n2;
+  const b2s_source_cfg *s1 = b2s_config_sources(c, &n1);
+  const b2s_source_cfg *s2 = b2s_config_sources(c2, &n2);
+  assert_int_equal(n1, 1);
+  assert_int_equal(n2, 1);
+  t.n = 0;
+  assert_int_equal(b2s_source_cfg_reload(s1, s2, tell, &t), 2);
+  assert_string_equal(t.keys[0], "series_timeout_ms");
+  assert_string_equal(t.kept[0], "500");
+  assert_int_equal(t.how[0], B2S_RELOAD_RESTART);
+  assert_string_equal(t.keys[1], "beamline.beam_flux");
+  assert_string_equal(t.kept[1], "0");
+  b2s_config_free(c2);
+  b2s_config_free(c);
   b2s_config_free(b);
   b2s_config_free(a);
 }
