@@ -46,6 +46,16 @@
 #define B2S_IPC_PATH_MAX 107            /* sockaddr_un.sun_path minus NUL */
 #define B2S_CONFIG_SERIES_MAX 4096      /* series defaults, msgpack bytes */
 
+/* How a running daemon takes a key's new value on SIGHUP; each schema row
+ * (config/schema.c) says which, and docs/CONFIG.md shows it. */
+enum b2s_reload {
+  B2S_RELOAD_AT_ONCE = 1,              /* the running daemon takes it */
+  B2S_RELOAD_NEXT_FRAME = 2,           /* a frame (stream) opened from now
+                                          on gets it; running ones keep
+                                          theirs */
+  B2S_RELOAD_RESTART = 3,              /* kept until a restart */
+};
+
 enum b2s_log_level {
   B2S_LOG_ERROR = 0,
   B2S_LOG_WARNING = 1,
@@ -310,6 +320,57 @@ int b2s_config_stream_from_template(const b2s_config *cfg,
 bool b2s_stream_cfg_equal(const b2s_stream_cfg *a, const b2s_stream_cfg *b);
 bool b2s_daemon_cfg_equal(const b2s_daemon_cfg *a, const b2s_daemon_cfg *b);
 bool b2s_cluster_cfg_equal(const b2s_cluster_cfg *a, const b2s_cluster_cfg *b);
+
+/* ---- reload --------------------------------------------------------------
+ * What a SIGHUP changes, key by key, as the schema's rows say. */
+
+typedef struct b2s_reload_change {
+  const char *key;                     /* the row's path: "codec",
+                                          "durability.ack", "workers" */
+  int how;                             /* enum b2s_reload */
+  const char *applies;                 /* at once: how; else what waits,
+                                          or NULL */
+  char kept[96];                       /* the running value, as YAML (cut
+                                          to fit) */
+} b2s_reload_change;
+
+/* Told of one changed key; arg is the caller's. */
+typedef void (*b2s_reload_fn)(void *arg, const b2s_reload_change *ch);
+
+/* The settings a running stream goes on with after a reload: loaded, with
+ * every restart-only key (and what is derived from it: full_path from
+ * path, the whole b2nd description from b2nd) kept from running.  fn, when
+ * not NULL, is told of every key that differs, in schema order.  Returns
+ * the number of keys that differ (0: the stream is left as it is). */
+int b2s_stream_cfg_reload(const b2s_stream_cfg *running,
+                          const b2s_stream_cfg *loaded, b2s_stream_cfg *out,
+                          b2s_reload_fn fn, void *arg);
+
+/* The daemon's settings: the at-once keys that differ are copied from
+ * loaded into running, field by field (a field nothing changed is not
+ * written: other threads read some); fn hears of every key that differs.
+ * Returns the number of keys that differ. */
+int b2s_daemon_cfg_reload(b2s_daemon_cfg *running,
+                          const b2s_daemon_cfg *loaded, b2s_reload_fn fn,
+                          void *arg);
+
+/* The keys of the cluster section that differ (a section switched on or
+ * off is the key "cluster"); nothing is copied.  Returns their number. */
+int b2s_cluster_cfg_reload(const b2s_cluster_cfg *running,
+                           const b2s_cluster_cfg *loaded, b2s_reload_fn fn,
+                           void *arg);
+
+/* The keys of one source that differ; nothing is copied (sources start
+ * with the daemon).  Returns their number. */
+int b2s_source_cfg_reload(const b2s_source_cfg *running,
+                          const b2s_source_cfg *loaded, b2s_reload_fn fn,
+                          void *arg);
+
+/* How the key at path reloads (enum b2s_reload) and, in *applies when not
+ * NULL, the row's words; scope is "daemon", "stream", "cluster" or
+ * "source".  B2S_E_ARG for a key the schema lacks. */
+int b2s_config_key_reload(const char *scope, const char *path,
+                          const char **applies);
 
 /* The core's b2nd description of s (which must have b2nd.enabled); nd
  * borrows the dtype string from s. */

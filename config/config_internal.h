@@ -68,6 +68,11 @@ typedef struct cfg_desc {
   const char *env;          /* environment variable that replaces def */
   const char *unit;
   const char *help;
+  /* How a running daemon takes a new value on SIGHUP (enum b2s_reload,
+   * never 0: test_config checks every row) and, for at-once keys, how; a
+   * next-frame or restart-only key may say what waits. */
+  uint8_t reload;
+  const char *applies;
 } cfg_desc;
 
 #define CFG_MAX_DESC 128      /* schema rows: sizes the per-row arrays */
@@ -173,6 +178,9 @@ void b2s_cfg_field_set(void *p, size_t size, int64_t v);
  * uint16_t). */
 size_t b2s_cfg_list_count(const cfg_desc *d, const void *obj);
 void b2s_cfg_list_count_set(const cfg_desc *d, void *obj, size_t n);
+/* Whether the field of d holds the same value in oa and ob (equal.c; a
+ * group's own row is always equal: its keys are rows of their own). */
+bool b2s_cfg_field_equal(const cfg_desc *d, const void *oa, const void *ob);
 
 /* ---- paths and names --------------------------------------------------- */
 

@@ -10,7 +10,7 @@ static bool item_equal(const cfg_desc *d, const char *a, const char *b) {
   return b2s_cfg_field_get(a, d->size) == b2s_cfg_field_get(b, d->size);
 }
 
-static bool field_equal(const cfg_desc *d, const void *oa, const void *ob) {
+bool b2s_cfg_field_equal(const cfg_desc *d, const void *oa, const void *ob) {
   const char *a = (const char *)oa + d->off, *b = (const char *)ob + d->off;
   switch (d->type) {
   case CT_GROUP:
@@ -68,7 +68,7 @@ static bool scope_equal(int scope, const void *a, const void *b) {
       }
       continue;
     }
-    if (!field_equal(d, a, b))
+    if (!b2s_cfg_field_equal(d, a, b))
       return false;
   }
   return true;

@@ -525,6 +525,120 @@ static void socket_max_message(void *z, int64_t max_buffer) {
 
 /* ---- reload --------------------------------------------------------------- */
 
+/* One changed key, as its schema row says it reloads (b2s_config.h). */
+typedef struct reload_log {
+  const char *prefix;            /* "streams.raw.", "templates.t.", "" */
+  bool made_only;                /* a template: streams made from it */
+} reload_log;
+
+static void reload_tell(void *arg, const b2s_reload_change *ch) {
+  const reload_log *r = arg;
+  const char *ap = ch->applies ? ch->applies : "";
+  const char *sep = ch->applies ? " (" : "", *end = ch->applies ? ")" : "";
+  if (r->made_only)
+    LOG_I("reload: %s%s: applies to streams made from the template from "
+          "now on; the running ones keep theirs", r->prefix, ch->key);
+  else if (ch->how == B2S_RELOAD_AT_ONCE)
+    LOG_I("reload: %s%s: applies at once%s%s", r->prefix, ch->key,
+          ch->applies ? ", " : "", ap);
+  else if (ch->how == B2S_RELOAD_NEXT_FRAME)
+    LOG_I("reload: %s%s: applies to the next frame%s%s%s", r->prefix,
+          ch->key, sep, ap, end);
+  else
+    LOG_W("reload: %s%s: needs a restart, kept at %s%s%s%s", r->prefix,
+          ch->key, ch->kept, sep, ap, end);
+}
+
+/* The daemon's keys: the at-once ones into srv->dcfg, then what follows
+ * them (the chunk pool, the sockets' message bound, the log level). */
+static void reload_daemon(b2sd_server *srv, const b2s_config *cfg) {
+  const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
+  reload_log top = {.prefix = ""};
+  b2s_daemon_cfg_reload(&srv->dcfg, d, reload_tell, &top);
+  b2s_cluster_cfg_reload(b2s_config_cluster(srv->cfg),
+                         b2s_config_cluster(cfg), reload_tell,
+                         &(reload_log){.prefix = "cluster."});
+  b2sd_auth_reload(srv->auth, d);
+  b2sd_chunkpool_set_max(srv->chunks, srv->dcfg.memory_limit / 4);
+  if (srv->dcfg.max_buffer > srv->max_message) {
+    srv->max_message = srv->dcfg.max_buffer;
+    for (int i = 0; i < srv->nsockets; i++)
+      socket_max_message(srv->sockets[i], srv->dcfg.max_buffer);
+  }
+  b2sd_log_set_level(srv->dcfg.log_level);
+}
+
+/* Sources start with the daemon: a change waits for a restart. */
+static void reload_sources(const b2s_config *old, const b2s_config *cfg) {
+  size_t n, nold;
+  const b2s_source_cfg *sc = b2s_config_sources(cfg, &n);
+  const b2s_source_cfg *was = b2s_config_sources(old, &nold);
+  if (n != nold) {
+    LOG_W("reload: sources: needs a restart, kept at %zu source%s", nold,
+          nold == 1 ? "" : "s");
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "sources[%zu].", i);
+    b2s_source_cfg_reload(&was[i], &sc[i], reload_tell,
+                          &(reload_log){.prefix = prefix});
+  }
+}
+
+/* Templates: streams made from them from now on take the new ones. */
+static void reload_templates(const b2s_config *old, const b2s_config *cfg) {
+  size_t n;
+  const b2s_stream_cfg *t = b2s_config_templates(cfg, &n);
+  for (size_t i = 0; i < n; i++) {
+    const b2s_stream_cfg *was = b2s_config_template_find(old, t[i].name);
+    char prefix[B2S_STREAM_NAME_MAX + 16];
+    snprintf(prefix, sizeof prefix, "templates.%s.", t[i].name);
+    b2s_stream_cfg next;
+    if (was)
+      b2s_stream_cfg_reload(was, &t[i], &next, reload_tell,
+                            &(reload_log){.prefix = prefix, .made_only = true});
+    else
+      LOG_I("reload: templates.%s: new; streams made from it from now on "
+            "get it", t[i].name);
+  }
+}
+
+/* A stream of the file: a running one takes each changed key as its row
+ * says; a new one opens. */
+static void reload_stream(b2sd_server *srv, const b2s_stream_cfg *sc) {
+  b2sd_stream *st = b2sd_stream_find(srv, sc->name);
+  if (st) {
+    b2s_stream_cfg cur, next;
+    b2sd_stream_cfg_get(st, &cur);
+    char prefix[B2S_STREAM_NAME_MAX + 16];
+    snprintf(prefix, sizeof prefix, "streams.%s.", st->name);
+    if (b2s_stream_cfg_reload(&cur, sc, &next, reload_tell,
+                              &(reload_log){.prefix = prefix}) > 0)
+      b2sd_stream_reconfigure(st, &next);
+    return;
+  }
+  /* one writer per frame: a stream made from a template may own it */
+  for (st = srv->streams; st; st = st->next)
+    if (strcmp(st->path, sc->full_path) == 0)
+      break;
+  if (st) {
+    LOG_E("reload: stream %s: %s is the frame of running stream %s; not "
+          "added", sc->name, sc->full_path, st->name);
+    return;
+  }
+  if (b2sd_stream_open(srv, sc, &st) < 0)
+    return;
+  if (b2sd_stream_start(st) < 0) {
+    b2sd_stream_free(st);
+    return;
+  }
+  st->next = srv->streams;
+  srv->streams = st;
+  srv->nstreams++;
+  LOG_I("reload: stream %s added", st->name);
+}
+
 static void reload(b2sd_server *srv) {
   b2s_errdetail ed;
   b2s_config *cfg = NULL;
@@ -533,68 +647,23 @@ static void reload(b2sd_server *srv) {
     LOG_E("reload: %s; keeping the running configuration", ed.text);
     return;
   }
-  const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
-  if (d->nlisten != srv->dcfg.nlisten ||
-      memcmp(d->listen, srv->dcfg.listen, sizeof d->listen) != 0 ||
-      strcmp(d->data_dir, srv->dcfg.data_dir) != 0 ||
-      d->workers != srv->dcfg.workers ||
-      d->http.enabled != srv->dcfg.http.enabled ||
-      strcmp(d->http.listen, srv->dcfg.http.listen) != 0)
-    LOG_W("reload: listen, data_dir, workers and http apply after a "
-          "restart");
-  if (!b2s_cluster_cfg_equal(b2s_config_cluster(srv->cfg),
-                             b2s_config_cluster(cfg)))
-    LOG_W("reload: cluster changes apply to distributed streams opened "
-          "from now on; the running ones keep theirs until a restart");
-  b2sd_auth_reload(srv->auth, &srv->dcfg, d);
-  srv->dcfg.memory_limit = d->memory_limit;
-  b2sd_chunkpool_set_max(srv->chunks, d->memory_limit / 4);
-  srv->dcfg.max_sessions = d->max_sessions;
-  srv->dcfg.max_streams = d->max_streams;
-  if (d->max_buffer > srv->max_message) {
-    srv->max_message = d->max_buffer;
-    for (int i = 0; i < srv->nsockets; i++)
-      socket_max_message(srv->sockets[i], d->max_buffer);
-  }
-  srv->dcfg.max_buffer = d->max_buffer;
-  srv->dcfg.log_level = d->log_level;
-  b2sd_log_set_level(d->log_level);
+  reload_daemon(srv, cfg);
+  reload_sources(srv->cfg, cfg);
+  reload_templates(srv->cfg, cfg);
   size_t n;
   const b2s_stream_cfg *sc = b2s_config_streams(cfg, &n);
+  /* a configured stream the file no longer has runs on */
+  size_t nold;
+  const b2s_stream_cfg *was = b2s_config_streams(srv->cfg, &nold);
+  for (size_t i = 0; i < nold; i++)
+    if (!b2s_config_stream_find(cfg, was[i].name) &&
+        b2sd_stream_find(srv, was[i].name))
+      LOG_W("reload: streams.%s: not in the file any more; runs on until "
+            "a restart", was[i].name);
   b2s_config *old = srv->cfg;
   srv->cfg = cfg;
-  for (size_t i = 0; i < n; i++) {
-    b2sd_stream *st = b2sd_stream_find(srv, sc[i].name);
-    if (st) {
-      b2s_stream_cfg cur;
-      b2sd_stream_cfg_get(st, &cur);
-      if (!b2s_stream_cfg_equal(&cur, &sc[i])) {
-        b2sd_stream_reconfigure(st, &sc[i]);
-        LOG_I("reload: stream %s: new settings apply to the next chunk",
-              st->name);
-      }
-      continue;
-    }
-    /* one writer per frame: a stream made from a template may own it */
-    for (st = srv->streams; st; st = st->next)
-      if (strcmp(st->path, sc[i].full_path) == 0)
-        break;
-    if (st) {
-      LOG_E("reload: stream %s: %s is the frame of running stream %s; not "
-            "added", sc[i].name, sc[i].full_path, st->name);
-      continue;
-    }
-    if (b2sd_stream_open(srv, &sc[i], &st) < 0)
-      continue;
-    if (b2sd_stream_start(st) < 0) {
-      b2sd_stream_free(st);
-      continue;
-    }
-    st->next = srv->streams;
-    srv->streams = st;
-    srv->nstreams++;
-    LOG_I("reload: stream %s added", st->name);
-  }
+  for (size_t i = 0; i < n; i++)
+    reload_stream(srv, &sc[i]);
   b2s_config_free(old);
   LOG_I("configuration reloaded from %s", srv->config_path);
 }

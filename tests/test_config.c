@@ -1549,6 +1549,165 @@ static void test_load_from_files(void **state) {
                    B2S_E_ARG);
 }
 
+/* ---- reload classes -------------------------------------------------------- */
+
+/* Every row of the schema says how it reloads; an at-once row says how. */
+static void test_schema_rows_declare_reload(void **state) {
+  (void)state;
+  for (size_t i = 0; i < b2s_cfg_nschema; i++) {
+    const cfg_desc *d = &b2s_cfg_schema[i];
+    if (d->reload != B2S_RELOAD_AT_ONCE && d->reload != B2S_RELOAD_NEXT_FRAME &&
+        d->reload != B2S_RELOAD_RESTART)
+      fail_msg("schema row %s declares no reload class", d->path);
+    if (d->reload == B2S_RELOAD_AT_ONCE && (!d->applies || !d->applies[0]))
+      fail_msg("schema row %s applies at once but does not say how", d->path);
+  }
+  assert_int_equal(b2s_config_key_reload("stream", "nosuch", NULL), B2S_E_ARG);
+  assert_int_equal(b2s_config_key_reload("nowhere", "codec", NULL), B2S_E_ARG);
+}
+
+typedef struct told {
+  int n;
+  char keys[16][64];
+  int how[16];
+  char kept[16][96];
+} told;
+
+static void tell(void *arg, const b2s_reload_change *ch) {
+  told *t = arg;
+  assert_true(t->n < 16);
+  snprintf(t->keys[t->n], sizeof t->keys[0], "%s", ch->key);
+  t->how[t->n] = ch->how;
+  snprintf(t->kept[t->n], sizeof t->kept[0], "%s", ch->kept);
+  t->n++;
+}
+
+static int told_at(const told *t, const char *key) {
+  for (int i = 0; i < t->n; i++)
+    if (strcmp(t->keys[i], key) == 0)
+      return i;
+  fail_msg("no change told for %s", key);
+  return -1;
+}
+
+/* The reload path's decision for each key is its row's: the at-once and
+ * next-frame values are the stream's from now on (a next-frame one is
+ * used by the next frame it opens), the restart-only ones (and full_path,
+ * derived from path) stay the running ones; each changed key is told
+ * once, with its row's class and the value kept. */
+static void test_reload_follows_rows(void **state) {
+  (void)state;
+  b2s_config *a = parse_ok(
+      "workers: 2\nlog_level: info\nmemory_limit: 64MiB\n"
+      "streams:\n  s:\n    codec: zstd\n    clevel: 5\n"
+      "    durability: {group_count: 8}\n"
+      "    series: {sample: a}\n    path: one.b2frame\n    order: arrival\n"
+      "    b2nd: {shape: [0, 4], chunkshape: [1, 4]}\n");
+  b2s_config *b = parse_ok(
+      "workers: 4\nlog_level: debug\nmemory_limit: 64MiB\n"
+      "streams:\n  s:\n    codec: lz4\n    clevel: 5\n"
+      "    durability: {group_count: 9}\n"
+      "    series: {sample: b}\n    path: two.b2frame\n"
+      "    order: frame_number\n"
+      "    b2nd: {shape: [0, 8], chunkshape: [1, 8]}\n");
+  const b2s_stream_cfg *ra = stream(a, "s"), *lb = stream(b, "s");
+  b2s_stream_cfg out;
+  told t = {0};
+  /* codec, group_count, series, path, order, b2nd.shape, chunkshape and
+   * blockshape (= chunkshape), and blocksize, derived from blockshape
+   * (chunk_nbytes stays 0: not distributed) */
+  assert_int_equal(b2s_stream_cfg_reload(ra, lb, &out, tell, &t), 9);
+  assert_int_equal(t.n, 9);
+  const char *keys[] = {"codec", "durability.group_count", "series", "path",
+                        "order", "b2nd.shape", "b2nd.chunkshape"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    int k = told_at(&t, keys[i]);
+    assert_int_equal(t.how[k], b2s_config_key_reload("stream", keys[i], NULL));
+  }
+  assert_int_equal(t.how[told_at(&t, "codec")], B2S_RELOAD_AT_ONCE);
+  assert_int_equal(t.how[told_at(&t, "series")], B2S_RELOAD_NEXT_FRAME);
+  assert_int_equal(t.how[told_at(&t, "path")], B2S_RELOAD_RESTART);
+  assert_string_equal(t.kept[told_at(&t, "path")], "\"one.b2frame\"");
+  assert_string_equal(t.kept[told_at(&t, "order")], "arrival");
+  assert_string_equal(t.kept[told_at(&t, "b2nd.shape")], "[0, 4]");
+  /* a b2nd stream's blocksize goes with its b2nd description, kept */
+  assert_int_equal(t.how[told_at(&t, "blocksize")], B2S_RELOAD_RESTART);
+  assert_string_equal(t.kept[told_at(&t, "blocksize")], "8");
+  assert_int_equal(out.cparams.blocksize, ra->cparams.blocksize);
+  /* at once and next frame: the loaded values */
+  assert_int_equal(out.cparams.codec, B2S_CODEC_LZ4);
+  assert_int_equal(out.durability.group_count, 9);
+  assert_int_equal(out.series_len, lb->series_len);
+  assert_memory_equal(out.series, lb->series, lb->series_len);
+  /* restart only: the running ones, with what derives from them */
+  assert_string_equal(out.path, ra->path);
+  assert_string_equal(out.full_path, ra->full_path);
+  assert_int_equal(out.order, B2S_ORDER_ARRIVAL);
+  assert_memory_equal(&out.b2nd, &ra->b2nd, sizeof out.b2nd);
+  /* nothing changed: nothing told, the settings as they are */
+  t.n = 0;
+  assert_int_equal(b2s_stream_cfg_reload(ra, ra, &out, tell, &t), 0);
+  assert_int_equal(t.n, 0);
+  assert_true(b2s_stream_cfg_equal(&out, ra));
+
+  /* the daemon: log_level taken, workers kept at 2 */
+  b2s_daemon_cfg d = *b2s_config_daemon(a);
+  t.n = 0;
+  assert_int_equal(b2s_daemon_cfg_reload(&d, b2s_config_daemon(b), tell, &t),
+                   2);
+  assert_int_equal(t.how[told_at(&t, "workers")], B2S_RELOAD_RESTART);
+  assert_string_equal(t.kept[told_at(&t, "workers")], "2");
+  assert_int_equal(t.how[told_at(&t, "log_level")], B2S_RELOAD_AT_ONCE);
+  assert_int_equal(d.workers, 2);
+  assert_int_equal(d.log_level, B2S_LOG_DEBUG);
+  b2s_config_free(b);
+  b2s_config_free(a);
+}
+
+/* An optional group switched on or off is one change (its keys are not
+ * told of one by one), and the cluster section is one rank's settings
+ * for distributed streams opened from now on. */
+static void test_reload_groups(void **state) {
+  (void)state;
+  b2s_config *a = parse_ok("streams:\n  s: {}\n");
+  b2s_config *b = parse_ok(
+      "streams:\n  s: {b2nd: {shape: [0, 4], chunkshape: [1, 4]}}\n");
+  told t = {0};
+  b2s_stream_cfg out;
+  assert_int_equal(b2s_stream_cfg_reload(stream(a, "s"), stream(b, "s"), &out,
+                                         tell, &t), 2);
+  /* blocksize comes from the blockshape: told of on its own */
+  assert_string_equal(t.keys[0], "blocksize");
+  assert_string_equal(t.keys[1], "b2nd");
+  assert_string_equal(t.kept[1], "null");
+  assert_false(out.b2nd.enabled);
+  t.n = 0;
+  assert_int_equal(b2s_cluster_cfg_reload(b2s_config_cluster(a),
+                                          b2s_config_cluster(b), tell, &t), 0);
+  /* a source's keys are told of, each as restart only */
+  b2s_config *c = parse_ok("sources:\n  - {kind: dectris-stream2, endpoint: "
+                           "'tcp://127.0.0.1:9999', series_timeout_ms: 500}\n");
+  b2s_config *c2 = parse_ok("sources:\n  - {kind: dectris-stream2, endpoint: "
+                            "'tcp://127.0.0.1:9999', series_timeout_ms: 900, "
+                            "beamline: {beam_flux: 2.5}}\n");
+  size_t n1, n2;
+  const b2s_source_cfg *s1 = b2s_config_sources(c, &n1);
+  const b2s_source_cfg *s2 = b2s_config_sources(c2, &n2);
+  assert_int_equal(n1, 1);
+  assert_int_equal(n2, 1);
+  t.n = 0;
+  assert_int_equal(b2s_source_cfg_reload(s1, s2, tell, &t), 2);
+  assert_string_equal(t.keys[0], "series_timeout_ms");
+  assert_string_equal(t.kept[0], "500");
+  assert_int_equal(t.how[0], B2S_RELOAD_RESTART);
+  assert_string_equal(t.keys[1], "beamline.beam_flux");
+  assert_string_equal(t.kept[1], "0");
+  b2s_config_free(c2);
+  b2s_config_free(c);
+  b2s_config_free(b);
+  b2s_config_free(a);
+}
+
 /* docs/CONFIG.md against the schema: a row "| `path` | ... |" for every
  * key, with its default as `def` in the third column, and no row for a
  * key the schema lacks. */
@@ -1558,11 +1717,21 @@ static void test_config_md_matches_schema(void **state) {
   assert_non_null(path);
   char *doc = ts_read_text(path, NULL);
   assert_non_null(doc);
+  /* each scope's table, where its rows are looked for */
+  static const char *const heads[] = {
+      [CFG_DAEMON] = "\n## The daemon", [CFG_CLUSTER] = "\n## `cluster:`",
+      [CFG_STREAM] = "\n## Streams and templates",
+      [CFG_SOURCE] = "\n## `sources:`"};
+  static const char *const classes[] = {
+      [B2S_RELOAD_AT_ONCE] = "at once", [B2S_RELOAD_NEXT_FRAME] = "next frame",
+      [B2S_RELOAD_RESTART] = "restart"};
   for (size_t i = 0; i < b2s_cfg_nschema; i++) {
     const cfg_desc *d = &b2s_cfg_schema[i];
     char row[256];
     snprintf(row, sizeof row, "\n| `%s` | ", d->path);
-    char *at = strstr(doc, row);
+    char *table = strstr(doc, heads[d->scope]);
+    assert_non_null(table);
+    char *at = strstr(table, row);
     if (at == NULL) {
       fail_msg("docs/CONFIG.md has no row for %s", d->path);
       continue;                  /* (fail_msg does not return) */
@@ -1578,6 +1747,17 @@ static void test_config_md_matches_schema(void **state) {
         fail_msg("docs/CONFIG.md: %s should show default %s", d->path,
                  d->def);
     }
+    /* the reload column, fifth, is the row's class */
+    char *cell = at + 1;
+    for (int col = 0; col < 5 && cell && cell < end; col++)
+      cell = strstr(cell + 1, " | ");
+    assert_true(d->reload >= B2S_RELOAD_AT_ONCE &&
+                d->reload <= B2S_RELOAD_RESTART);
+    const char *want = classes[d->reload];
+    if (!cell || cell >= end || strncmp(cell - strlen(want), want,
+                                        strlen(want)) != 0 ||
+        cell[-(int)strlen(want) - 1] != ' ')
+      fail_msg("docs/CONFIG.md: %s should say it reloads: %s", d->path, want);
     /* a key the loader refuses in templates says so */
     char *only = strstr(at, "streams only");
     if ((d->flags & CF_STREAM_ONLY) && (only == NULL || only > end))
@@ -1605,6 +1785,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shipped_config),
       cmocka_unit_test(test_config_md_matches_schema),
+      cmocka_unit_test(test_schema_rows_declare_reload),
+      cmocka_unit_test(test_reload_follows_rows),
+      cmocka_unit_test(test_reload_groups),
       cmocka_unit_test(test_empty_config_is_all_defaults),
       cmocka_unit_test(test_environment_directories),
       cmocka_unit_test(test_error_messages),

@@ -13,6 +13,8 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +23,8 @@
 
 #include "b2s_chunk.h"
 #include "b2s_errors.h"
+#include "b2s_meta.h"
+#include "b2stream_client.h"
 #include "daemon_harness.h"
 #include "b2s_frame.h"
 #include "b2s_wire.h"
@@ -211,7 +215,14 @@ static void test_reload_codec(void **state) {
   kill(e.pid, SIGHUP);
   prod_send(&p, 50, 60);                         /* 20..59: around */
   env_log_wait(&e, reloaded, 1);
-  assert_int_equal(env_log_count(&e, "reload: stream c: new settings"), 1);
+  /* one line per changed key, each as its schema row says */
+  assert_int_equal(env_log_count(&e, "reload: streams.c.codec: applies at "
+                                     "once, to buffers accepted from now on"),
+                   1);
+  assert_int_equal(env_log_count(&e, "reload: streams.c.clevel: applies at "
+                                     "once"), 1);
+  assert_int_equal(env_log_count(&e, "reload: streams.c."), 2);
+  assert_int_equal(env_log_count(&e, "reload: streams.w."), 0);
   prod_send(&p, 60, 90);                         /* 60..89: after */
   prod_wait(&p, B2S_WIRE_LEVEL_WRITTEN, 90);
   cli_close(&p);
@@ -234,6 +245,139 @@ static void test_reload_codec(void **state) {
   zmq_close(s);
   assert_int_equal(env_stop(&e, SIGTERM), 0);
   check_frame(path, &p, p.n);
+  env_fini(&e);
+}
+
+/* One key of each reload class, changed together: stream k's codec (at
+ * once), series (next frame) and path (restart only). */
+#define CONFIG_K(codec, series, path)                                          \
+  "listen: [ipc://d.sock]\n"                                                   \
+  "run_dir: run\n"                                                             \
+  "data_dir: data\n"                                                           \
+  "workers: 2\n"                                                               \
+  "log_level: debug\n"                                                         \
+  "streams:\n"                                                                 \
+  "  k:\n"                                                                     \
+  "    codec: " codec "\n"                                                     \
+  "    series: {sample: " series "}\n"                                         \
+  "    path: " path "\n"                                                       \
+  "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n"
+
+/* Four random bits a byte: every codec compresses it (a chunk of it is
+ * never stored as it came), none to nothing. */
+static void noise(uint8_t *b, size_t len, int i) {
+  uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+  for (size_t k = 0; k < len; k++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b[k] = (uint8_t)(x & 0x0f);
+  }
+}
+
+/* Whether the series map of the frame at path holds the msgpack string
+ * text (the value of sample). */
+static bool frame_series_has(const char *path, const char *text) {
+  b2s_frame *f;
+  assert_int_equal(b2s_frame_open(path, &f, NULL), 0);
+  uint8_t *map = NULL;
+  int32_t n = 0;
+  assert_int_equal(b2s_frame_vlmeta_get(f, B2S_SERIES_VLMETA, NULL, &map, &n),
+                   0);
+  uint8_t want[32];
+  size_t len = strlen(text);
+  assert_true(len < 32);
+  want[0] = (uint8_t)(0xa0 | len);   /* fixstr */
+  memcpy(want + 1, text, len);
+  bool has = memmem(map, (size_t)n, want, len + 1) != NULL;
+  free(map);
+  b2s_frame_free(f);
+  return has;
+}
+
+static int send_noise(b2sc_producer *p, size_t len, int from, int to) {
+  uint8_t *b = malloc(len);
+  int rc = 0;
+  for (int i = from; i < to && rc == 0; i++) {
+    noise(b, len, i);
+    rc = b2sc_send(p, b, len, 5000);
+  }
+  free(b);
+  return rc;
+}
+
+/* SIGHUP with a new codec, series and path: the log says what each does,
+ * and each does it.  The codec applies to the buffers sent after the
+ * reload; the running frame keeps its series map, which only a new frame
+ * starts with (here: the frame moved aside while the stream was failed
+ * on a full disk, so that OPEN makes it anew); the path stays the running
+ * one, the new one is never made. */
+static void test_reload_classes(void **state) {
+  (void)state;
+  env e;
+  env_init_config(&e, CONFIG_K("zstd", "first", "k.b2frame"));
+  e.fsize_limit = 3000000;     /* above the frame's 1 MiB data reserve */
+  env_start(&e);
+  b2sc_session *s;
+  assert_int_equal(b2sc_connect(e.sock, "classes", &s), 0);
+  b2sc_producer *p;
+  assert_int_equal(b2sc_producer_open(s, "k", NULL, &p), 0);
+  const size_t len = 65536;
+  assert_int_equal(send_noise(p, len, 0, 4), 0);
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+
+  env_write_config(&e, CONFIG_K("lz4", "second", "k2.b2frame"));
+  kill(e.pid, SIGHUP);
+  env_log_wait(&e, reloaded, 1);
+  assert_int_equal(env_log_count(&e, "reload: streams.k.codec: applies at "
+                                     "once, to buffers accepted from now on"),
+                   1);
+  assert_int_equal(env_log_count(&e, "reload: streams.k.series: applies to "
+                                     "the next frame (a frame made from now "
+                                     "on starts with it"), 1);
+  assert_int_equal(env_log_count(&e, "reload: streams.k.path: needs a "
+                                     "restart, kept at \"k.b2frame\""), 1);
+  assert_int_equal(env_log_count(&e, "reload: streams.k."), 3);
+  assert_int_equal(env_log_count(&e, "new settings apply"), 0);
+
+  assert_int_equal(send_noise(p, len, 4, 8), 0);
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  char path[400], path2[400], aside[420];
+  frame_path(&e, "k", path, sizeof path);
+  frame_path(&e, "k2", path2, sizeof path2);
+  int codecs[64];
+  assert_int_equal(frame_codecs(&e, "k", codecs, 64), 8);
+  for (int k = 0; k < 8; k++)          /* at once */
+    assert_int_equal(codecs[k], k < 4 ? B2S_CODEC_ZSTD : B2S_CODEC_LZ4);
+  assert_true(frame_series_has(path, "first"));   /* not in this frame */
+  assert_false(frame_series_has(path, "second"));
+  struct stat sb;
+  assert_int_equal(stat(path2, &sb), -1);         /* restart only */
+
+  /* a full disk fails the stream; its frame goes aside, room comes back
+   * and OPEN makes the stream's next frame */
+  assert_int_equal(send_noise(p, len, 8, 2000), -EFBIG);
+  assert_int_equal(b2sc_producer_close(p), -EFBIG);
+  snprintf(aside, sizeof aside, "%s.full", path);
+  assert_int_equal(rename(path, aside), 0);
+  struct rlimit rl;
+  assert_int_equal(prlimit(e.pid, RLIMIT_FSIZE, NULL, &rl), 0);
+  rl.rlim_cur = rl.rlim_max;
+  assert_int_equal(prlimit(e.pid, RLIMIT_FSIZE, &rl, NULL), 0);
+  assert_int_equal(b2sc_producer_open(s, "k", NULL, &p), 0);
+  assert_int_equal(send_noise(p, len, 0, 3), 0);
+  assert_int_equal(b2sc_flush(p, 10000), 0);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(s);
+  assert_int_equal(env_stop(&e, SIGTERM), 0);
+  assert_true(env_log_count(&e, "stream k: re-opened") >= 1);
+  assert_true(frame_series_has(path, "second"));  /* the next frame */
+  assert_false(frame_series_has(path, "first"));
+  assert_true(frame_series_has(aside, "first"));
+  assert_int_equal(frame_codecs(&e, "k", codecs, 64), 3);
+  for (int k = 0; k < 3; k++)
+    assert_int_equal(codecs[k], B2S_CODEC_LZ4);
+  assert_int_equal(stat(path2, &sb), -1);         /* still not made */
   env_fini(&e);
 }
 
@@ -544,6 +688,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reload_adds_stream),
     cmocka_unit_test(test_reload_codec),
+    cmocka_unit_test(test_reload_classes),
     cmocka_unit_test(test_reload_broken_config),
     cmocka_unit_test(test_reload_path_clash),
     cmocka_unit_test(test_push_follows),

@@ -297,13 +297,6 @@ void b2sd_open_msg(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
   b2sd_send(srv, s, &o, NULL, 0);
 }
 
-/* Whether a buffer that does not reach the frame leaves a gap: gaps: fill,
- * and always under order: frame_number (its frame number keeps its
- * place). */
-static bool fills(const b2sd_stream *st, const b2s_stream_cfg *cfg) {
-  return st->ordered || b2s_stream_cfg_fill_gaps(cfg);
-}
-
 static void send_dropped(b2sd_server *srv, b2sd_handle *h, uint64_t id,
                          int reason) {
   b2s_wire_msg d;
@@ -329,9 +322,7 @@ static bool drop_oldest(b2sd_server *srv, b2sd_stream *st) {
   if (!c)
     abort();
   c->seq = j->seq;
-  b2s_stream_cfg cfg;
-  b2sd_stream_cfg_get(st, &cfg);
-  if (fills(st, &cfg)) {         /* the seq keeps a placeholder */
+  if (b2sd_stream_ingest(st)->fills) {   /* the seq keeps a placeholder */
     c->gap = B2S_RECORD_GAP | B2S_RECORD_DROPPED;
     c->nbytes = (int32_t)j->len;
     c->rec = j->rec;
@@ -501,13 +492,11 @@ int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
 
 void b2sd_gap_put(b2sd_handle *h, uint32_t flags, size_t len, b2sd_rec *rec) {
   b2sd_stream *st = h->st;
-  b2s_stream_cfg cfg;
-  b2sd_stream_cfg_get(st, &cfg);
   int64_t n = h->chunk_bytes ? h->chunk_bytes : (int64_t)len;
   b2sd_chunk *c = NULL;
   /* a distributed stream's gaps are the committer's: a frame number no
    * rank stored */
-  if (!st->dist && fills(st, &cfg) && n > 0 && n <= INT32_MAX)
+  if (!st->dist && b2sd_stream_ingest(st)->fills && n > 0 && n <= INT32_MAX)
     c = calloc(1, sizeof *c);
   if (!c) {
     b2sd_rec_clear(rec);
@@ -558,24 +547,23 @@ int b2sd_rec_take(bool flagged, zmq_msg_t *frame,
 void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
                         const b2s_wire_msg *m, uint64_t id, b2sd_bufsrc *b) {
   b2sd_stream *st = h->st;
-  b2s_stream_cfg cfg;
-  b2sd_stream_cfg_get(st, &cfg);
+  const b2sd_ingest_cfg *cfg = b2sd_stream_ingest(st);
   /* relaxed: the memory bound is approximate by at most one buffer per
    * worker; pairs with the fetch_sub in b2sd_job_free */
   int64_t inflight =
       atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
   size_t plen = b->len;
   bool full = b2sd_pool_stream_queued(srv->pool, st) >=
-                  (size_t)cfg.queue_depth ||
+                  (size_t)cfg->queue_depth ||
               (!b->seg && inflight + (int64_t)plen > b2sd_memory_headroom(srv));
-  if (full && cfg.backpressure == B2S_BP_DROP_NEWEST) {
+  if (full && cfg->backpressure == B2S_BP_DROP_NEWEST) {
     b2sd_gap_put(h, B2S_RECORD_DROPPED, plen, &b->rec);
     source_drop(b);
     b2sd_ledger_push(&h->lg, B2SD_ENTRY_DROPPED, 0);
     send_dropped(srv, h, id, B2S_WIRE_POLICY_DROP_NEWEST);
     return;
   }
-  if (full && cfg.backpressure == B2S_BP_DROP_OLDEST)
+  if (full && cfg->backpressure == B2S_BP_DROP_OLDEST)
     drop_oldest(srv, st);
   b2sd_job *j = calloc(1, sizeof *j);
   if (!j || b2sd_ledger_push(&h->lg, B2SD_ENTRY_QUEUED, st->seq_next) < 0) {
@@ -588,9 +576,10 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   }
   j->st = st;
   j->seq = st->seq_next++;
-  j->cparams = cfg.cparams;
-  if (cfg.backpressure == B2S_BP_BLOCK)
-    j->credit_batch = cfg.queue_depth >= 8 ? (uint32_t)cfg.queue_depth / 4 : 1;
+  j->cparams = cfg->cparams;
+  if (cfg->backpressure == B2S_BP_BLOCK)
+    j->credit_batch =
+        cfg->queue_depth >= 8 ? (uint32_t)cfg->queue_depth / 4 : 1;
   if (b->seg) {
     j->is_shm = true;
     j->seg = b->seg;
@@ -609,7 +598,7 @@ void b2sd_buffer_accept(b2sd_server *srv, b2sd_handle *h,
   j->session_id = h->sess->id;
   j->handle_id = h->id;
   j->buffer_id = id;
-  j->fill_gaps = fills(st, &cfg);
+  j->fill_gaps = cfg->fills;
   j->rec = b->rec;
   b->rec = (b2sd_rec){0};
   order_take(st, &j->rec);

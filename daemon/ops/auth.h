@@ -20,10 +20,8 @@ int b2sd_auth_check(const b2s_daemon_cfg *d);
 /* Start the handler thread, once every socket is set up. */
 int b2sd_auth_start(b2sd_auth *a);
 /* Reload: re-read the authorized keys (on failure, logged, the old set
- * stays); warn about curve settings that need a restart.  a may be NULL
- * (curve off). */
-void b2sd_auth_reload(b2sd_auth *a, const b2s_daemon_cfg *running,
-                      const b2s_daemon_cfg *loaded);
+ * stays).  a may be NULL (curve off). */
+void b2sd_auth_reload(b2sd_auth *a, const b2s_daemon_cfg *loaded);
 /* Stop the thread, close its sockets (before zmq_ctx_term).  Accepts NULL. */
 void b2sd_auth_free(b2sd_auth *a);
 

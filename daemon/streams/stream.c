@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+static void ingest_publish(b2sd_stream *st);
+
 static int mkdir_parents(const char *path) {
   char buf[B2S_CONFIG_PATH_MAX];
   snprintf(buf, sizeof buf, "%s", path);
@@ -338,6 +340,7 @@ static int open_distributed(b2sd_server *srv, b2sd_stream *st) {
   if (!st->dist)
     return B2S_E_NOMEM;
   st->ordered = false;           /* chunk index = frame number anyway */
+  ingest_publish(st);
   b2sd_progress_init(st, 0);
   return 0;
 }
@@ -354,6 +357,7 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   snprintf(st->name, sizeof st->name, "%s", cfg->name);
   snprintf(st->path, sizeof st->path, "%s", cfg->full_path);
   st->ordered = cfg->order == B2S_ORDER_FRAME_NUMBER;
+  ingest_publish(st);
   b2s_errdetail why;
   int brc = cfg->b2nd.enabled
                 ? b2s_blockorder_init(&st->blocks, cfg->b2nd.ndim,
@@ -424,36 +428,38 @@ void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out) {
 }
 
 void b2sd_stream_cp_get(b2sd_stream *st, b2s_cparams *cp, int *queue_depth) {
-  pthread_mutex_lock(&st->lock);
+  const b2sd_ingest_cfg *in = b2sd_stream_ingest(st);
   if (cp)
-    *cp = st->cfg.cparams;
+    *cp = in->cparams;
   if (queue_depth)
-    *queue_depth = st->cfg.queue_depth;
-  pthread_mutex_unlock(&st->lock);
+    *queue_depth = in->queue_depth;
+}
+
+/* Publish the ingest path's snapshot of st->cfg in the slot not in use.
+ * Reclamation: every reader of a snapshot runs on the I/O thread and
+ * keeps no pointer past its return to the loop, and this runs on the I/O
+ * thread too (open, reload), so no reader is left on the slot it writes,
+ * which the swap before last retired.  A reader on another thread would
+ * need a reference count. */
+static void ingest_publish(b2sd_stream *st) {
+  const b2sd_ingest_cfg *cur =
+      atomic_load_explicit(&st->ingest, memory_order_relaxed);
+  b2sd_ingest_cfg *next =
+      cur == &st->ingest_slot[0] ? &st->ingest_slot[1] : &st->ingest_slot[0];
+  *next = (b2sd_ingest_cfg){
+      .cparams = st->cfg.cparams, .queue_depth = st->cfg.queue_depth,
+      .backpressure = st->cfg.backpressure,
+      .fills = st->ordered || b2s_stream_cfg_fill_gaps(&st->cfg)};
+  /* release: pairs with the acquire load of b2sd_stream_ingest */
+  atomic_store_explicit(&st->ingest, next, memory_order_release);
 }
 
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg) {
   pthread_mutex_lock(&st->lock);
-  if (strcmp(cfg->full_path, st->cfg.full_path) != 0 ||
-      cfg->format != st->cfg.format || cfg->io != st->cfg.io ||
-      cfg->order != st->cfg.order ||
-      cfg->reorder_window != st->cfg.reorder_window ||
-      cfg->chunk_nbytes != st->cfg.chunk_nbytes)
-    LOG_W("stream %s: path, format, io, order, reorder_window and "
-          "chunk_nbytes changes apply after a restart",
-          st->name);
-  b2s_stream_cfg keep = st->cfg;
   st->cfg = *cfg;
-  memcpy(st->cfg.full_path, keep.full_path, sizeof keep.full_path);
-  memcpy(st->cfg.path, keep.path, sizeof keep.path);
-  st->cfg.format = keep.format;
-  st->cfg.io = keep.io;
-  st->cfg.b2nd = keep.b2nd;
-  st->cfg.order = keep.order;    /* the window runs on: after a restart */
-  st->cfg.reorder_window = keep.reorder_window;
-  st->cfg.chunk_nbytes = keep.chunk_nbytes;   /* the frame's, in the store */
   pthread_cond_signal(&st->cond);
   pthread_mutex_unlock(&st->lock);
+  ingest_publish(st);
 }
 
 /* ---- the writer thread ------------------------------------------------------ */

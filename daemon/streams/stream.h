@@ -33,13 +33,21 @@ int b2sd_stream_start(b2sd_stream *st);
 /* Stop the writer (after it wrote everything queued), close the frame
  * (compacting it), join, free.  Accepts NULL. */
 void b2sd_stream_free(b2sd_stream *st);
-/* Update the settings the stream takes from the configuration. */
+/* Run on with cfg, the settings b2s_stream_cfg_reload made of the running
+ * ones and the file's (restart-only keys kept).  I/O thread. */
 void b2sd_stream_reconfigure(b2sd_stream *st, const b2s_stream_cfg *cfg);
+/* The ingest path's settings: valid until the I/O thread returns to its
+ * loop (the next reload may write the slot again).  I/O thread. */
+static inline const b2sd_ingest_cfg *b2sd_stream_ingest(b2sd_stream *st) {
+  /* acquire: pairs with the release store of b2sd_stream_reconfigure and
+   * b2sd_stream_open */
+  return atomic_load_explicit(&st->ingest, memory_order_acquire);
+}
 /* Snapshot of the settings. */
 void b2sd_stream_cfg_get(b2sd_stream *st, b2s_stream_cfg *out);
-/* Only its compression parameters and queue depth: for the per-image path
- * of a source, which would otherwise copy the whole settings (KiBs) under
- * the writer's lock twice an image. */
+/* Only its compression parameters and queue depth, from the ingest
+ * snapshot (no lock, no copy of the whole settings): for the per-image path
+ * of a source.  I/O thread. */
 void b2sd_stream_cp_get(b2sd_stream *st, b2s_cparams *cp, int *queue_depth);
 /* The server's stream of that name, or NULL.  I/O thread. */
 b2sd_stream *b2sd_stream_find(b2sd_server *srv, const char *name);

@@ -24,6 +24,19 @@ typedef struct b2sd_conflict {
   int code;
 } b2sd_conflict;
 
+/* The few settings the ingest path reads per buffer (b2sd_buffer_accept,
+ * b2sd_gap_put, drop-oldest, a source's images), out of the stream's
+ * b2s_stream_cfg (KiBs: paths and series metadata).  Immutable once
+ * published. */
+typedef struct b2sd_ingest_cfg {
+  b2s_cparams cparams;           /* a chunk's own: applies at once */
+  int32_t queue_depth;
+  int32_t backpressure;          /* enum b2s_backpressure */
+  bool fills;                    /* a buffer that never reaches the frame
+                                    leaves a gap (gaps, or order:
+                                    frame_number) */
+} b2sd_ingest_cfg;
+
 struct b2sd_stream {
   b2sd_stream *next;             /* server list, I/O thread */
   b2sd_server *srv;
@@ -32,10 +45,16 @@ struct b2sd_stream {
   int64_t stage_bytes;           /* its writer's direct-I/O stages */
 
   /* Settings: written by the I/O thread on reload, under lock; the writer
-   * copies what it needs under lock. */
+   * copies what it needs under lock.  What the ingest path reads per
+   * buffer is in `ingest` (b2sd_stream_ingest), not here. */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   b2s_stream_cfg cfg;
+  /* The ingest path's snapshot of cfg: published by a pointer swap
+   * between the two slots on reload (b2sd_stream_reconfigure says when a
+   * slot is written again).  I/O thread only. */
+  _Atomic(const b2sd_ingest_cfg *) ingest;
+  b2sd_ingest_cfg ingest_slot[2];
 
   /* Writer input, under lock: chunks sorted by seq (the reorder buffer),
    * the seq a flush or drain wants committed and durable, stop. */
