@@ -16,6 +16,7 @@
 #include "b2s_errors.h"
 #include "b2s_frame.h"
 #include "b2s_frame_writer.h"
+#include "ts.h"
 
 static char dir[256];
 
@@ -155,5 +156,5 @@ int main(void) {
       cmocka_unit_test(test_no_b2nd),
       cmocka_unit_test(test_blocksize_from_b2nd),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

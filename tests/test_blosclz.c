@@ -12,6 +12,7 @@
 
 #include "b2s_blosclz.h"
 #include "b2s_errors.h"
+#include "ts.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                  */
@@ -654,5 +655,5 @@ int main(void)
       cmocka_unit_test(test_round_trips),
       cmocka_unit_test(test_reference_vectors),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

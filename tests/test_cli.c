@@ -37,6 +37,7 @@
 #include "b2s_frame_writer.h"
 #include "manifest.h"
 #include "vecdata.h"
+#include "ts.h"
 
 static const char *cli_path;
 static char tmpdir[512];
@@ -2421,6 +2422,5 @@ int main(int argc, char **argv) {
   struct CMUnitTest part[sizeof tests / sizeof tests[0]];
   for (size_t i = k - 1; i < n; i += parts)
     part[m++] = tests[i];
-  return _cmocka_run_group_tests("test_cli", part, m, group_setup,
-                                 group_teardown);
+  return ts_run_group("test_cli", part, m, group_setup, group_teardown);
 }

@@ -38,6 +38,7 @@
 #include "dframe_fill.h"
 #include "venv_python.h"
 #include "b2s_frame.h"
+#include "ts.h"
 
 static const char *cli_path;
 static char tmpdir[256];
@@ -1012,7 +1013,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_tail_real_committer),
   };
   if (argc > 1 && !strcmp(argv[1], "committer"))
-    return cmocka_run_group_tests(with_committer, setup, teardown);
+    return ts_run_tests(with_committer, setup, teardown);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help),
       cmocka_unit_test(test_bad_paths),
@@ -1029,5 +1030,5 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_tail_sigint),
       cmocka_unit_test(test_rados),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

@@ -35,6 +35,7 @@
 #include "b2stream_client.h"
 #include "b2s_shm.h"
 #include "b2s_wire.h"
+#include "ts.h"
 
 #define CHUNK_NBYTES 4096
 #define LOG_MAX 512
@@ -2048,5 +2049,5 @@ int main(void) {
       cmocka_unit_test(test_v2_hostile_daemon),
       cmocka_unit_test(test_v2_read_record),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 #include "b2s_dframe.h"
 #include "b2s_dmsg.h"
 #include "b2s_errors.h"
+#include "ts.h"
 
 #define NBYTES 4096
 #define CHUNK_CAP (NBYTES + B2S_MAX_OVERHEAD)
@@ -538,7 +539,7 @@ int main(int argc, char **argv) {
                                             ? "B2S_CEPH_CONF not set"
                                             : "this build has no librados");
     const struct CMUnitTest none[] = {cmocka_unit_test(test_rados_skipped)};
-    return cmocka_run_group_tests_name("committer_rados", none, NULL, NULL);
+    return ts_run_named("committer_rados", none, NULL, NULL);
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_out_of_order_and_gap, setup,
@@ -549,6 +550,6 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_ended_without_committer, setup,
                                       teardown),
   };
-  return cmocka_run_group_tests_name(
-      g_rados ? "committer_rados" : "committer_local", tests, NULL, NULL);
+  return ts_run_named(g_rados ? "committer_rados" : "committer_local", tests,
+                      NULL, NULL);
 }

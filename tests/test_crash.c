@@ -40,6 +40,7 @@
 #include "daemon_harness.h"
 #include "b2s_meta.h"
 #include "b2s_frame.h"
+#include "ts.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -627,14 +628,11 @@ int main(void) {
     return 1;
   }
   signal(SIGPIPE, SIG_IGN);
-  /* one sweep alone, by hand: B2S_TEST_FILTER=test_crash_start* */
-  if (getenv("B2S_TEST_FILTER"))
-    cmocka_set_test_filter(getenv("B2S_TEST_FILTER"));
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_crash_points),
     cmocka_unit_test(test_crash_start_without_records),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = ts_run_tests(tests, NULL, NULL);
   pid_t left[] = {live_producer, live_daemon};
   for (int i = 0; i < 2; i++)
     if (left[i] > 0) {

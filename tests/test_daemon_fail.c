@@ -32,6 +32,7 @@
 #include "daemon_harness.h"
 #include "b2s_frame.h"
 #include "b2s_wire.h"
+#include "ts.h"
 
 static void noise_fill(uint8_t *b, size_t len, int i) {
   uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
@@ -492,7 +493,7 @@ int main(void) {
       cmocka_unit_test(test_modes_and_plain_tcp),
       cmocka_unit_test(test_socket_permission),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = ts_run_tests(tests, NULL, NULL);
   harness_fini();
   return rc;
 }

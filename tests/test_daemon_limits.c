@@ -31,6 +31,7 @@
 #include "daemon_harness.h"
 #include "b2s_frame.h"
 #include "b2s_wire.h"
+#include "ts.h"
 
 static const char config[] =
     "listen: [ipc://d.sock]\n"
@@ -521,7 +522,7 @@ int main(void) {
     cmocka_unit_test(test_few_descriptors),
     cmocka_unit_test(test_tcp_silent_connections),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = ts_run_tests(tests, NULL, NULL);
   harness_fini();
   return rc;
 }

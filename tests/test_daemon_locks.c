@@ -37,6 +37,7 @@
 #include "b2s_frame.h"
 #include "b2s_wire.h"
 #include "daemon_harness.h"
+#include "ts.h"
 
 static const char *cli_path;
 
@@ -470,7 +471,7 @@ int main(void) {
       cmocka_unit_test(test_endpoint_stale_socket_replaced),
       cmocka_unit_test(test_frames_not_world_readable),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = ts_run_tests(tests, NULL, NULL);
   harness_fini();
   return rc;
 }

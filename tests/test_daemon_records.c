@@ -17,6 +17,7 @@
 #include "b2s_frame_writer.h"
 #include "recdeliver.h"
 #include "b2s_wire.h"
+#include "ts.h"
 
 static char tmpdir[256];
 
@@ -254,5 +255,5 @@ int main(void) {
       cmocka_unit_test(test_recs_none),
       cmocka_unit_test(test_notify_payload),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

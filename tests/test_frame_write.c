@@ -27,6 +27,7 @@
 #include "frame_dio.h"
 #include "frame_helper.h"
 #include "frame_io.h"
+#include "ts.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -1579,5 +1580,5 @@ int main(void) {
       cmocka_unit_test(test_cut_sparse),
       cmocka_unit_test(test_kill_appender),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "textfile.h"
+#include "ts.h"
 
 #define MAX_ROOMS 32
 #define MAX_FILES 4096
@@ -259,5 +260,5 @@ int main(void) {
       cmocka_unit_test(test_code_names_unique),
       cmocka_unit_test(test_no_path_outside),
   };
-  return cmocka_run_group_tests(tests, setup, NULL);
+  return ts_run_tests(tests, setup, NULL);
 }

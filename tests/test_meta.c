@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "b2s_meta.h"
+#include "ts.h"
 
 static char tmpdir[256];
 
@@ -783,5 +784,5 @@ int main(void) {
     cmocka_unit_test(test_open_aligns),
     cmocka_unit_test(test_recover_without_records),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

@@ -31,6 +31,7 @@
 
 #include "b2s_errors.h"
 #include "b2s_shm.h"
+#include "ts.h"
 
 #define MIB ((size_t)1 << 20)
 
@@ -1121,6 +1122,5 @@ int main(void) {
       cmocka_unit_test(test_attach_corrupt),
       cmocka_unit_test(test_header_check_random),
   };
-  return cmocka_run_group_tests_name("shm", tests, group_setup,
-                                     group_teardown);
+  return ts_run_named("shm", tests, group_setup, group_teardown);
 }

@@ -14,6 +14,7 @@
 #include <zstd.h>
 
 #include "b2s_shuffle.h"
+#include "ts.h"
 
 typedef void (*kernel_fn)(size_t, size_t, const uint8_t *, uint8_t *);
 
@@ -591,5 +592,5 @@ int main(void)
         cmocka_unit_test_teardown(test_force_clamps, restore_level),
         cmocka_unit_test_teardown(test_reference_vectors, restore_level),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ts_run_tests(tests, NULL, NULL);
 }

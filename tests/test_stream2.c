@@ -17,6 +17,7 @@
 #include "b2s_msgpack.h"
 #include "b2s_stream2.h"
 #include "b2s_s2enc.h"
+#include "ts.h"
 
 static const char *const CH[] = {"threshold_1", "threshold_2", "threshold_3"};
 
@@ -460,5 +461,5 @@ int main(void) {
     cmocka_unit_test(test_start_without_layout),
     cmocka_unit_test(test_metadata_shapes),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "xds_npy.h"
+#include "ts.h"
 
 static char dir[64];
 static const char *check, *fake;
@@ -174,5 +175,5 @@ int main(void) {
     cmocka_unit_test(test_verdicts),
     cmocka_unit_test(test_bad_use),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }
