@@ -29,9 +29,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return ts_rmtree(dir);
 }
 
 /* A frame with a b2nd metalayer of shape {s0, 8, 6}, chunks {c0, 4, 6}. */

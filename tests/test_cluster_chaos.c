@@ -55,6 +55,7 @@
 #include "cluster_util.h"
 #include "daemon_harness.h"
 #include "b2s_frame.h"
+#include "ts.h"
 
 #define CHUNK 4096                 /* bytes of every frame */
 #define NFRAMES 300
@@ -652,10 +653,8 @@ static int teardown(void **state) {
   if (g_cluster) {
     for (int i = 0; i < g_cluster->n; i++)
       env_fini(&g_cluster->rank[i]);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cluster->dir);
-    if (system(cmd) != 0)
-      fprintf(stderr, "%s failed\n", cmd);
+    if (ts_rmtree(g_cluster->dir) != 0)
+      fprintf(stderr, "removing %s failed\n", g_cluster->dir);
   }
   g_cluster = NULL;
   return 0;

@@ -49,6 +49,7 @@
 #include "b2stream_client.h"
 #include "cluster_util.h"
 #include "daemon_harness.h"
+#include "ts.h"
 
 #define CHUNK 4096
 #define NFRAMES 600
@@ -371,9 +372,8 @@ static int teardown(void **state) {
       fprintf(stderr, "no committer log\n");
     for (int i = 0; i < g_cluster->n; i++)
       env_fini(&g_cluster->rank[i]);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cluster->dir);
-    if (system(cmd) != 0)
-      fprintf(stderr, "%s failed\n", cmd);
+    if (ts_rmtree(g_cluster->dir) != 0)
+      fprintf(stderr, "removing %s failed\n", g_cluster->dir);
   }
   g_cluster = NULL;
   return 0;

@@ -476,11 +476,10 @@ static void make_norecords(bool sparse, env *tmpl) {
   assert_true(o.started);
   assert_int_equal(o.exit_code, 0);
   assert_int_equal(o.acked, NBUF);
-  char path[400], rpath[420], cmd[1000];
+  char path[400], rpath[420];
   frame_path(tmpl, "c", path, sizeof path);
   assert_true(b2s_records_path(path, rpath, sizeof rpath) > 0);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", rpath);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(ts_rmtree(rpath), 0);
   struct stat sb;
   assert_int_equal(lstat(rpath, &sb), -1);
 }

@@ -29,9 +29,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  return system(cmd) == 0 ? 0 : -1;
+  return ts_rmtree(tmpdir);
 }
 
 static const uint8_t user_map[] = {0x81, 0xa1, 'e', 0x07};  /* {"e": 7} */

@@ -96,9 +96,7 @@ static int teardown(void **state) {
     remove_objects(fx);
   b2s_store_free(fx->s);
   b2s_ctx_free(fx->ctx);
-  char cmd[200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
-  if (system(cmd) != 0)
+  if (ts_rmtree(fx->dir) != 0)
     return -1;
   free(fx);
   return 0;

@@ -130,9 +130,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf %s %s", tmpdir, diodir);
-  return system(cmd);
+  int rc = ts_rmtree(tmpdir);
+  return ts_rmtree(diodir) == 0 ? rc : -1;
 }
 
 static void pathf(char *out, const char *name) {

@@ -31,9 +31,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  return system(cmd) == 0 ? 0 : -1;
+  return ts_rmtree(tmpdir);
 }
 
 /* ---- msgpack ----------------------------------------------------------------- */

@@ -690,10 +690,8 @@ static int teardown(void **state) {
   (void)state;
   b2s_store_free(g_s);
   if (!g_rados && g_dir[0]) {
-    char cmd[600];
     g_dir[strlen(g_dir) - 2] = '\0';   /* the mkdtemp directory */
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0)
+    if (ts_rmtree(g_dir) != 0)
       return -1;
   }
   return 0;

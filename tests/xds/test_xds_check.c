@@ -89,9 +89,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return ts_rmtree(dir);
 }
 
 /* Run the driver with args (in dir); its exit status, its output in out. */
