@@ -59,28 +59,6 @@ static void run_free(run_result *r) {
   memset(r, 0, sizeof *r);
 }
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  char *buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n + 4096 + 1 > cap) {
-      cap = (n + 4096 + 1) * 2;
-      buf = realloc(buf, cap);
-      assert_non_null(buf);
-    }
-    size_t got = fread(buf + n, 1, 4096, f);
-    n += got;
-    if (got == 0)
-      break;
-  }
-  fclose(f);
-  buf[n] = '\0';
-  *len = n;
-  return buf;
-}
-
 static int wait_status(pid_t pid) {
   int st;
   while (waitpid(pid, &st, 0) < 0)
@@ -104,8 +82,8 @@ static void run_v(run_result *r, char **args) {
     _exit(127);
   }
   r->status = wait_status(pid);
-  r->out = slurp(out, &r->out_len);
-  r->err = slurp(err, &r->err_len);
+  r->out = ts_read_file(out, &r->out_len);
+  r->err = ts_read_file(err, &r->err_len);
   unlink(out);
   unlink(err);
 }

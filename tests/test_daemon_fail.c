@@ -86,11 +86,9 @@ static int run_to(const char *out, char *const argv[]) {
 }
 
 static void read_text(const char *path, char *buf, size_t cap) {
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  size_t n = fread(buf, 1, cap - 1, f);
-  buf[n] = '\0';
-  fclose(f);
+  char *text = ts_read_file(path, NULL);
+  snprintf(buf, cap, "%s", text);
+  free(text);
 }
 
 static void write_text(const char *path, const char *text) {

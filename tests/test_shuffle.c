@@ -429,29 +429,6 @@ static uint8_t *gen_data(const struct vector_case *vc, size_t nbytes)
     return out;
 }
 
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    uint8_t *data = NULL;
-    size_t cap = 0, used = 0;
-    for (;;) {
-        if (used == cap) {
-            cap = cap ? 2 * cap : 65536;
-            data = realloc(data, cap);
-            assert_non_null(data);
-        }
-        size_t got = fread(data + used, 1, cap - used, f);
-        used += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    *len = used;
-    return data;
-}
-
 static uint32_t rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16
@@ -543,9 +520,7 @@ static void check_vector(const struct vector_case *vc, const char *dir)
     char path[1024];
     snprintf(path, sizeof path, "%s/chunks/%s.chunk", dir, vc->name);
     size_t len = 0;
-    uint8_t *file = read_file(path, &len);
-    if (file == NULL)
-        fail_msg("cannot read %s", path);
+    uint8_t *file = ts_read_file(path, &len);
     struct chunk_view cv;
     parse_chunk(&cv, file, len);
     uint8_t *plain = gen_data(vc, cv.nbytes);

@@ -250,12 +250,7 @@ static void test_hostile_messages(void **state) {
 static uint8_t *slurp(const char *name, size_t *n) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", getenv("B2S_S2_SEEDS"), name);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  uint8_t *b = malloc(1 << 20);
-  *n = fread(b, 1, 1 << 20, f);
-  fclose(f);
-  return b;
+  return ts_read_file(path, n);
 }
 
 static void test_cbor2_seeds(void **state) {
