@@ -415,8 +415,7 @@ static void test_modes_and_plain_tcp(void **state) {
     assert_int_equal(sb.st_gid, g->gr_gid);
     assert_int_equal(sb.st_mode & 0050, 0050);
   }
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* A socket this user may not open: a permission error, not a silent
@@ -475,8 +474,7 @@ static void test_socket_permission(void **state) {
       assert_null(strstr(text, "no answer"));
     }
   }
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 int main(void) {

@@ -325,8 +325,7 @@ static void test_killed_producers_reclaimed(void **state) {
   assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(cs);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- few file descriptors ------------------------------------------------------ */

@@ -286,8 +286,7 @@ static void test_negotiation(void **state) {
   assert_int_equal(r.m.version, 2);
   rx_free(&r);
   zmq_close(z);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* A version-1 producer's buffers get records without producer fields. */
@@ -384,8 +383,7 @@ static void test_series_meta(void **state) {
   series_expect(path, want2, sizeof want2);
   assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* A stream made from a template with `series:` defaults starts its frame
@@ -430,8 +428,7 @@ static void test_series_defaults(void **state) {
   series_expect(path, merged, sizeof merged);
   assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- gaps ------------------------------------------------------------------ */
