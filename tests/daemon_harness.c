@@ -34,9 +34,7 @@ void *zctx;
 /* ---- daemon process -------------------------------------------------------- */
 
 const char *base_config =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 1MiB\n"
     "log_level: debug\n"
@@ -515,9 +513,7 @@ static void cluster_config(cluster *c, int r, const char *streams_yaml) {
   char *y = malloc(cap);
   assert_non_null(y);
   int n = snprintf(y, cap,
-                   "listen: [ipc://d.sock]\n"
-                   "run_dir: run\n"
-                   "data_dir: data\n"
+                   ENV_YAML_HEAD
                    "workers: 2\n"
                    "max_buffer: 1MiB\n"
                    "log_level: debug\n"

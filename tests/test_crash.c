@@ -66,9 +66,7 @@ static const char *cli_path, *shim_path;
 static pid_t live_daemon, live_producer;
 
 static const char *kind_config(bool sparse) {
-  return sparse ? "listen: [ipc://d.sock]\n"
-                  "run_dir: run\n"
-                  "data_dir: data\n"
+  return sparse ? ENV_YAML_HEAD
                   "workers: 2\n"
                   "max_buffer: 1MiB\n"
                   "log_level: debug\n"
@@ -78,9 +76,7 @@ static const char *kind_config(bool sparse) {
                   "    codec: lz4\n"
                   "    typesize: 4\n"
                   "    durability: {ack: fsync, group_count: 4, group_interval_ms: 2}\n"
-                : "listen: [ipc://d.sock]\n"
-                  "run_dir: run\n"
-                  "data_dir: data\n"
+                : ENV_YAML_HEAD
                   "workers: 2\n"
                   "max_buffer: 1MiB\n"
                   "log_level: debug\n"

@@ -311,7 +311,7 @@ static void test_check_config_deep(void **state) {
   assert_non_null(strstr(text, "regular file"));
   /* a group that does not exist */
   snprintf(cfg, sizeof cfg, "%s/group.yaml", e.dir);
-  write_text(cfg, "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
+  write_text(cfg, ENV_YAML_HEAD
                   "group: no-such-group-b2s\nstreams:\n  a: {}\n");
   assert_int_equal(check_config(&e, cfg, text, sizeof text), 2);
   assert_non_null(strstr(text, "no-such-group-b2s"));
@@ -354,7 +354,7 @@ static void test_check_config_deep(void **state) {
   assert_non_null(strstr(text, "blocker"));
   /* a cluster store directory that cannot be created */
   snprintf(yaml, sizeof yaml,
-           "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
+           ENV_YAML_HEAD
            "cluster:\n  storage: %s/store\n  rank: 0\n"
            "  ranks: [tcp://127.0.0.1:5999]\n  committer: tcp://c:1\n"
            "streams:\n  a: {format: distributed, chunk_nbytes: 4k}\n",

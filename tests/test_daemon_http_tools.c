@@ -40,7 +40,7 @@ static void up(env *e) {
   assert_true(port > 0);
   char yaml[2048];
   snprintf(yaml, sizeof yaml,
-           "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
+           ENV_YAML_HEAD
            "workers: 2\nlog_level: debug\n"
            "http: {listen: \"127.0.0.1:%d\"}\n"
            "streams:\n"

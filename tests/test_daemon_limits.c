@@ -34,9 +34,7 @@
 #include "ts.h"
 
 static const char config[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 4MiB\n"
     "memory_limit: 64MiB\n"

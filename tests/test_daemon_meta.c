@@ -32,9 +32,7 @@
 #define LEN 4000
 
 static const char *meta_config =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 1MiB\n"
     "log_level: debug\n"
@@ -392,9 +390,7 @@ static void test_series_meta(void **state) {
 static void test_series_defaults(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, "listen: [ipc://d.sock]\n"
-                      "run_dir: run\n"
-                      "data_dir: data\n"
+  env_init_config(&e, ENV_YAML_HEAD
                       "workers: 1\n"
                       "templates:\n"
                       "  beam:\n"

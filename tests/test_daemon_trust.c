@@ -31,9 +31,7 @@
 #define LEN 4000
 
 static const char *trust_config =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 1MiB\n"
     "log_level: debug\n"
