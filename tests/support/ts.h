@@ -28,10 +28,7 @@ int ts_run_group(const char *name, const struct CMUnitTest *tests, size_t n,
 #define ts_run_named(name, tests, setup, teardown)                             \
   ts_run_group(name, tests, sizeof tests / sizeof tests[0], setup, teardown)
 
-/* A new directory from tmpl (mkdtemp: it ends in XXXXXX), written back
- * into tmpl; 0, or -1 with errno. */
-int ts_mkdtemp(char *tmpl);
-/* Remove dir and everything under it, without a shell: symbolic links are
+/* Remove dir (made with mkdtemp) and everything under it, without a shell: symbolic links are
  * removed, never followed, and no other file system is entered, so
  * nothing outside dir goes.  A missing dir is no error.  0, or -1 with
  * errno of the first failure (the rest is still removed). */
