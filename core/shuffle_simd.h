@@ -21,8 +21,8 @@ typedef void (*b2s_bitrow_fwd_fn)(const uint8_t *in, size_t nbytes,
  * nbytes contiguous bytes. */
 typedef void (*b2s_bitrow_inv_fn)(const uint8_t *in, size_t stride,
                                   size_t nbytes, uint8_t *out);
-typedef void (*b2s_shuffle_fn)(size_t typesize, size_t size,
-                               const uint8_t *src, uint8_t *dst);
+typedef void (*b2s_shuffle_fn)(size_t typesize, size_t size, const uint8_t *src,
+                               uint8_t *dst);
 
 /* Whole bit shuffle, in one pass, of the first items of n items of
  * `typesize` bytes, writing 8 * typesize rows rowlen bytes apart; returns how
@@ -33,11 +33,11 @@ typedef size_t (*b2s_bitshuffle_items_fn)(size_t typesize, size_t n,
                                           size_t rowlen);
 
 struct b2s_shuffle_kernels {
-    b2s_shuffle_fn shuffle;
-    b2s_shuffle_fn unshuffle;
-    b2s_bitrow_fwd_fn bitrow_fwd;
-    b2s_bitrow_inv_fn bitrow_inv;
-    b2s_bitshuffle_items_fn bitshuffle_items; /* optional */
+  b2s_shuffle_fn shuffle;
+  b2s_shuffle_fn unshuffle;
+  b2s_bitrow_fwd_fn bitrow_fwd;
+  b2s_bitrow_inv_fn bitrow_inv;
+  b2s_bitshuffle_items_fn bitshuffle_items; /* optional */
 };
 
 /* Scalar pieces the SIMD kernels use for what their vectors do not cover.
@@ -55,20 +55,30 @@ void b2s_bitrow_inv_scalar_from(const uint8_t *in, size_t stride, size_t from,
                                 size_t nbytes, uint8_t *out);
 
 /* x86 kernels; only linked when B2S_HAVE_X86_SIMD is defined. */
-void b2s_shuffle_sse2(size_t typesize, size_t size, const uint8_t *src, uint8_t *dst);
-void b2s_unshuffle_sse2(size_t typesize, size_t size, const uint8_t *src, uint8_t *dst);
-void b2s_bitrow_fwd_sse2(const uint8_t *in, size_t nbytes, uint8_t *out, size_t stride);
-void b2s_bitrow_inv_sse2(const uint8_t *in, size_t stride, size_t nbytes, uint8_t *out);
+void b2s_shuffle_sse2(size_t typesize, size_t size, const uint8_t *src,
+                      uint8_t *dst);
+void b2s_unshuffle_sse2(size_t typesize, size_t size, const uint8_t *src,
+                        uint8_t *dst);
+void b2s_bitrow_fwd_sse2(const uint8_t *in, size_t nbytes, uint8_t *out,
+                         size_t stride);
+void b2s_bitrow_inv_sse2(const uint8_t *in, size_t stride, size_t nbytes,
+                         uint8_t *out);
 
-void b2s_shuffle_avx2(size_t typesize, size_t size, const uint8_t *src, uint8_t *dst);
-void b2s_unshuffle_avx2(size_t typesize, size_t size, const uint8_t *src, uint8_t *dst);
-void b2s_bitrow_fwd_avx2(const uint8_t *in, size_t nbytes, uint8_t *out, size_t stride);
-void b2s_bitrow_inv_avx2(const uint8_t *in, size_t stride, size_t nbytes, uint8_t *out);
+void b2s_shuffle_avx2(size_t typesize, size_t size, const uint8_t *src,
+                      uint8_t *dst);
+void b2s_unshuffle_avx2(size_t typesize, size_t size, const uint8_t *src,
+                        uint8_t *dst);
+void b2s_bitrow_fwd_avx2(const uint8_t *in, size_t nbytes, uint8_t *out,
+                         size_t stride);
+void b2s_bitrow_inv_avx2(const uint8_t *in, size_t stride, size_t nbytes,
+                         uint8_t *out);
 
 /* AVX2 with GFNI: bit rows and the one-pass typesize-2 bit shuffle (the byte
  * shuffles are the AVX2 ones); only linked when B2S_HAVE_GFNI is defined. */
-void b2s_bitrow_fwd_gfni(const uint8_t *in, size_t nbytes, uint8_t *out, size_t stride);
-void b2s_bitrow_inv_gfni(const uint8_t *in, size_t stride, size_t nbytes, uint8_t *out);
+void b2s_bitrow_fwd_gfni(const uint8_t *in, size_t nbytes, uint8_t *out,
+                         size_t stride);
+void b2s_bitrow_inv_gfni(const uint8_t *in, size_t stride, size_t nbytes,
+                         uint8_t *out);
 size_t b2s_bitshuffle_items_gfni(size_t typesize, size_t n, const uint8_t *src,
                                  uint8_t *dst, size_t rowlen);
 

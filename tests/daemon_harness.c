@@ -25,6 +25,7 @@
 #include "b2s_errors.h"
 #include "b2s_frame.h"
 #include "daemon_harness.h"
+#include "ts.h"
 
 const char *daemon_path;
 void *zctx;
@@ -33,9 +34,7 @@ void *zctx;
 /* ---- daemon process -------------------------------------------------------- */
 
 const char *base_config =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 1MiB\n"
     "log_level: debug\n"
@@ -177,10 +176,8 @@ int env_stop(env *e, int sig) {
 void env_fini(env *e) {
   if (e->pid > 0)
     env_stop(e, SIGKILL);
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", e->dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cleanup of %s failed\n", e->dir);
+  if (ts_rmtree(e->dir) != 0)
+    fprintf(stderr, "cleanup of %s failed: %s\n", e->dir, strerror(errno));
 }
 
 void env_up(env *e, const char *yaml) {
@@ -504,11 +501,7 @@ int harness_run_group(const char *name, const struct CMUnitTest *tests,
                       size_t n) {
   if (harness_init())
     return 1;
-  /* B2S_TEST_FILTER=test_name (cmocka's pattern): replay one test */
-  const char *filter = getenv("B2S_TEST_FILTER");
-  if (filter != NULL && *filter != '\0')
-    cmocka_set_test_filter(filter);
-  int rc = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+  int rc = ts_run_group(name, tests, n, NULL, NULL);
   harness_fini();
   return rc;
 }
@@ -520,9 +513,7 @@ static void cluster_config(cluster *c, int r, const char *streams_yaml) {
   char *y = malloc(cap);
   assert_non_null(y);
   int n = snprintf(y, cap,
-                   "listen: [ipc://d.sock]\n"
-                   "run_dir: run\n"
-                   "data_dir: data\n"
+                   ENV_YAML_HEAD
                    "workers: 2\n"
                    "max_buffer: 1MiB\n"
                    "log_level: debug\n"
@@ -580,7 +571,5 @@ void cluster_fini(cluster *c) {
       assert_int_equal(env_stop(&c->rank[i], SIGTERM), 0);
     env_fini(&c->rank[i]);
   }
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(ts_rmtree(c->dir), 0);
 }

@@ -16,6 +16,12 @@ struct CMUnitTest;   /* cmocka.h */
 
 #define WAIT_MS 20000
 
+/* The start of every test configuration: the harness's socket and the
+ * daemon's directories, inside the env's directory; the test's keys and
+ * streams follow (ENV_YAML_HEAD "workers: 2\nstreams:\n  w: {}\n"). */
+#define ENV_YAML_HEAD                                                          \
+  "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
+
 extern const char *daemon_path;   /* from $B2S_DAEMON */
 extern void *zctx;
 extern const char *base_config;   /* streams w, f, r, dn, do, bl, bq; template tm */

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "ts.h"
 
 static struct sockaddr_in loopback(int port) {
   struct sockaddr_in a = {.sin_family = AF_INET,
@@ -59,12 +60,6 @@ int http_connect_nowait(int port) {
   return fd;
 }
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void http_request(int port, const char *method, const char *path,
                   const char *extra, int timeout_ms, http_reply *r) {
   memset(r, 0, sizeof *r);
@@ -80,9 +75,9 @@ void http_request(int port, const char *method, const char *path,
   }
   size_t cap = 65536, len = 0;
   char *buf = malloc(cap);
-  long long end = now_ms() + timeout_ms;
+  long long end = ts_now_ms() + timeout_ms;
   for (;;) {
-    long long left = end - now_ms();
+    long long left = end - ts_now_ms();
     struct pollfd p = {.fd = fd, .events = POLLIN};
     if (left <= 0 || poll(&p, 1, (int)left) <= 0)
       break;

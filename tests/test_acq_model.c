@@ -24,6 +24,7 @@
 #include "b2s_msgpack.h"
 #include "protocol_doc.h"
 #include "textfile.h"
+#include "ts.h"
 
 static char *read_env_file(const char *var) {
   const char *path = getenv(var);
@@ -1090,5 +1091,5 @@ int main(void) {
       cmocka_unit_test(test_arm_series_msgpack),
       cmocka_unit_test(test_arm_compare),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

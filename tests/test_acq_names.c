@@ -19,6 +19,7 @@
 
 #include "b2s_acq_names.h"
 #include "b2s_acq_request.h"        /* B2S_ACQ_DEFAULT_TEMPLATE */
+#include "ts.h"
 
 static void parse_ok(const char *text, b2s_acq_template *t) {
   b2s_acq_err e;
@@ -459,5 +460,5 @@ int main(void) {
       cmocka_unit_test(test_records_and_names),
       cmocka_unit_test(test_rollover_place),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

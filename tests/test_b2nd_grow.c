@@ -16,6 +16,7 @@
 #include "b2s_errors.h"
 #include "b2s_frame.h"
 #include "b2s_frame_writer.h"
+#include "ts.h"
 
 static char dir[256];
 
@@ -28,9 +29,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return ts_rmtree(dir);
 }
 
 /* A frame with a b2nd metalayer of shape {s0, 8, 6}, chunks {c0, 4, 6}. */
@@ -155,5 +154,5 @@ int main(void) {
       cmocka_unit_test(test_no_b2nd),
       cmocka_unit_test(test_blocksize_from_b2nd),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

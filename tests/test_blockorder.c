@@ -14,6 +14,7 @@
 
 #include "b2s_blockorder.h"
 #include "b2s_chunk.h"
+#include "ts.h"
 
 typedef struct shape_case {
   int ndim;
@@ -235,5 +236,5 @@ int main(void) {
     cmocka_unit_test(test_refusals),
     cmocka_unit_test(test_compress_blocks_is_compress_of_the_blocks),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 
 #include "b2s_blosclz.h"
 #include "b2s_errors.h"
+#include "ts.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                  */
@@ -515,27 +516,6 @@ static const struct vector vectors[] = {
     {"blosclz_defaults_f64.chunk", F_F64RAMP, 22, 5, 1},
 };
 
-static uint8_t *read_file(const char *path, size_t *size)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  uint8_t *buf = NULL;
-  if (fseek(f, 0, SEEK_END) == 0) {
-    long n = ftell(f);
-    if (n > 0 && fseek(f, 0, SEEK_SET) == 0) {
-      buf = malloc((size_t)n);
-      if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-      }
-      *size = (size_t)n;
-    }
-  }
-  fclose(f);
-  return buf;
-}
-
 static int32_t rd32le(const uint8_t *p)
 {
   return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
@@ -584,7 +564,7 @@ static void check_vector(const char *dir, const struct vector *v)
   char path[4096];
   snprintf(path, sizeof path, "%s/chunks/%s", dir, v->file);
   size_t size = 0;
-  uint8_t *ch = read_file(path, &size);
+  uint8_t *ch = (uint8_t *)ts_read_text(path, &size);
   if (!ch) {
     print_message("vector %s missing\n", path);
     skip();
@@ -654,5 +634,5 @@ int main(void)
       cmocka_unit_test(test_round_trips),
       cmocka_unit_test(test_reference_vectors),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include "b2s_chunk.h"
 #include "manifest.h"
 #include "vecdata.h"
+#include "ts.h"
 
 #define KIB 1024
 #define MIB (1024 * 1024)
@@ -1167,5 +1168,5 @@ int main(void) {
       cmocka_unit_test_setup(test_dest_small, samples_setup),
       cmocka_unit_test(test_invalid_params),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return ts_run_tests(tests, group_setup, group_teardown);
 }

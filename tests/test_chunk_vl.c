@@ -13,6 +13,7 @@
 
 #include "b2s_chunk.h"
 #include "b2s_shuffle.h"
+#include "ts.h"
 
 static void put32(uint8_t *p, int32_t v) {
   for (int i = 0; i < 4; i++)
@@ -121,5 +122,5 @@ int main(void) {
       cmocka_unit_test(test_vl_decodes_to_concatenation),
       cmocka_unit_test(test_vl_rejects_bad_layout),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "chunkpool.h"
+#include "ts.h"
 
 #define CAP ((size_t)1 << 20)
 #define N 16
@@ -178,5 +179,5 @@ int main(void) {
       cmocka_unit_test(test_release_then_trim),
       cmocka_unit_test(test_threads_share_the_pool),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

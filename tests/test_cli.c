@@ -37,6 +37,7 @@
 #include "b2s_frame_writer.h"
 #include "manifest.h"
 #include "vecdata.h"
+#include "ts.h"
 
 static const char *cli_path;
 static char tmpdir[512];
@@ -69,24 +70,6 @@ static void tmp_path(char *out, size_t n, const char *stem) {
   snprintf(out, n, "%s/%s-%d", tmpdir, stem, tmp_seq++);
 }
 
-static uint8_t *read_file(const char *path, size_t *len) {
-  int fd = open(path, O_RDONLY);
-  assert_true(fd >= 0);
-  struct stat st;
-  assert_int_equal(fstat(fd, &st), 0);
-  uint8_t *p = malloc((size_t)st.st_size + 1);
-  assert_non_null(p);
-  size_t got = 0;
-  while (got < (size_t)st.st_size) {
-    ssize_t r = read(fd, p + got, (size_t)st.st_size - got);
-    assert_true(r > 0);
-    got += (size_t)r;
-  }
-  close(fd);
-  *len = got;
-  return p;
-}
-
 static void write_file(const char *path, const void *data, size_t len) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   assert_true(fd >= 0);
@@ -96,7 +79,7 @@ static void write_file(const char *path, const void *data, size_t len) {
 
 static void copy_file(const char *src, const char *dst) {
   size_t len;
-  uint8_t *p = read_file(src, &len);
+  uint8_t *p = ts_read_file(src, &len);
   write_file(dst, p, len);
   free(p);
 }
@@ -428,7 +411,7 @@ static uint8_t *core_decode_all(const char *path, bool chunk_file,
   size_t total = 0;
   if (chunk_file) {
     size_t clen;
-    uint8_t *c = read_file(path, &clen);
+    uint8_t *c = ts_read_file(path, &clen);
     b2s_chunk_info ci;
     assert_int_equal(b2s_chunk_info_get(c, clen, &ci), 0);
     all = calloc(1, (size_t)ci.nbytes + 1);
@@ -603,7 +586,7 @@ static void test_bad_args(void **state) {
   }
   /* and the inputs are untouched */
   size_t len;
-  uint8_t *p = read_file(in, &len);
+  uint8_t *p = ts_read_file(in, &len);
   CHECK(len == 10000, "input changed size");
   free(p);
   run(&r, "verify", frame, NULL);
@@ -1016,7 +999,7 @@ static void test_verify_corrupt_cframe(void **state) {
   tmp_path(bad, sizeof bad, "bad.b2frame");
   tmp_path(cut, sizeof cut, "cut.b2frame");
   size_t len;
-  uint8_t *p = read_file(src, &len);
+  uint8_t *p = ts_read_file(src, &len);
   /* chunk 3's first block offset (right after its 32-byte header) made to
    * point far outside the chunk: decoding must fail there */
   int64_t start = jint(fr, "header_len") + e->chunks[3].index_value;
@@ -1047,7 +1030,7 @@ static void test_verify_corrupt_cframe(void **state) {
 
   /* truncated frame: the trailer is gone */
   free(p);
-  p = read_file(src, &len);
+  p = ts_read_file(src, &len);
   write_file(cut, p, len / 2);
   run(&r, "verify", cut, NULL);
   expect_error_line(&r, "verify on a truncated frame");
@@ -1153,7 +1136,7 @@ static void test_verify_corrupt_chunk_file(void **state) {
   entry_path(e, src, sizeof src);
   tmp_path(bad, sizeof bad, "bad.chunk");
   size_t len;
-  uint8_t *p = read_file(src, &len);
+  uint8_t *p = ts_read_file(src, &len);
   static const uint8_t huge[4] = {0xff, 0xff, 0xff, 0x7f};
   memcpy(p + 32, huge, 4);
   write_file(bad, p, len);
@@ -1214,7 +1197,7 @@ static void pack_roundtrip(size_t size, bool sparse, bool via_stdin) {
   expect_ok(&r, what);
   run_free(&r);
   size_t got_len;
-  uint8_t *got = read_file(out, &got_len);
+  uint8_t *got = ts_read_file(out, &got_len);
   CHECK(got_len == size && !memcmp(got, data, size), "%s: unpack differs",
         what);
   free(got);
@@ -1563,11 +1546,11 @@ static void test_convert_options(void **state) {
 
   /* an existing DST is refused and left alone */
   size_t before, after;
-  free(read_file(in, &before));
+  free(ts_read_file(in, &before));
   run(&r, "convert", frame, in, NULL);
   expect_error_line(&r, "convert onto an existing file");
   run_free(&r);
-  uint8_t *p = read_file(in, &after);
+  uint8_t *p = ts_read_file(in, &after);
   CHECK(after == before && !memcmp(p, data, after), "DST was modified");
   free(p);
   run(&r, "convert", frame, other, NULL);
@@ -1661,7 +1644,7 @@ static void test_recover_vector(void **state) {
         "report: %s", (char *)r.out);
   run_free(&r);
   size_t a, b;
-  uint8_t *x = read_file(src, &a), *y = read_file(copy, &b);
+  uint8_t *x = ts_read_file(src, &a), *y = ts_read_file(copy, &b);
   CHECK(a == b && !memcmp(x, y, a), "recover changed a clean frame");
   free(x);
   free(y);
@@ -1675,7 +1658,7 @@ static void test_recover_vector(void **state) {
 static void embed(const char *bare, const char *path, size_t before,
                   size_t after) {
   size_t len;
-  uint8_t *f = read_file(bare, &len);
+  uint8_t *f = ts_read_file(bare, &len);
   uint8_t *p = make_input(before + len + after, 77);
   if (before >= 40)
     memcpy(p + 20, "\x9e\xa8" "b2frame\0", 10);   /* magic, then garbage */
@@ -1851,7 +1834,7 @@ static void test_offset_wrong(void **state) {
   enum { BEFORE = 300 };
   embed(frame, path, BEFORE, 50);
   size_t len;
-  free(read_file(path, &len));
+  free(ts_read_file(path, &len));
   static const char *const cmds[] = {"info", "ls", "cat", "verify"};
   for (size_t k = 0; k <= len + 2; k += offset_step(k, BEFORE, len)) {
     if (k == BEFORE)
@@ -1889,7 +1872,7 @@ static void test_offset_wrong(void **state) {
 
   /* the trailer's length marker broken: same place, shifted by BEFORE */
   size_t flen;
-  uint8_t *f = read_file(frame, &flen);
+  uint8_t *f = ts_read_file(frame, &flen);
   f[flen - 23] ^= 0xff;
   write_file(frame, f, flen);
   free(f);
@@ -2263,7 +2246,7 @@ static void test_meta_verify(void **state) {
   run_free(&r);
   /* flip one byte inside chunk 1's data */
   size_t len;
-  uint8_t *bytes = read_file(path, &len);
+  uint8_t *bytes = ts_read_file(path, &len);
   int64_t off = chunk_data_offset(path, 1) + 100;
   assert_true((size_t)off < len);
   bytes[off] ^= 0x10;
@@ -2431,6 +2414,5 @@ int main(int argc, char **argv) {
   struct CMUnitTest part[sizeof tests / sizeof tests[0]];
   for (size_t i = k - 1; i < n; i += parts)
     part[m++] = tests[i];
-  return _cmocka_run_group_tests("test_cli", part, m, group_setup,
-                                 group_teardown);
+  return ts_run_group("test_cli", part, m, group_setup, group_teardown);
 }

@@ -38,6 +38,7 @@
 #include "dframe_fill.h"
 #include "venv_python.h"
 #include "b2s_frame.h"
+#include "ts.h"
 
 static const char *cli_path;
 static char tmpdir[256];
@@ -56,28 +57,6 @@ static void run_free(run_result *r) {
   free(r->out);
   free(r->err);
   memset(r, 0, sizeof *r);
-}
-
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  char *buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n + 4096 + 1 > cap) {
-      cap = (n + 4096 + 1) * 2;
-      buf = realloc(buf, cap);
-      assert_non_null(buf);
-    }
-    size_t got = fread(buf + n, 1, 4096, f);
-    n += got;
-    if (got == 0)
-      break;
-  }
-  fclose(f);
-  buf[n] = '\0';
-  *len = n;
-  return buf;
 }
 
 static int wait_status(pid_t pid) {
@@ -103,8 +82,8 @@ static void run_v(run_result *r, char **args) {
     _exit(127);
   }
   r->status = wait_status(pid);
-  r->out = slurp(out, &r->out_len);
-  r->err = slurp(err, &r->err_len);
+  r->out = ts_read_file(out, &r->out_len);
+  r->err = ts_read_file(err, &r->err_len);
   unlink(out);
   unlink(err);
 }
@@ -1001,9 +980,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  return system(cmd) == 0 ? 0 : -1;
+  return ts_rmtree(tmpdir);
 }
 
 int main(int argc, char **argv) {
@@ -1012,7 +989,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_tail_real_committer),
   };
   if (argc > 1 && !strcmp(argv[1], "committer"))
-    return cmocka_run_group_tests(with_committer, setup, teardown);
+    return ts_run_tests(with_committer, setup, teardown);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help),
       cmocka_unit_test(test_bad_paths),
@@ -1029,5 +1006,5 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_tail_sigint),
       cmocka_unit_test(test_rados),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

@@ -35,6 +35,7 @@
 #include "b2stream_client.h"
 #include "b2s_shm.h"
 #include "b2s_wire.h"
+#include "ts.h"
 
 #define CHUNK_NBYTES 4096
 #define LOG_MAX 512
@@ -103,12 +104,6 @@ typedef struct fake {
 } fake;
 
 static unsigned fake_seq;
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
@@ -544,7 +539,7 @@ static void receive(fake *f) {
 }
 
 static void run_later(fake *f) {
-  int64_t now = now_ms();
+  int64_t now = ts_now_ms();
   for (int k = 0; k < f->nlater;) {
     later *l = &f->later[k];
     if (l->due > now) {
@@ -621,7 +616,7 @@ static void fake_later(fake *f, int delay_ms, int kind, uint32_t n,
   pthread_mutex_lock(&f->mu);
   assert_true(f->nlater < LATER_MAX);
   later *l = &f->later[f->nlater++];
-  l->due = now_ms() + delay_ms;
+  l->due = ts_now_ms() + delay_ms;
   l->kind = kind;
   l->n = n;
   if (m != NULL) {
@@ -644,9 +639,9 @@ static int fake_count(fake *f, int type) {
 
 /* Wait until n messages of type arrived; returns how many did. */
 static int fake_wait(fake *f, int type, int n) {
-  int64_t end = now_ms() + 3000;
+  int64_t end = ts_now_ms() + 3000;
   int got;
-  while ((got = fake_count(f, type)) < n && now_ms() < end)
+  while ((got = fake_count(f, type)) < n && ts_now_ms() < end)
     sleep_ms(2);
   return got;
 }
@@ -764,9 +759,9 @@ static void test_connect_failures(void **state) {
   fake *f = fake_start();
   FSET(f, mute_type, B2S_WIRE_HELLO);   /* a daemon that never answers */
   b2sc_options o = {.timeout_ms = 150};
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   assert_int_equal(b2sc_connect_opts(f->endpoint, &o, &s), B2S_E_TIMEOUT);
-  assert_true(now_ms() - t0 >= 140);
+  assert_true(ts_now_ms() - t0 >= 140);
   FSET(f, mute_type, 0);
   fake_set_error(f, B2S_WIRE_HELLO, B2S_E_PROTO_VERSION,
                  B2S_WIRE_ERROR_CLOSED_SESSION);
@@ -1055,9 +1050,9 @@ static void test_credits_respected(void **state) {
   b2sc_producer *p = open_det1(s);
   assert_int_equal(b2sc_send(p, "a", 1, 0), 0);
   assert_int_equal(b2sc_send(p, "b", 1, 0), 0);
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   assert_int_equal(b2sc_send(p, "c", 1, 100), B2S_E_TIMEOUT);
-  assert_true(now_ms() - t0 >= 95);
+  assert_true(ts_now_ms() - t0 >= 95);
   assert_int_equal(b2sc_send(p, "c", 1, 0), B2S_E_TIMEOUT);
   assert_int_equal(b2sc_wait_credit(p, 0), B2S_E_TIMEOUT);
   assert_int_equal(fake_count(f, B2S_WIRE_DATA), 2);   /* never without credit */
@@ -1068,9 +1063,9 @@ static void test_credits_respected(void **state) {
   assert_int_equal(st.received, 2);
   /* a pure credit grant later lets the blocked send through */
   fake_later(f, 120, L_GRANT, 1, NULL);
-  t0 = now_ms();
+  t0 = ts_now_ms();
   assert_int_equal(b2sc_send(p, "c", 1, 3000), 0);
-  int64_t waited = now_ms() - t0;
+  int64_t waited = ts_now_ms() - t0;
   assert_true(waited >= 100 && waited < 2000);
   assert_int_equal(fake_wait(f, B2S_WIRE_DATA, 3), 3);
   assert_int_equal(fake_get(f, B2S_WIRE_DATA, 2).m.data.buffer_id, 2);
@@ -1135,9 +1130,9 @@ static void test_handle_closed_by_daemon(void **state) {
   fake_set_error(f, B2S_WIRE_DATA, B2S_E_BUSY, B2S_WIRE_ERROR_CLOSED_REF);
   assert_int_equal(b2sc_send(p, "a", 1, 1000), 0);
   assert_int_equal(fake_wait(f, B2S_WIRE_DATA, 1), 1);
-  int64_t end = now_ms() + 2000;
+  int64_t end = ts_now_ms() + 2000;
   int rc;
-  while ((rc = b2sc_send(p, "b", 1, 0)) == 0 && now_ms() < end)
+  while ((rc = b2sc_send(p, "b", 1, 0)) == 0 && ts_now_ms() < end)
     sleep_ms(5);
   assert_int_equal(rc, B2S_E_BUSY);   /* the reason, not a bare "closed" */
   assert_int_equal(b2sc_flush(p, 100), B2S_E_BUSY);
@@ -1198,9 +1193,9 @@ static void test_send_zero_copy(void **state) {
   rec d = fake_get(f, B2S_WIRE_DATA, 0);
   assert_int_equal(d.payload_len, 40);
   assert_int_equal(d.payload[39], 'Z');
-  int64_t end = now_ms() + 2000;
+  int64_t end = ts_now_ms() + 2000;
   /* pairs with the fetch_add in zc_free */
-  while (atomic_load(&zc_freed) == 0 && now_ms() < end)
+  while (atomic_load(&zc_freed) == 0 && ts_now_ms() < end)
     sleep_ms(2);
   assert_int_equal(atomic_load(&zc_freed), 1);
   /* no credit: refused at once, the buffer stays ours */
@@ -1309,14 +1304,14 @@ static void test_follow_notify(void **state) {
     assert_int_equal(ci.nbytes, 0);
   }
   assert_int_equal(b2sc_next(c, 0, &ci), B2S_E_TIMEOUT);
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   assert_int_equal(b2sc_next(c, 60, &ci), B2S_E_TIMEOUT);
-  assert_true(now_ms() - t0 >= 55);
+  assert_true(ts_now_ms() - t0 >= 55);
   /* blocks until the commit, then each new chunk once */
   fake_later(f, 100, L_COMMIT, 2, NULL);
-  t0 = now_ms();
+  t0 = ts_now_ms();
   assert_int_equal(b2sc_next(c, 3000, &ci), 0);
-  assert_true(now_ms() - t0 >= 90);
+  assert_true(ts_now_ms() - t0 >= 90);
   assert_int_equal(ci.index, 3);
   assert_int_equal(ci.committed, 5);
   assert_int_equal(b2sc_next(c, 1000, &ci), 0);
@@ -2048,5 +2043,5 @@ int main(void) {
       cmocka_unit_test(test_v2_hostile_daemon),
       cmocka_unit_test(test_v2_read_record),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -55,6 +55,7 @@
 #include "cluster_util.h"
 #include "daemon_harness.h"
 #include "b2s_frame.h"
+#include "ts.h"
 
 #define CHUNK 4096                 /* bytes of every frame */
 #define NFRAMES 300
@@ -79,12 +80,6 @@ static uint64_t rng_next(uint64_t *s) {   /* xorshift64* */
   *s ^= *s << 25;
   *s ^= *s >> 27;
   return *s * 2685821657736338717ull;
-}
-
-static int64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 /* What the threads share with the chaos loop. */
@@ -208,7 +203,7 @@ static int unacked_total(producer *p) {
 /* After the chaos: resend until every frame is acknowledged or
  * rejected. */
 static void settle(producer *p) {
-  int64_t end = now_ms() + SETTLE_MS;
+  int64_t end = ts_now_ms() + SETTLE_MS;
   for (;;) {
     catch_up(p);
     int rc = b2sc_cluster_flush(p->cl, SEND_MS);
@@ -216,7 +211,7 @@ static void settle(producer *p) {
       p->conflicts++;
     if (unacked_total(p) == 0 && (rc == 0 || rc == B2S_E_OBJ_CONFLICT))
       break;
-    if (now_ms() > end) {
+    if (ts_now_ms() > end) {
       note(p->err, sizeof p->err, "producer %d: %d frames still "
            "unacknowledged after the chaos (%s)", p->parity,
            unacked_total(p), b2sc_cluster_last_error(p->cl));
@@ -412,7 +407,7 @@ static void chaos_kill(run *r, chaos *ch, int64_t t0) {
   size_t at = strlen(ch->log);
   snprintf(ch->log + at, sizeof ch->log - at, " %s@%lldms+%ums",
            v == RANKS ? "committer" : (const char *[]){"r0", "r1", "r2"}[v],
-           (long long)(now_ms() - t0), (unsigned)(pause / 1000));
+           (long long)(ts_now_ms() - t0), (unsigned)(pause / 1000));
   if (v == RANKS) {
     assert_int_equal(cluster_committer_stop(ch->committer, SIGKILL), -1);
     usleep(pause);
@@ -434,7 +429,7 @@ static void chaos_kill(run *r, chaos *ch, int64_t t0) {
 /* Kill at random moments while the producers send, and at least
  * MIN_KILLS times. */
 static void chaos_loop(run *r, chaos *ch) {
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   /* pairs with the producers' release increments */
   while (atomic_load_explicit(&r->done_sending, memory_order_acquire) < 2 ||
          ch->kills < MIN_KILLS) {
@@ -606,7 +601,7 @@ static void run_chaos(const char *storage, const char *name) {
   ch.committer = g_committer = cluster_committer_start(&r->c, name, GAP_MS);
   assert_true(ch.committer > 0);
   pthread_t tp[2], tf;
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   start_threads(r, pr, fw, tp, &tf, seed);
   chaos_loop(r, &ch);
   printf("chaos: %d kills (%d ranks, %d committer):%s\n", ch.kills,
@@ -618,7 +613,7 @@ static void run_chaos(const char *storage, const char *name) {
   follower_wait(r, tf);
   printf("chaos: %lld ms; producers: %d/%d resent, %d/%d failed sends, "
          "%d/%d conflicts; follower: %d COMMITTED, %d rereads, H %lld\n",
-         (long long)(now_ms() - t0), pr[0].resent, pr[1].resent,
+         (long long)(ts_now_ms() - t0), pr[0].resent, pr[1].resent,
          pr[0].send_errors, pr[1].send_errors, pr[0].conflicts,
          pr[1].conflicts, fw->messages, fw->rereads,
          (long long)fw->h);
@@ -652,10 +647,8 @@ static int teardown(void **state) {
   if (g_cluster) {
     for (int i = 0; i < g_cluster->n; i++)
       env_fini(&g_cluster->rank[i]);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cluster->dir);
-    if (system(cmd) != 0)
-      fprintf(stderr, "%s failed\n", cmd);
+    if (ts_rmtree(g_cluster->dir) != 0)
+      fprintf(stderr, "removing %s failed\n", g_cluster->dir);
   }
   g_cluster = NULL;
   return 0;

@@ -589,7 +589,5 @@ int main(void) {
       cmocka_unit_test(test_second_committer_refused),
       cmocka_unit_test(test_second_committer_rados),
   };
-  if (getenv("B2S_TEST_FILTER"))   /* one test by hand: its name */
-    cmocka_set_test_filter(getenv("B2S_TEST_FILTER"));
   return harness_run(tests);
 }

@@ -34,6 +34,7 @@
 #include "cluster_util.h"
 #include "daemon_harness.h"
 #include "netns_hosts.h"
+#include "ts.h"
 
 #define HOSTS 5                    /* ranks 0..2, committer 3, producer 4 */
 #define NFRAMES 6000
@@ -100,7 +101,7 @@ static void follow(follower *f, const char *store) {
 static void remove_scratch(void) {
   /* again while a process being killed may still make files in it */
   for (int i = 0; i < 50 && access(dir, F_OK) == 0; i++) {
-    if (nh_sh("rm -rf '%s' 2>/dev/null", dir) == 0)
+    if (ts_rmtree(dir) == 0)
       break;
     usleep(100000);
   }

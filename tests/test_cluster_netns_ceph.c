@@ -56,6 +56,7 @@
 #include "daemon_harness.h"
 #include "netns_hosts.h"
 #include "venv_python.h"
+#include "ts.h"
 
 #define HOSTS 9         /* ranks 0..2, committer 3, producer 4, ceph 5..7,
                            this test's reader 8 */
@@ -134,7 +135,7 @@ static void cleanup(void) {
   ceph_up = false;
   nh_down(&hosts);
   if (dir[0])
-    nh_sh("rm -rf '%s'", dir);
+    ts_rmtree(dir);
   dir[0] = '\0';
   nh_janitor_done();
 }
@@ -447,14 +448,11 @@ static bool faults_done(const run *r, bool with_recovery) {
 
 /* ---- the end: verify and the export in c-blosc2 ------------------------------------ */
 
+/* The start of path's text (empty when it cannot be read). */
 static void slurp(const char *path, char *out, size_t cap) {
-  out[0] = '\0';
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return;
-  size_t n = fread(out, 1, cap - 1, f);
-  out[n] = '\0';
-  fclose(f);
+  char *text = ts_read_text(path, NULL);
+  snprintf(out, cap, "%s", text != NULL ? text : "");
+  free(text);
 }
 
 /* The tool in the producer's host; its exit status, output in log. */

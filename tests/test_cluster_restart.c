@@ -49,6 +49,7 @@
 #include "b2stream_client.h"
 #include "cluster_util.h"
 #include "daemon_harness.h"
+#include "ts.h"
 
 #define CHUNK 4096
 #define NFRAMES 600
@@ -70,12 +71,6 @@ static uint64_t rng_next(uint64_t *s) {   /* xorshift64* */
   *s ^= *s << 25;
   *s ^= *s >> 27;
   return *s * 2685821657736338717ull;
-}
-
-static int64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 static uint64_t env_u64(const char *name, uint64_t dflt) {
@@ -167,13 +162,13 @@ static void kill_restart(run *r, const char *when) {
   useconds_t pause = (useconds_t)(rng_next(&r->rng) % RESTART_MAX_MS) * 1000;
   size_t at = strlen(r->log);
   snprintf(r->log + at, sizeof r->log - at, " %s@%lldms+%ums", when,
-           (long long)(now_ms() - r->t0), (unsigned)(pause / 1000));
+           (long long)(ts_now_ms() - r->t0), (unsigned)(pause / 1000));
   assert_int_equal(cluster_committer_stop(r->committer, SIGKILL), -1);
   r->committer = g_committer = 0;
   usleep(pause);
   committer_start(r);
   r->kills++;
-  r->last_kill = now_ms();
+  r->last_kill = ts_now_ms();
 }
 
 /* The store's view: H never below one seen, closed only at the end. */
@@ -190,7 +185,7 @@ static void sample(run *r) {
     fail_msg("closed at %lld of %d", (long long)h, NFRAMES);
   r->h = h;
   if (closed && !r->closed)
-    r->closed_seen = now_ms();
+    r->closed_seen = ts_now_ms();
   r->closed = closed;
 }
 
@@ -218,7 +213,7 @@ static void kill_loop(run *r, atomic_int *sent_all, atomic_bool *may_close,
   bool send_kill = false, close_kill = false;
   while (!close_kill) {
     sample(r);
-    int64_t t = now_ms();
+    int64_t t = ts_now_ms();
     /* pairs with the producers' release increments */
     if (sent_at < 0 &&
         atomic_load_explicit(sent_all, memory_order_acquire) == 2)
@@ -245,12 +240,12 @@ static void kill_loop(run *r, atomic_int *sent_all, atomic_bool *may_close,
 /* ---- the end ------------------------------------------------------------------ */
 
 static void wait_closed(run *r) {
-  int64_t dl = now_ms() + CLOSE_WAIT_MS + (r->lease_ms ? r->lease_ms : 10000);
+  int64_t dl = ts_now_ms() + CLOSE_WAIT_MS + (r->lease_ms ? r->lease_ms : 10000);
   while (!(r->closed && r->h == NFRAMES)) {
-    if (now_ms() > dl)
+    if (ts_now_ms() > dl)
       fail_msg("committed %lld of %d, closed %d, %lld ms after the last "
                "kill (kills:%s)", (long long)r->h, NFRAMES, r->closed,
-               (long long)(now_ms() - r->last_kill), r->log);
+               (long long)(ts_now_ms() - r->last_kill), r->log);
     sample(r);
     usleep(20000);
   }
@@ -304,7 +299,7 @@ static void run_seed(const char *storage, uint64_t seed, int lease_ms) {
   atomic_bool may_close = false;
   producer pr[2];
   pthread_t tp[2];
-  r->t0 = now_ms();
+  r->t0 = ts_now_ms();
   for (int k = 0; k < 2; k++) {
     pr[k] = (producer){.c = &r->c, .name = r->name, .parity = k,
                        .sent_all = &sent_all, .may_close = &may_close,
@@ -371,9 +366,8 @@ static int teardown(void **state) {
       fprintf(stderr, "no committer log\n");
     for (int i = 0; i < g_cluster->n; i++)
       env_fini(&g_cluster->rank[i]);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cluster->dir);
-    if (system(cmd) != 0)
-      fprintf(stderr, "%s failed\n", cmd);
+    if (ts_rmtree(g_cluster->dir) != 0)
+      fprintf(stderr, "removing %s failed\n", g_cluster->dir);
   }
   g_cluster = NULL;
   return 0;

@@ -25,6 +25,7 @@
 #include "b2s_dframe.h"
 #include "b2s_dmsg.h"
 #include "b2s_errors.h"
+#include "ts.h"
 
 #define NBYTES 4096
 #define CHUNK_CAP (NBYTES + B2S_MAX_OVERHEAD)
@@ -42,12 +43,6 @@ typedef struct fixture {
 } fixture;
 
 static bool g_rados;               /* test_committer rados: a RADOS pool */
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The committer, with --frame for the frame "run" when named (else it
  * learns frames from messages, as b2stream-committer@.service runs it). */
@@ -190,9 +185,11 @@ static int teardown(void **state) {
   b2s_store_free(fx->s);
   b2s_ctx_free(fx->ctx);
   /* the committer's log helps when something failed */
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "cat '%s' >&2; rm -rf '%s'", fx->log, fx->dir);
-  if (system(cmd) != 0)
+  char *log = ts_read_text(fx->log, NULL);
+  if (log != NULL)
+    fputs(log, stderr);
+  free(log);
+  if (ts_rmtree(fx->dir) != 0)
     return -1;
   free(fx);
   return 0;
@@ -258,8 +255,8 @@ static void rank_end(fixture *fx, const char *name, int32_t rank,
  * last H, or -1 on timeout. */
 static int64_t follow(fixture *fx, const char *name, int64_t target,
                       bool want_closed, int64_t *last, int timeout_ms) {
-  int64_t end = now_ms() + timeout_ms;
-  while (now_ms() < end) {
+  int64_t end = ts_now_ms() + timeout_ms;
+  while (ts_now_ms() < end) {
     uint8_t buf[512];
     zmq_pollitem_t it = {.socket = fx->sub, .events = ZMQ_POLLIN};
     if (zmq_poll(&it, 1, 100) <= 0)
@@ -323,13 +320,13 @@ static void test_out_of_order_and_gap(void **state) {
   int64_t last = 0;
   /* the committer publishes H = 0 for its --frame before anything */
   assert_int_equal(follow(fx, fx->run, 0, false, &last, 5000), 0);
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
     rank_put(fx, df, fx->run, order[k], true);
   /* 4 never comes */
   assert_int_equal(follow(fx, fx->run, 4, false, &last, 5000), 4);
   assert_int_equal(follow(fx, fx->run, 12, false, &last, 5000), 12);
-  assert_true(now_ms() - t0 >= GAP_MS);
+  assert_true(ts_now_ms() - t0 >= GAP_MS);
   /* garbage on the PULL socket is refused, nothing else happens */
   zmq_send(fx->push, "junk", 4, 0);
   b2s_dmsg bad = {.type = B2S_DMSG_WRITTEN, .name = fx->run,
@@ -538,7 +535,7 @@ int main(int argc, char **argv) {
                                             ? "B2S_CEPH_CONF not set"
                                             : "this build has no librados");
     const struct CMUnitTest none[] = {cmocka_unit_test(test_rados_skipped)};
-    return cmocka_run_group_tests_name("committer_rados", none, NULL, NULL);
+    return ts_run_named("committer_rados", none, NULL, NULL);
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_out_of_order_and_gap, setup,
@@ -549,6 +546,6 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_ended_without_committer, setup,
                                       teardown),
   };
-  return cmocka_run_group_tests_name(
-      g_rados ? "committer_rados" : "committer_local", tests, NULL, NULL);
+  return ts_run_named(g_rados ? "committer_rados" : "committer_local", tests,
+                      NULL, NULL);
 }

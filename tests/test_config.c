@@ -23,6 +23,7 @@
 #include "b2s_msgpack.h"
 #include "config_internal.h"
 #include "textfile.h"
+#include "ts.h"
 
 #define BASE "/srv/b2"
 #define MIB (INT64_C(1) << 20)
@@ -1814,5 +1815,5 @@ int main(void) {
       cmocka_unit_test(test_http_section),
       cmocka_unit_test(test_distributed_streams),
   };
-  return cmocka_run_group_tests(tests, setup, NULL);
+  return ts_run_tests(tests, setup, NULL);
 }

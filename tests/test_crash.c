@@ -40,6 +40,7 @@
 #include "daemon_harness.h"
 #include "b2s_meta.h"
 #include "b2s_frame.h"
+#include "ts.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -65,9 +66,7 @@ static const char *cli_path, *shim_path;
 static pid_t live_daemon, live_producer;
 
 static const char *kind_config(bool sparse) {
-  return sparse ? "listen: [ipc://d.sock]\n"
-                  "run_dir: run\n"
-                  "data_dir: data\n"
+  return sparse ? ENV_YAML_HEAD
                   "workers: 2\n"
                   "max_buffer: 1MiB\n"
                   "log_level: debug\n"
@@ -77,9 +76,7 @@ static const char *kind_config(bool sparse) {
                   "    codec: lz4\n"
                   "    typesize: 4\n"
                   "    durability: {ack: fsync, group_count: 4, group_interval_ms: 2}\n"
-                : "listen: [ipc://d.sock]\n"
-                  "run_dir: run\n"
-                  "data_dir: data\n"
+                : ENV_YAML_HEAD
                   "workers: 2\n"
                   "max_buffer: 1MiB\n"
                   "log_level: debug\n"
@@ -475,11 +472,10 @@ static void make_norecords(bool sparse, env *tmpl) {
   assert_true(o.started);
   assert_int_equal(o.exit_code, 0);
   assert_int_equal(o.acked, NBUF);
-  char path[400], rpath[420], cmd[1000];
+  char path[400], rpath[420];
   frame_path(tmpl, "c", path, sizeof path);
   assert_true(b2s_records_path(path, rpath, sizeof rpath) > 0);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", rpath);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(ts_rmtree(rpath), 0);
   struct stat sb;
   assert_int_equal(lstat(rpath, &sb), -1);
 }
@@ -627,14 +623,11 @@ int main(void) {
     return 1;
   }
   signal(SIGPIPE, SIG_IGN);
-  /* one sweep alone, by hand: B2S_TEST_FILTER=test_crash_start* */
-  if (getenv("B2S_TEST_FILTER"))
-    cmocka_set_test_filter(getenv("B2S_TEST_FILTER"));
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_crash_points),
     cmocka_unit_test(test_crash_start_without_records),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = ts_run_tests(tests, NULL, NULL);
   pid_t left[] = {live_producer, live_daemon};
   for (int i = 0; i < 2; i++)
     if (left[i] > 0) {

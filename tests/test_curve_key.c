@@ -20,6 +20,7 @@
 
 #include "b2s_errors.h"
 #include "b2s_curve_key.h"
+#include "ts.h"
 
 #define ZLEN B2S_CURVE_KEY_Z85_LEN
 #define BLEN B2S_CURVE_KEY_LEN
@@ -395,5 +396,5 @@ int main(void) {
       cmocka_unit_test(test_files),
       cmocka_unit_test(test_file_size_limit),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

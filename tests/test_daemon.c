@@ -752,9 +752,7 @@ static void test_sigkill_restart(void **state) {
 #define MP_QUEUE 2               /* queue_depth: credits per handle */
 
 static const char mp_config[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 64KiB\n"
     "memory_limit: 1MiB\n"

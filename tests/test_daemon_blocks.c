@@ -35,7 +35,7 @@ static const shape3 CUBE = {"cube", {4, 48, 40}, {2, 16, 8}};  /* all split */
 #define NCHUNK 8
 
 static const char *config =
-    "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\nworkers: 2\n"
+    ENV_YAML_HEAD "workers: 2\n"
     "max_buffer: 1MiB\nlog_level: debug\n"
     "streams:\n"
     "  sq:\n"

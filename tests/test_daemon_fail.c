@@ -32,6 +32,7 @@
 #include "daemon_harness.h"
 #include "b2s_frame.h"
 #include "b2s_wire.h"
+#include "ts.h"
 
 static void noise_fill(uint8_t *b, size_t len, int i) {
   uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
@@ -85,11 +86,9 @@ static int run_to(const char *out, char *const argv[]) {
 }
 
 static void read_text(const char *path, char *buf, size_t cap) {
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  size_t n = fread(buf, 1, cap - 1, f);
-  buf[n] = '\0';
-  fclose(f);
+  char *text = ts_read_file(path, NULL);
+  snprintf(buf, cap, "%s", text);
+  free(text);
 }
 
 static void write_text(const char *path, const char *text) {
@@ -312,7 +311,7 @@ static void test_check_config_deep(void **state) {
   assert_non_null(strstr(text, "regular file"));
   /* a group that does not exist */
   snprintf(cfg, sizeof cfg, "%s/group.yaml", e.dir);
-  write_text(cfg, "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
+  write_text(cfg, ENV_YAML_HEAD
                   "group: no-such-group-b2s\nstreams:\n  a: {}\n");
   assert_int_equal(check_config(&e, cfg, text, sizeof text), 2);
   assert_non_null(strstr(text, "no-such-group-b2s"));
@@ -355,7 +354,7 @@ static void test_check_config_deep(void **state) {
   assert_non_null(strstr(text, "blocker"));
   /* a cluster store directory that cannot be created */
   snprintf(yaml, sizeof yaml,
-           "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
+           ENV_YAML_HEAD
            "cluster:\n  storage: %s/store\n  rank: 0\n"
            "  ranks: [tcp://127.0.0.1:5999]\n  committer: tcp://c:1\n"
            "streams:\n  a: {format: distributed, chunk_nbytes: 4k}\n",
@@ -416,8 +415,7 @@ static void test_modes_and_plain_tcp(void **state) {
     assert_int_equal(sb.st_gid, g->gr_gid);
     assert_int_equal(sb.st_mode & 0050, 0050);
   }
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* A socket this user may not open: a permission error, not a silent
@@ -476,8 +474,7 @@ static void test_socket_permission(void **state) {
       assert_null(strstr(text, "no answer"));
     }
   }
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 int main(void) {
@@ -492,7 +489,7 @@ int main(void) {
       cmocka_unit_test(test_modes_and_plain_tcp),
       cmocka_unit_test(test_socket_permission),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = ts_run_tests(tests, NULL, NULL);
   harness_fini();
   return rc;
 }

@@ -53,7 +53,7 @@ static void up(env *e) {
            "    b2nd: {shape: [0, %d, %d], chunkshape: [1, %d, %d], "
            "blockshape: [1, 16, 12], dtype: \"<u2\"}\n"
            "    durability: {ack: write, group_count: 1, group_interval_ms: 5}\n",
-           "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
+           ENV_YAML_HEAD
            "workers: 2\nmax_buffer: 1MiB\nlog_level: debug\n", port, IMG_H,
            IMG_W, IMG_H, IMG_W);
   env_up(e, yaml);
@@ -310,8 +310,7 @@ static void test_remote_and_busy_port(void **state) {
   env e;
   int p = http_free_port();
   char yaml[512];
-  snprintf(yaml, sizeof yaml, "listen: [ipc://d.sock]\nrun_dir: run\n"
-           "data_dir: data\nhttp: {listen: \"0.0.0.0:%d\", "
+  snprintf(yaml, sizeof yaml, ENV_YAML_HEAD "http: {listen: \"0.0.0.0:%d\", "
            "allow_remote: true}\nstreams:\n  w: {}\n", p);
   env_up(&e, yaml);
   /* the listener starts beside the ready socket: wait for its warning */
@@ -321,8 +320,8 @@ static void test_remote_and_busy_port(void **state) {
   free(metrics_until("b2stream_streams", 1));
   /* a second daemon on the same port */
   env e2;
-  snprintf(yaml, sizeof yaml, "listen: [ipc://d.sock]\nrun_dir: run\n"
-           "data_dir: data\nhttp: {listen: \"127.0.0.1:%d\"}\n"
+  snprintf(yaml, sizeof yaml,
+           ENV_YAML_HEAD "http: {listen: \"127.0.0.1:%d\"}\n"
            "streams:\n  w: {}\n", p);
   env_init_config(&e2, yaml);
   char cmd[700];

@@ -28,6 +28,7 @@
 
 #include "daemon_harness.h"
 #include "http_client.h"
+#include "ts.h"
 
 #define IMG_H 32
 #define IMG_W 40
@@ -39,7 +40,7 @@ static void up(env *e) {
   assert_true(port > 0);
   char yaml[2048];
   snprintf(yaml, sizeof yaml,
-           "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
+           ENV_YAML_HEAD
            "workers: 2\nlog_level: debug\n"
            "http: {listen: \"127.0.0.1:%d\"}\n"
            "streams:\n"
@@ -118,14 +119,8 @@ static int wait_bounded(pid_t pid, int secs) {
 }
 
 static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return strdup("");
-  char *b = calloc(1, 1 << 20);
-  size_t n = fread(b, 1, (1 << 20) - 1, f);
-  b[n] = '\0';
-  fclose(f);
-  return b;
+  char *text = ts_read_text(path, NULL);
+  return text != NULL ? text : strdup("");
 }
 
 /* ---- Prometheus ------------------------------------------------------------- */

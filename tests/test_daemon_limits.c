@@ -31,11 +31,10 @@
 #include "daemon_harness.h"
 #include "b2s_frame.h"
 #include "b2s_wire.h"
+#include "ts.h"
 
 static const char config[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 4MiB\n"
     "memory_limit: 64MiB\n"
@@ -54,12 +53,6 @@ static const char config[] =
     "    durability: {ack: write, group_count: 1, group_interval_ms: 5}\n";
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* The next message within ms; false when none came. */
 static bool recv_within(void *s, rx *r, int ms) {
@@ -170,9 +163,9 @@ static void test_shutdown_with_a_client_not_reading(void **state) {
   m.read.stream = b2s_wire_cstr("w");
   cli_send(c, &m, NULL, 0);
   usleep(500000);                  /* the daemon's queue to c fills */
-  uint64_t t0 = now_ms();
+  uint64_t t0 = ts_now_ms();
   assert_int_equal(env_stop(&e, SIGTERM), 0);
-  uint64_t took = now_ms() - t0;
+  uint64_t took = ts_now_ms() - t0;
   printf("SIGTERM with a client not reading: stopped in %llu ms\n",
          (unsigned long long)took);
   assert_true(took < 5000);
@@ -310,11 +303,11 @@ static void test_killed_producers_reclaimed(void **state) {
    * another pid namespace (or a zombie) would look alive */
   kill(a, SIGKILL);
   kill(b, SIGKILL);
-  uint64_t t0 = now_ms();
+  uint64_t t0 = ts_now_ms();
   wait_stat(s, "sessions", 1);
   wait_stat(s, "shm_bytes", 0);
   printf("killed producers' sessions reclaimed in %llu ms\n",
-         (unsigned long long)(now_ms() - t0));
+         (unsigned long long)(ts_now_ms() - t0));
   assert_int_equal(daemon_stat(s, "sessions_reclaimed"), 2);
   int st;
   assert_int_equal(waitpid(a, &st, 0), a);
@@ -330,8 +323,7 @@ static void test_killed_producers_reclaimed(void **state) {
   assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(cs);
   zmq_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- few file descriptors ------------------------------------------------------ */
@@ -474,7 +466,7 @@ static void test_tcp_silent_connections(void **state) {
     assert_true(raw[i] >= 0);
     assert_int_equal(connect(raw[i], (struct sockaddr *)&a, sizeof a), 0);
   }
-  uint64_t t0 = now_ms();
+  uint64_t t0 = ts_now_ms();
   prod_finish(&p, 20, B2S_WIRE_LEVEL_WRITTEN);  /* the producer goes on */
   assert_true(daemon_alive(&e));
   /* every silent connection ends: at once beyond the reserve, the others
@@ -486,12 +478,12 @@ static void test_tcp_silent_connections(void **state) {
     ssize_t n;
     do {                           /* the daemon's greeting, then the end */
       struct pollfd pf = {.fd = raw[i], .events = POLLIN};
-      int left = (int)(t0 + 15000 - now_ms());
+      int left = (int)(t0 + 15000 - ts_now_ms());
       assert_int_equal(poll(&pf, 1, left > 0 ? left : 0), 1);
       n = read(raw[i], b, sizeof b);
     } while (n > 0);
     closed++;
-    last = now_ms() - t0;
+    last = ts_now_ms() - t0;
     close(raw[i]);
   }
   double refused = daemon_stat(ps, "accept_failed");
@@ -521,7 +513,7 @@ int main(void) {
     cmocka_unit_test(test_few_descriptors),
     cmocka_unit_test(test_tcp_silent_connections),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = ts_run_tests(tests, NULL, NULL);
   harness_fini();
   return rc;
 }

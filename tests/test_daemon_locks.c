@@ -37,6 +37,7 @@
 #include "b2s_frame.h"
 #include "b2s_wire.h"
 #include "daemon_harness.h"
+#include "ts.h"
 
 static const char *cli_path;
 
@@ -80,14 +81,11 @@ static bool exists(const char *path) {
   return lstat(path, &sb) == 0;
 }
 
+/* The text of path, valid until the next call (callers do not free). */
 static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  static char buf[65536];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
+  static char *last;
+  free(last);
+  return last = ts_read_file(path, NULL);
 }
 
 /* A second daemon on config; it must refuse to start.  Returns its
@@ -470,7 +468,7 @@ int main(void) {
       cmocka_unit_test(test_endpoint_stale_socket_replaced),
       cmocka_unit_test(test_frames_not_world_readable),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = ts_run_tests(tests, NULL, NULL);
   harness_fini();
   return rc;
 }

@@ -26,6 +26,7 @@
 #include "readbudget.h"
 #include "b2s_wire.h"
 #include "wiremap.h"
+#include "ts.h"
 
 #define MS (UINT64_C(1000000))
 
@@ -553,5 +554,5 @@ int main(void) {
       cmocka_unit_test(test_ledger_reject_seq),
       cmocka_unit_test(test_rank_owner_and_check),
   };
-  return cmocka_run_group_tests_name("daemon logic", tests, NULL, NULL);
+  return ts_run_named("daemon logic", tests, NULL, NULL);
 }

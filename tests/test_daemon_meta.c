@@ -32,9 +32,7 @@
 #define LEN 4000
 
 static const char *meta_config =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 1MiB\n"
     "log_level: debug\n"
@@ -286,8 +284,7 @@ static void test_negotiation(void **state) {
   assert_int_equal(r.m.version, 2);
   rx_free(&r);
   zmq_close(z);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* A version-1 producer's buffers get records without producer fields. */
@@ -384,8 +381,7 @@ static void test_series_meta(void **state) {
   series_expect(path, want2, sizeof want2);
   assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* A stream made from a template with `series:` defaults starts its frame
@@ -394,9 +390,7 @@ static void test_series_meta(void **state) {
 static void test_series_defaults(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, "listen: [ipc://d.sock]\n"
-                      "run_dir: run\n"
-                      "data_dir: data\n"
+  env_init_config(&e, ENV_YAML_HEAD
                       "workers: 1\n"
                       "templates:\n"
                       "  beam:\n"
@@ -430,8 +424,7 @@ static void test_series_defaults(void **state) {
   series_expect(path, merged, sizeof merged);
   assert_int_equal(b2sc_producer_close(p), 0);
   b2sc_close(s);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- gaps ------------------------------------------------------------------ */

@@ -311,8 +311,7 @@ static void test_curve_authorized(void **state) {
   zmq_close(ipc);
   assert_true(env_log_count(&n.e, "curve: client ") >= 3);
   assert_int_equal(env_log_count(&n.e, "refused"), 0);
-  assert_int_equal(env_stop(&n.e, SIGTERM), 0);
-  env_fini(&n.e);
+  env_down(&n.e);
 }
 
 /* CURVE: an unauthorized key, a wrong server key, a client without CURVE
@@ -420,8 +419,7 @@ static void test_curve_keys_reload(void **state) {
   o.curve_secret_key = k.client_sec;
   assert_int_equal(b2sc_connect_opts(n.tcp, &o, &ls), 0);
   b2sc_close(ls);
-  assert_int_equal(env_stop(&n.e, SIGTERM), 0);
-  env_fini(&n.e);
+  env_down(&n.e);
 }
 
 /* Exit status of the daemon on n's configuration, which must not start. */
@@ -552,8 +550,7 @@ static void test_cli_curve(void **state) {
   assert_non_null(strstr(out, "refused by CURVE"));
   assert_int_equal(run_cli(stats, spub, NULL, out, sizeof out), 1);
   assert_non_null(strstr(out, "B2S_CURVE_KEY_FILE"));
-  assert_int_equal(env_stop(&n.e, SIGTERM), 0);
-  env_fini(&n.e);
+  env_down(&n.e);
 }
 
 int main(void) {

@@ -202,9 +202,7 @@ static void test_extra_empty_frame_refused(void **state) {
 /* big: room for every buffer of the shutdown test at once; slow: buffers
  * that take a while to compress.  Both durable. */
 static const char *proto_config =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 1MiB\n"
     "streams:\n"

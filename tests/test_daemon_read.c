@@ -32,9 +32,7 @@
 #define ND_CHUNK (4 * 64 * 64 * 2) /* stream nd: chunkshape x typesize */
 
 static const char config[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 9MiB\n"
     "memory_limit: 512MiB\n"
@@ -723,9 +721,7 @@ static long rss_kib(pid_t pid) {
 }
 
 static const char busy_config[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 1MiB\n"
     "memory_limit: 1MiB\n"       /* reads hold at most 256 KiB of results */
@@ -821,9 +817,7 @@ static void test_read_busy(void **state) {
                                   * ZeroMQ, allocator slack */
 
 static const char bytes_config[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 4MiB\n"
     "memory_limit: 16MiB\n"
@@ -926,9 +920,7 @@ static void test_read_bytes_bound(void **state) {
 }
 
 static const char share_config[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 2MiB\n"
     "memory_limit: 64MiB\n"      /* reads: 16 MiB, 4 MiB per session */
@@ -996,9 +988,7 @@ static void test_read_stalled_share(void **state) {
 }
 
 static const char tail_config[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 2MiB\n"
     "memory_limit: 8MiB\n"       /* reads: 2 MiB, 512 KiB per session */

@@ -17,6 +17,7 @@
 #include "b2s_frame_writer.h"
 #include "recdeliver.h"
 #include "b2s_wire.h"
+#include "ts.h"
 
 static char tmpdir[256];
 
@@ -28,9 +29,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  return system(cmd) == 0 ? 0 : -1;
+  return ts_rmtree(tmpdir);
 }
 
 static const uint8_t user_map[] = {0x81, 0xa1, 'e', 0x07};  /* {"e": 7} */
@@ -254,5 +253,5 @@ int main(void) {
       cmocka_unit_test(test_recs_none),
       cmocka_unit_test(test_notify_payload),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

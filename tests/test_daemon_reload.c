@@ -32,9 +32,7 @@
 #define BASE 3000
 
 static const char config_v1[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "log_level: debug\n"
     "streams:\n"
@@ -49,9 +47,7 @@ static const char config_v1[] =
 
 /* v1 with stream c on lz4 and a new stream nw. */
 static const char config_v2[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "log_level: debug\n"
     "streams:\n"
@@ -70,9 +66,7 @@ static const char config_v2[] =
 
 /* Out of range at line 7. */
 static const char config_broken[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "streams:\n"
     "  c:\n"
@@ -81,9 +75,7 @@ static const char config_broken[] =
 /* A template for streams made at run time; then a configured stream whose
  * frame is the one of such a stream. */
 static const char config_tm[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "log_level: debug\n"
     "templates:\n"
@@ -91,9 +83,7 @@ static const char config_tm[] =
     "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n";
 
 static const char config_tm_clash[] =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "log_level: debug\n"
     "templates:\n"
@@ -650,8 +640,7 @@ static void test_push_after_reload(void **state) {
 static void test_stage_budget(void **state) {
   (void)state;
   env e;
-  env_init_config(&e, "listen: [ipc://d.sock]\nrun_dir: run\n"
-                      "data_dir: data\nworkers: 2\nlog_level: info\n"
+  env_init_config(&e, ENV_YAML_HEAD "workers: 2\nlog_level: info\n"
                       "memory_limit: 40MiB\nmax_buffer: 1MiB\n"
                       "streams:\n  a: {}\n  b: {}\n  c: {}\n");
   env_start(&e);

@@ -32,7 +32,7 @@ static const char *const CH[] = {"threshold_1", "threshold_2", "threshold_3"};
 
 static void config(env *e, char *yaml, size_t n) {
   snprintf(yaml, n,
-           "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\nworkers: 2\n"
+           ENV_YAML_HEAD "workers: 2\n"
            "templates:\n  eiger: {}\n"
            "sources:\n"
            "  - kind: dectris-stream2\n"
@@ -1246,7 +1246,7 @@ static void test_recorded_eiger(void **state) {
   env_init_config(&e, "");
   char yaml[800];
   snprintf(yaml, sizeof yaml,
-           "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\nworkers: 2\n"
+           ENV_YAML_HEAD "workers: 2\n"
            "sources:\n"
            "  - kind: dectris-stream2\n"
            "    endpoint: 'ipc://%s/det.sock'\n", e.dir);

@@ -31,9 +31,7 @@
 #define LEN 4000
 
 static const char *trust_config =
-    "listen: [ipc://d.sock]\n"
-    "run_dir: run\n"
-    "data_dir: data\n"
+    ENV_YAML_HEAD
     "workers: 2\n"
     "max_buffer: 1MiB\n"
     "log_level: debug\n"
@@ -269,8 +267,7 @@ static void test_file_size_limit_is_efbig(void **state) {
   assert_int_equal(b2sc_producer_close(p), -EFBIG);
   b2sc_close(s);
   free(b);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* ---- protocol: what docs/PROTOCOL.md promises ---------------------------- */
@@ -375,8 +372,7 @@ static void test_version_error_is_v1(void **state) {
   expect_err(z, 1, B2S_E_PROTO_VERSION, B2S_WIRE_ERROR_CLOSED_SESSION,
              B2S_WIRE_PING);
   zmq_close(z);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 /* Section 6.2: a DATA with a frame too many (header, payload and two more
@@ -476,8 +472,7 @@ static void test_meta_bad_handles(void **state) {
   send_raw(z, &m, 2, 2, map, sizeof map, 0);
   expect_err(z, 2, B2S_E_CLOSED, 0, B2S_WIRE_META);
   zmq_close(z);
-  assert_int_equal(env_stop(&e, SIGTERM), 0);
-  env_fini(&e);
+  env_down(&e);
 }
 
 int main(void) {

@@ -13,6 +13,7 @@
 
 #include "b2s_dcommit.h"
 #include "b2s_errors.h"
+#include "ts.h"
 
 #define TIMEOUT 1000
 
@@ -418,5 +419,5 @@ int main(void) {
       cmocka_unit_test(test_lease_wait),
       cmocka_unit_test(test_bad_options),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include "b2s_dframe.h"
 #include "b2s_errors.h"
 #include "dframe_internal.h"
+#include "ts.h"
 
 #define NBYTES 4096
 #define CHUNK_CAP (NBYTES + B2S_MAX_OVERHEAD)
@@ -95,9 +96,7 @@ static int teardown(void **state) {
     remove_objects(fx);
   b2s_store_free(fx->s);
   b2s_ctx_free(fx->ctx);
-  char cmd[200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
-  if (system(cmd) != 0)
+  if (ts_rmtree(fx->dir) != 0)
     return -1;
   free(fx);
   return 0;
@@ -679,7 +678,7 @@ int main(int argc, char **argv) {
                                             ? "B2S_CEPH_CONF not set"
                                             : "this build has no librados");
     const struct CMUnitTest none[] = {cmocka_unit_test(test_rados_skipped)};
-    return cmocka_run_group_tests_name("dframe_rados", none, NULL, NULL);
+    return ts_run_named("dframe_rados", none, NULL, NULL);
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_create_open, setup, teardown),
@@ -693,6 +692,6 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_export, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_empty, setup, teardown),
   };
-  return cmocka_run_group_tests_name(g_rados ? "dframe_rados" : "dframe_local",
-                                     tests, NULL, NULL);
+  return ts_run_named(g_rados ? "dframe_rados" : "dframe_local", tests, NULL,
+                      NULL);
 }

@@ -12,6 +12,7 @@
 
 #include "b2s_dmsg.h"
 #include "b2s_errors.h"
+#include "ts.h"
 
 #define CAP (8 + B2S_DMSG_NAME_MAX + 16 + B2S_DMSG_REC_MAX)
 
@@ -282,5 +283,5 @@ int main(void) {
       cmocka_unit_test(test_values),
       cmocka_unit_test(test_encode_space),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

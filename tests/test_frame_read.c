@@ -31,6 +31,7 @@
 #include "manifest.h"
 #include "b2s_msgpack.h"
 #include "vecdata.h"
+#include "ts.h"
 
 static mf_manifest *manifest;
 static json_object *manifest_json;
@@ -1228,5 +1229,5 @@ int main(void) {
       cmocka_unit_test(test_special_entries),
       cmocka_unit_test(test_sparse_hostile),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return ts_run_tests(tests, group_setup, group_teardown);
 }

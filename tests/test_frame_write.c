@@ -27,6 +27,7 @@
 #include "frame_dio.h"
 #include "frame_helper.h"
 #include "frame_io.h"
+#include "ts.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -129,9 +130,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf %s %s", tmpdir, diodir);
-  return system(cmd);
+  int rc = ts_rmtree(tmpdir);
+  return ts_rmtree(diodir) == 0 ? rc : -1;
 }
 
 static void pathf(char *out, const char *name) {
@@ -933,19 +933,6 @@ static void test_adopt_vector(void **state) {
 
 /* ---- sparse frames closed for c-blosc2 ----------------------------------------------- */
 
-static uint8_t *slurp(const char *path, size_t *len) {
-  int fd = open(path, O_RDONLY);
-  assert_true(fd >= 0);
-  struct stat sb;
-  assert_int_equal(fstat(fd, &sb), 0);
-  uint8_t *p = malloc((size_t)sb.st_size + 1);
-  assert_non_null(p);
-  assert_int_equal(pread(fd, p, (size_t)sb.st_size, 0), sb.st_size);
-  close(fd);
-  *len = (size_t)sb.st_size;
-  return p;
-}
-
 static uint64_t be(const uint8_t *p, int n) {
   uint64_t v = 0;
   for (int i = 0; i < n; i++)
@@ -963,7 +950,7 @@ static int64_t index_header_len(const char *dir) {
   char p[600];
   size_t len;
   snprintf(p, sizeof p, "%s/chunks.b2frame", dir);
-  uint8_t *b = slurp(p, &len);
+  uint8_t *b = ts_read_file(p, &len);
   assert_true(len >= 87);
   int64_t h = (int64_t)be(b + 11, 4);
   free(b);
@@ -980,7 +967,7 @@ static void check_plain_sparse(const char *dir, int64_t base,
   char p[600];
   size_t len;
   snprintf(p, sizeof p, "%s/chunks.b2frame", dir);
-  uint8_t *b = slurp(p, &len);
+  uint8_t *b = ts_read_file(p, &len);
   assert_true(len >= 87 + 35);
   assert_memory_equal(b, "\x9e\xa8" "b2frame\0" "\xd2", 12);
   assert_int_equal(be(b + 11, 4), base);               /* header_len */
@@ -1097,14 +1084,14 @@ static void test_sparse_close_vectors(void **state) {
     copy_path(src, path);
     snprintf(idx, sizeof idx, "%s/chunks.b2frame", src);
     size_t want_len, got_len;
-    uint8_t *want = slurp(idx, &want_len);
+    uint8_t *want = ts_read_file(idx, &want_len);
     int64_t base = (int64_t)be(want + 11, 4);
     b2s_fwriter *w;
     assert_int_equal(b2s_fwriter_open(path, NULL, &w, NULL), 0);
     assert_true(index_header_len(path) > base);
     assert_int_equal(b2s_fwriter_close(w), 0);
     snprintf(idx, sizeof idx, "%s/chunks.b2frame", path);
-    uint8_t *got = slurp(idx, &got_len);
+    uint8_t *got = ts_read_file(idx, &got_len);
     if (got_len != want_len || memcmp(got, want, want_len) != 0)
       fail_msg("%s: closed index differs from c-blosc2's (%zu vs %zu bytes)",
                names[k], got_len, want_len);
@@ -1579,5 +1566,5 @@ int main(void) {
       cmocka_unit_test(test_cut_sparse),
       cmocka_unit_test(test_kill_appender),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

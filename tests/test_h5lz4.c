@@ -14,6 +14,7 @@
 
 #include "b2s_chunk.h"
 #include "b2s_h5lz4.h"
+#include "ts.h"
 
 /* Detector-like pixels: mostly small counts, compressible; or noise. */
 static void fill(uint8_t *p, size_t n, int noisy, uint32_t seed) {
@@ -461,5 +462,5 @@ int main(void) {
     cmocka_unit_test(test_malformed),
     cmocka_unit_test(test_lz4_block_check),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

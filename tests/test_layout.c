@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "textfile.h"
+#include "ts.h"
 
 #define MAX_ROOMS 32
 #define MAX_FILES 4096
@@ -393,5 +394,5 @@ int main(void) {
       cmocka_unit_test(test_no_path_outside),
       cmocka_unit_test(test_acq_pure),
   };
-  return cmocka_run_group_tests(tests, setup, NULL);
+  return ts_run_tests(tests, setup, NULL);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "b2s_meta.h"
+#include "ts.h"
 
 static char tmpdir[256];
 
@@ -30,9 +31,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  return system(cmd) == 0 ? 0 : -1;
+  return ts_rmtree(tmpdir);
 }
 
 /* ---- msgpack ----------------------------------------------------------------- */
@@ -783,5 +782,5 @@ int main(void) {
     cmocka_unit_test(test_open_aligns),
     cmocka_unit_test(test_recover_without_records),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }

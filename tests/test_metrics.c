@@ -18,6 +18,7 @@
 #include "textfile.h"
 #include "thumb.h"
 #include "b2s_errors.h"
+#include "ts.h"
 
 /* Every field distinct, so a field printed in another's place shows. */
 static b2sd_mstream one_stream(void) {
@@ -424,5 +425,5 @@ int main(void) {
       cmocka_unit_test(test_png_bytes),
       cmocka_unit_test(test_every_metric_documented),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 
 #include "b2s_errors.h"
 #include "b2s_names.h"
+#include "ts.h"
 
 #define KI INT64_C(1024)
 
@@ -196,5 +197,5 @@ int main(void) {
       cmocka_unit_test(test_size_rejects),
       cmocka_unit_test(test_size_format),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

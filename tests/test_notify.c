@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "notify.h"
+#include "ts.h"
 
 static char dir[64];             /* mkdtemp directory */
 static char path_env[128];       /* its "notify" socket */
@@ -506,6 +507,5 @@ int main(void) {
       cmocka_unit_test_setup(test_concurrent_senders, test_setup),
       cmocka_unit_test_setup(test_watchdog_usec, test_setup),
   };
-  return cmocka_run_group_tests_name("notify", tests, group_setup,
-                                     group_teardown);
+  return ts_run_named("notify", tests, group_setup, group_teardown);
 }

@@ -21,6 +21,7 @@
 #include "b2s_shm.h"
 #include "protocol_doc.h"
 #include "textfile.h"
+#include "ts.h"
 
 static char *read_file(const char *env) {
   const char *path = getenv(env);
@@ -242,5 +243,5 @@ int main(void) {
     cmocka_unit_test(test_shm_constants),
     cmocka_unit_test(test_stream_name_limit),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

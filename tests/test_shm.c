@@ -31,6 +31,7 @@
 
 #include "b2s_errors.h"
 #include "b2s_shm.h"
+#include "ts.h"
 
 #define MIB ((size_t)1 << 20)
 
@@ -62,12 +63,6 @@ static void expect_counts(const b2s_shm *seg, uint32_t free_, uint32_t filling,
   assert_int_equal(c.taken, taken);
   assert_int_equal(c.invalid, 0);
   assert_int_equal(b2s_shm_check(seg), 0);
-}
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void sleep_ms(long ms) {
@@ -182,12 +177,12 @@ static bool chan_send(channel *ch, uint32_t slot, size_t len, uint64_t id) {
 static bool chan_recv(channel *ch, uint64_t id, notice *m) {
   if (ch->fd >= 0)
     return read_full(ch->fd, m, sizeof *m);
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   uint64_t v;
   /* Relaxed: pairs with nothing, see chan_send. */
   while ((v = atomic_load_explicit(&ch->ring[id % RING],
                                    memory_order_relaxed)) >> 32 != id + 1) {
-    if (now_ms() - t0 > 2 * ACQUIRE_TIMEOUT_MS)
+    if (ts_now_ms() - t0 > 2 * ACQUIRE_TIMEOUT_MS)
       return false;           /* the producer gave up */
     sched_yield();
   }
@@ -206,9 +201,9 @@ static int produce(b2s_shm *p, uint64_t count, channel *ch) {
   for (uint64_t i = 0; i < count; i++) {
     uint32_t slot;
     void *ptr;
-    int64_t t0 = now_ms();
+    int64_t t0 = ts_now_ms();
     int rc = b2s_shm_acquire(p, ACQUIRE_TIMEOUT_MS, &slot, &ptr);
-    if (rc == B2S_E_TIMEOUT || now_ms() - t0 >= LOST_WAKE_MS)
+    if (rc == B2S_E_TIMEOUT || ts_now_ms() - t0 >= LOST_WAKE_MS)
       return 2;
     if (rc != 0)
       return 3;
@@ -591,12 +586,12 @@ static void test_acquire_timeout(void **state) {
   uint32_t s;
   assert_int_equal(b2s_shm_acquire(p, 0, &s, NULL), 0);
   assert_int_equal(b2s_shm_acquire(p, 0, &s, NULL), 0);
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   assert_int_equal(b2s_shm_acquire(p, 0, &s, NULL), B2S_E_TIMEOUT);
-  assert_true(now_ms() - t0 < 1000);
-  t0 = now_ms();
+  assert_true(ts_now_ms() - t0 < 1000);
+  t0 = ts_now_ms();
   assert_int_equal(b2s_shm_acquire(p, 80, &s, NULL), B2S_E_TIMEOUT);
-  int64_t took = now_ms() - t0;
+  int64_t took = ts_now_ms() - t0;
   assert_true(took >= 79);
   assert_true(took < 5000);
   b2s_shm_stats st;
@@ -620,20 +615,20 @@ typedef struct {
 /* Until a producer has gone to sleep for the (waits_before + 1)-th time. */
 static void await_sleeper(const b2s_shm *seg, uint64_t waits_before) {
   b2s_shm_stats st;
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   do {
     sleep_ms(5);
     assert_int_equal(b2s_shm_stats_get(seg, &st), 0);
-    assert_true(now_ms() - t0 < 10000);
+    assert_true(ts_now_ms() - t0 < 10000);
   } while (st.waits <= waits_before);
   sleep_ms(20);   /* from the count to the futex call itself */
 }
 
 static void *waiter_run(void *arg) {
   waiter *w = arg;
-  int64_t t0 = now_ms();
+  int64_t t0 = ts_now_ms();
   w->rc = b2s_shm_acquire(w->p, w->timeout_ms, &w->slot, NULL);
-  w->took_ms = now_ms() - t0;
+  w->took_ms = ts_now_ms() - t0;
   return NULL;
 }
 
@@ -1121,6 +1116,5 @@ int main(void) {
       cmocka_unit_test(test_attach_corrupt),
       cmocka_unit_test(test_header_check_random),
   };
-  return cmocka_run_group_tests_name("shm", tests, group_setup,
-                                     group_teardown);
+  return ts_run_named("shm", tests, group_setup, group_teardown);
 }

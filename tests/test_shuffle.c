@@ -14,6 +14,7 @@
 #include <zstd.h>
 
 #include "b2s_shuffle.h"
+#include "ts.h"
 
 typedef void (*kernel_fn)(size_t, size_t, const uint8_t *, uint8_t *);
 
@@ -452,29 +453,6 @@ static uint8_t *gen_data(const struct vector_case *vc, size_t nbytes)
     return out;
 }
 
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    uint8_t *data = NULL;
-    size_t cap = 0, used = 0;
-    for (;;) {
-        if (used == cap) {
-            cap = cap ? 2 * cap : 65536;
-            data = realloc(data, cap);
-            assert_non_null(data);
-        }
-        size_t got = fread(data + used, 1, cap - used, f);
-        used += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    *len = used;
-    return data;
-}
-
 static uint32_t rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16
@@ -566,9 +544,7 @@ static void check_vector(const struct vector_case *vc, const char *dir)
     char path[1024];
     snprintf(path, sizeof path, "%s/chunks/%s.chunk", dir, vc->name);
     size_t len = 0;
-    uint8_t *file = read_file(path, &len);
-    if (file == NULL)
-        fail_msg("cannot read %s", path);
+    uint8_t *file = ts_read_file(path, &len);
     struct chunk_view cv;
     parse_chunk(&cv, file, len);
     uint8_t *plain = gen_data(vc, cv.nbytes);
@@ -616,5 +592,5 @@ int main(void)
         cmocka_unit_test_teardown(test_force_clamps, restore_level),
         cmocka_unit_test_teardown(test_reference_vectors, restore_level),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ts_run_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 #include "b2s_errors.h"
 #include "b2s_store.h"
 #include "b2s_frame_writer.h"
+#include "ts.h"
 
 #define RADOS_POOL "b2stream"
 
@@ -689,10 +690,8 @@ static int teardown(void **state) {
   (void)state;
   b2s_store_free(g_s);
   if (!g_rados && g_dir[0]) {
-    char cmd[600];
     g_dir[strlen(g_dir) - 2] = '\0';   /* the mkdtemp directory */
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0)
+    if (ts_rmtree(g_dir) != 0)
       return -1;
   }
   return 0;
@@ -781,13 +780,13 @@ int main(int argc, char **argv) {
   if (g_rados && !b2s_store_have_rados()) {
     printf("rados tests skipped: this build has no librados\n");
     const struct CMUnitTest none[] = {cmocka_unit_test(test_rados_skipped)};
-    return cmocka_run_group_tests_name("store_rados", none, NULL, NULL);
+    return ts_run_named("store_rados", none, NULL, NULL);
   }
   if (g_rados && !getenv("B2S_CEPH_CONF")) {
     printf("rados tests skipped: B2S_CEPH_CONF not set\n");
     const struct CMUnitTest none[] = {cmocka_unit_test(test_rados_skipped)};
-    return cmocka_run_group_tests_name("store_rados", none, NULL, NULL);
+    return ts_run_named("store_rados", none, NULL, NULL);
   }
-  return cmocka_run_group_tests_name(g_rados ? "store_rados" : "store_local",
-                                     tests, setup, teardown);
+  return ts_run_named(g_rados ? "store_rados" : "store_local", tests, setup,
+                      teardown);
 }

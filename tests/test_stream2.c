@@ -17,6 +17,7 @@
 #include "b2s_msgpack.h"
 #include "b2s_stream2.h"
 #include "b2s_s2enc.h"
+#include "ts.h"
 
 static const char *const CH[] = {"threshold_1", "threshold_2", "threshold_3"};
 
@@ -249,12 +250,7 @@ static void test_hostile_messages(void **state) {
 static uint8_t *slurp(const char *name, size_t *n) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", getenv("B2S_S2_SEEDS"), name);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  uint8_t *b = malloc(1 << 20);
-  *n = fread(b, 1, 1 << 20, f);
-  fclose(f);
-  return b;
+  return ts_read_file(path, n);
 }
 
 static void test_cbor2_seeds(void **state) {
@@ -460,5 +456,5 @@ int main(void) {
     cmocka_unit_test(test_start_without_layout),
     cmocka_unit_test(test_metadata_shapes),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "life.h"
+#include "ts.h"
 
 #define N B2SD_LIFE_COUNT
 
@@ -165,5 +166,5 @@ int main(void) {
       cmocka_unit_test(test_illegal_refused),
       cmocka_unit_test(test_lives),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

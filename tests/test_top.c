@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "cli_top.h"
+#include "ts.h"
 
 static const char first[] =
     "{\"daemon\":{\"version\":\"0.1.0\",\"sessions\":2,\"memory_limit\":"
@@ -76,5 +77,5 @@ int main(void) {
       cmocka_unit_test(test_parse_rates_render),
       cmocka_unit_test(test_not_stats),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ts_run_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include "b2s_chunk.h"
 #include "manifest.h"
 #include "vecdata.h"
+#include "ts.h"
 
 static mf_manifest *manifest;
 static bool vectors_missing;
@@ -664,5 +665,5 @@ int main(void) {
       cmocka_unit_test(test_special_chunks),
       cmocka_unit_test(test_getitem),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return ts_run_tests(tests, group_setup, group_teardown);
 }

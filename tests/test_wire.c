@@ -18,6 +18,7 @@
 #include "b2s_errors.h"
 #include "b2s_meta.h"
 #include "b2s_wire.h"
+#include "ts.h"
 
 /* Every type of the one list (b2s_wire_types.h), with its version. */
 static const struct listed_type {
@@ -1666,5 +1667,5 @@ int main(void) {
     cmocka_unit_test(test_user_map_depth_agrees),
     cmocka_unit_test(test_error_table_matches),
   };
-  return cmocka_run_group_tests(tests, setup_types, NULL);
+  return ts_run_tests(tests, setup_types, NULL);
 }

@@ -182,10 +182,6 @@ static int produce(cli_exp_job *j, int64_t i) {
   return rc < 0 ? -1 : 0;
 }
 
-int cli_exp_write_chunk(cli_exp_job *j, int64_t i) {
-  return produce(j, i) < 0 ? -1 : write_buf(j, i, &j->buf);
-}
-
 /* Chunks [from, n) through a ring of RING buffers: a reader thread
  * prepares HDF5 chunks (frame reads, wrapping or re-encoding) while this
  * thread writes them, the only one calling HDF5, so reading and writing

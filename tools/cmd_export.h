@@ -63,9 +63,6 @@ typedef struct cli_exp_job {
   char **dname;                    /* and names (to remove on failure) */
 } cli_exp_job;
 
-/* Write frame chunk i into the dataset (cmd_export.c). */
-int cli_exp_write_chunk(cli_exp_job *j, int64_t i);
-
 /* ---- cmd_export_wrap.c ---- */
 
 /* One-chunk contiguous Blosc2 frame holding the stored chunk as it is

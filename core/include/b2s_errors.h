@@ -10,83 +10,90 @@
  * value crosses the wire in ERROR messages (docs/PROTOCOL.md, checked by
  * tests/test_wire.c) and is returned by the installed client library.
  * Add new codes at the end with the next value; never reuse, reorder or
- * renumber one (tests/test_names.c checks the values are consecutive). */
+ * renumber one (tests/test_names.c checks the values are consecutive).
+ *
+ * ONE TABLE FOR ALL ROOMS: the codes of proto/, config/, daemon/,
+ * libclient/ and cluster/ are here too, since they share the one value
+ * range and b2s_strerror, and this installed header is what clients
+ * include; splitting it would change the public API.  The comment after
+ * each code names the room whose rule it reports (where it is raised and
+ * documented; other rooms pass it on). */
 #ifndef B2S_ERRORS_H
 #define B2S_ERRORS_H
 
 #define B2S_ERROR_LIST(X)                                                      \
-  X(B2S_E_ARG,             -999, "invalid argument") \
-  X(B2S_E_NOMEM,           -998, "out of memory") \
-  X(B2S_E_SHORT,           -997, "buffer shorter than a chunk header") \
-  X(B2S_E_CBYTES,          -996, "chunk cbytes inconsistent with its buffer or layout") \
-  X(B2S_E_NBYTES,          -995, "chunk nbytes out of range") \
-  X(B2S_E_VERSION,         -994, "unsupported chunk format version or flags") \
-  X(B2S_E_TYPESIZE,        -993, "invalid typesize") \
-  X(B2S_E_BLOCKSIZE,       -992, "invalid blocksize") \
-  X(B2S_E_CODEC,           -991, "unknown or unsupported codec") \
-  X(B2S_E_FILTER,          -990, "unknown filter or invalid filter parameter") \
-  X(B2S_E_SPECIAL,         -989, "invalid special-value chunk") \
-  X(B2S_E_BSTARTS,         -988, "block offset outside the chunk") \
-  X(B2S_E_STREAM,          -987, "stream size runs past the end of the chunk") \
-  X(B2S_E_TOKEN,           -986, "invalid run-length token") \
-  X(B2S_E_DECODE,          -985, "codec could not decode a stream to its exact size") \
-  X(B2S_E_DICT,            -984, "invalid dictionary section") \
-  X(B2S_E_DEST_SMALL,      -983, "destination buffer too small") \
-  X(B2S_E_COMPRESS,        -982, "codec failed while compressing") \
-  X(B2S_E_RANGE,           -981, "item range outside the chunk") \
-  X(B2S_E_NODICT_CODEC,    -980, "dictionaries need codec zstd, lz4 or lz4hc") \
-  X(B2S_E_MSGPACK,         -979, "unexpected msgpack marker in a frame structure") \
-  X(B2S_E_TRUNCATED,       -978, "frame data ends before a length or offset says") \
-  X(B2S_E_FRAME,           -977, "malformed frame header") \
-  X(B2S_E_FRAME_VERSION,   -976, "unsupported frame format version") \
-  X(B2S_E_FRAME_TYPE,      -975, "wrong frame type (contiguous file vs sparse dir)") \
-  X(B2S_E_TRAILER,         -974, "malformed frame trailer") \
-  X(B2S_E_INDEX,           -973, "malformed or inconsistent frame chunk index") \
-  X(B2S_E_META,            -972, "malformed metalayer section") \
-  X(B2S_E_VLMETA,          -971, "malformed vlmetalayer section") \
-  X(B2S_E_NOTFOUND,        -970, "no metalayer or vlmetalayer with that name") \
-  X(B2S_E_NCHUNK,          -969, "chunk number beyond the frame's chunk count") \
-  X(B2S_E_CHUNK_ID,        -968, "sparse-frame chunk id outside 0..2^32-1") \
-  X(B2S_E_CHUNK_BOUNDS,    -967, "stored chunk outside the frame's data section") \
-  X(B2S_E_CHUNK_SIZE,      -966, "chunk size disagrees with the frame header") \
-  X(B2S_E_B2ND,            -965, "malformed b2nd metalayer") \
-  X(B2S_E_READONLY,        -964, "frame opened read-only or not writable this way") \
-  X(B2S_E_RECOVER,         -963, "frame's last commit was interrupted; run recovery") \
-  X(B2S_E_UNRECOVERABLE,   -962, "no complete commit found; frame cannot be restored") \
-  X(B2S_E_TOO_BIG,         -961, "frame structure would exceed a format limit") \
-  X(B2S_E_IO_LIMIT,        -960, "write cut short by fault injection") \
-  X(B2S_E_CONFIG,          -959, "invalid configuration") \
-  X(B2S_E_PROTO,           -958, "malformed or unexpected protocol message") \
-  X(B2S_E_PROTO_VERSION,   -957, "unsupported protocol version") \
-  X(B2S_E_STREAM_NAME,     -956, "invalid stream name") \
-  X(B2S_E_NOSTREAM,        -955, "no such stream") \
-  X(B2S_E_NOTEMPLATE,      -954, "no such stream template") \
-  X(B2S_E_OVERSIZE,        -953, "buffer larger than the configured limit") \
-  X(B2S_E_DROPPED,         -952, "buffer dropped by the backpressure policy") \
-  X(B2S_E_TIMEOUT,         -951, "timed out") \
-  X(B2S_E_CLOSED,          -950, "connection or stream closed") \
-  X(B2S_E_BUSY,            -949, "resource busy or exhausted") \
-  X(B2S_E_AUTH,            -948, "authentication failed") \
-  X(B2S_E_SHM_HEADER,      -947, "shared-memory header invalid or not matching its size") \
-  X(B2S_E_SHM_SLOT,        -946, "shared-memory slot index out of range") \
-  X(B2S_E_SHM_STATE,       -945, "shared-memory slot not in the state this needs") \
-  X(B2S_E_SHM_ACCOUNT,     -944, "shared-memory slot accounting does not add up") \
-  X(B2S_E_LOCKED,          -943, "held by another writer (locked)") \
-  X(B2S_E_FRAME_LATE,      -942, "frame number late: behind the reorder window") \
-  X(B2S_E_FRAME_DUP,       -941, "duplicate frame number") \
-  X(B2S_E_LIMIT,           -940, "a daemon limit on sessions, streams or descriptors was reached") \
-  X(B2S_E_SERIES_FORMAT,   -939, "series metadata is not a msgpack map of string keys") \
-  X(B2S_E_SERIES_KEY,      -938, "series metadata key empty, over 64 bytes, not UTF-8 or repeated") \
-  X(B2S_E_SERIES_VALUE,    -937, "series metadata value over 64 KiB encoded") \
-  X(B2S_E_SERIES_SIZE,     -936, "series metadata over 256 KiB encoded") \
-  X(B2S_E_RECORD,          -935, "malformed chunk record") \
-  X(B2S_E_RECORD_USER,     -934, "chunk record user part over 4 KiB or not a map or bytes") \
-  X(B2S_E_PAIR,            -933, "records frame does not match its data frame") \
-  X(B2S_E_CHECKSUM,        -932, "chunk checksum differs from its record") \
-  X(B2S_E_WRONG_RANK,      -931, "frame number belongs to another rank of the cluster") \
-  X(B2S_E_NEED_FRAME,      -930, "a distributed stream needs a frame number with every buffer") \
-  X(B2S_E_OBJ_CONFLICT,    -929, "stored object exists with different bytes") \
-  X(B2S_E_STORE,           -928, "object store unavailable or refused the request")
+  X(B2S_E_ARG,             -999, "invalid argument")                                                /* core */ \
+  X(B2S_E_NOMEM,           -998, "out of memory")                                                   /* core */ \
+  X(B2S_E_SHORT,           -997, "buffer shorter than a chunk header")                              /* core */ \
+  X(B2S_E_CBYTES,          -996, "chunk cbytes inconsistent with its buffer or layout")             /* core */ \
+  X(B2S_E_NBYTES,          -995, "chunk nbytes out of range")                                       /* core */ \
+  X(B2S_E_VERSION,         -994, "unsupported chunk format version or flags")                       /* core */ \
+  X(B2S_E_TYPESIZE,        -993, "invalid typesize")                                                /* core */ \
+  X(B2S_E_BLOCKSIZE,       -992, "invalid blocksize")                                               /* core */ \
+  X(B2S_E_CODEC,           -991, "unknown or unsupported codec")                                    /* core */ \
+  X(B2S_E_FILTER,          -990, "unknown filter or invalid filter parameter")                      /* core */ \
+  X(B2S_E_SPECIAL,         -989, "invalid special-value chunk")                                     /* core */ \
+  X(B2S_E_BSTARTS,         -988, "block offset outside the chunk")                                  /* core */ \
+  X(B2S_E_STREAM,          -987, "stream size runs past the end of the chunk")                      /* core */ \
+  X(B2S_E_TOKEN,           -986, "invalid run-length token")                                        /* core */ \
+  X(B2S_E_DECODE,          -985, "codec could not decode a stream to its exact size")               /* core */ \
+  X(B2S_E_DICT,            -984, "invalid dictionary section")                                      /* core */ \
+  X(B2S_E_DEST_SMALL,      -983, "destination buffer too small")                                    /* core */ \
+  X(B2S_E_COMPRESS,        -982, "codec failed while compressing")                                  /* core */ \
+  X(B2S_E_RANGE,           -981, "item range outside the chunk")                                    /* core */ \
+  X(B2S_E_NODICT_CODEC,    -980, "dictionaries need codec zstd, lz4 or lz4hc")                      /* core */ \
+  X(B2S_E_MSGPACK,         -979, "unexpected msgpack marker in a frame structure")                  /* core */ \
+  X(B2S_E_TRUNCATED,       -978, "frame data ends before a length or offset says")                  /* core */ \
+  X(B2S_E_FRAME,           -977, "malformed frame header")                                          /* core */ \
+  X(B2S_E_FRAME_VERSION,   -976, "unsupported frame format version")                                /* core */ \
+  X(B2S_E_FRAME_TYPE,      -975, "wrong frame type (contiguous file vs sparse dir)")                /* core */ \
+  X(B2S_E_TRAILER,         -974, "malformed frame trailer")                                         /* core */ \
+  X(B2S_E_INDEX,           -973, "malformed or inconsistent frame chunk index")                     /* core */ \
+  X(B2S_E_META,            -972, "malformed metalayer section")                                     /* core */ \
+  X(B2S_E_VLMETA,          -971, "malformed vlmetalayer section")                                   /* core */ \
+  X(B2S_E_NOTFOUND,        -970, "no metalayer or vlmetalayer with that name")                      /* core */ \
+  X(B2S_E_NCHUNK,          -969, "chunk number beyond the frame's chunk count")                     /* core */ \
+  X(B2S_E_CHUNK_ID,        -968, "sparse-frame chunk id outside 0..2^32-1")                         /* core */ \
+  X(B2S_E_CHUNK_BOUNDS,    -967, "stored chunk outside the frame's data section")                   /* core */ \
+  X(B2S_E_CHUNK_SIZE,      -966, "chunk size disagrees with the frame header")                      /* core */ \
+  X(B2S_E_B2ND,            -965, "malformed b2nd metalayer")                                        /* core */ \
+  X(B2S_E_READONLY,        -964, "frame opened read-only or not writable this way")                 /* core */ \
+  X(B2S_E_RECOVER,         -963, "frame's last commit was interrupted; run recovery")               /* core */ \
+  X(B2S_E_UNRECOVERABLE,   -962, "no complete commit found; frame cannot be restored")              /* core */ \
+  X(B2S_E_TOO_BIG,         -961, "frame structure would exceed a format limit")                     /* core */ \
+  X(B2S_E_IO_LIMIT,        -960, "write cut short by fault injection")                              /* core */ \
+  X(B2S_E_CONFIG,          -959, "invalid configuration")                                           /* config */ \
+  X(B2S_E_PROTO,           -958, "malformed or unexpected protocol message")                        /* proto */ \
+  X(B2S_E_PROTO_VERSION,   -957, "unsupported protocol version")                                    /* proto */ \
+  X(B2S_E_STREAM_NAME,     -956, "invalid stream name")                                             /* config */ \
+  X(B2S_E_NOSTREAM,        -955, "no such stream")                                                  /* daemon */ \
+  X(B2S_E_NOTEMPLATE,      -954, "no such stream template")                                         /* daemon */ \
+  X(B2S_E_OVERSIZE,        -953, "buffer larger than the configured limit")                         /* daemon */ \
+  X(B2S_E_DROPPED,         -952, "buffer dropped by the backpressure policy")                       /* daemon */ \
+  X(B2S_E_TIMEOUT,         -951, "timed out")                                                       /* libclient */ \
+  X(B2S_E_CLOSED,          -950, "connection or stream closed")                                     /* proto */ \
+  X(B2S_E_BUSY,            -949, "resource busy or exhausted")                                      /* daemon */ \
+  X(B2S_E_AUTH,            -948, "authentication failed")                                           /* proto */ \
+  X(B2S_E_SHM_HEADER,      -947, "shared-memory header invalid or not matching its size")           /* proto */ \
+  X(B2S_E_SHM_SLOT,        -946, "shared-memory slot index out of range")                           /* proto */ \
+  X(B2S_E_SHM_STATE,       -945, "shared-memory slot not in the state this needs")                  /* proto */ \
+  X(B2S_E_SHM_ACCOUNT,     -944, "shared-memory slot accounting does not add up")                   /* proto */ \
+  X(B2S_E_LOCKED,          -943, "held by another writer (locked)")                                 /* core */ \
+  X(B2S_E_FRAME_LATE,      -942, "frame number late: behind the reorder window")                    /* daemon */ \
+  X(B2S_E_FRAME_DUP,       -941, "duplicate frame number")                                          /* daemon */ \
+  X(B2S_E_LIMIT,           -940, "a daemon limit on sessions, streams or descriptors was reached")  /* daemon */ \
+  X(B2S_E_SERIES_FORMAT,   -939, "series metadata is not a msgpack map of string keys")             /* core */ \
+  X(B2S_E_SERIES_KEY,      -938, "series metadata key empty, over 64 bytes, not UTF-8 or repeated") /* core */ \
+  X(B2S_E_SERIES_VALUE,    -937, "series metadata value over 64 KiB encoded")                       /* core */ \
+  X(B2S_E_SERIES_SIZE,     -936, "series metadata over 256 KiB encoded")                            /* core */ \
+  X(B2S_E_RECORD,          -935, "malformed chunk record")                                          /* core */ \
+  X(B2S_E_RECORD_USER,     -934, "chunk record user part over 4 KiB or not a map or bytes")         /* core */ \
+  X(B2S_E_PAIR,            -933, "records frame does not match its data frame")                     /* core */ \
+  X(B2S_E_CHECKSUM,        -932, "chunk checksum differs from its record")                          /* core */ \
+  X(B2S_E_WRONG_RANK,      -931, "frame number belongs to another rank of the cluster")             /* cluster */ \
+  X(B2S_E_NEED_FRAME,      -930, "a distributed stream needs a frame number with every buffer")     /* cluster */ \
+  X(B2S_E_OBJ_CONFLICT,    -929, "stored object exists with different bytes")                       /* cluster */ \
+  X(B2S_E_STORE,           -928, "object store unavailable or refused the request")                 /* cluster */
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,

@@ -66,11 +66,6 @@ int b2sd_send_moved_tail(b2sd_server *srv, b2sd_session *s,
   return 0;
 }
 
-int b2sd_send_moved(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                    uint8_t **buf, size_t len, void (*free_fn)(void *, void *)) {
-  return b2sd_send_moved_tail(srv, s, m, buf, len, free_fn, NULL, 0);
-}
-
 void b2sd_send_error(b2sd_server *srv, b2sd_session *s,
                      const b2sd_errreply *r) {
   b2s_wire_msg e;

@@ -20,11 +20,8 @@ int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
  * ZeroMQ calls free_fn(buf, NULL) once it is done with it (any thread).
  * *buf is cleared when it moved; when it could not, the bytes are copied
  * and *buf stays the caller's.  Returns as b2sd_send (on an error before
- * the payload, *buf stays the caller's too). */
-int b2sd_send_moved(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
-                    uint8_t **buf, size_t len, void (*free_fn)(void *, void *));
-/* b2sd_send_moved, then tail[tail_len] (copied) as a last frame when tail
- * is not NULL: a CHUNK with its record. */
+ * the payload, *buf stays the caller's too).  Then tail[tail_len] (copied)
+ * as a last frame when tail is not NULL: a CHUNK with its record. */
 int b2sd_send_moved_tail(b2sd_server *srv, b2sd_session *s,
                          const b2s_wire_msg *m, uint8_t **buf, size_t len,
                          void (*free_fn)(void *, void *), const void *tail,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "b2s_names.h"
+#include "textfile.h"
 
 static json_object *get(json_object *o, const char *key) {
   json_object *v = NULL;
@@ -312,33 +313,11 @@ const mf_entry *mf_find(const mf_manifest *m, const char *name) {
   return NULL;
 }
 
-static uint8_t *read_all(FILE *f, size_t *len) {
-  size_t cap = 1 << 16, n = 0;
-  uint8_t *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap)
-      break;
-    uint8_t *bigger = realloc(buf, cap * 2);
-    if (!bigger)
-      free(buf);
-    buf = bigger;
-    cap *= 2;
-  }
-  if (buf && ferror(f)) {
-    free(buf);
-    buf = NULL;
-  }
-  *len = buf ? n : 0;
-  return buf;
-}
-
 uint8_t *mf_read_path(const mf_manifest *m, const char *relpath, size_t *len) {
   char *path = join_path(m->dir, relpath);
-  FILE *f = path ? fopen(path, "rb") : NULL;
-  uint8_t *buf = f ? read_all(f, len) : NULL;
-  if (f)
-    fclose(f);
+  uint8_t *buf = path ? (uint8_t *)ts_read_text(path, len) : NULL;
+  if (buf == NULL)
+    *len = 0;
   free(path);
   return buf;
 }

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "xds_npy.h"
+#include "ts.h"
 
 static char dir[64];
 static const char *check, *fake;
@@ -88,9 +89,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return ts_rmtree(dir);
 }
 
 /* Run the driver with args (in dir); its exit status, its output in out. */
@@ -174,5 +173,5 @@ int main(void) {
     cmocka_unit_test(test_verdicts),
     cmocka_unit_test(test_bad_use),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ts_run_tests(tests, setup, teardown);
 }
