@@ -1,6 +1,7 @@
 /* The chunk-buffer pool (chunkpool.c): idle chunk buffers that the writers
  * give back and the workers compress into again; chunks.c: a chunk's end
- * and its hand-over to the writer.  The server owns one
+ * (its records cleared, its buffer back here; the hand-over to the writer
+ * is streams/handoff.c).  The server owns one
  * (b2sd_server.chunks), made before the workers start and freed after the
  * writers stopped; any thread may get and give back buffers. */
 #ifndef B2SD_CHUNKPOOL_H
