@@ -430,6 +430,53 @@ static void test_two_at_once_and_abort(void **state) {
   check_python(d2, "t2", 1, 3, "aborted");
 }
 
+/* Stop with frames in flight: every frame the daemon took before the stop
+ * is in the files, in order; the others were refused (never written), and
+ * together they are every frame sent. */
+static void test_stop_in_flight(void **state) {
+  (void)state;
+  char dir[512];
+  mkdir_in_roots("flight", dir, sizeof dir);
+  ans a = arm("f1", "d1", dir, "\"frames_per_file\": 16");
+  expect(&a, 201, NULL);
+  ans_free(&a);
+  a = wait_for("f1", "state=writing");
+  ans_free(&a);
+  b2sc_session *s = connect_();
+  b2sc_producer *p = NULL;
+  assert_int_equal(b2sc_producer_open(s, "d1", NULL, &p), 0);
+  uint8_t buf[FRAME_BYTES];
+  int sent = 0;
+  for (; sent < 40; sent++) {    /* no flush: in the queues */
+    fill(buf, sent);
+    assert_int_equal(b2sc_send(p, buf, sizeof buf, 10000), 0);
+  }
+  a = act("f1", "stop");
+  expect(&a, 202, NULL);
+  ans_free(&a);
+  for (; sent < 60; sent++) {    /* after the stop: refused */
+    fill(buf, sent);
+    assert_int_equal(b2sc_send(p, buf, sizeof buf, 10000), 0);
+  }
+  b2sc_flush(p, 10000);
+  a = wait_for("f1", "state=done");
+  expect(&a, 200, NULL);
+  int64_t got = jint(a.j, "counters.frames_committed");
+  assert_int_equal(jint(a.j, "counters.frames_received"), got);
+  ans_free(&a);
+  b2sc_producer_stats st;
+  assert_int_equal(b2sc_producer_stats_get(p, &st), 0);
+  assert_int_equal((int64_t)st.rejected + got, 60);
+  assert_true(got >= 1 && got <= 60);
+  b2sc_producer_close(p);
+  b2sc_close(s);
+  /* the first `got` frames, in order, in files of 16 */
+  for (int f = 0; f * 16 < got; f++)
+    check_file(dir, "f1", f + 1, f * 16,
+               (int)(got - f * 16 < 16 ? got - f * 16 : 16), "done");
+  check_python(dir, "f1", (int)(got + 15) / 16, (int)got, "done");
+}
+
 /* Every refusal this daemon serves, each with nothing created. */
 static void test_refusals(void **state) {
   (void)state;
@@ -588,6 +635,7 @@ int main(void) {
       cmocka_unit_test(test_zmq_rollover_stop),
       cmocka_unit_test(test_shm_frames_reached),
       cmocka_unit_test(test_two_at_once_and_abort),
+      cmocka_unit_test(test_stop_in_flight),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_wait_timeout_and_many),
   };
