@@ -305,6 +305,10 @@ static void test_zmq_rollover_stop(void **state) {
   b2sc_producer *p = NULL;
   assert_int_equal(b2sc_producer_open(s, "d1", NULL, &p), 0);
   assert_int_equal(send_frames(p, 0, 10), 0);
+  char *js = NULL;
+  assert_int_equal(b2sc_stats(s, "d1", &js, NULL), 0);
+  assert_non_null(strstr(js, "\"acquisition\":\"z1\""));   /* STATS, 13 */
+  free(js);
   a = wait_for("z1", "committed=10");
   expect(&a, 200, NULL);
   assert_int_equal(jint(a.j, "counters.frames_committed"), 10);
@@ -324,6 +328,10 @@ static void test_zmq_rollover_stop(void **state) {
   expect(&a, 200, NULL);
   assert_int_equal(jint(a.j, "counters.frames_refused_after_end"), 2);
   ans_free(&a);
+  assert_int_equal(b2sc_stats(s, "d1", &js, NULL), 0);
+  assert_non_null(strstr(js, "\"acquisition\":null"));
+  assert_non_null(strstr(js, "\"refused_unarmed\":2"));
+  free(js);
   a = curl("GET", "/api/v1/acquisitions/z1/files", NULL, NULL, NULL);
   expect(&a, 200, NULL);
   assert_int_equal(json_object_array_length(
