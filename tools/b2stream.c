@@ -46,7 +46,8 @@ int main(int argc, char **argv) {
     const cli_cmd *c = commands[k];
     if (strcmp(name, c->name) != 0)
       continue;
-    if (cli_wants_help(argc - 1, argv + 1)) {
+    /* acq has subcommands, each with its own help */
+    if (c != &cli_cmd_acq && cli_wants_help(argc - 1, argv + 1)) {
       fputs(c->help, stdout);
       return cli_flush_stdout() ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     }

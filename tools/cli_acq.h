@@ -151,7 +151,8 @@ typedef struct cli_sse {
   char *data; size_t data_len;
   char event[65];
   char id[129];                   /* last event id (kept across events) */
-  bool started, cr, failed, event_set, data_set;
+  unsigned char bom;              /* BOM bytes matched at the start; 3: past it */
+  bool cr, failed, event_set, data_set;
   char error[96];
   long retry_ms;                  /* -1: none given */
 } cli_sse;

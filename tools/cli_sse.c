@@ -109,13 +109,14 @@ int cli_sse_feed(cli_sse *s, const char *p, size_t n, cli_sse_cb cb,
     return -1;
   for (size_t i = 0; i < n; i++) {
     char c = p[i];
-    if (!s->started) {
-      s->started = true;
-      /* a UTF-8 BOM may open the stream: skip its three bytes */
-      if (n - i >= 3 && !memcmp(p + i, "\xEF\xBB\xBF", 3)) {
-        i += 2;
+    if (s->bom < 3) {
+      /* a UTF-8 BOM may open the stream (in any pieces): skip it */
+      static const char bom[] = "\xEF\xBB\xBF";
+      if (c == bom[s->bom]) {
+        s->bom++;
         continue;
       }
+      s->bom = 3;
     }
     if (s->cr) {
       s->cr = false;

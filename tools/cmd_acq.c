@@ -740,7 +740,7 @@ static int run_events(acq_ctx *c, cli_args *a) {
         e.acq = v;
       } else if (a->opt[0] == 'l') {
         if (!event_id_ok(v))
-          return cli_usage(a, "--last-event-id: '%s' is not an event id", v);
+          return cli_usage(a, "--last-event-id: not an event id (EPOCH-SEQ)");
         last = v;
       } else if (cli_parse_int(v, 1, INT64_MAX, &e.count) < 0) {
         return cli_usage(a, "--count: '%s' is not a count", v);
@@ -812,7 +812,7 @@ static int run_events(acq_ctx *c, cli_args *a) {
     e.sse.line_len = 0;
     e.sse.data_len = 0;
     e.sse.data_set = e.sse.event_set = e.sse.cr = false;
-    e.sse.started = false;
+    e.sse.bom = 0;
   }
   cli_sse_fini(&e.sse);
   return ex;
