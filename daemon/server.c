@@ -25,6 +25,7 @@
 #include "auth.h"
 #include "readers.h"
 #include "stats.h"
+#include "registry.h"
 #include "handoff.h"
 #include "stream.h"
 #include "workers.h"
@@ -766,6 +767,13 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   }
   if (srv->auth && (rc = b2sd_auth_start(srv->auth)) < 0)
     return rc;
+  srv->acq = b2sd_acq_new(srv);
+  if (srv->dcfg.acq.enabled && !srv->acq)
+    return -ENOMEM;
+  if (srv->acq && !srv->dcfg.http.token_file[0])
+    LOG_W("acquisitions: no http.token_file: anyone who reaches %s (any "
+          "local user) may arm acquisitions the daemon writes under its "
+          "roots (acquisitions.anonymous)", srv->dcfg.http.listen);
   return b2sd_http_start(srv, &srv->http);
 }
 
@@ -848,7 +856,9 @@ int b2sd_server_run(b2sd_server *srv) {
     /* observed before the scan, so the scan sends every last ACK */
     bool done = srv->draining && drained(srv);
     retry = scan(srv);
-    b2sd_http_turn(srv->http);   /* a snapshot, when a reader asked */
+    b2sd_acq_turn(srv->acq);     /* states, ends, events */
+    b2sd_http_turn(srv->http);   /* a snapshot, when a reader asked; the
+                                    control API's requests */
     uint64_t now = b2sd_now_ns();
     if (dog_usec && now - last_dog > dog_usec * 1000u / 3) {
       b2s_notify_watchdog();       /* the loop turns: the daemon is alive */
@@ -906,6 +916,8 @@ void b2sd_server_fini(b2sd_server *srv) {
       b2sd_follow_remove(st->follows);
     b2sd_stream_free(st);
   }
+  b2sd_acq_free(srv->acq);       /* its plans outlived their writers */
+  srv->acq = NULL;
   b2sd_chunkpool_free(srv->chunks);  /* the writers gave every chunk back */
   srv->chunks = NULL;
   while (srv->sessions) {

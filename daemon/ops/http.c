@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "fdheadroom.h"
+#include "httpapi.h"
 #include "httproute.h"
 #include "msnap.h"
 #include "thumb.h"
@@ -20,7 +21,6 @@
 /* Bounds of what clients may hold: connections at a time, seconds a
  * connection may idle (a slow client is cut), bytes each may use for its
  * request headers (larger ones get 431). */
-#define HTTP_MAX_CONNECTIONS 32
 #define HTTP_TIMEOUT_S 10
 #define HTTP_CONN_MEMORY (32 * 1024)
 /* A snapshot this recent is served as is; a newer one is waited for this
@@ -45,6 +45,7 @@ struct b2sd_http {
   snapref *cur;
   _Atomic int want;              /* a request asks for a new snapshot */
   _Atomic uint64_t requests;
+  b2sd_httpapi *api;             /* the control API (httpapi.h) */
   uint64_t start_ns;
   char data_dir[B2S_CONFIG_PATH_MAX];
 };
@@ -66,8 +67,11 @@ static void unref(b2sd_http *h, snapref *r) {
 }
 
 void b2sd_http_turn(b2sd_http *h) {
+  if (!h)
+    return;
+  b2sd_httpapi_turn(h->api);
   /* acquire: pairs with the release store of a request */
-  if (!h || !atomic_exchange_explicit(&h->want, 0, memory_order_acquire))
+  if (!atomic_exchange_explicit(&h->want, 0, memory_order_acquire))
     return;
   snapref *r = calloc(1, sizeof *r);
   b2sd_msnap *s = r ? b2sd_msnap_take(h->srv, h->start_ns) : NULL;
@@ -219,14 +223,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *version, const char *upload,
                                   size_t *upload_len, void **con_cls) {
   (void)version;
-  (void)upload;
-  (void)upload_len;
-  (void)con_cls;
   b2sd_http *h = cls;
-  /* relaxed: a statistic */
-  atomic_fetch_add_explicit(&h->requests, 1, memory_order_relaxed);
   b2sd_route rt;
   b2sd_http_route(method, url, &rt);
+  if (rt.kind == B2SD_ROUTE_API || rt.kind == B2SD_ROUTE_API_METHOD)
+    return b2sd_httpapi_request(h->api, c, &rt, method, upload, upload_len,
+                                con_cls);
+  if (*upload_len) {             /* a body on a read-only path: ignored */
+    *upload_len = 0;
+    return MHD_YES;
+  }
+  /* relaxed: a statistic */
+  atomic_fetch_add_explicit(&h->requests, 1, memory_order_relaxed);
   switch (rt.kind) {
   case B2SD_ROUTE_PAGE:
     return answer(c, MHD_HTTP_OK, "text/html; charset=utf-8",
@@ -243,6 +251,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
   default:
     return answer_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
   }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode why) {
+  (void)cls;
+  (void)c;
+  (void)why;
+  b2sd_httpapi_completed(*con_cls);
+  *con_cls = NULL;
 }
 
 /* ---- start and stop ------------------------------------------------------------ */
@@ -293,14 +310,21 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&h->cond, &ca);
   pthread_condattr_destroy(&ca);
+  h->api = b2sd_httpapi_new(srv);
+  if (!h->api) {
+    b2sd_http_stop(h);
+    return -ENOMEM;
+  }
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+                   MHD_ALLOW_SUSPEND_RESUME |
                    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   /* no MHD_OPTION_LISTENING_ADDRESS_REUSE: on Linux it means SO_REUSEPORT,
    * and a second daemon would share the port silently */
   h->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, h,
       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->http.max_connections,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)NULL,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)16,
@@ -323,8 +347,10 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
 void b2sd_http_stop(b2sd_http *h) {
   if (!h)
     return;
+  b2sd_httpapi_close(h->api);    /* suspended requests answered first */
   if (h->mhd)
     MHD_stop_daemon(h->mhd);     /* joins its thread: no request runs */
+  b2sd_httpapi_free(h->api);
   if (h->cur) {
     b2sd_msnap_free(h->cur->s);
     free(h->cur);
