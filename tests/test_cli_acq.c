@@ -137,8 +137,8 @@ static void test_err_text(void **state) {
                       "exists; overwrite is refuse (field file_template)");
   /* a wait's timeout tells how far the acquisition got */
   body = "{\"error\":{\"code\":\"wait_timeout\",\"message\":\"ran out after 2 s\","
-         "\"status\":504,\"acquisition\":{\"id\":\"a\",\"state\":\"writing\","
-         "\"counters\":{\"frames_committed\":17}}}}";
+         "\"status\":504},\"acquisition\":{\"id\":\"a\",\"state\":\"writing\","
+         "\"counters\":{\"frames_committed\":17}}}";
   assert_true(cli_acq_err_text(504, body, strlen(body), line, sizeof line, code) > 0);
   assert_string_equal(line, "wait_timeout (504): ran out after 2 s; the "
                       "acquisition is writing, 17 frames committed");
@@ -389,28 +389,37 @@ static void test_token(void **state) {
 
 /* ---- against the real daemon -------------------------------------------------------- */
 
-/* A daemon with the monitoring listener only (no acquisitions:): every
- * route of the API is a clear error, never a crash or a silent 0. */
-static void test_listener_without_api(void **state) {
+/* A daemon whose listener has no acquisitions: configured: every route is
+ * the contract's acquisitions_off, one line and exit 1; a URL that does not
+ * lead to the API gets the listener's own 404, exit 3. */
+static void test_daemon_without_acquisitions(void **state) {
   (void)state;
   int port = http_free_port();
-  char yaml[1024], url[64];
+  char yaml[1024], url[64], other[80];
   snprintf(yaml, sizeof yaml, "%shttp: {listen: \"127.0.0.1:%d\"}\n"
            "workers: 1\nstreams:\n  w: {}\n", ENV_YAML_HEAD, port);
   snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  snprintf(other, sizeof other, "%s/thumb", url);
   env e;
   env_up(&e, yaml);
   run_result r;
-  RUN(&r, "acq", "list", "--url", url);
-  assert_int_equal(r.status, 3);
-  assert_non_null(strstr(r.err, "acq list: "));
+  /* the listener may come up just after the ipc socket */
+  int64_t deadline = ts_now_ms() + WAIT_MS;
+  do
+    RUN(&r, "acq", "list", "--url", url);
+  while (r.status == 3 && strstr(r.err, "cannot reach") && ts_now_ms() < deadline);
+  expect_err(&r, 1, "acq list: acquisitions_off (404): the configuration has no");
   RUN(&r, "acq", "status", "a", "--url", url);
-  assert_int_equal(r.status, 3);
+  expect_err(&r, 1, "acq status a: acquisitions_off (404)");
   RUN(&r, "acq", "stop", "a", "--url", url);
-  assert_int_equal(r.status, 3);
+  expect_err(&r, 1, "acq stop a: acquisitions_off (404)");
+  RUN(&r, "acq", "wait", "a", "--state", "done", "--timeout", "0", "--url", url);
+  expect_err(&r, 1, "acq wait a: acquisitions_off (404)");
   RUN(&r, "acq", "arm", "a", "--stream", "w", "--directory", "/tmp", "--url", url);
-  assert_int_equal(r.status, 3);
+  expect_err(&r, 1, "acq arm a: acquisitions_off (404)");
   assert_int_equal(r.out_len, 0);
+  RUN(&r, "acq", "list", "--url", other);
+  expect_err(&r, 3, "acq list: HTTP 404, not an error of the acquisition API");
   env_down(&e);
 }
 
@@ -438,7 +447,7 @@ int main(void) {
       cmocka_unit_test(test_usage),
       cmocka_unit_test(test_unreachable),
       cmocka_unit_test(test_token),
-      cmocka_unit_test(test_listener_without_api),
+      cmocka_unit_test(test_daemon_without_acquisitions),
   };
   if (harness_init() != 0)
     return 1;

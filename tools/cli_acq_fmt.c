@@ -122,7 +122,9 @@ int cli_acq_err_text(long status, const char *body, size_t len, char *out,
   const char *f = str_member(err, "field", &fn);
   if (f != NULL && fn > 0)
     fmt_into(out, cap, &pos, " (field %s)", f, fn);
-  json_object *acq = member(err, "acquisition", json_type_object);
+  /* a wait's error body has the acquisition beside "error" (OpenAPI
+   * WaitError) */
+  json_object *acq = member(o, "acquisition", json_type_object);
   size_t sn = 0;
   const char *state = str_member(acq, "state", &sn);
   uint64_t committed;

@@ -129,7 +129,7 @@ def _error_from(status: int, body: bytes) -> Exception:
         return ControlUnreachable(f"HTTP {status}, not an error of the "
                                   f"acquisition API: {head!r}")
     cls = WaitTimeout if code == "wait_timeout" else ControlError
-    acq = err.get("acquisition")
+    acq = json.loads(body).get("acquisition")   # beside "error" (WaitError)
     return cls(code, status, str(err.get("message", "")),
                err.get("field") if isinstance(err.get("field"), str) else None,
                Acquisition(acq) if isinstance(acq, dict) else None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import time
 
 import pytest
 
@@ -55,8 +56,8 @@ def test_error_bodies():
                                                       "file_template")
     assert str(e) == "files_exist (409): x exists (field file_template)"
     e = _error_from(504, b'{"error":{"code":"wait_timeout","message":"ran out",'
-                         b'"status":504,"acquisition":{"id":"a","state":"writing",'
-                         b'"counters":{"frames_committed":7}}}}')
+                         b'"status":504},"acquisition":{"id":"a","state":"writing",'
+                         b'"counters":{"frames_committed":7}}}')
     assert isinstance(e, WaitTimeout) and isinstance(e, TimeoutError)
     assert e.acquisition.state == "writing" and e.acquisition.committed == 7
     e = _error_from(404, b"<html>Not Found</html>")
@@ -123,15 +124,31 @@ def test_token_from_cli(tmp_path):
     assert read_token_file(str(f)) == out and len(out) == 43
 
 
-def test_listener_without_api(make_daemon):
+def test_daemon_without_acquisitions(make_daemon):
+    """A listener without acquisitions: configured: GET /api/v1 says so, and
+    every other route is the contract's acquisitions_off; a URL that is
+    not the API's is ControlUnreachable with what the listener said."""
     port = free_port()
     d = make_daemon(f'http: {{listen: "127.0.0.1:{port}"}}\n')
     d.start()
     c = Control(f"http://127.0.0.1:{port}", token=TOKEN)
-    for call in (c.api, c.list, lambda: c.get("a"), lambda: c.stop("a"),
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            api = c.api()
+            break
+        except ControlUnreachable:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert api["api"] == "1.0" and api["acquisitions"] is False
+    for call in (c.list, lambda: c.get("a"), lambda: c.stop("a"),
+                 lambda: c.abort("a"), lambda: c.files("a"),
                  lambda: c.arm("a", stream="w", directory="/tmp"),
-                 lambda: c.wait("a", state="done", timeout=0),
-                 lambda: next(c.events())):
-        with pytest.raises(ControlUnreachable, match="HTTP 40"):
+                 lambda: c.wait("a", state="done", timeout=0)):
+        with pytest.raises(ControlError) as e:
             call()
+        assert (e.value.code, e.value.status) == ("acquisitions_off", 404)
+    other = Control(f"http://127.0.0.1:{port}/thumb", token=TOKEN)
+    with pytest.raises(ControlUnreachable, match="HTTP 404, not an error of the acquisition API"):
+        other.list()
     assert d.stop() == 0
