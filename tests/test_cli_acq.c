@@ -4,7 +4,7 @@
  * b2streamd ($B2S_DAEMON) over its HTTP listener: its command lines, the
  * token file, a daemon that is not there, a listener that does not serve
  * the acquisition API, and every error body the daemon sends turned into
- * one line with its code. */
+ * one line with its code, and an acquisition driven through its states. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -115,6 +115,12 @@ static void run_env(run_result *r, const char *const *env, const char *const *ar
   } while (0)
 
 /* One line on stderr, starting "b2stream: ", that contains want. */
+/* Exit 0, else the test fails with what the tool said. */
+static void expect_ok(const run_result *r) {
+  if (r->status != 0)
+    fail_msg("exit %d, stderr: %s, stdout: %s", r->status, r->err, r->out);
+}
+
 static void expect_err(const run_result *r, int status, const char *want) {
   if (r->status != status || strncmp(r->err, "b2stream: ", 10) != 0 ||
       strchr(r->err, '\n') != r->err + r->err_len - 1 ||
@@ -423,6 +429,104 @@ static void test_daemon_without_acquisitions(void **state) {
   env_down(&e);
 }
 
+/* An acquisition driven by the tool against the real daemon: arm (again:
+ * the same one; otherwise id_conflict), writing, a wait that runs out,
+ * stop, done; refusals and authentication as one line with the
+ * contract's code and exit 1. */
+static void test_whole_acquisition(void **state) {
+  (void)state;
+  int port = http_free_port();
+  char yaml[2048], url[64], tokens[300], wrong[300], root[300], dir[400];
+  env e;
+  env_init_config(&e, ENV_YAML_HEAD);
+  snprintf(root, sizeof root, "%s/acq", e.dir);
+  snprintf(dir, sizeof dir, "%s/scan", root);
+  assert_int_equal(mkdir(root, 0755), 0);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(yaml, sizeof yaml, "%shttp: {listen: \"127.0.0.1:%d\", token_file: tokens}\n"
+           "acquisitions: {roots: [%s], disk_floor: 0}\n"
+           "workers: 1\nstreams:\n  det:\n    acquisitions: only\n    typesize: 2\n"
+           "    b2nd: {shape: [0, 16, 24], chunkshape: [1, 16, 24], dtype: \"<u2\"}\n"
+           "    durability: {ack: write, group_count: 4, group_interval_ms: 5}\n",
+           ENV_YAML_HEAD, port, root);
+  env_write_config(&e, yaml);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  snprintf(tokens, sizeof tokens, "%s/tokens", e.dir);
+  snprintf(wrong, sizeof wrong, "%s/wrong", e.dir);
+  run_result r;
+  RUN(&r, "token", tokens, "ctl");
+  expect_ok(&r);
+  RUN(&r, "token", wrong);
+  expect_ok(&r);
+  env_start(&e);
+  int64_t deadline = ts_now_ms() + WAIT_MS;
+  do
+    RUN(&r, "acq", "list", "--url", url, "--token-file", tokens);
+  while (r.status == 3 && ts_now_ms() < deadline);
+  expect_ok(&r);
+  assert_int_equal(r.out_len, 0);               /* none held yet */
+
+  /* no token, a wrong one: refused, nothing armed */
+  RUN(&r, "acq", "arm", "s1", "--stream", "det", "--directory", dir, "--url", url);
+  expect_err(&r, 1, "acq arm s1: auth_required (401)");
+  RUN(&r, "acq", "arm", "s1", "--stream", "det", "--directory", dir, "--url", url,
+      "--token-file", wrong);
+  expect_err(&r, 1, "acq arm s1: auth_invalid (401)");
+  RUN(&r, "acq", "arm", "s1", "--stream", "det", "--directory", "/etc", "--url", url,
+      "--token-file", tokens);
+  expect_err(&r, 1, "outside_roots (403)");
+  RUN(&r, "acq", "arm", "s1", "--stream", "nope", "--directory", dir, "--url", url,
+      "--token-file", tokens);
+  expect_err(&r, 1, "no_such_input (404)");
+
+  RUN(&r, "acq", "arm", "s1", "--stream", "det", "--directory", dir,
+      "--frames-per-file", "4", "--series", "{\"scan\": 7}", "--json",
+      "--url", url, "--token-file", tokens);
+  expect_ok(&r);
+  json_object *o = json_tokener_parse(r.out);
+  assert_non_null(o);
+  json_object *v;
+  assert_true(json_object_object_get_ex(o, "armed_by", &v));
+  assert_string_equal(json_object_get_string(v), "ctl");
+  json_object_put(o);
+  RUN(&r, "acq", "arm", "s1", "--stream", "det", "--directory", dir,
+      "--frames-per-file", "4", "--series", "{\"scan\": 7}",
+      "--url", url, "--token-file", tokens);
+  expect_ok(&r);
+  assert_non_null(strstr(r.out, "created:          no: a held acquisition"));
+  RUN(&r, "acq", "arm", "s1", "--stream", "det", "--directory", dir,
+      "--url", url, "--token-file", tokens);
+  expect_err(&r, 1, "acq arm s1: id_conflict (409)");
+  RUN(&r, "acq", "wait", "s1", "--state", "writing", "--timeout", "20", "--url", url);
+  expect_ok(&r);
+
+  /* frames come in python/tests/test_control_daemon.py; here the count
+   * stays 0 and a wait for one more runs out with how far it got */
+  RUN(&r, "acq", "wait", "s1", "--committed", "1", "--timeout", "0.2", "--url", url);
+  expect_err(&r, 4, "wait_timeout (504)");
+  assert_non_null(strstr(r.err, "the acquisition is writing, 0 frames committed"));
+  RUN(&r, "acq", "status", "s1", "--url", url);
+  expect_ok(&r);
+  assert_non_null(strstr(r.out, "state:            writing\n"));
+  assert_non_null(strstr(r.out, "frames per file:  4\n"));
+  RUN(&r, "acq", "stop", "s1", "--url", url, "--token-file", tokens);
+  expect_ok(&r);
+  RUN(&r, "acq", "wait", "s1", "--state", "done", "--timeout", "30", "--url", url);
+  expect_ok(&r);
+  assert_non_null(strstr(r.out, "state:            done\n"));
+  assert_non_null(strstr(r.out, "stopped by:       ctl\n"));
+  RUN(&r, "acq", "list", "--url", url);
+  expect_ok(&r);
+  assert_int_equal(strncmp(r.out, "s1 done 0 files=", 16), 0);
+  RUN(&r, "acq", "abort", "s1", "--url", url);
+  expect_err(&r, 1, "acq abort s1: auth_required (401)");
+  RUN(&r, "acq", "wait", "s1", "--state", "aborted", "--timeout", "0", "--url", url);
+  expect_err(&r, 1, "wait_unreachable (409)");
+  RUN(&r, "acq", "status", "s2", "--url", url);
+  expect_err(&r, 1, "acq status s2: no_such_acquisition (404)");
+  env_down(&e);
+}
+
 static int setup(void **state) {
   (void)state;
   cli_path = getenv("B2S_CLI");
@@ -448,6 +552,7 @@ int main(void) {
       cmocka_unit_test(test_unreachable),
       cmocka_unit_test(test_token),
       cmocka_unit_test(test_daemon_without_acquisitions),
+      cmocka_unit_test(test_whole_acquisition),
   };
   if (harness_init() != 0)
     return 1;
