@@ -4,13 +4,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_acq.h"
 #include "cli_client.h"
 
 static const cli_cmd *const commands[] = {
     &cli_cmd_info,   &cli_cmd_ls,      &cli_cmd_cat,     &cli_cmd_verify,
     &cli_cmd_recover, &cli_cmd_convert, &cli_cmd_pack,   &cli_cmd_unpack,
     &cli_cmd_produce, &cli_cmd_tail,   &cli_cmd_stats,   &cli_cmd_keygen,
-    &cli_cmd_top,
+    &cli_cmd_top,    &cli_cmd_acq,     &cli_cmd_token,
 #ifdef B2S_HAVE_HDF5
     &cli_cmd_export, &cli_cmd_import,
 #endif
@@ -45,7 +46,8 @@ int main(int argc, char **argv) {
     const cli_cmd *c = commands[k];
     if (strcmp(name, c->name) != 0)
       continue;
-    if (cli_wants_help(argc - 1, argv + 1)) {
+    /* acq has subcommands, each with its own help */
+    if (c != &cli_cmd_acq && cli_wants_help(argc - 1, argv + 1)) {
       fputs(c->help, stdout);
       return cli_flush_stdout() ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     }

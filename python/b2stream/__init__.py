@@ -15,6 +15,8 @@ service, on pyzmq and numpy.
   up to its committed count, and follows it as the committer extends it.
 * Protocol version 2 (records, series metadata) is negotiated, falling
   back to version 1 with an older daemon.
+* :class:`Control` drives acquisitions over the daemon's HTTP control API
+  (arm, list, get, files, stop, abort, wait, events), standard library only.
 * :mod:`b2stream.errors` has one exception class per protocol error family.
 
 docs/PYTHON.md is the API reference; docs/PROTOCOL.md the wire protocol."""
@@ -28,6 +30,8 @@ from .errors import (ArgumentError, AuthError, B2StreamError, BusyError,
                      OversizeError, ProtocolError, RecordError, SeriesError,
                      ShmError, StoreError, StreamError, StreamNameError,
                      TimeoutError, WrongRankError)
+from .control import (Acquisition, Control, ControlError, ControlUnreachable,
+                      Event, WaitTimeout)
 from .dframe import DistributedFrame, DistributedParams
 # b2stream.open; left out of __all__ so "import *" keeps the built-in open
 from .dframe import open
