@@ -15,6 +15,7 @@
 #include "drain.h"
 #include "fdheadroom.h"
 #include "http.h"
+#include "live.h"
 #include "notify.h"
 #include "outbox.h"
 #include "peers.h"
@@ -766,6 +767,9 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   }
   if (srv->auth && (rc = b2sd_auth_start(srv->auth)) < 0)
     return rc;
+  /* the live view first: the listener serves its route */
+  if ((rc = b2sd_live_start(srv, &srv->live)) < 0)
+    return rc;
   return b2sd_http_start(srv, &srv->http);
 }
 
@@ -849,6 +853,7 @@ int b2sd_server_run(b2sd_server *srv) {
     bool done = srv->draining && drained(srv);
     retry = scan(srv);
     b2sd_http_turn(srv->http);   /* a snapshot, when a reader asked */
+    b2sd_live_turn(srv->live);   /* the streams' table, when due */
     uint64_t now = b2sd_now_ns();
     if (dog_usec && now - last_dog > dog_usec * 1000u / 3) {
       b2s_notify_watchdog();       /* the loop turns: the daemon is alive */
@@ -888,6 +893,8 @@ void b2sd_server_fini(b2sd_server *srv) {
   b2sd_sources_free(srv);
   b2sd_http_stop(srv->http);     /* its requests end before the rest */
   srv->http = NULL;
+  b2sd_live_stop(srv->live);     /* after the requests that read it */
+  srv->live = NULL;
   /* workers first (they finish queued jobs), then the writers */
   b2sd_pool_free(srv->pool);
   srv->pool = NULL;

@@ -201,6 +201,8 @@ struct b2sd_server {
   struct b2sd_sources *sources;  /* detectors pulled from (source_s2.h) */
   struct b2sd_http *http;        /* metrics and status page (http.h);
                                     NULL when not configured */
+  struct b2sd_live *live;        /* live view (live.h); NULL without http:
+                                    or live.publish */
 };
 
 #endif

@@ -11,9 +11,12 @@
 
 #include <microhttpd.h>
 
+#include "b2s_acq_errors.h"
+#include "b2s_acq_json.h"
 #include "clock.h"
 #include "fdheadroom.h"
 #include "httproute.h"
+#include "live.h"
 #include "msnap.h"
 #include "thumb.h"
 
@@ -39,6 +42,7 @@ typedef struct snapref {
 struct b2sd_http {
   b2sd_server *srv;              /* for b2sd_wake only, and on the I/O
                                     thread's side */
+  b2sd_live *live;               /* the live view (live.h), started first */
   struct MHD_Daemon *mhd;
   pthread_mutex_t lock;          /* a leaf: guards cur and refs */
   pthread_cond_t cond;
@@ -214,6 +218,140 @@ static enum MHD_Result answer_thumb(b2sd_http *h, struct MHD_Connection *c,
   return answer(c, MHD_HTTP_OK, "image/png", png, len, MHD_RESPMEM_MUST_FREE);
 }
 
+/* ---- the API's answers (docs/ACQUISITIONS.md 9.3) --------------------------------- */
+
+static enum MHD_Result api_error(struct MHD_Connection *c, int code,
+                                 const char *field, const char *message) {
+  b2s_acq_err e;
+  b2s_acq_err_set(&e, code, field, message ? "%s" : NULL, message);
+  char *body = b2s_acq_err_json(&e);
+  if (!body)
+    return answer_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+  return answer(c, (unsigned)b2s_acq_code_status(code), "application/json",
+                body, strlen(body), MHD_RESPMEM_MUST_FREE);
+}
+
+typedef struct live_body {
+  b2sd_http *h;
+  b2sd_live_frame *f;
+} live_body;
+
+static ssize_t live_read(void *cls, uint64_t pos, char *buf, size_t max) {
+  live_body *b = cls;
+  size_t n = b->f->im.nbytes;
+  if (pos >= n)
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  size_t k = n - (size_t)pos < max ? n - (size_t)pos : max;
+  memcpy(buf, (const uint8_t *)b->f->im.bytes + pos, k);
+  return (ssize_t)k;
+}
+
+static void live_free(void *cls) {
+  live_body *b = cls;
+  b2sd_live_frame_unref(b->h->live, b->f);
+  free(b);
+}
+
+static enum MHD_Result param(void *cls, enum MHD_ValueKind kind,
+                             const char *key, const char *value) {
+  (void)kind;
+  b2sd_live_query *q = cls;
+  /* stop at the first fault: q->bad names it */
+  return b2sd_live_query_add(q, key, value) == 0 ? MHD_YES : MHD_NO;
+}
+
+static void live_headers(b2sd_http *h, struct MHD_Response *r,
+                         const b2sd_live_frame *f, const char *etag) {
+  char shape[200] = "", v[64];
+  size_t used = 0;
+  for (int i = 0; i < f->im.ndim; i++)
+    used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%lld",
+                             i ? "," : "", (long long)f->im.shape[i]);
+  MHD_add_response_header(r, "X-B2stream-Dtype", f->im.dtype);
+  MHD_add_response_header(r, "X-B2stream-Shape", shape);
+  snprintf(v, sizeof v, "%lld", (long long)f->frame);
+  MHD_add_response_header(r, "X-B2stream-Frame", v);
+  MHD_add_response_header(r, "X-B2stream-Stream", f->stream);
+  MHD_add_response_header(r, "X-B2stream-Channel", "data");
+  if (b2s_acq_time_text((int64_t)(f->written_ns / 1000), v, sizeof v) >= 0)
+    MHD_add_response_header(r, "X-B2stream-Written-At", v);
+  MHD_add_response_header(r, "ETag", etag);
+  MHD_add_response_header(r, "Cache-Control", "no-store");
+  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  (void)h;
+}
+
+/* The frame as PNG or raw bytes; f's reference passes to the answer. */
+static enum MHD_Result live_send(b2sd_http *h, struct MHD_Connection *c,
+                                 b2sd_live_frame *f, const b2sd_live_query *q,
+                                 const char *etag) {
+  int format = q->format ? q->format
+                         : b2sd_live_accept(MHD_lookup_connection_value(
+                               c, MHD_HEADER_KIND, "Accept"));
+  struct MHD_Response *r = NULL;
+  void *png = NULL;
+  size_t len = 0;
+  if (format == B2SD_LIVE_RAW) {
+    live_body *b = malloc(sizeof *b);
+    if (b) {
+      *b = (live_body){h, f};
+      r = MHD_create_response_from_callback(f->im.nbytes, 64 * 1024,
+                                            live_read, b, live_free);
+      if (!r)
+        free(b);
+    }
+  } else if (b2sd_image_png(&f->im, q->max_side, &png, &len) == 0) {
+    r = MHD_create_response_from_buffer(len, png, MHD_RESPMEM_MUST_FREE);
+    if (!r)
+      free(png);
+  }
+  if (r)
+    live_headers(h, r, f, etag);
+  if (format != B2SD_LIVE_RAW || !r)
+    b2sd_live_frame_unref(h->live, f);   /* a raw answer frees it */
+  if (!r)
+    return api_error(c, B2S_ACQ_E_INTERNAL, NULL, "out of memory");
+  MHD_add_response_header(r, "Content-Type", format == B2SD_LIVE_RAW
+                                                 ? "application/octet-stream"
+                                                 : "image/png");
+  enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
+/* GET /api/v1/streams/NAME/latest (docs/ACQUISITIONS.md 11.1). */
+static enum MHD_Result answer_live(b2sd_http *h, struct MHD_Connection *c,
+                                   const char *name) {
+  b2sd_live_query q;
+  b2sd_live_query_init(&q);
+  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, param, &q);
+  if (q.fault)
+    return api_error(c, B2S_ACQ_E_BAD_PARAMETER, q.bad,
+                     "parameters: format=png|raw, max_side=16..4096");
+  b2sd_live_frame *f = NULL;
+  int rc = b2sd_live_latest(h->live, name, &f);
+  if (rc < 0)
+    return api_error(c, rc, NULL, NULL);
+  char etag[64];
+  snprintf(etag, sizeof etag, "\"%lld-%016llx\"", (long long)f->frame,
+           (unsigned long long)b2sd_live_epoch(h->live));
+  const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                "If-None-Match");
+  if (inm && strcmp(inm, etag) == 0) {
+    b2sd_live_frame_unref(h->live, f);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+      return MHD_NO;
+    MHD_add_response_header(r, "ETag", etag);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_NOT_MODIFIED, r);
+    MHD_destroy_response(r);
+    return ok;
+  }
+  return live_send(h, c, f, &q, etag);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
                                   const char *version, const char *upload,
@@ -238,9 +376,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     return answer_figures(h, c, false);
   case B2SD_ROUTE_THUMB:
     return answer_thumb(h, c, rt.stream);
+  case B2SD_ROUTE_LIVE:
+    return answer_live(h, c, rt.stream);
   case B2SD_ROUTE_METHOD:
+    if (rt.api)
+      return api_error(c, B2S_ACQ_E_METHOD_NOT_ALLOWED, NULL,
+                       "GET or HEAD only");
     return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only\n");
   default:
+    if (rt.api)
+      return api_error(c, B2S_ACQ_E_NOT_FOUND, NULL, NULL);
     return answer_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
   }
 }
@@ -285,6 +430,7 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
   if (!h)
     return -ENOMEM;
   h->srv = srv;
+  h->live = srv->live;
   h->start_ns = b2sd_wall_ns();
   snprintf(h->data_dir, sizeof h->data_dir, "%s", d->data_dir);
   pthread_mutex_init(&h->lock, NULL);

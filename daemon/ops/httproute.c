@@ -1,6 +1,7 @@
 /* Routing of HTTP requests (httproute.h).  The listener is read-only:
  * GET and HEAD only, a fixed set of paths, stream names of a safe set of
- * characters (they only select a stream of the snapshot). */
+ * characters (they only select a stream of the snapshot or the live
+ * view). */
 #include "httproute.h"
 
 #include <string.h>
@@ -25,6 +26,27 @@ static bool thumb_name(const char *p, size_t n, b2sd_route *out) {
   return true;
 }
 
+/* "NAME" alone into out->stream; false when it is not one. */
+static bool stream_name(const char *p, size_t n, b2sd_route *out) {
+  if (n == 0 || n > B2SD_ROUTE_NAME_MAX)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!name_char(p[i]))
+      return false;
+  memcpy(out->stream, p, n);
+  out->stream[n] = '\0';
+  return true;
+}
+
+/* "/api/v1/streams/NAME/latest" */
+static bool live_path(const char *url, size_t n, b2sd_route *out) {
+  const char *pre = "/api/v1/streams/", *post = "/latest";
+  size_t pl = strlen(pre), ql = strlen(post);
+  return n > pl + ql && memcmp(url, pre, pl) == 0 &&
+         memcmp(url + n - ql, post, ql) == 0 &&
+         stream_name(url + pl, n - pl - ql, out);
+}
+
 void b2sd_http_route(const char *method, const char *url, b2sd_route *out) {
   memset(out, 0, sizeof *out);
   out->kind = B2SD_ROUTE_NOT_FOUND;
@@ -43,10 +65,73 @@ void b2sd_http_route(const char *method, const char *url, b2sd_route *out) {
   else if (n > tl && memcmp(url, thumb, tl) == 0 &&
            thumb_name(url + tl, n - tl, out))
     k = B2SD_ROUTE_THUMB;
+  else if (live_path(url, n, out))
+    k = B2SD_ROUTE_LIVE;
+  out->api = n >= 5 && memcmp(url, "/api/", 5) == 0;
   if (k != B2SD_ROUTE_NOT_FOUND && strcmp(method, "GET") != 0 &&
       strcmp(method, "HEAD") != 0)
     k = B2SD_ROUTE_METHOD;
-  if (k != B2SD_ROUTE_THUMB)
+  if (k != B2SD_ROUTE_THUMB && k != B2SD_ROUTE_LIVE)
     out->stream[0] = '\0';
   out->kind = k;
+}
+
+/* ---- the live view's parameters ---------------------------------------------- */
+
+void b2sd_live_query_init(b2sd_live_query *q) {
+  memset(q, 0, sizeof *q);
+  q->max_side = B2SD_LIVE_SIDE_DEFAULT;
+}
+
+static int bad(b2sd_live_query *q, const char *key) {
+  size_t n = 0;
+  while (n < B2SD_ROUTE_NAME_MAX && key[n])
+    n++;
+  memcpy(q->bad, key, n);
+  q->bad[n] = '\0';
+  q->fault = true;
+  return -1;
+}
+
+/* A decimal of 1 to 4 digits within the live view's sides. */
+static bool side(const char *v, int *out) {
+  size_t n = v ? strlen(v) : 0;
+  if (n == 0 || n > 4 || strspn(v, "0123456789") != n)
+    return false;
+  int x = 0;
+  for (size_t i = 0; i < n; i++)
+    x = x * 10 + (v[i] - '0');
+  if (x < B2SD_LIVE_SIDE_MIN || x > B2SD_LIVE_SIDE_MAX)
+    return false;
+  *out = x;
+  return true;
+}
+
+int b2sd_live_query_add(b2sd_live_query *q, const char *key,
+                        const char *value) {
+  unsigned bit = 0;
+  if (key && strcmp(key, "format") == 0)
+    bit = 1;
+  else if (key && strcmp(key, "max_side") == 0)
+    bit = 2;
+  if (!bit || (q->seen & bit))
+    return bad(q, key ? key : "");
+  q->seen |= bit;
+  if (bit == 1) {
+    if (value && strcmp(value, "png") == 0)
+      q->format = B2SD_LIVE_PNG;
+    else if (value && strcmp(value, "raw") == 0)
+      q->format = B2SD_LIVE_RAW;
+    else
+      return bad(q, key);
+    return 0;
+  }
+  return side(value, &q->max_side) ? 0 : bad(q, key);
+}
+
+int b2sd_live_accept(const char *accept) {
+  if (accept && strstr(accept, "application/octet-stream") &&
+      !strstr(accept, "image/png"))
+    return B2SD_LIVE_RAW;
+  return B2SD_LIVE_PNG;
 }
