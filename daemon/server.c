@@ -15,6 +15,7 @@
 #include "drain.h"
 #include "fdheadroom.h"
 #include "http.h"
+#include "events.h"
 #include "live.h"
 #include "notify.h"
 #include "outbox.h"
@@ -38,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -669,6 +671,22 @@ static void reload(b2sd_server *srv) {
   LOG_I("configuration reloaded from %s", srv->config_path);
 }
 
+/* The events ring, its run's epoch drawn at random, and the run's first
+ * event (docs/ACQUISITIONS.md 10). */
+static int events_start(b2sd_server *srv) {
+  uint64_t epoch;
+  if (getrandom(&epoch, sizeof epoch, 0) != sizeof epoch)
+    epoch = b2sd_wall_ns() ^ (uint64_t)getpid() << 32;
+  srv->events = b2sd_events_new(B2SD_EVENTS_HELD, epoch);
+  if (!srv->events)
+    return -ENOMEM;
+  char data[128];
+  snprintf(data, sizeof data, "{\"server\":\"b2streamd %s\","
+           "\"interrupted\":[]}", B2SD_VERSION);
+  int64_t rc = b2sd_events_post(srv->events, "started", "", data);
+  return rc < 0 ? (int)rc : 0;
+}
+
 /* ---- init, run, fini --------------------------------------------------------- */
 
 int b2sd_server_init(b2sd_server *srv, const char *config_path,
@@ -767,8 +785,9 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   }
   if (srv->auth && (rc = b2sd_auth_start(srv->auth)) < 0)
     return rc;
-  /* the live view first: the listener serves its route */
-  if ((rc = b2sd_live_start(srv, &srv->live)) < 0)
+  /* the live view and the events first: the listener serves them */
+  if ((rc = b2sd_live_start(srv, &srv->live)) < 0 ||
+      (rc = events_start(srv)) < 0)
     return rc;
   return b2sd_http_start(srv, &srv->http);
 }
@@ -895,6 +914,8 @@ void b2sd_server_fini(b2sd_server *srv) {
   srv->http = NULL;
   b2sd_live_stop(srv->live);     /* after the requests that read it */
   srv->live = NULL;
+  b2sd_events_free(srv->events);
+  srv->events = NULL;
   /* workers first (they finish queued jobs), then the writers */
   b2sd_pool_free(srv->pool);
   srv->pool = NULL;

@@ -146,10 +146,11 @@ int b2sd_events_id_parse(const char *s, uint64_t *epoch, uint64_t *seq) {
       return B2S_E_ARG;          /* also the NUL of a short text */
     e = e << 4 | (uint64_t)v;
   }
+  if (s[16] != '-')              /* before reading on: s may end here */
+    return B2S_E_ARG;
   const char *d = s + 17;
   size_t n = strspn(d, "0123456789");
-  if (s[16] != '-' || n == 0 || n > 19 || d[n] != '\0' ||
-      (d[0] == '0' && n > 1))
+  if (n == 0 || n > 19 || d[n] != '\0' || (d[0] == '0' && n > 1))
     return B2S_E_ARG;
   for (size_t i = 0; i < n; i++)
     q = q * 10 + (uint64_t)(d[i] - '0');

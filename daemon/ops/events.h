@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define B2SD_EVENTS_HELD 4096          /* acquisitions.events_held's default */
 #define B2SD_EVENT_DATA_MAX 2048       /* bytes of one event's data */
 #define B2SD_EVENT_ID_MAX 40           /* "EPOCH-SEQ" with its NUL */
 #define B2SD_EVENT_ACQ_MAX 64          /* an acquisition id, bytes */

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -14,6 +15,7 @@
 #include "b2s_acq_errors.h"
 #include "b2s_acq_json.h"
 #include "clock.h"
+#include "events.h"
 #include "fdheadroom.h"
 #include "httproute.h"
 #include "live.h"
@@ -26,6 +28,12 @@
 #define HTTP_MAX_CONNECTIONS 32
 #define HTTP_TIMEOUT_S 10
 #define HTTP_CONN_MEMORY (32 * 1024)
+/* Event streams at a time (docs/ACQUISITIONS.md 9.4), the comment a
+ * quiet one gets, and how often suspended ones are looked at. */
+#define SSE_MAX 8
+#define SSE_KEEPALIVE_NS 5000000000u
+#define SSE_TICK_MS 1000
+#define SSE_BUF (16 * 1024)
 /* A snapshot this recent is served as is; a newer one is waited for this
  * long at most. */
 #define SNAP_FRESH_NS 200000000u
@@ -43,7 +51,17 @@ struct b2sd_http {
   b2sd_server *srv;              /* for b2sd_wake only, and on the I/O
                                     thread's side */
   b2sd_live *live;               /* the live view (live.h), started first */
+  b2sd_events *events;           /* the events ring (events.h), the same */
   struct MHD_Daemon *mhd;
+  /* event streams: `sse_lock` (a leaf, taken before the ring's lock)
+   * guards the list and each stream's `suspended`; the resumer thread
+   * resumes those that have something to send */
+  pthread_mutex_t sse_lock;
+  struct sse *sse;
+  int nsse;
+  bool sse_stop;
+  pthread_t resumer;
+  bool resumer_started;
   pthread_mutex_t lock;          /* a leaf: guards cur and refs */
   pthread_cond_t cond;
   snapref *cur;
@@ -148,6 +166,8 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned status,
                           "connect-src 'self'");
   if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
     MHD_add_response_header(r, "Allow", "GET, HEAD");
+  if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+    MHD_add_response_header(r, "Retry-After", "1");
   enum MHD_Result rc = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return rc;
@@ -352,6 +372,152 @@ static enum MHD_Result answer_live(b2sd_http *h, struct MHD_Connection *c,
   return live_send(h, c, f, &q, etag);
 }
 
+/* ---- GET /api/v1/events (docs/ACQUISITIONS.md 10) --------------------------------- */
+
+typedef struct sse {
+  b2sd_http *h;
+  struct MHD_Connection *c;
+  struct sse *next;
+  bool suspended;                /* under sse_lock */
+  b2sd_events_cursor cur;
+  uint64_t last_ns;              /* when it last sent something */
+  size_t off, len;               /* what of buf is still to go */
+  char buf[SSE_BUF];
+} sse;
+
+/* Whether a suspended stream should run again.  Under sse_lock. */
+static bool sse_due(const sse *x, uint64_t now) {
+  return x->h->sse_stop || now - x->last_ns >= SSE_KEEPALIVE_NS ||
+         b2sd_events_newest(x->h->events) >= x->cur.next;
+}
+
+/* Fill x->buf with what is to go next; false: nothing now. */
+static bool sse_fill(sse *x) {
+  x->off = 0;
+  x->len = b2sd_events_read(x->h->events, &x->cur, x->buf, sizeof x->buf);
+  if (!x->len && b2sd_now_ns() - x->last_ns >= SSE_KEEPALIVE_NS)
+    x->len = (size_t)snprintf(x->buf, sizeof x->buf, ": keepalive\n\n");
+  return x->len > 0;
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
+  (void)pos;
+  sse *x = cls;
+  b2sd_http *h = x->h;
+  if (x->off == x->len && !sse_fill(x)) {
+    pthread_mutex_lock(&h->sse_lock);
+    bool stop = h->sse_stop;
+    /* nothing to send: suspended until the resumer sees a post or the
+     * keepalive is due (checked under the lock it resumes under) */
+    if (!stop && !sse_due(x, b2sd_now_ns())) {
+      x->suspended = true;
+      MHD_suspend_connection(x->c);
+    }
+    pthread_mutex_unlock(&h->sse_lock);
+    return stop ? MHD_CONTENT_READER_END_OF_STREAM : 0;
+  }
+  size_t k = x->len - x->off < max ? x->len - x->off : max;
+  memcpy(buf, x->buf + x->off, k);
+  x->off += k;
+  x->last_ns = b2sd_now_ns();
+  return (ssize_t)k;
+}
+
+static void sse_free(void *cls) {
+  sse *x = cls;
+  b2sd_http *h = x->h;
+  pthread_mutex_lock(&h->sse_lock);
+  for (sse **p = &h->sse; *p; p = &(*p)->next)
+    if (*p == x) {
+      *p = x->next;
+      break;
+    }
+  h->nsse--;
+  pthread_mutex_unlock(&h->sse_lock);
+  free(x);
+}
+
+/* The resumer ("b2s-sse"): wakes at each post and every second, and
+ * resumes the suspended streams that have something to send. */
+static void *resumer(void *arg) {
+  b2sd_http *h = arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  uint64_t gen = 0;
+  for (;;) {
+    b2sd_events_wait(h->events, &gen, SSE_TICK_MS);
+    pthread_mutex_lock(&h->sse_lock);
+    bool stop = h->sse_stop;
+    uint64_t now = b2sd_now_ns();
+    for (sse *x = h->sse; x; x = x->next)
+      if (x->suspended && sse_due(x, now)) {
+        x->suspended = false;
+        MHD_resume_connection(x->c);
+      }
+    pthread_mutex_unlock(&h->sse_lock);
+    if (stop)
+      return NULL;
+  }
+}
+
+static enum MHD_Result events_param(void *cls, enum MHD_ValueKind kind,
+                                    const char *key, const char *value) {
+  (void)kind;
+  return b2sd_events_query_add(cls, key, value) == 0 ? MHD_YES : MHD_NO;
+}
+
+/* Take a stream's place; NULL when SSE_MAX are open. */
+static sse *sse_new(b2sd_http *h, struct MHD_Connection *c) {
+  pthread_mutex_lock(&h->sse_lock);
+  sse *x = h->nsse < SSE_MAX ? calloc(1, sizeof *x) : NULL;
+  if (x) {
+    x->h = h;
+    x->c = c;
+    x->next = h->sse;
+    h->sse = x;
+    h->nsse++;
+  }
+  pthread_mutex_unlock(&h->sse_lock);
+  return x;
+}
+
+static enum MHD_Result answer_events(b2sd_http *h, struct MHD_Connection *c) {
+  b2sd_events_query q;
+  b2sd_events_query_init(&q);
+  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, events_param, &q);
+  if (q.fault)
+    return api_error(c, B2S_ACQ_E_BAD_PARAMETER, q.bad,
+                     "parameters: acquisition=ID, last_event_id=EPOCH-SEQ");
+  /* the header wins over the parameter (docs/ACQUISITIONS.md 10) */
+  const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 "Last-Event-ID");
+  uint64_t e, seq;
+  if (last && b2sd_events_id_parse(last, &e, &seq) < 0)
+    return api_error(c, B2S_ACQ_E_BAD_PARAMETER, "Last-Event-ID",
+                     "an event id is EPOCH-SEQ: 16 hex digits, '-', a decimal");
+  if (!last && q.last_event_id[0])
+    last = q.last_event_id;
+  sse *x = sse_new(h, c);
+  if (!x)
+    return api_error(c, B2S_ACQ_E_TOO_MANY_EVENT_STREAMS, NULL, NULL);
+  b2sd_events_cursor_init(h->events, &x->cur, last, q.acquisition);
+  x->len = (size_t)snprintf(x->buf, sizeof x->buf, "retry: 2000\n\n");
+  x->last_ns = b2sd_now_ns();
+  struct MHD_Response *r = MHD_create_response_from_callback(
+      MHD_SIZE_UNKNOWN, 4096, sse_read, x, sse_free);
+  if (!r) {
+    sse_free(x);
+    return MHD_NO;
+  }
+  MHD_add_response_header(r, "Content-Type", "text/event-stream");
+  MHD_add_response_header(r, "Cache-Control", "no-store");
+  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
                                   const char *version, const char *upload,
@@ -378,6 +544,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     return answer_thumb(h, c, rt.stream);
   case B2SD_ROUTE_LIVE:
     return answer_live(h, c, rt.stream);
+  case B2SD_ROUTE_EVENTS:
+    if (strcmp(method, "HEAD") == 0)   /* nothing to answer without waiting */
+      return api_error(c, B2S_ACQ_E_METHOD_NOT_ALLOWED, NULL, "GET only");
+    return answer_events(h, c);
   case B2SD_ROUTE_METHOD:
     if (rt.api)
       return api_error(c, B2S_ACQ_E_METHOD_NOT_ALLOWED, NULL,
@@ -431,6 +601,8 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
     return -ENOMEM;
   h->srv = srv;
   h->live = srv->live;
+  h->events = srv->events;
+  pthread_mutex_init(&h->sse_lock, NULL);
   h->start_ns = b2sd_wall_ns();
   snprintf(h->data_dir, sizeof h->data_dir, "%s", d->data_dir);
   pthread_mutex_init(&h->lock, NULL);
@@ -440,6 +612,7 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
   pthread_cond_init(&h->cond, &ca);
   pthread_condattr_destroy(&ca);
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+                   MHD_ALLOW_SUSPEND_RESUME |
                    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   /* no MHD_OPTION_LISTENING_ADDRESS_REUSE: on Linux it means SO_REUSEPORT,
    * and a second daemon would share the port silently */
@@ -457,6 +630,14 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
     b2sd_http_stop(h);
     return rc;
   }
+  if (pthread_create(&h->resumer, NULL, resumer, h) == 0) {
+    h->resumer_started = true;
+    pthread_setname_np(h->resumer, "b2s-sse");
+  } else {
+    LOG_E("http: cannot start the event streams' thread");
+    b2sd_http_stop(h);
+    return -EAGAIN;
+  }
   LOG_I("http: metrics and status page on http://%s/", d->http.listen);
   if (!b2s_config_hostport_loopback(d->http.listen))
     LOG_W("http: %s is not a loopback address: anyone who reaches it sees "
@@ -469,6 +650,14 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
 void b2sd_http_stop(b2sd_http *h) {
   if (!h)
     return;
+  if (h->resumer_started) {
+    /* every suspended stream resumed and ended before MHD stops (it must
+     * not stop with connections suspended) */
+    pthread_mutex_lock(&h->sse_lock);
+    h->sse_stop = true;
+    pthread_mutex_unlock(&h->sse_lock);
+    pthread_join(h->resumer, NULL);
+  }
   if (h->mhd)
     MHD_stop_daemon(h->mhd);     /* joins its thread: no request runs */
   if (h->cur) {
@@ -477,5 +666,6 @@ void b2sd_http_stop(b2sd_http *h) {
   }
   pthread_cond_destroy(&h->cond);
   pthread_mutex_destroy(&h->lock);
+  pthread_mutex_destroy(&h->sse_lock);
   free(h);
 }

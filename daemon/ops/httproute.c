@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "events.h"
+
 static bool name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
@@ -67,6 +69,8 @@ void b2sd_http_route(const char *method, const char *url, b2sd_route *out) {
     k = B2SD_ROUTE_THUMB;
   else if (live_path(url, n, out))
     k = B2SD_ROUTE_LIVE;
+  else if (n == 14 && memcmp(url, "/api/v1/events", 14) == 0)
+    k = B2SD_ROUTE_EVENTS;
   out->api = n >= 5 && memcmp(url, "/api/", 5) == 0;
   if (k != B2SD_ROUTE_NOT_FOUND && strcmp(method, "GET") != 0 &&
       strcmp(method, "HEAD") != 0)
@@ -83,14 +87,19 @@ void b2sd_live_query_init(b2sd_live_query *q) {
   q->max_side = B2SD_LIVE_SIDE_DEFAULT;
 }
 
-static int bad(b2sd_live_query *q, const char *key) {
+/* The parameter at fault into bad (cut), fault set; -1. */
+static int fault(char *bad, bool *flag, const char *key) {
   size_t n = 0;
   while (n < B2SD_ROUTE_NAME_MAX && key[n])
     n++;
-  memcpy(q->bad, key, n);
-  q->bad[n] = '\0';
-  q->fault = true;
+  memcpy(bad, key, n);
+  bad[n] = '\0';
+  *flag = true;
   return -1;
+}
+
+static int bad(b2sd_live_query *q, const char *key) {
+  return fault(q->bad, &q->fault, key);
 }
 
 /* A decimal of 1 to 4 digits within the live view's sides. */
@@ -134,4 +143,38 @@ int b2sd_live_accept(const char *accept) {
       !strstr(accept, "image/png"))
     return B2SD_LIVE_RAW;
   return B2SD_LIVE_PNG;
+}
+
+/* ---- the event stream's parameters ------------------------------------------- */
+
+void b2sd_events_query_init(b2sd_events_query *q) { memset(q, 0, sizeof *q); }
+
+/* An acquisition id (docs/ACQUISITIONS.md 3.1): 1-64 bytes of
+ * A-Z a-z 0-9 . _ -, not starting with '.'. */
+static bool acq_id(const char *v) {
+  size_t n = v ? strlen(v) : 0;
+  if (n == 0 || n > 64 || v[0] == '.')
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!name_char(v[i]))
+      return false;
+  return true;
+}
+
+int b2sd_events_query_add(b2sd_events_query *q, const char *key,
+                          const char *value) {
+  uint64_t e, s;
+  if (key && strcmp(key, "acquisition") == 0 && !(q->seen & 1) &&
+      acq_id(value)) {
+    q->seen |= 1;
+    memcpy(q->acquisition, value, strlen(value) + 1);
+    return 0;
+  }
+  if (key && strcmp(key, "last_event_id") == 0 && !(q->seen & 2) &&
+      b2sd_events_id_parse(value, &e, &s) == 0) {
+    q->seen |= 2;
+    memcpy(q->last_event_id, value, strlen(value) + 1);
+    return 0;
+  }
+  return fault(q->bad, &q->fault, key ? key : "");
 }

@@ -15,6 +15,7 @@ typedef enum b2sd_route_kind {
   B2SD_ROUTE_STATUS,             /* /status.json */
   B2SD_ROUTE_THUMB,              /* /thumb/NAME.png */
   B2SD_ROUTE_LIVE,               /* /api/v1/streams/NAME/latest */
+  B2SD_ROUTE_EVENTS,             /* /api/v1/events */
 } b2sd_route_kind;
 
 #define B2SD_ROUTE_NAME_MAX 64
@@ -52,5 +53,20 @@ int b2sd_live_query_add(b2sd_live_query *q, const char *key,
 /* The format an Accept header asks for (NULL: none): raw only for
  * application/octet-stream without image/png, else png. */
 int b2sd_live_accept(const char *accept);
+
+/* The event stream's query parameters (docs/ACQUISITIONS.md 10). */
+typedef struct b2sd_events_query {
+  char acquisition[65];          /* "" all */
+  char last_event_id[40];        /* "" none; checked by b2sd_events_id_parse */
+  unsigned seen;
+  bool fault;
+  char bad[B2SD_ROUTE_NAME_MAX + 1];
+} b2sd_events_query;
+
+void b2sd_events_query_init(b2sd_events_query *q);
+/* One parameter: 0, or -1 with q->bad set (unknown, repeated, an id
+ * that is not one). */
+int b2sd_events_query_add(b2sd_events_query *q, const char *key,
+                          const char *value);
 
 #endif

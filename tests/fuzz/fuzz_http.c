@@ -6,7 +6,8 @@
  * a stream only for /thumb/ and the live view, with a name of the safe
  * set that occurs in the path; a scaled image fits B2SD_THUMB_MAX a side;
  * parameters that pass are within their ranges, and a fault names a
- * parameter given.
+ * parameter given; an event id that parses reads back as itself (the
+ * path is also an id and a Last-Event-ID).
  *
  * Input: method, NUL, path (its query string, as key=value&..., goes to
  * the parameters; the method is also an Accept header), NUL, then 3 dtype bytes, height and width
@@ -16,7 +17,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "events.h"
 #include "httproute.h"
 #include "thumb.h"
 
@@ -69,6 +72,42 @@ static void check_query(const char *path) {
     abort();
 }
 
+static void check_id(const char *s) {
+  uint64_t e, q;
+  if (b2sd_events_id_parse(s, &e, &q) < 0)
+    return;
+  char back[B2SD_EVENT_ID_MAX];
+  b2sd_events_id_text(e, q, back);
+  if (strcasecmp(back, s) != 0)
+    abort();
+}
+
+/* The same query string as the event stream's parameters. */
+static void check_events_query(const char *path) {
+  const char *q = strchr(path, '?');
+  if (!q)
+    return;
+  char buf[4096];
+  size_t n = strnlen(q + 1, sizeof buf - 1);
+  memcpy(buf, q + 1, n);
+  buf[n] = '\0';
+  b2sd_events_query eq;
+  b2sd_events_query_init(&eq);
+  char *save = NULL;
+  for (char *kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+    char *v = strchr(kv, '=');
+    if (v)
+      *v++ = '\0';
+    if (b2sd_events_query_add(&eq, kv, v) < 0)
+      return;
+  }
+  uint64_t e, s;
+  if (eq.last_event_id[0] && b2sd_events_id_parse(eq.last_event_id, &e, &s) < 0)
+    abort();
+  if (strlen(eq.acquisition) > 64 || eq.acquisition[0] == '.')
+    abort();
+}
+
 static void check_scale(const uint8_t *d, size_t size) {
   if (size < 5)
     return;
@@ -95,6 +134,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   check_route((const char *)data, (const char *)nul1 + 1);
   check_query((const char *)nul1 + 1);
+  check_events_query((const char *)nul1 + 1);
+  check_id((const char *)nul1 + 1);
   int f = b2sd_live_accept((const char *)data);
   if (f != B2SD_LIVE_PNG && f != B2SD_LIVE_RAW)
     abort();

@@ -1,0 +1,221 @@
+/* GET /api/v1/events (docs/ACQUISITIONS.md section 10) against the real
+ * b2streamd over real sockets: the run's `started` event and its id, a
+ * reconnect with Last-Event-ID (header or parameter, the header winning)
+ * that replays what is held, `events_lost` for an id of another run,
+ * keepalive comments, refused ids and parameters, at most 8 streams at a
+ * time (503 beyond) while streams that never read hold nothing up: a
+ * producer's every buffer is acknowledged, a closed stream's place is
+ * taken again, and the daemon stops cleanly with streams open. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon_harness.h"
+#include "http_client.h"
+#include "ts.h"
+
+static int port;
+
+static void up(env *e) {
+  port = http_free_port();
+  assert_true(port > 0);
+  char yaml[1024];
+  snprintf(yaml, sizeof yaml, "%shttp: {listen: \"127.0.0.1:%d\"}\n"
+           "streams:\n  w:\n"
+           "    durability: {ack: write, group_count: 8, group_interval_ms: 5}\n",
+           ENV_YAML_HEAD "workers: 2\n", port);
+  env_up(e, yaml);
+}
+
+/* An event stream: the socket and what it received so far. */
+typedef struct sse {
+  int fd;
+  char buf[65536];
+  size_t len;
+} sse;
+
+static void sse_open(sse *s, const char *path, const char *extra) {
+  memset(s, 0, sizeof *s);
+  s->fd = http_connect(port);
+  assert_true(s->fd >= 0);
+  char req[1024];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   "%s\r\n", path, extra);
+  assert_int_equal(send(s->fd, req, (size_t)n, MSG_NOSIGNAL), n);
+}
+
+/* Read until `want` occurs (true) or ms pass or the server closes. */
+static bool sse_until(sse *s, const char *want, int ms) {
+  long long end = ts_now_ms() + ms;
+  for (;;) {
+    s->buf[s->len] = '\0';
+    if (strstr(s->buf, want))
+      return true;
+    long long left = end - ts_now_ms();
+    struct pollfd p = {.fd = s->fd, .events = POLLIN};
+    if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+      return false;
+    ssize_t r = recv(s->fd, s->buf + s->len, sizeof s->buf - 1 - s->len, 0);
+    if (r <= 0)
+      return false;
+    s->len += (size_t)r;
+  }
+}
+
+static void sse_close(sse *s) { close(s->fd); }
+
+/* The run's epoch, from an events_lost reconnect (an id of another run
+ * replays everything held, the `started` event first). */
+static void epoch_of(char *epoch) {
+  sse s;
+  sse_open(&s, "/api/v1/events", "Last-Event-ID: 0000000000000000-5\r\n");
+  assert_true(sse_until(&s, "event: started\ndata: ", WAIT_MS));
+  assert_non_null(strstr(s.buf, "HTTP/1.1 200"));
+  assert_non_null(strcasestr(s.buf, "Content-Type: text/event-stream"));
+  const char *lost = strstr(s.buf, "event: events_lost\ndata: {\"last_event_id\":"
+                                   "\"0000000000000000-5\",\"first_held\":\"");
+  const char *started = strstr(s.buf, "\nevent: started\n");
+  assert_non_null(strstr(s.buf, "retry: 2000\n\n"));
+  assert_non_null(lost);
+  assert_non_null(strstr(lost, "\"reason\":\"restarted\"}"));
+  assert_true(lost < started);
+  assert_true(sse_until(&s, "}\n\n", WAIT_MS));
+  const char *id = strstr(s.buf, "id: ");
+  assert_non_null(id);
+  assert_true(id < started);
+  assert_int_equal(sscanf(id, "id: %16[0-9a-f]-1\n", epoch), 1);
+  assert_int_equal(strlen(epoch), 16);
+  assert_non_null(strstr(started, "\"server\":\"b2streamd "));
+  sse_close(&s);
+}
+
+static void test_events_replay(void **state) {
+  (void)state;
+  env e;
+  up(&e);
+  char epoch[17], h[128], path[128];
+  epoch_of(epoch);
+  /* the id before the first: started replayed, nothing lost */
+  sse s;
+  snprintf(h, sizeof h, "Last-Event-ID: %s-0\r\n", epoch);
+  sse_open(&s, "/api/v1/events", h);
+  assert_true(sse_until(&s, "event: started\n", WAIT_MS));
+  assert_null(strstr(s.buf, "events_lost"));
+  sse_close(&s);
+  /* the header wins over the parameter */
+  snprintf(path, sizeof path, "/api/v1/events?last_event_id=%s-1", epoch);
+  sse_open(&s, path, h);
+  assert_true(sse_until(&s, "event: started\n", WAIT_MS));
+  sse_close(&s);
+  /* the parameter alone: after started, so nothing but comments */
+  sse_open(&s, path, "");
+  assert_true(sse_until(&s, ": keepalive\n\n", WAIT_MS));
+  assert_null(strstr(s.buf, "event: "));
+  sse_close(&s);
+  env_down(&e);
+}
+
+/* The error code of a JSON error answer. */
+static void expect_error(const char *method, const char *path,
+                         const char *extra, int status, const char *code) {
+  http_reply r;
+  http_request(port, method, path, extra, 10000, &r);
+  if (r.status != status)
+    fail_msg("%s %s: %d, not %d\n%s", method, path, r.status, status, r.head);
+  char want[80];
+  snprintf(want, sizeof want, "{\"error\":{\"code\":\"%s\"", code);
+  /* a HEAD answer has no body */
+  if (strcmp(method, "HEAD") != 0 && (!r.body || !strstr(r.body, want)))
+    fail_msg("%s %s: %s", method, path, r.body ? r.body : "(no body)");
+  http_reply_free(&r);
+}
+
+static void test_events_refused(void **state) {
+  (void)state;
+  env e;
+  up(&e);
+  const char *bad_ids[] = {"zz", "0123456789abcdef-01", "0123456789abcdef-",
+                           "0123456789abcde-1", "0123456789abcdef-1-2"};
+  for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+    char h[128], path[128];
+    snprintf(h, sizeof h, "Last-Event-ID: %s\r\n", bad_ids[i]);
+    expect_error("GET", "/api/v1/events", h, 400, "bad_parameter");
+    snprintf(path, sizeof path, "/api/v1/events?last_event_id=%s", bad_ids[i]);
+    expect_error("GET", path, "", 400, "bad_parameter");
+  }
+  expect_error("GET", "/api/v1/events?since=1", "", 400, "bad_parameter");
+  expect_error("GET", "/api/v1/events?acquisition=.x", "", 400, "bad_parameter");
+  expect_error("GET", "/api/v1/events?acquisition=a&acquisition=b", "", 400,
+               "bad_parameter");
+  expect_error("POST", "/api/v1/events", "", 405, "method_not_allowed");
+  expect_error("HEAD", "/api/v1/events", "", 405, "method_not_allowed");
+  env_down(&e);
+}
+
+/* Eight streams that never read past their first bytes, a ninth refused
+ * (503, Retry-After), a producer's buffers all acknowledged meanwhile; a
+ * stream closed gives its place back; the daemon stops with streams
+ * open. */
+static void test_events_bounded(void **state) {
+  (void)state;
+  env e;
+  up(&e);
+  static sse s[8];
+  for (int i = 0; i < 8; i++) {
+    sse_open(&s[i], "/api/v1/events", "");
+    assert_true(sse_until(&s[i], "retry: 2000\n\n", WAIT_MS));
+  }
+  http_reply r;
+  http_request(port, "GET", "/api/v1/events", "", 10000, &r);
+  assert_int_equal(r.status, 503);
+  assert_non_null(strcasestr(r.head, "Retry-After: 1"));
+  assert_non_null(strstr(r.body, "\"too_many_event_streams\""));
+  http_reply_free(&r);
+
+  void *ps = cli_producer(&e);
+  b2s_wire_msg o;
+  assert_int_equal(cli_open(ps, "w", "", &o), 0);
+  prod p = prod_opened(ps, &o, 200, 4000, 7);
+  prod_run(&p, B2S_WIRE_LEVEL_WRITTEN);
+  assert_int_equal(p.ndropped, 0);
+  cli_close(&p);
+
+  /* a closed stream is noticed at its next keepalive at the latest */
+  sse_close(&s[0]);
+  bool again = false;
+  for (long long end = ts_now_ms() + WAIT_MS; !again && ts_now_ms() < end;) {
+    sse t;
+    sse_open(&t, "/api/v1/events", "");
+    again = sse_until(&t, "retry: 2000\n\n", 2000);
+    if (again)
+      s[0] = t;
+    else {
+      sse_close(&t);
+      usleep(200000);
+    }
+  }
+  assert_true(again);
+  env_down(&e);                  /* exits 0 with eight streams open */
+  for (int i = 0; i < 8; i++)
+    sse_close(&s[i]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_events_replay),
+      cmocka_unit_test(test_events_refused),
+      cmocka_unit_test(test_events_bounded),
+  };
+  return harness_run(tests);
+}
