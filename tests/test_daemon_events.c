@@ -2,7 +2,7 @@
  * b2streamd over real sockets: the run's `started` event and its id, a
  * reconnect with Last-Event-ID (header or parameter, the header winning)
  * that replays what is held, `events_lost` for an id of another run,
- * keepalive comments, refused ids and parameters, at most 8 streams at a
+ * (read by our socket reader and by curl), keepalive comments, refused ids and parameters, at most 8 streams at a
  * time (503 beyond) while streams that never read hold nothing up: a
  * producer's every buffer is acknowledged, a closed stream's place is
  * taken again, and the daemon stops cleanly with streams open. */
@@ -118,6 +118,21 @@ static void test_events_replay(void **state) {
   sse_open(&s, path, h);
   assert_true(sse_until(&s, "event: started\n", WAIT_MS));
   sse_close(&s);
+  /* curl, a client we did not write, reads the same replay */
+  if (access("/usr/bin/curl", X_OK) == 0) {
+    char cmd[256], out[4096] = "";
+    snprintf(cmd, sizeof cmd, "curl -sN --max-time 3 -H 'Last-Event-ID: "
+             "%s-0' http://127.0.0.1:%d/api/v1/events", epoch, port);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    pclose(f);
+    char want[64];
+    snprintf(want, sizeof want, "id: %s-1\nevent: started\ndata: {", epoch);
+    if (!strstr(out, "retry: 2000\n") || !strstr(out, want))
+      fail_msg("curl read:\n%s", out);
+  }
   /* the parameter alone: after started, so nothing but comments */
   sse_open(&s, path, "");
   assert_true(sse_until(&s, ": keepalive\n\n", WAIT_MS));
