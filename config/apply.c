@@ -240,6 +240,10 @@ static int set_item(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
     int erc = endpoint_ok(c, v, kp);
     return erc < 0 ? erc : put_string(c, v, kp, field, d->size, v->str);
   }
+  case CT_PATHS:
+    if (v->kind != CN_SCALAR || b2s_cfg_node_is_null(v) || !v->str[0])
+      return expected(c, v, kp, "a path");
+    return set_path(c, d, v, kp, field);
   case CT_ENUM_LIST:
     rc = get_enum(c, d, v, kp, &x);
     break;
@@ -284,6 +288,7 @@ static int set_value(cfg_ctx *c, const cfg_desc *d, const cfg_node *v,
   case CT_SIZE: rc = get_size(c, d, v, kp, &x); break;
   case CT_ENUM: rc = get_enum(c, d, v, kp, &x); break;
   case CT_ENDPOINTS:
+  case CT_PATHS:
   case CT_ENUM_LIST:
   case CT_INT_LIST:
     return set_list(c, d, v, kp, obj);

@@ -40,6 +40,8 @@
 #define B2S_CONFIG_MAX_STREAMS 1024     /* streams, and templates, each */
 #define B2S_CONFIG_MAX_LISTEN 16
 #define B2S_CONFIG_ENDPOINT_MAX 512     /* bytes, with the NUL */
+#define B2S_CONFIG_MAX_ROOTS 64         /* acquisitions.roots */
+#define B2S_CONFIG_ROOT_MAX 1024        /* one root, bytes with the NUL */
 #define B2S_CONFIG_MAX_DIM 8
 #define B2S_CONFIG_DTYPE_MAX 64         /* bytes, with the NUL */
 #define B2S_CONFIG_GROUP_MAX 33         /* bytes, with the NUL */
@@ -103,6 +105,12 @@ enum b2s_order {
 
 #define B2S_REORDER_WINDOW_MAX 4096
 
+/* Whether a stream is an acquisition input (docs/ACQUISITIONS.md 2). */
+enum b2s_acq_mode {
+  B2S_ACQ_MODE_OFF = 0,                /* writes its own frame at path */
+  B2S_ACQ_MODE_ONLY = 1,               /* writes acquisitions only */
+};
+
 /* The b2nd (N-d array) description of a stream.  Counts are as configured;
  * in a finished stream (not a template) ndim == nshape == nchunkshape ==
  * nblockshape, dtype is filled in and cparams.blocksize matches blockshape.
@@ -147,6 +155,7 @@ typedef struct b2s_stream_cfg {
   int32_t queue_depth;                 /* buffers in flight for the stream */
   int32_t gaps;                        /* enum b2s_gaps */
   int32_t order;                       /* enum b2s_order */
+  int32_t acquisitions;                /* enum b2s_acq_mode */
   int32_t reorder_window;              /* frame numbers held back at most */
   /* Series metadata a new frame starts with: one msgpack map (checked by
    * b2s_series_check, no nil values) in series[0..series_len); 0 = none. */
@@ -194,7 +203,13 @@ typedef struct b2s_daemon_cfg {
     char listen[B2S_CONFIG_ENDPOINT_MAX]; /* "127.0.0.1:9464", "[::1]:9464" */
     int32_t allow_remote;              /* 1: a non-loopback address is
                                           allowed (no authentication!) */
-  } http;                              /* metrics and status page */
+    char token_file[B2S_CONFIG_PATH_MAX];  /* bearer tokens; "" = none */
+    int32_t auth_reads;                /* 1: reads need a token too */
+    int64_t max_body;                  /* bytes of a request body */
+    int32_t max_connections;
+    int32_t max_event_streams;
+    int32_t max_waits;
+  } http;                              /* metrics, status page, control API */
   struct {
     bool enabled;                      /* a live: section is present */
     int32_t every_n;                   /* frame numbers shown: multiples */
@@ -204,6 +219,20 @@ typedef struct b2s_daemon_cfg {
     int64_t max_bytes;                 /* largest decoded frame shown */
     int32_t send_hwm;                  /* PUB messages per subscriber */
   } live;                              /* live view (docs/ACQUISITIONS.md 11) */
+  /* Acquisitions armed over HTTP (docs/ACQUISITIONS.md); last in the
+   * struct, roots last of all: the schema's offsets are 16 bits. */
+  struct {
+    bool enabled;                      /* an acquisitions: section */
+    int64_t disk_floor;                /* bytes */
+    int32_t disk_margin;               /* % */
+    int32_t min_free_memory;           /* % of memory_limit */
+    int32_t max_held;
+    int32_t events_held;
+    int32_t progress_hz;
+    int32_t anonymous;                 /* 1: changes without a token */
+    uint8_t nroots;
+    char roots[B2S_CONFIG_MAX_ROOTS][B2S_CONFIG_ROOT_MAX];
+  } acq;
 } b2s_daemon_cfg;
 
 /* Whether a numeric "HOST:PORT" (http.listen) is on a loopback address

@@ -36,6 +36,45 @@ static int finish_listen(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
   return 0;
 }
 
+/* Whether one of a and b is b or inside it (both normalised, absolute). */
+static bool path_nested(const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b), n = na < nb ? na : nb;
+  if (strncmp(a, b, n) != 0)
+    return false;
+  const char *rest = na > nb ? a + n : b + n;
+  return n == 1 || rest[0] == '\0' || rest[0] == '/';
+}
+
+/* acquisitions: needs http:, a token file unless anonymous changes on a
+ * loopback listener were asked for, and roots apart from the daemon's own
+ * directories (an acquisition must never write among its frames or
+ * sockets). */
+static int finish_acq(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
+  if (!d->acq.enabled)
+    return 0;
+  if (!d->http.enabled)
+    return b2s_cfg_loc_fail(c, loc, DI("acquisitions"), "needs http:");
+  if (!d->http.token_file[0] && !d->acq.anonymous)
+    return b2s_cfg_loc_fail(c, loc, DI("acquisitions"), "needs "
+                        "http.token_file (or acquisitions.anonymous: true "
+                        "on a loopback listener)");
+  if (!d->http.token_file[0] && !b2s_config_hostport_loopback(d->http.listen))
+    return b2s_cfg_loc_fail(c, loc, DI("acquisitions.anonymous"), "anonymous "
+                        "changes need a loopback http.listen");
+  if (d->acq.nroots == 0)
+    return b2s_cfg_loc_fail(c, loc, DI("acquisitions.roots"), "required "
+                        "with acquisitions");
+  for (int i = 0; i < d->acq.nroots; i++) {
+    const char *r = d->acq.roots[i];
+    if (strcmp(r, "/") == 0 || path_nested(r, d->data_dir) ||
+        path_nested(r, d->run_dir))
+      return b2s_cfg_loc_item_fail(c, loc, DI("acquisitions.roots"), i, "'%s' "
+                               "is /, or inside or around data_dir or "
+                               "run_dir", r);
+  }
+  return 0;
+}
+
 static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
   if (!d->run_dir[0])
     return b2s_cfg_loc_fail(c, loc, DI("run_dir"), "must not be empty");
@@ -58,6 +97,8 @@ static int finish_daemon(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
                         "address and the page has no authentication; set "
                         "http.allow_remote: true to serve it anyway",
                         d->http.listen);
+  if ((rc = finish_acq(c, d, loc)) < 0)
+    return rc;
   if (d->max_buffer > d->memory_limit) {
     char a[32], b[32];
     b2s_size_format(d->max_buffer, a, sizeof a);

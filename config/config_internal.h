@@ -42,6 +42,7 @@ enum cfg_type {
   CT_STRING,       /* free text (checked by its section) */
   CT_HOSTPORT,     /* "IPv4:PORT" or "[IPv6]:PORT", numeric (http.listen) */
   CT_FLOAT,        /* finite double in min..max */
+  CT_PATHS,        /* list of paths, each as CT_PATH */
 };
 
 enum cfg_flags {

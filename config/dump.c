@@ -243,7 +243,8 @@ static void dump_level(dumper *w, int scope, const char *prefix,
       }
       fprintf(w->f, "%*s%s:\n", indent, "", key);
       dump_level(w, scope, d->path, obj, indent + 2, template);
-    } else if (d->type == CT_ENDPOINTS || d->type == CT_ENUM_LIST ||
+    } else if (d->type == CT_ENDPOINTS || d->type == CT_PATHS ||
+               d->type == CT_ENUM_LIST ||
                d->type == CT_INT_LIST) {
       size_t n = b2s_cfg_list_count(d, obj);
       fprintf(w->f, "%*s%s: [", indent, "", key);

@@ -5,7 +5,7 @@
 #include "config_internal.h"
 
 static bool item_equal(const cfg_desc *d, const char *a, const char *b) {
-  if (d->type == CT_ENDPOINTS)
+  if (d->type == CT_ENDPOINTS || d->type == CT_PATHS)
     return strncmp(a, b, d->size) == 0;
   return b2s_cfg_field_get(a, d->size) == b2s_cfg_field_get(b, d->size);
 }
@@ -24,6 +24,7 @@ bool b2s_cfg_field_equal(const cfg_desc *d, const void *oa, const void *ob) {
   case CT_ENUM:
     return b2s_cfg_field_get(a, d->size) == b2s_cfg_field_get(b, d->size);
   case CT_ENDPOINTS:
+  case CT_PATHS:
   case CT_ENUM_LIST:
   case CT_INT_LIST: {
     size_t n = b2s_cfg_list_count(d, oa);

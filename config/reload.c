@@ -25,6 +25,7 @@ static void item_text(const cfg_desc *d, const char *field, char *buf,
       snprintf(buf, n, "%lld", (long long)v);
     break;
   case CT_ENDPOINTS:
+  case CT_PATHS:
     snprintf(buf, n, "%.*s", (int)d->size, field);
     break;
   default:
@@ -58,6 +59,7 @@ static void value_text(const cfg_desc *d, const void *obj, char *buf,
     item_text(d, field, buf, n);
     break;
   case CT_ENDPOINTS:
+  case CT_PATHS:
   case CT_ENUM_LIST:
   case CT_INT_LIST:
     list_text(d, obj, buf, n);
@@ -108,6 +110,7 @@ static void field_copy(const cfg_desc *d, void *dst, const void *src) {
   case CT_SOURCES:
     return;
   case CT_ENDPOINTS:
+  case CT_PATHS:
   case CT_ENUM_LIST:
   case CT_INT_LIST:
     memcpy(o + d->off, i + d->off, (size_t)d->size * d->max_items);

@@ -76,6 +76,9 @@ static const cfg_enum orders[] = {
   {"arrival", B2S_ORDER_ARRIVAL}, {"frame_number", B2S_ORDER_FRAME_NUMBER},
   {NULL, 0}};
 
+static const cfg_enum acq_modes[] = {
+  {"off", B2S_ACQ_MODE_OFF}, {"only", B2S_ACQ_MODE_ONLY}, {NULL, 0}};
+
 const cfg_desc b2s_cfg_schema[] = {
   /* daemon */
   {"listen", DAEMON, RESTART, .type = CT_ENDPOINTS, DL(listen, nlisten),
@@ -141,6 +144,65 @@ const cfg_desc b2s_cfg_schema[] = {
    .enums = bools, .def = "false",
    .help = "true: allow a non-loopback listen address (anyone who reaches "
            "it sees every stream's name and figures)"},
+  {"http.token_file", DAEMON, AT_ONCE("read again on every reload, for requests from then on"), .type = CT_PATH,
+   D(http.token_file), .def = "",
+   .help = "bearer tokens allowed to change state (docs/ACQUISITIONS.md "
+           "9.2), one per line; \"\" = none, which acquisitions: allows "
+           "only with acquisitions.anonymous: true on a loopback listener"},
+  {"http.auth_reads", DAEMON, RESTART, .type = CT_ENUM, D(http.auth_reads),
+   .enums = bools, .def = "false",
+   .help = "true: every route (metrics, status page, reads) needs a token "
+           "too"},
+  {"http.max_body", DAEMON, RESTART, .type = CT_SIZE, D(http.max_body),
+   .min = 4 * KIB, .max = 16 * MIB, .def = "256KiB", .unit = "bytes",
+   .help = "largest request body; larger gets 413"},
+  {"http.max_connections", DAEMON, RESTART, .type = CT_INT,
+   D(http.max_connections), .min = 4, .max = 1024, .def = "64",
+   .help = "HTTP connections at a time; more wait in the kernel's backlog, "
+           "then are refused"},
+  {"http.max_event_streams", DAEMON, RESTART, .type = CT_INT,
+   D(http.max_event_streams), .min = 0, .max = 256, .def = "8",
+   .help = "GET /api/v1/events connections at a time; more get 503"},
+  {"http.max_waits", DAEMON, RESTART, .type = CT_INT, D(http.max_waits),
+   .min = 0, .max = 1024, .def = "32",
+   .help = "GET .../wait requests pending at a time; more get 503"},
+  {"acquisitions", DAEMON, RESTART, .type = CT_GROUP, .flags = CF_OPTIONAL,
+   .aux = offsetof(b2s_daemon_cfg, acq.enabled),
+   .help = "acquisitions armed over HTTP (docs/ACQUISITIONS.md); null: "
+           "off; needs http:"},
+  {"acquisitions.roots", DAEMON, AT_ONCE("to arms from now on"), .type = CT_PATHS,
+   DL(acq.roots, acq.nroots), .min_items = 1,
+   .max_items = B2S_CONFIG_MAX_ROOTS,
+   .help = "absolute directories acquisitions may write under (each "
+           "resolved at every arm); none may be inside, or contain, "
+           "data_dir or run_dir; required"},
+  {"acquisitions.disk_floor", DAEMON, AT_ONCE("to arms and disk checks from now on"), .type = CT_SIZE,
+   D(acq.disk_floor), .min = 0, .max = 1024 * TIB, .def = "1GiB",
+   .unit = "bytes",
+   .help = "free space an arm must leave after its estimate; 0: no floor"},
+  {"acquisitions.disk_margin", DAEMON, AT_ONCE("to arms from now on"), .type = CT_INT,
+   D(acq.disk_margin), .min = 0, .max = 1000, .def = "10", .unit = "%",
+   .help = "added to the arm's disk estimate"},
+  {"acquisitions.min_free_memory", DAEMON, AT_ONCE("to arms from now on"), .type = CT_INT,
+   D(acq.min_free_memory), .min = 0, .max = 100, .def = "5", .unit = "%",
+   .help = "an arm is refused (buffers_short) while less than this share "
+           "of memory_limit is free"},
+  {"acquisitions.max_held", DAEMON, RESTART, .type = CT_INT,
+   D(acq.max_held), .min = 1, .max = 100000, .def = "256",
+   .help = "acquisitions the daemon holds; past it the oldest ended one is "
+           "forgotten"},
+  {"acquisitions.events_held", DAEMON, RESTART, .type = CT_INT,
+   D(acq.events_held), .min = 16, .max = 1000000, .def = "4096",
+   .help = "events held for GET /api/v1/events and its reconnects"},
+  {"acquisitions.progress_hz", DAEMON, RESTART, .type = CT_INT,
+   D(acq.progress_hz), .min = 1, .max = 100, .def = "10", .unit = "Hz",
+   .help = "progress events per acquisition per second, at most"},
+  {"acquisitions.anonymous", DAEMON, RESTART, .type = CT_ENUM,
+   D(acq.anonymous), .enums = bools, .def = "false",
+   .help = "true: without http.token_file, a loopback listener takes "
+           "changes from anyone who reaches it (any local user), warned "
+           "about at every start; false: acquisitions: needs "
+           "http.token_file"},
   {"templates", DAEMON, NEXT_FRAME("streams made from a template from now on get its new settings; the running ones keep theirs"), .type = CT_TEMPLATES,
    .help = "stream settings for streams created at run time"},
   {"streams", DAEMON, AT_ONCE("a stream new in the file opens at once, a changed one takes each key as its row says; one taken out runs on until a restart"), .type = CT_STREAMS, .help = "streams opened at start"},
@@ -323,6 +385,12 @@ const cfg_desc b2s_cfg_schema[] = {
   {"order", STREAM, RESTART_("the reorder window runs on"), .type = CT_ENUM, S(order), .enums = orders,
    .def = "arrival",
    .help = "chunks in arrival order or in producers' frame-number order"},
+  {"acquisitions", STREAM, RESTART, .type = CT_ENUM, S(acquisitions),
+   .enums = acq_modes, .def = "off",
+   .help = "off: the stream writes its own frame at path and cannot be an "
+           "input; only: it writes acquisitions only, its path unused; "
+           "buffers arriving when no acquisition takes frames are refused "
+           "(B2S_E_NOT_ARMED)"},
   {"reorder_window", STREAM, RESTART_("the reorder window runs on"), .type = CT_INT, S(reorder_window), .min = 1,
    .max = B2S_REORDER_WINDOW_MAX, .def = "64",
    .help = "order: frame_number: frame numbers a buffer may run ahead of "
@@ -341,7 +409,7 @@ const size_t b2s_cfg_nschema = sizeof b2s_cfg_schema / sizeof b2s_cfg_schema[0];
 
 _Static_assert(sizeof b2s_cfg_schema / sizeof b2s_cfg_schema[0] <= CFG_MAX_DESC,
                "the per-row arrays hold CFG_MAX_DESC entries");
-_Static_assert(sizeof(b2s_daemon_cfg) <= UINT16_MAX &&
+_Static_assert(offsetof(b2s_daemon_cfg, acq.roots) <= UINT16_MAX &&
                    sizeof(b2s_stream_cfg) <= UINT16_MAX &&
                    offsetof(b2s_cluster_cfg, ranks) <= UINT16_MAX,
                "field offsets are 16-bit");

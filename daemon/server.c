@@ -27,6 +27,7 @@
 #include "auth.h"
 #include "readers.h"
 #include "stats.h"
+#include "registry.h"
 #include "handoff.h"
 #include "stream.h"
 #include "workers.h"
@@ -671,13 +672,31 @@ static void reload(b2sd_server *srv) {
   LOG_I("configuration reloaded from %s", srv->config_path);
 }
 
+/* The acquisitions' event hook (registry.h): into the ring.  Data over
+ * an event's bound is replaced by the acquisition's id, with a warning,
+ * so that no event goes missing from the sequence. */
+static void post_event(void *arg, const char *type, const char *id,
+                       const char *data) {
+  b2sd_events *ev = arg;
+  if (b2sd_events_post(ev, type, id, data) >= 0)
+    return;
+  char small[160];
+  snprintf(small, sizeof small, "{\"id\":\"%s\",\"truncated\":true}", id);
+  LOG_W("acquisition %s: %s event of %zu bytes is over %d: sent without "
+        "its data", id, type, strlen(data), B2SD_EVENT_DATA_MAX);
+  (void)b2sd_events_post(ev, type, id, small);
+}
+
 /* The events ring, its run's epoch drawn at random, and the run's first
  * event (docs/ACQUISITIONS.md 10). */
 static int events_start(b2sd_server *srv) {
   uint64_t epoch;
   if (getrandom(&epoch, sizeof epoch, 0) != sizeof epoch)
     epoch = b2sd_wall_ns() ^ (uint64_t)getpid() << 32;
-  srv->events = b2sd_events_new(B2SD_EVENTS_HELD, epoch);
+  int32_t held = srv->dcfg.acq.events_held;   /* its default without
+                                                 acquisitions: */
+  srv->events = b2sd_events_new(held > 0 ? (size_t)held : B2SD_EVENTS_HELD,
+                                epoch);
   if (!srv->events)
     return -ENOMEM;
   char data[128];
@@ -789,6 +808,14 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   if ((rc = b2sd_live_start(srv, &srv->live)) < 0 ||
       (rc = events_start(srv)) < 0)
     return rc;
+  srv->acq = b2sd_acq_new(srv);
+  if (srv->dcfg.acq.enabled && !srv->acq)
+    return -ENOMEM;
+  if (srv->acq && !srv->dcfg.http.token_file[0])
+    LOG_W("acquisitions: no http.token_file: anyone who reaches %s (any "
+          "local user) may arm acquisitions the daemon writes under its "
+          "roots (acquisitions.anonymous)", srv->dcfg.http.listen);
+  b2sd_acq_set_hook(srv->acq, post_event, srv->events);
   return b2sd_http_start(srv, &srv->http);
 }
 
@@ -871,7 +898,9 @@ int b2sd_server_run(b2sd_server *srv) {
     /* observed before the scan, so the scan sends every last ACK */
     bool done = srv->draining && drained(srv);
     retry = scan(srv);
-    b2sd_http_turn(srv->http);   /* a snapshot, when a reader asked */
+    b2sd_acq_turn(srv->acq);     /* states, ends, events */
+    b2sd_http_turn(srv->http);   /* a snapshot, when a reader asked; the
+                                    control API's requests */
     b2sd_live_turn(srv->live);   /* the streams' table, when due */
     uint64_t now = b2sd_now_ns();
     if (dog_usec && now - last_dog > dog_usec * 1000u / 3) {
@@ -934,6 +963,8 @@ void b2sd_server_fini(b2sd_server *srv) {
       b2sd_follow_remove(st->follows);
     b2sd_stream_free(st);
   }
+  b2sd_acq_free(srv->acq);       /* its plans outlived their writers */
+  srv->acq = NULL;
   b2sd_chunkpool_free(srv->chunks);  /* the writers gave every chunk back */
   srv->chunks = NULL;
   while (srv->sessions) {

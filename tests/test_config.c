@@ -1494,6 +1494,49 @@ static void test_http_section(void **state) {
   roundtrip("http: {listen: \"127.0.0.1:9999\"}\n");
 }
 
+/* acquisitions: (docs/ACQUISITIONS.md 2): its keys, and what it needs. */
+static void test_acquisitions_section(void **state) {
+  (void)state;
+  b2s_config *cfg = parse_ok("");
+  assert_false(b2s_config_daemon(cfg)->acq.enabled);
+  assert_int_equal(b2s_config_daemon(cfg)->http.max_body, 256 * 1024);
+  b2s_config_free(cfg);
+  cfg = parse_ok("http: {token_file: tokens}\n"
+                 "acquisitions: {roots: [/data, beam]}\n"
+                 "streams: {d1: {acquisitions: only}}\n");
+  const b2s_daemon_cfg *d = b2s_config_daemon(cfg);
+  assert_true(d->acq.enabled);
+  assert_string_equal(d->http.token_file, BASE "/tokens");
+  assert_int_equal(d->acq.nroots, 2);
+  assert_string_equal(d->acq.roots[0], "/data");
+  assert_string_equal(d->acq.roots[1], BASE "/beam");
+  assert_int_equal(d->acq.disk_floor, INT64_C(1) << 30);
+  assert_int_equal(d->acq.disk_margin, 10);
+  assert_int_equal(d->acq.min_free_memory, 5);
+  assert_int_equal(d->acq.max_held, 256);
+  assert_int_equal(stream(cfg, "d1")->acquisitions, B2S_ACQ_MODE_ONLY);
+  b2s_config_free(cfg);
+  roundtrip("http: {token_file: /t}\nacquisitions: {roots: [/data]}\n");
+  cfg = parse_ok("http: {}\nacquisitions: {roots: [/data], anonymous: true}\n");
+  assert_int_equal(b2s_config_daemon(cfg)->acq.anonymous, 1);
+  b2s_config_free(cfg);
+  parse_err("acquisitions: {roots: [/data]}\n",
+            "b2streamd.yaml:1:15: acquisitions: needs http:");
+  parse_err("http: {}\nacquisitions: {roots: [/data]}\n",
+            "b2streamd.yaml:2:15: acquisitions: needs http.token_file (or "
+            "acquisitions.anonymous: true on a loopback listener)");
+  parse_err("http: {token_file: /t}\nacquisitions: {disk_margin: 5}\n",
+            "b2streamd.yaml:2:15: acquisitions.roots: required with "
+            "acquisitions");
+  parse_err("http: {token_file: /t}\nacquisitions: {roots: [" BASE "]}\n",
+            "b2streamd.yaml:2:24: acquisitions.roots[0]: '" BASE "' is /, or "
+            "inside or around data_dir or run_dir");
+  parse_err("http: {token_file: /t}\nacquisitions: {roots: [/data/x]}\n"
+            "data_dir: /data\n",
+            "b2streamd.yaml:2:24: acquisitions.roots[0]: '/data/x' is /, or "
+            "inside or around data_dir or run_dir");
+}
+
 static void test_load_from_files(void **state) {
   (void)state;
   char dir[] = "/tmp/b2s_config_XXXXXX";
@@ -1813,6 +1856,7 @@ int main(void) {
       cmocka_unit_test(test_cluster_many_ranks),
       cmocka_unit_test(test_cluster_errors),
       cmocka_unit_test(test_http_section),
+      cmocka_unit_test(test_acquisitions_section),
       cmocka_unit_test(test_distributed_streams),
   };
   return ts_run_tests(tests, setup, NULL);

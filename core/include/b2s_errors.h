@@ -93,7 +93,8 @@
   X(B2S_E_WRONG_RANK,      -931, "frame number belongs to another rank of the cluster")             /* cluster */ \
   X(B2S_E_NEED_FRAME,      -930, "a distributed stream needs a frame number with every buffer")     /* cluster */ \
   X(B2S_E_OBJ_CONFLICT,    -929, "stored object exists with different bytes")                       /* cluster */ \
-  X(B2S_E_STORE,           -928, "object store unavailable or refused the request")                 /* cluster */
+  X(B2S_E_STORE,           -928, "object store unavailable or refused the request")                 /* cluster */ \
+  X(B2S_E_NOT_ARMED,       -927, "no acquisition takes frames on this stream")                      /* daemon */
 
 enum b2s_error {
   B2S_E_BASE_ = -1000,

@@ -162,6 +162,9 @@ typedef struct b2sd_chunk {
                                     committer, END) */
   bool drain;                    /* no chunk: order: frame_number passes
                                     every frame number given (order.h) */
+  struct b2sd_acqplan *acq_begin; /* no chunk: an acquisition's files begin
+                                    here (acqfile.h); the plan is borrowed */
+  bool acq_end;                  /* no chunk: the acquisition's files end */
   size_t cap;                    /* bytes of data[], counted in inflight_bytes */
   uint8_t data[];
 } b2sd_chunk;
@@ -214,6 +217,8 @@ struct b2sd_server {
                                     or live.publish */
   struct b2sd_events *events;    /* events of GET /api/v1/events
                                     (events.h); posted by this thread */
+  struct b2sd_acqreg *acq;       /* acquisitions (registry.h); NULL when
+                                    not configured */
 };
 
 #endif

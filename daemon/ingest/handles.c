@@ -464,6 +464,9 @@ static int rank_check(b2sd_server *srv, const b2sd_stream *st,
 int b2sd_frame_check(b2sd_server *srv, b2sd_handle *h, const b2sd_rec *rec,
                      b2s_errdetail *ed) {
   b2s_errdetail_clear(ed);
+  if (b2sd_stream_acq_admit(h->st) < 0)
+    return b2s_errdetail_set(ed, B2S_E_NOT_ARMED, "no acquisition takes "
+                             "frames on stream '%s'", h->st->name);
   if (h->st->dist) {
     int rc = rank_check(srv, h->st, rec, ed);
     if (rc == B2S_E_WRONG_RANK && !h->st->misrouted) {

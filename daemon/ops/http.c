@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "events.h"
 #include "fdheadroom.h"
+#include "httpapi.h"
 #include "httproute.h"
 #include "live.h"
 #include "msnap.h"
@@ -25,12 +26,10 @@
 /* Bounds of what clients may hold: connections at a time, seconds a
  * connection may idle (a slow client is cut), bytes each may use for its
  * request headers (larger ones get 431). */
-#define HTTP_MAX_CONNECTIONS 32
 #define HTTP_TIMEOUT_S 10
 #define HTTP_CONN_MEMORY (32 * 1024)
-/* Event streams at a time (docs/ACQUISITIONS.md 9.4), the comment a
- * quiet one gets, and how often suspended ones are looked at. */
-#define SSE_MAX 8
+/* The comment a quiet event stream gets, and how often suspended ones
+ * are looked at. */
 #define SSE_KEEPALIVE_NS 5000000000u
 #define SSE_TICK_MS 1000
 #define SSE_BUF (16 * 1024)
@@ -58,7 +57,7 @@ struct b2sd_http {
    * resumes those that have something to send */
   pthread_mutex_t sse_lock;
   struct sse *sse;
-  int nsse;
+  int nsse, max_sse;             /* open; http.max_event_streams */
   bool sse_stop;
   pthread_t resumer;
   bool resumer_started;
@@ -67,6 +66,7 @@ struct b2sd_http {
   snapref *cur;
   _Atomic int want;              /* a request asks for a new snapshot */
   _Atomic uint64_t requests;
+  b2sd_httpapi *api;             /* the control API (httpapi.h) */
   uint64_t start_ns;
   char data_dir[B2S_CONFIG_PATH_MAX];
 };
@@ -88,8 +88,11 @@ static void unref(b2sd_http *h, snapref *r) {
 }
 
 void b2sd_http_turn(b2sd_http *h) {
+  if (!h)
+    return;
+  b2sd_httpapi_turn(h->api);
   /* acquire: pairs with the release store of a request */
-  if (!h || !atomic_exchange_explicit(&h->want, 0, memory_order_acquire))
+  if (!atomic_exchange_explicit(&h->want, 0, memory_order_acquire))
     return;
   snapref *r = calloc(1, sizeof *r);
   b2sd_msnap *s = r ? b2sd_msnap_take(h->srv, h->start_ns) : NULL;
@@ -467,10 +470,10 @@ static enum MHD_Result events_param(void *cls, enum MHD_ValueKind kind,
   return b2sd_events_query_add(cls, key, value) == 0 ? MHD_YES : MHD_NO;
 }
 
-/* Take a stream's place; NULL when SSE_MAX are open. */
+/* Take a stream's place; NULL when http.max_event_streams are open. */
 static sse *sse_new(b2sd_http *h, struct MHD_Connection *c) {
   pthread_mutex_lock(&h->sse_lock);
-  sse *x = h->nsse < SSE_MAX ? calloc(1, sizeof *x) : NULL;
+  sse *x = h->nsse < h->max_sse ? calloc(1, sizeof *x) : NULL;
   if (x) {
     x->h = h;
     x->c = c;
@@ -523,14 +526,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *version, const char *upload,
                                   size_t *upload_len, void **con_cls) {
   (void)version;
-  (void)upload;
-  (void)upload_len;
-  (void)con_cls;
   b2sd_http *h = cls;
-  /* relaxed: a statistic */
-  atomic_fetch_add_explicit(&h->requests, 1, memory_order_relaxed);
   b2sd_route rt;
   b2sd_http_route(method, url, &rt);
+  if (rt.kind == B2SD_ROUTE_API || rt.kind == B2SD_ROUTE_API_METHOD)
+    return b2sd_httpapi_request(h->api, c, &rt, method, upload, upload_len,
+                                con_cls);
+  if (*upload_len) {             /* a body on a read-only path: ignored */
+    *upload_len = 0;
+    return MHD_YES;
+  }
+  /* relaxed: a statistic */
+  atomic_fetch_add_explicit(&h->requests, 1, memory_order_relaxed);
   switch (rt.kind) {
   case B2SD_ROUTE_PAGE:
     return answer(c, MHD_HTTP_OK, "text/html; charset=utf-8",
@@ -545,19 +552,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
   case B2SD_ROUTE_LIVE:
     return answer_live(h, c, rt.stream);
   case B2SD_ROUTE_EVENTS:
-    if (strcmp(method, "HEAD") == 0)   /* nothing to answer without waiting */
-      return api_error(c, B2S_ACQ_E_METHOD_NOT_ALLOWED, NULL, "GET only");
     return answer_events(h, c);
   case B2SD_ROUTE_METHOD:
-    if (rt.api)
+    if (rt.json)
       return api_error(c, B2S_ACQ_E_METHOD_NOT_ALLOWED, NULL,
-                       "GET or HEAD only");
+                       rt.allow && strcmp(rt.allow, "GET") == 0
+                           ? "GET only" : "GET or HEAD only");
     return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only\n");
   default:
-    if (rt.api)
+    if (rt.json)
       return api_error(c, B2S_ACQ_E_NOT_FOUND, NULL, NULL);
     return answer_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
   }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode why) {
+  (void)cls;
+  (void)c;
+  (void)why;
+  b2sd_httpapi_completed(*con_cls);
+  *con_cls = NULL;
 }
 
 /* ---- start and stop ------------------------------------------------------------ */
@@ -602,6 +617,7 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
   h->srv = srv;
   h->live = srv->live;
   h->events = srv->events;
+  h->max_sse = d->http.max_event_streams;
   pthread_mutex_init(&h->sse_lock, NULL);
   h->start_ns = b2sd_wall_ns();
   snprintf(h->data_dir, sizeof h->data_dir, "%s", d->data_dir);
@@ -611,6 +627,11 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&h->cond, &ca);
   pthread_condattr_destroy(&ca);
+  h->api = b2sd_httpapi_new(srv);
+  if (!h->api) {
+    b2sd_http_stop(h);
+    return -ENOMEM;
+  }
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
                    MHD_ALLOW_SUSPEND_RESUME |
                    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
@@ -619,7 +640,8 @@ int b2sd_http_start(b2sd_server *srv, b2sd_http **out) {
   h->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, h,
       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->http.max_connections,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)NULL,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)16,
@@ -658,8 +680,10 @@ void b2sd_http_stop(b2sd_http *h) {
     pthread_mutex_unlock(&h->sse_lock);
     pthread_join(h->resumer, NULL);
   }
+  b2sd_httpapi_close(h->api);    /* suspended requests answered first */
   if (h->mhd)
     MHD_stop_daemon(h->mhd);     /* joins its thread: no request runs */
+  b2sd_httpapi_free(h->api);
   if (h->cur) {
     b2sd_msnap_free(h->cur->s);
     free(h->cur);

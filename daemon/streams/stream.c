@@ -22,6 +22,7 @@
 #include "chunkpool.h"
 #include "clock.h"
 #include "dirlock.h"
+#include "acqfile.h"
 #include "dwriter.h"
 #include "groupcommit.h"
 #include "progress.h"
@@ -333,6 +334,33 @@ void b2sd_stream_end_mark(b2sd_stream *st) {
   b2sd_stream_put(st, c);
 }
 
+int b2sd_stream_acq_admit(b2sd_stream *st) {
+  if (!st->acq_only)
+    return 0;
+  if (st->acq_taking &&
+      (st->acq_limit == 0 || st->acq_admitted < st->acq_limit)) {
+    if (++st->acq_admitted == st->acq_limit)
+      st->acq_taking = false;    /* frames reached (7.3) */
+    return 0;
+  }
+  /* relaxed: a statistic */
+  atomic_fetch_add_explicit(&st->st_refused_unarmed, 1, memory_order_relaxed);
+  if (st->acq_plan)
+    st->acq_refused_after++;
+  return B2S_E_NOT_ARMED;
+}
+
+int b2sd_stream_acq_mark(b2sd_stream *st, struct b2sd_acqplan *begin) {
+  b2sd_chunk *c = calloc(1, sizeof *c);
+  if (!c)
+    return B2S_E_NOMEM;
+  c->acq_begin = begin;
+  c->acq_end = begin == NULL;
+  c->seq = st->seq_next++;
+  b2sd_stream_put(st, c);
+  return 0;
+}
+
 /* A distributed stream has no local frame: its writer opens the store
  * and the frame in its own thread (dwriter.h). */
 static int open_distributed(b2sd_server *srv, b2sd_stream *st) {
@@ -357,6 +385,8 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   snprintf(st->name, sizeof st->name, "%s", cfg->name);
   snprintf(st->path, sizeof st->path, "%s", cfg->full_path);
   st->ordered = cfg->order == B2S_ORDER_FRAME_NUMBER;
+  st->acq_only = cfg->acquisitions == B2S_ACQ_MODE_ONLY &&
+                 cfg->format != B2S_FORMAT_DISTRIBUTED;
   ingest_publish(st);
   b2s_errdetail why;
   int brc = cfg->b2nd.enabled
@@ -380,6 +410,13 @@ int b2sd_stream_open(b2sd_server *srv, const b2s_stream_cfg *cfg,
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&st->cond, &ca);
   pthread_condattr_destroy(&ca);
+  if (st->acq_only) {
+    /* its frames are its acquisitions' files, which its writer makes */
+    b2sd_progress_init(st, 0);
+    b2sd_life_move(&st->life, B2SD_LIFE_READY, st->name);
+    *out = st;
+    return 0;
+  }
   if (cfg->format == B2S_FORMAT_DISTRIBUTED) {
     int drc = open_distributed(srv, st);
     if (drc < 0) {
@@ -449,7 +486,8 @@ static void ingest_publish(b2sd_stream *st) {
   *next = (b2sd_ingest_cfg){
       .cparams = st->cfg.cparams, .queue_depth = st->cfg.queue_depth,
       .backpressure = st->cfg.backpressure,
-      .fills = st->ordered || b2s_stream_cfg_fill_gaps(&st->cfg)};
+      .fills = st->ordered || st->acq_only ||
+               b2s_stream_cfg_fill_gaps(&st->cfg)};
   /* release: pairs with the acquire load of b2sd_stream_ingest */
   atomic_store_explicit(&st->ingest, next, memory_order_release);
 }
@@ -484,6 +522,9 @@ typedef struct wstate {
   bool grows;               /* b2nd shape[0] 0 in the configuration: the
                                metalayer's follows the chunks */
   wheld o;                  /* order: frame_number only */
+  b2sd_acqw acq;            /* acquisitions: only: the files it writes */
+  b2s_stream_cfg *acq_cfg;  /* the settings its files are made with */
+  b2s_fwriter_opts acq_opts;
 } wstate;
 
 static void slow_check(b2sd_stream *st, const char *what, uint64_t t0) {
@@ -500,6 +541,8 @@ static void writer_fail(b2sd_stream *st, wstate *w, int rc, const char *what) {
   if (w->failed)
     return;
   w->failed = rc;
+  if (w->acq.p)
+    b2sd_acqw_fail(&w->acq, rc);
   LOG_E("stream %s: %s failed: %s; the stream stops writing", st->name, what,
         b2s_strerror(rc));
   b2sd_progress_fail(st, rc);
@@ -533,11 +576,26 @@ static void writer_series(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
   b2sd_chunk_done(st->srv, c);
 }
 
+/* acquisitions: only: whether c goes to the acquisition's file (rolled
+ * over first when full); false when there is none or it aborted (c is
+ * counted as discarded) or its file failed. */
+static bool acq_take(b2sd_stream *st, wstate *w) {
+  if (!st->acq_only)
+    return true;
+  if (!w->acq.p)
+    return false;
+  if (b2sd_acqw_discarding(&w->acq)) {
+    b2sd_acqw_discarded(&w->acq);
+    return false;
+  }
+  return b2sd_acqw_before(&w->acq, w->acq_cfg, &w->acq_opts, &st->fw) == 0;
+}
+
 /* Append c (or its gap) and give it back. */
 static void writer_store(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
   bool gap = c->cbytes == 0 && c->gap && c->nbytes > 0;
   w->o.run_nbytes = 0;      /* the last chunk is another one now */
-  if (!w->failed && (c->cbytes > 0 || gap)) {
+  if (!w->failed && (c->cbytes > 0 || gap) && acq_take(st, w)) {
     uint64_t t0 = b2sd_now_ns();
     int64_t rc = store(st, c);
     slow_check(st, "append", t0);
@@ -546,6 +604,8 @@ static void writer_store(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
     } else {
       b2sd_group_appended(&w->g, t0);
       w->appended++;
+      if (w->acq.p)
+        b2sd_acqw_appended(&w->acq, c->cbytes);
       /* relaxed: statistics counters */
       atomic_fetch_add_explicit(&st->st_bytes_out, (uint64_t)c->cbytes,
                                 memory_order_relaxed);
@@ -571,7 +631,7 @@ static void order_pass(b2sd_stream *st, wstate *w) {
     *slot = NULL;
     o->nheld--;
     writer_store(st, w, c);
-  } else if (!w->failed) {
+  } else if (!w->failed && acq_take(st, w)) {
     /* Every gap of a run is the same placeholder and the same record (no
      * frame number: chunk index tells it), stored once: a jump costs two
      * chunk files, not two per frame number passed. */
@@ -581,10 +641,13 @@ static void order_pass(b2sd_stream *st, wstate *w) {
                      ? b2s_pair_append_again(st->fw)
                      : b2s_pair_append_gap(st->fw, nb, 0, NULL);
     o->run_nbytes = rc < 0 ? 0 : nb;
-    if (rc < 0)
+    if (rc < 0) {
       writer_fail(st, w, (int)rc, "append");
-    else
+    } else {
       b2sd_group_appended(&w->g, t0);
+      if (w->acq.p)
+        b2sd_acqw_appended(&w->acq, 0);
+    }
   }
   o->next++;
 }
@@ -630,12 +693,43 @@ static uint64_t written_level(const wstate *w) {
   return lv;
 }
 
+static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
+                          bool opened_full);
+
+/* An acquisition's files begin (its first file made) or end (everything
+ * before committed and synced, every file closed and marked). */
+static void writer_acq(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
+  if (c->acq_begin && !w->acq.p && !st->fw) {
+    if (!w->acq_cfg)
+      w->acq_cfg = malloc(sizeof *w->acq_cfg);
+    if (!w->acq_cfg) {
+      w->acq = (b2sd_acqw){.p = c->acq_begin};
+      b2sd_acqw_fail(&w->acq, B2S_E_NOMEM);
+      return;
+    }
+    b2sd_stream_cfg_get(st, w->acq_cfg);
+    w->acq_opts = writer_opts(st, w->acq_cfg);
+    w->acq_opts.direct_io = false;  /* stages are per frame: many files */
+    b2sd_acqw_begin(&w->acq, c->acq_begin, w->acq_cfg, &w->acq_opts, &st->fw);
+    return;
+  }
+  if (c->acq_end && w->acq.p) {
+    order_drain(st, w);
+    writer_commit(st, w, true, false);
+    b2sd_acqw_end(&w->acq, &st->fw, &w->acq_opts);
+    w->acq = (b2sd_acqw){0};
+  }
+}
+
 static void writer_append(b2sd_stream *st, wstate *w, b2sd_chunk *c) {
   /* strictly in sequence order (b2sd.h: a dropped buffer still comes as a
    * tombstone with its number) */
   B2S_ASSERT(c->seq == w->g.next_seq);
   w->g.next_seq = c->seq + 1;
-  if (c->series)
+  if (c->acq_begin || c->acq_end) {
+    writer_acq(st, w, c);
+    b2sd_chunk_done(st->srv, c);
+  } else if (c->series)
     writer_series(st, w, c);
   else if (c->drain) {
     order_drain(st, w);
@@ -651,6 +745,18 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
                           bool opened_full) {
   if (w->failed)
     return;
+  if (st->acq_only && !st->fw) {
+    /* no file: the seqs (discarded chunks, control chunks) are settled */
+    w->g.pending = 0;
+    w->g.written = w->g.durable = written_level(w);
+    b2sd_progress_publish(st, b2sd_progress_own_committed(st), w->g.written,
+                          w->g.durable);
+    b2sd_wake(st->srv);
+    return;
+  }
+  /* an acquisition's frames_committed means synced (ACQUISITIONS.md 5) */
+  if (w->acq.p)
+    durable = true;
   /* durable commits (flushes, fsync groups, the last one) also bring the
    * b2nd shape up to the chunks, which c-blosc2 readers go by */
   int grew = w->grows && durable ? b2s_fwriter_b2nd_grow(b2s_pair_data(st->fw))
@@ -684,7 +790,7 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     w->g.durable = w->g.written;
   } else if (durable && w->g.durable < w->g.written) {
     uint64_t t0 = b2sd_now_ns();
-    int rc = sync_fs_of(st->path);
+    int rc = sync_fs_of(w->acq.p ? w->acq.path : st->path);
     slow_check(st, "syncfs", t0);
     if (rc < 0) {
       writer_fail(st, w, rc, "syncfs");
@@ -692,7 +798,10 @@ static void writer_commit(b2sd_stream *st, wstate *w, bool durable,
     }
     w->g.durable = w->g.written;
   }
-  int64_t nchunks = b2s_pair_nchunks(st->fw);
+  if (w->acq.p)
+    b2sd_acqw_committed(&w->acq, durable || opened_full);
+  /* an acquisition stream's count runs on across its files */
+  int64_t nchunks = st->acq_only ? w->appended : b2s_pair_nchunks(st->fw);
   if (nchunks > b2sd_progress_own_committed(st))
     b2sd_progress_stamp(st, b2sd_now_ns());
   b2sd_progress_publish(st, nchunks, w->g.written, w->g.durable);
@@ -771,7 +880,15 @@ static void *writer_main(void *arg) {
     order_drain(st, &w);
   free(w.o.ring);
   writer_commit(st, &w, true, opened_full);
-  int rc = b2s_pair_close(st->fw);  /* commits and compacts both */
+  if (w.acq.p) {
+    /* the daemon stops with the acquisition unfinished (8) */
+    /* relaxed: see end_code */
+    atomic_store_explicit(&w.acq.p->end_code, B2SD_ACQ_END_INTERRUPTED,
+                          memory_order_relaxed);
+    b2sd_acqw_end(&w.acq, &st->fw, &w.acq_opts);
+  }
+  free(w.acq_cfg);
+  int rc = st->fw ? b2s_pair_close(st->fw) : 0;  /* commits and compacts */
   st->fw = NULL;
   if (w.failed)
     LOG_I("stream %s: closed %s after its failure", st->name, st->path);
@@ -787,7 +904,7 @@ static void *writer_main(void *arg) {
 }
 
 int b2sd_stream_start(b2sd_stream *st) {
-  if (!st->fw && !st->dist)
+  if (!st->fw && !st->dist && !st->acq_only)
     return 0;                /* failed at open: no writer until re-opened */
   atomic_store_explicit(&st->writer_exited, false, memory_order_relaxed);
   int rc = pthread_create(&st->thread, NULL,

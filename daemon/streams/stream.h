@@ -28,6 +28,14 @@ void b2sd_stream_drain_mark(b2sd_stream *st);
  * committer (END) at the next seq.  No-op for other streams.  I/O
  * thread. */
 void b2sd_stream_end_mark(b2sd_stream *st);
+/* acquisitions: only: whether a buffer may come in now (an acquisition
+ * takes it: counted, and the acquisition stops taking at its `frames`),
+ * else B2S_E_NOT_ARMED (counted as refused unarmed, and after the end of
+ * the stream's acquisition).  0 for other streams.  I/O thread. */
+int b2sd_stream_acq_admit(b2sd_stream *st);
+/* Hand the writer a control chunk of an acquisition (begin: plan; end:
+ * NULL) at the next seq.  I/O thread. */
+int b2sd_stream_acq_mark(b2sd_stream *st, struct b2sd_acqplan *begin);
 /* Start the writer thread (none for a stream failed at open). */
 int b2sd_stream_start(b2sd_stream *st);
 /* Stop the writer (after it wrote everything queued), close the frame

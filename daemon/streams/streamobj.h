@@ -133,6 +133,15 @@ struct b2sd_stream {
    * only, moved by b2sd_life_move alone. */
   b2sd_life life;
   size_t nreads;                 /* reads of it not yet freed (I/O thread) */
+  /* acquisitions: only (docs/ACQUISITIONS.md): no frame of its own; an
+   * acquisition's plan gives its writer files (acqfile.h).  Fixed at
+   * open.  The rest is the I/O thread's: the plan whose frames it takes
+   * (NULL: none), whether it takes them now, how many it admitted and may
+   * admit (0: no bound), and the buffers refused after its end. */
+  bool acq_only;
+  struct b2sd_acqplan *acq_plan;
+  bool acq_taking;
+  uint64_t acq_admitted, acq_limit, acq_refused_after;
   uint64_t uid;                  /* never reused: the readers' frame cache
                                     key, as a freed stream's address may be */
   _Atomic bool writer_exited;    /* its writer closed the frame (release) */
@@ -149,6 +158,7 @@ struct b2sd_stream {
    * time (CLOCK_REALTIME) of the last commit, and the latency histograms
    * of commits (writer) and commit -> NOTIFY (I/O thread). */
   _Atomic uint64_t st_drops_oldest, st_rejected, st_gaps, st_last_commit_ns;
+  _Atomic uint64_t st_refused_unarmed;   /* B2S_E_NOT_ARMED (I/O thread) */
   b2sd_hist st_commit_hist, st_notify_hist;
 };
 

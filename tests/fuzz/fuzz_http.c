@@ -35,7 +35,7 @@ static void check_route(const char *method, const char *path) {
   if (named != (n > 0))
     abort();
   const char *pre = r.kind == B2SD_ROUTE_LIVE ? "/api/v1/streams/" : "/thumb/";
-  if (r.api != (strncmp(path, "/api/", 5) == 0))
+  if (r.json != (strncmp(path, "/api/v1", 7) == 0))
     abort();
   if (n && (strncmp(path, pre, strlen(pre)) != 0 || !strstr(path, r.stream) ||
             strspn(r.stream, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
