@@ -135,8 +135,9 @@ const cfg_desc b2s_cfg_schema[] = {
    .help = "public keys of the clients allowed in, one per line"},
   {"http", DAEMON, RESTART, .type = CT_GROUP, .flags = CF_OPTIONAL,
    .aux = offsetof(b2s_daemon_cfg, http.enabled),
-   .help = "Prometheus metrics (/metrics) and a status page (/) over HTTP, "
-           "read-only and without authentication; null: off"},
+   .help = "Prometheus metrics (/metrics), a status page (/) and the "
+           "control API (/api/v1, docs/ACQUISITIONS.md) over HTTP; null: "
+           "off"},
   {"http.listen", DAEMON, RESTART, .type = CT_HOSTPORT, D(http.listen),
    .def = "127.0.0.1:9464",
    .help = "numeric address and port: A.B.C.D:PORT or [IPv6]:PORT"},

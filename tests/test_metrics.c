@@ -293,6 +293,78 @@ static void route(const char *method, const char *url, b2sd_route_kind k,
   assert_string_equal(r.stream, stream);
 }
 
+static void api(const char *method, const char *url, b2sd_route_kind k,
+                b2sd_api a, const char *id) {
+  b2sd_route r;
+  b2sd_http_route(method, url, &r);
+  if (r.kind != k || r.api != a || strcmp(r.id, id) != 0)
+    fail_msg("%s %s: kind %d api %d id '%s'", method, url, r.kind, r.api,
+             r.id);
+}
+
+/* The control API's routes and methods (ACQUISITIONS.md 9.1, 9.5). */
+static void test_api_routes(void **state) {
+  (void)state;
+  api("GET", "/api/v1", B2SD_ROUTE_API, B2SD_API_ROOT, "");
+  api("POST", "/api/v1/acquisitions", B2SD_ROUTE_API, B2SD_API_ARM, "");
+  api("GET", "/api/v1/acquisitions?state=active", B2SD_ROUTE_API,
+      B2SD_API_LIST, "");
+  api("GET", "/api/v1/acquisitions/scan-42", B2SD_ROUTE_API, B2SD_API_GET,
+      "scan-42");
+  api("HEAD", "/api/v1/acquisitions/a.b/files", B2SD_ROUTE_API,
+      B2SD_API_FILES, "a.b");
+  api("POST", "/api/v1/acquisitions/x/stop", B2SD_ROUTE_API, B2SD_API_STOP,
+      "x");
+  api("POST", "/api/v1/acquisitions/x/abort", B2SD_ROUTE_API,
+      B2SD_API_ABORT, "x");
+  api("GET", "/api/v1/acquisitions/x/wait?committed=3", B2SD_ROUTE_API,
+      B2SD_API_WAIT, "x");
+  api("HEAD", "/api/v1/acquisitions/x/wait", B2SD_ROUTE_API_METHOD,
+      B2SD_API_WAIT, "x");
+  api("GET", "/api/v1/acquisitions/x/stop", B2SD_ROUTE_API_METHOD,
+      B2SD_API_STOP, "x");
+  api("DELETE", "/api/v1/acquisitions", B2SD_ROUTE_API_METHOD, B2SD_API_LIST,
+      "");
+  api("GET", "/api/v1/", B2SD_ROUTE_NOT_FOUND, B2SD_API_NONE, "");
+  api("GET", "/api/v1/acquisitions/", B2SD_ROUTE_NOT_FOUND, B2SD_API_NONE, "");
+  api("GET", "/api/v1/acquisitions/.x", B2SD_ROUTE_NOT_FOUND, B2SD_API_NONE,
+      "");
+  api("GET", "/api/v1/acquisitions/x/y", B2SD_ROUTE_NOT_FOUND, B2SD_API_NONE,
+      "");
+  api("GET", "/api/v1/acquisitions/a%2fb", B2SD_ROUTE_NOT_FOUND,
+      B2SD_API_NONE, "");
+  api("GET", "/api/v2", B2SD_ROUTE_NOT_FOUND, B2SD_API_NONE, "");
+  b2sd_api_params p;
+  char field[80];
+  const char *k1[] = {"committed", "timeout"}, *v1[] = {"12", "0.25"};
+  assert_int_equal(b2sd_api_params_parse(B2SD_API_WAIT, k1, v1, 2, &p, field,
+                                         sizeof field), 0);
+  assert_true(p.has_committed);
+  assert_int_equal(p.committed, 12);
+  assert_true(p.timeout_s > 0.24 && p.timeout_s < 0.26);
+  assert_int_equal(p.allow_loss, -1);
+  const char *k2[] = {"limit", "limit"}, *v2[] = {"3", "4"};
+  assert_int_equal(b2sd_api_params_parse(B2SD_API_LIST, k2, v2, 2, &p, field,
+                                         sizeof field), -1);
+  assert_string_equal(field, "limit");
+  const char *k3[] = {"timeout"}, *v3[] = {"61"};
+  assert_int_equal(b2sd_api_params_parse(B2SD_API_WAIT, k3, v3, 1, &p, field,
+                                         sizeof field), -1);
+  assert_string_equal(field, "timeout");
+  const char *k4[] = {"committed", "state"}, *v4[] = {"1", "done"};
+  assert_int_equal(b2sd_api_params_parse(B2SD_API_WAIT, k4, v4, 2, &p, field,
+                                         sizeof field), -1);
+  const char *k5[] = {"frames"}, *v5[] = {"1"};
+  assert_int_equal(b2sd_api_params_parse(B2SD_API_GET, k5, v5, 1, &p, field,
+                                         sizeof field), -1);
+  assert_string_equal(field, "frames");
+  const char *k6[] = {"limit", "after"}, *v6[] = {"1000", "7"};
+  assert_int_equal(b2sd_api_params_parse(B2SD_API_FILES, k6, v6, 2, &p, field,
+                                         sizeof field), 0);
+  assert_int_equal(p.limit, 1000);
+  assert_int_equal(p.after_file, 7);
+}
+
 static void test_routes(void **state) {
   (void)state;
   route("GET", "/", B2SD_ROUTE_PAGE, "");
@@ -428,6 +500,7 @@ int main(void) {
       cmocka_unit_test(test_status_json),
       cmocka_unit_test(test_histogram_edges),
       cmocka_unit_test(test_routes),
+      cmocka_unit_test(test_api_routes),
       cmocka_unit_test(test_thumb_scale),
       cmocka_unit_test(test_png_bytes),
       cmocka_unit_test(test_every_metric_documented),

@@ -26,7 +26,8 @@ typedef struct b2sd_acq {
   char armed_by[64], stopped_by[64], aborted_by[64];
   char resolved[B2S_CONFIG_PATH_MAX];
   b2sd_acqplan *plan;                /* owned; its writer borrows it */
-  b2sd_stream *st;                   /* the input, until it ends */
+  b2sd_stream *st;                   /* the input, until another
+                                        acquisition takes it */
   /* the input's figures at arm, and its counts frozen at the end */
   uint64_t bytes_in0;
   uint64_t received, refused_after, bytes_received;

@@ -27,9 +27,10 @@ const char *b2sd_acq_reason_name(int reason) {
 void b2sd_acq_counts_get(const b2sd_acq *a, b2sd_acq_counts *c) {
   memset(c, 0, sizeof *c);
   const b2sd_acqplan *p = a->plan;
-  bool live = a->st != NULL;
+  bool live = a->st != NULL && a->state < B2SD_ACQ_DONE;
+  bool last = a->st != NULL && a->st->acq_plan == a->plan;
   c->received = live ? a->st->acq_admitted : a->received;
-  c->refused_after = live ? a->st->acq_refused_after : a->refused_after;
+  c->refused_after = last ? a->st->acq_refused_after : a->refused_after;
   /* relaxed: statistics, as STATS reads them */
   c->bytes_received =
       live ? atomic_load_explicit(&a->st->st_bytes_in, memory_order_relaxed) -

@@ -166,6 +166,8 @@ static int make_room(b2sd_acqreg *r, b2s_acq_err *e) {
     if (ended(*pp)) {
       b2sd_acq *a = *pp;
       *pp = a->next;
+      if (a->st && a->st->acq_plan == a->plan)
+        a->st->acq_plan = NULL;  /* the stream no longer counts for it */
       LOG_I("acquisition %s: forgotten (max_held); its files stay",
             a->req.id);
       acq_free(a);
@@ -233,8 +235,13 @@ static int plan_make(b2sd_acq *a) {
 }
 
 /* Bind the input: from the next buffer on, its frames are ours. */
-static int bind(b2sd_acq *a) {
+static int bind(b2sd_acqreg *r, b2sd_acq *a) {
   b2sd_stream *st = a->st;
+  for (b2sd_acq *o = r->list; o; o = o->next)
+    if (o->st == st && o->plan == st->acq_plan) {
+      o->refused_after = st->acq_refused_after;   /* frozen: its last */
+      o->st = NULL;
+    }
   int rc = b2sd_stream_acq_mark(st, a->plan);
   if (rc < 0)
     return rc;
@@ -312,7 +319,7 @@ void b2sd_acq_arm(b2sd_acqreg *r, const char *body, size_t len,
     b2s_acq_err_set(&e, B2S_ACQ_E_BAD_SERIES, "series", "the series with the "
                     "stream's defaults breaks a metadata limit: %s",
                     b2s_strerror(rc));
-  if (rc == 0 && (rc = bind(a)) < 0)
+  if (rc == 0 && (rc = bind(r, a)) < 0)
     b2s_acq_err_set(&e, B2S_ACQ_E_INTERNAL, NULL, "out of memory");
   if (rc < 0) {
     log_refusal(a->req.id, w, &e);
@@ -386,10 +393,8 @@ static void finish(b2sd_acqreg *r, b2sd_acq *a) {
         a->req.id, b2sd_acq_state_name(a->state),
         b2sd_acq_reason_name(a->reason), (unsigned long long)c.committed,
         (unsigned long long)c.files);
-  /* the stream keeps refusing (7.6) and counts on the stream; the plan
-   * stays the acquisition's */
-  a->st->acq_plan = NULL;
-  a->st = NULL;
+  /* the stream keeps refusing (7.6), counting for this acquisition until
+   * the next one is armed on it (bind) */
   emit(r, "end", a);
 }
 

@@ -123,6 +123,8 @@ b2sd_chunk *b2sd_chunkpool_get(b2sd_chunkpool *cp, size_t cap) {
     c->series = NULL;
     c->drain = false;
     c->end = false;
+    c->acq_begin = NULL;
+    c->acq_end = false;
   }
   return c;
 }

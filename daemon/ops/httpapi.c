@@ -50,6 +50,10 @@ struct b2sd_httpapi {
   int64_t max_body;
   int max_waits;
   bool enabled;                  /* acquisitions: configured */
+  /* MHD thread: refused authentications are logged at most once a
+   * second (9.2), with how many were not */
+  uint64_t auth_logged_ns;
+  unsigned auth_unlogged;
 };
 
 b2sd_httpapi *b2sd_httpapi_new(b2sd_server *srv) {
@@ -260,8 +264,16 @@ static int first_call(b2sd_httpapi *a, struct MHD_Connection *c, apireq *q,
   int code = check_auth(a, c, q);
   if (code) {
     peer_text(c, q->who.from, sizeof q->who.from);
-    LOG_W("http: %s from %s refused: %s", q->rt.api == B2SD_API_ARM ? "arm" :
-          "request", q->who.from, b2s_acq_code_name(code));
+    uint64_t now = b2sd_now_ns();
+    if (now - a->auth_logged_ns >= 1000000000u) {
+      LOG_W("http: %s from %s refused: %s (%u more refused since the last "
+            "line)", q->rt.api == B2SD_API_ARM ? "arm" : "request",
+            q->who.from, b2s_acq_code_name(code), a->auth_unlogged);
+      a->auth_logged_ns = now;
+      a->auth_unlogged = 0;
+    } else {
+      a->auth_unlogged++;
+    }
     *sent = send_error(c, code, NULL, NULL, NULL);
     return -1;
   }

@@ -241,16 +241,20 @@ static bool one_param(b2sd_api api, const char *k, const char *v,
   if (api == B2SD_API_FILES && strcmp(k, "channel") == 0)
     return strcmp(v, "data") == 0;
   if (api == B2SD_API_WAIT && strcmp(k, "committed") == 0 &&
-      uint_param(v, 0, INT64_MAX, &p->committed))
-    return p->has_committed = true;
+      uint_param(v, 0, INT64_MAX, &p->committed)) {
+    p->has_committed = true;
+    return true;
+  }
   if (api == B2SD_API_WAIT && strcmp(k, "state") == 0)
     return vn > 0 && vn < 16 &&
            snprintf(p->state, sizeof p->state, "%s", v) > 0;
   if (api == B2SD_API_WAIT && strcmp(k, "timeout") == 0)
     return seconds_param(v, &p->timeout_s);
   if (api == B2SD_API_WAIT && strcmp(k, "allow_loss") == 0 &&
-      (strcmp(v, "true") == 0 || strcmp(v, "false") == 0))
-    return (p->allow_loss = v[0] == 't') >= 0;
+      (strcmp(v, "true") == 0 || strcmp(v, "false") == 0)) {
+    p->allow_loss = v[0] == 't';
+    return true;
+  }
   return false;
 }
 

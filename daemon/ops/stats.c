@@ -9,6 +9,7 @@
 #include "progress.h"
 #include "source_s2.h"
 #include "hist.h"
+#include "acqfile.h"
 #include "stream.h"
 #include "workers.h"
 
@@ -149,6 +150,16 @@ static void stream_json(jbuf *b, b2sd_server *srv, b2sd_stream *st,
     jp(b, ",\"error\":\"");
     jstr(b, st->fail_reason[0] ? st->fail_reason : b2s_strerror(failed));
     jp(b, "\"");
+  }
+  /* acquisitions (docs/ACQUISITIONS.md 13): the id taking its frames */
+  if (st->acq_only) {
+    jp(b, ",\"acquisition\":");
+    if (st->acq_plan && st->acq_taking)
+      jp(b, "\"%s\"", st->acq_plan->id);   /* an id: no escaping needed */
+    else
+      jp(b, "null");
+    jp(b, ",\"refused_unarmed\":%llu",
+       (unsigned long long)LD(st->st_refused_unarmed));
   }
   b2nd_json(b, st);
   if (one)

@@ -9,12 +9,20 @@
  * parameter given; an event id that parses reads back as itself (the
  * path is also an id and a Last-Event-ID).
  *
+ * The control API's routes (/api/v1): an id only for the routes of one
+ * acquisition, of the id's safe set, found in the path; the path's query
+ * string cut at '&' and '=' into parameters, checked for the route: a
+ * refusal names a parameter given (or none), an accepted set has its
+ * values in their ranges.
+ *
  * Input: method, NUL, path (its query string, as key=value&..., goes to
- * the parameters; the method is also an Accept header), NUL, then 3 dtype bytes, height and width
+ * the parameters; the method is also an Accept header), NUL, then 3
+ * dtype bytes, height and width
  * (one byte each, 1..256) and the pixels. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -25,9 +33,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void check_api(const char *path, const b2sd_route *r);
+
 static void check_route(const char *method, const char *path) {
   b2sd_route r;
   b2sd_http_route(method, path, &r);
+  if (r.kind == B2SD_ROUTE_API || r.kind == B2SD_ROUTE_API_METHOD) {
+    check_api(path, &r);
+    return;
+  }
   size_t n = strlen(r.stream);
   if (n > B2SD_ROUTE_NAME_MAX)
     abort();
@@ -106,6 +120,59 @@ static void check_events_query(const char *path) {
     abort();
   if (strlen(eq.acquisition) > 64 || eq.acquisition[0] == '.')
     abort();
+}
+
+/* The query string of path as parameters, checked for route api. */
+static void check_params(b2sd_api api, const char *path) {
+  const char *q = strchr(path, '?');
+  if (!q)
+    return;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", q + 1);
+  const char *keys[16], *vals[16];
+  size_t n = 0;
+  for (char *sp = NULL, *t = strtok_r(buf, "&", &sp); t && n < 16;
+       t = strtok_r(NULL, "&", &sp)) {
+    char *eq = strchr(t, '=');
+    if (eq)
+      *eq = '\0';
+    keys[n] = t;
+    vals[n++] = eq ? eq + 1 : "";
+  }
+  b2sd_api_params p;
+  char field[80];
+  if (b2sd_api_params_parse(api, keys, vals, n, &p, field, sizeof field) < 0) {
+    /* none (too many), the wait's pair, or a parameter given */
+    bool named = field[0] == '\0' || strcmp(field, "state") == 0 ||
+                 strcmp(field, "committed") == 0;
+    for (size_t i = 0; i < n && !named; i++)
+      named = strncmp(keys[i], field, 64) == 0;
+    if (!named)
+      abort();
+    return;
+  }
+  if (p.limit < 1 || p.limit > 1000 || p.timeout_s < 0 || p.timeout_s > 60 ||
+      p.allow_loss < -1 || p.allow_loss > 1 ||
+      strlen(p.after) > B2SD_ROUTE_NAME_MAX)
+    abort();
+  if (api == B2SD_API_WAIT && p.has_committed == (p.state[0] != '\0'))
+    abort();
+}
+
+static void check_api(const char *path, const b2sd_route *r) {
+  size_t n = strlen(r->id);
+  bool one = r->api == B2SD_API_GET || r->api == B2SD_API_FILES ||
+             r->api == B2SD_API_STOP || r->api == B2SD_API_ABORT ||
+             r->api == B2SD_API_WAIT;
+  if (n > B2SD_ROUTE_NAME_MAX || one != (n > 0) ||
+      (n && (!strstr(path, r->id) || r->id[0] == '.' ||
+             strspn(r->id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
+                           "TUVWXYZ0123456789_-.") != n)))
+    abort();
+  if (strncmp(path, "/api/v1", 7) != 0 ||
+      (r->kind == B2SD_ROUTE_API_METHOD && !r->allow))
+    abort();
+  check_params(r->api, path);
 }
 
 static void check_scale(const uint8_t *d, size_t size) {
