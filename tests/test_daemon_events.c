@@ -5,7 +5,9 @@
  * (read by our socket reader and by curl), keepalive comments, refused ids and parameters, at most 8 streams at a
  * time (503 beyond) while streams that never read hold nothing up: a
  * producer's every buffer is acknowledged, a closed stream's place is
- * taken again, and the daemon stops cleanly with streams open. */
+ * taken again, and the daemon stops cleanly with streams open; a whole
+ * acquisition's events, armed, fed and stopped with curl and the client
+ * library. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include "b2stream_client.h"
 #include "daemon_harness.h"
 #include "http_client.h"
 #include "ts.h"
@@ -74,6 +79,27 @@ static bool sse_until(sse *s, const char *want, int ms) {
 }
 
 static void sse_close(sse *s) { close(s->fd); }
+
+/* The body of s without its chunked transfer coding, in out. */
+static void dechunk(const sse *s, char *out, size_t cap) {
+  const char *p = strstr(s->buf, "\r\n\r\n");
+  size_t used = 0;
+  assert_non_null(p);
+  p += 4;
+  for (;;) {
+    char *end;
+    unsigned long n = strtoul(p, &end, 16);
+    if (end == p || n == 0 || strncmp(end, "\r\n", 2) != 0)
+      break;
+    p = end + 2;
+    if ((size_t)(s->buf + s->len - p) < n + 2 || used + n >= cap)
+      break;
+    memcpy(out + used, p, n);
+    used += n;
+    p += n + 2;
+  }
+  out[used] = '\0';
+}
 
 /* The run's epoch, from an events_lost reconnect (an id of another run
  * replays everything held, the `started` event first). */
@@ -226,11 +252,131 @@ static void test_events_bounded(void **state) {
     sse_close(&s[i]);
 }
 
+/* curl, one request with a JSON body (or none); its status. */
+static int curl_status(const char *method, const char *path,
+                       const char *body) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "/usr/bin/curl -s -o /dev/null -w '%%{http_code}' "
+           "-X %s %s%s%s http://127.0.0.1:%d%s", method,
+           body ? "-H 'Content-Type: application/json' -d '" : "",
+           body ? body : "", body ? "'" : "", port, path);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  int code = 0;
+  if (fscanf(f, "%d", &code) != 1)
+    code = 0;
+  pclose(f);
+  return code;
+}
+
+/* A whole acquisition's events, armed, fed and stopped over the control
+ * API: armed, writing, file, progress, closing and end, in that order,
+ * with consecutive ids; a reconnect after `armed` gets the same text
+ * again, byte for byte. */
+static void test_events_acquisition(void **state) {
+  (void)state;
+  if (access("/usr/bin/curl", X_OK) != 0)
+    skip();
+  port = http_free_port();
+  char yaml[2048];
+  snprintf(yaml, sizeof yaml, "%shttp: {listen: \"127.0.0.1:%d\"}\n"
+           "acquisitions: {roots: [roots], disk_floor: 0, anonymous: true}\n"
+           "streams:\n  d1: {acquisitions: only, durability: "
+           "{group_count: 1, group_interval_ms: 5}}\n",
+           ENV_YAML_HEAD "workers: 2\n", port);
+  env e;
+  env_init_config(&e, yaml);
+  char roots[400], dir[512], body[1024];
+  snprintf(roots, sizeof roots, "%s/roots", e.dir);
+  assert_int_equal(mkdir(roots, 0750), 0);
+  snprintf(dir, sizeof dir, "%s/scan", roots);
+  assert_int_equal(mkdir(dir, 0750), 0);
+  env_start(&e);
+  sse s;
+  sse_open(&s, "/api/v1/events", "");
+  assert_true(sse_until(&s, "retry: 2000\n\n", WAIT_MS));
+  snprintf(body, sizeof body, "{\"id\": \"e1\", \"input\": {\"stream\": "
+           "\"d1\"}, \"directory\": \"%s\", \"frames_per_file\": 4}", dir);
+  assert_int_equal(curl_status("POST", "/api/v1/acquisitions", body), 201);
+  assert_int_equal(curl_status("GET", "/api/v1/acquisitions/e1/wait?"
+                               "state=writing&timeout=10", NULL), 200);
+  b2sc_session *cs = NULL;
+  b2sc_producer *p = NULL;
+  assert_int_equal(b2sc_connect(e.sock, "events-test", &cs), 0);
+  assert_int_equal(b2sc_producer_open(cs, "d1", NULL, &p), 0);
+  uint8_t buf[4096];
+  for (int i = 0; i < 10; i++) {
+    memset(buf, i, sizeof buf);
+    assert_int_equal(b2sc_send(p, buf, sizeof buf, WAIT_MS), 0);
+  }
+  assert_int_equal(b2sc_flush(p, WAIT_MS), 0);
+  assert_int_equal(curl_status("POST", "/api/v1/acquisitions/e1/stop", NULL),
+                   202);
+  assert_true(sse_until(&s, "event: end\n", WAIT_MS));
+  assert_true(sse_until(&s, "}\n\n", WAIT_MS));
+  const char *names[] = {"armed", "writing", "file", "progress", "closing",
+                         "end"};
+  const char *at = s.buf;
+  for (size_t i = 0; i < 6; i++) {
+    char want[40];
+    snprintf(want, sizeof want, "\nevent: %s\ndata: {", names[i]);
+    const char *q = strstr(at, want);
+    if (!q)
+      fail_msg("no %s event after the ones before:\n%s", names[i], s.buf);
+    at = q;
+  }
+  /* ids consecutive, from the armed event's */
+  char epoch[17];
+  unsigned long long first = 0, prev = 0;
+  int ids = 0;
+  for (const char *q = strstr(s.buf, "id: "); q; q = strstr(q + 1, "\nid: ")) {
+    unsigned long long n;
+    if (q != s.buf && *q == '\n')
+      q++;
+    assert_int_equal(sscanf(q, "id: %16[0-9a-f]-%llu", epoch, &n), 2);
+    if (ids++ == 0)
+      first = n;
+    else
+      assert_true(n == prev + 1);
+    prev = n;
+  }
+  assert_true(ids >= 6);
+  assert_non_null(strstr(s.buf, "\"id\":\"e1\""));
+  /* again after the armed event: the rest, the same bytes */
+  char h[80];
+  snprintf(h, sizeof h, "Last-Event-ID: %s-%llu\r\n", epoch, first);
+  sse r;
+  sse_open(&r, "/api/v1/events", h);
+  assert_true(sse_until(&r, "event: end\n", WAIT_MS));
+  assert_true(sse_until(&r, "}\n\n", WAIT_MS));
+  char after[64];
+  snprintf(after, sizeof after, "id: %s-%llu\n", epoch, first + 1);
+  static char b1[65536], b2[65536];
+  dechunk(&s, b1, sizeof b1);
+  dechunk(&r, b2, sizeof b2);
+  /* a quiet moment may have put a keepalive between the live events */
+  for (char *k; (k = strstr(b1, ": keepalive\n\n"));)
+    memmove(k, k + 13, strlen(k + 13) + 1);
+  const char *a1 = strstr(b1, after), *a2 = strstr(b2, after);
+  assert_non_null(a1);
+  assert_non_null(a2);
+  const char *e1 = strstr(a1, "event: end\n"), *e2 = strstr(a2, "event: end\n");
+  assert_int_equal(e1 - a1, e2 - a2);
+  assert_memory_equal(a1, a2, (size_t)(e1 - a1));
+  assert_null(strstr(r.buf, "event: armed"));
+  sse_close(&r);
+  sse_close(&s);
+  assert_int_equal(b2sc_producer_close(p), 0);
+  b2sc_close(cs);
+  env_down(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_events_replay),
       cmocka_unit_test(test_events_refused),
       cmocka_unit_test(test_events_bounded),
+      cmocka_unit_test(test_events_acquisition),
   };
   return harness_run(tests);
 }
