@@ -210,6 +210,15 @@ typedef struct b2s_daemon_cfg {
     int32_t max_event_streams;
     int32_t max_waits;
   } http;                              /* metrics, status page, control API */
+  struct {
+    bool enabled;                      /* a live: section is present */
+    int32_t every_n;                   /* frame numbers shown: multiples */
+    int32_t max_rate_hz;               /* decodes per stream per second */
+    /* the PUB endpoint, a relative ipc:// path joined to run_dir; "" none */
+    char publish[B2S_CONFIG_ENDPOINT_MAX];
+    int64_t max_bytes;                 /* largest decoded frame shown */
+    int32_t send_hwm;                  /* PUB messages per subscriber */
+  } live;                              /* live view (docs/ACQUISITIONS.md 11) */
   /* Acquisitions armed over HTTP (docs/ACQUISITIONS.md); last in the
    * struct, roots last of all: the schema's offsets are 16 bits. */
   struct {

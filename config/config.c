@@ -24,6 +24,15 @@ static int finish_listen(cfg_ctx *c, b2s_daemon_cfg *d, const cfg_loc *loc) {
                                d->listen[i], B2S_IPC_PATH_MAX);
     memcpy(d->listen[i], out, sizeof out);
   }
+  if (d->live.publish[0]) {
+    char out[B2S_CONFIG_ENDPOINT_MAX];
+    if (b2s_cfg_endpoint_resolve(d->live.publish, d->run_dir, out,
+                                 sizeof out) < 0)
+      return b2s_cfg_loc_fail(c, loc, DI("live.publish"), "'%s' in run_dir "
+                              "makes a socket path longer than %d bytes",
+                              d->live.publish, B2S_IPC_PATH_MAX);
+    memcpy(d->live.publish, out, sizeof out);
+  }
   return 0;
 }
 

@@ -212,6 +212,29 @@ const cfg_desc b2s_cfg_schema[] = {
            "streams with format: distributed; null: none"},
   {"sources", DAEMON, RESTART, .type = CT_SOURCES,
    .help = "detectors the daemon pulls images from itself (docs/SOURCES.md)"},
+  {"live", DAEMON, RESTART, .type = CT_GROUP, .flags = CF_OPTIONAL,
+   .aux = offsetof(b2s_daemon_cfg, live.enabled),
+   .help = "live view of image streams (docs/ACQUISITIONS.md section 11); "
+           "null: the HTTP route serves at the defaults below and no PUB "
+           "socket is bound"},
+  {"live.every_n", DAEMON, RESTART, .type = CT_INT, D(live.every_n), .min = 1,
+   .max = 1000000, .def = "1",
+   .help = "only frames whose number is a multiple of this are shown"},
+  {"live.max_rate_hz", DAEMON, RESTART, .type = CT_INT, D(live.max_rate_hz),
+   .min = 1, .max = 1000, .def = "10", .unit = "Hz",
+   .help = "frames decoded for the live view per stream per second, at most "
+           "(HTTP and PUB together)"},
+  {"live.publish", DAEMON, RESTART, .type = CT_ENDPOINT, D(live.publish),
+   .def = "",
+   .help = "ZeroMQ PUB endpoint of the live view, tcp://HOST:PORT or "
+           "ipc://PATH (relative to run_dir); \"\" = none"},
+  {"live.max_bytes", DAEMON, RESTART, .type = CT_SIZE, D(live.max_bytes),
+   .min = KIB, .max = 2 * GIB - 64, .def = "64MiB", .unit = "bytes",
+   .help = "decoded frames larger than this are not shown"},
+  {"live.send_hwm", DAEMON, RESTART, .type = CT_INT, D(live.send_hwm), .min = 1,
+   .max = 1000, .def = "2",
+   .help = "PUB messages queued per subscriber; a slower subscriber misses "
+           "frames (counted), never slows anything"},
 
   /* sources */
   {"kind", SOURCE, RESTART, .type = CT_ENUM, SR(kind), .enums = source_kinds,

@@ -15,6 +15,8 @@
 #include "drain.h"
 #include "fdheadroom.h"
 #include "http.h"
+#include "events.h"
+#include "live.h"
 #include "notify.h"
 #include "outbox.h"
 #include "peers.h"
@@ -38,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -669,6 +672,40 @@ static void reload(b2sd_server *srv) {
   LOG_I("configuration reloaded from %s", srv->config_path);
 }
 
+/* The acquisitions' event hook (registry.h): into the ring.  Data over
+ * an event's bound is replaced by the acquisition's id, with a warning,
+ * so that no event goes missing from the sequence. */
+static void post_event(void *arg, const char *type, const char *id,
+                       const char *data) {
+  b2sd_events *ev = arg;
+  if (b2sd_events_post(ev, type, id, data) >= 0)
+    return;
+  char small[160];
+  snprintf(small, sizeof small, "{\"id\":\"%s\",\"truncated\":true}", id);
+  LOG_W("acquisition %s: %s event of %zu bytes is over %d: sent without "
+        "its data", id, type, strlen(data), B2SD_EVENT_DATA_MAX);
+  (void)b2sd_events_post(ev, type, id, small);
+}
+
+/* The events ring, its run's epoch drawn at random, and the run's first
+ * event (docs/ACQUISITIONS.md 10). */
+static int events_start(b2sd_server *srv) {
+  uint64_t epoch;
+  if (getrandom(&epoch, sizeof epoch, 0) != sizeof epoch)
+    epoch = b2sd_wall_ns() ^ (uint64_t)getpid() << 32;
+  int32_t held = srv->dcfg.acq.events_held;   /* its default without
+                                                 acquisitions: */
+  srv->events = b2sd_events_new(held > 0 ? (size_t)held : B2SD_EVENTS_HELD,
+                                epoch);
+  if (!srv->events)
+    return -ENOMEM;
+  char data[128];
+  snprintf(data, sizeof data, "{\"server\":\"b2streamd %s\","
+           "\"interrupted\":[]}", B2SD_VERSION);
+  int64_t rc = b2sd_events_post(srv->events, "started", "", data);
+  return rc < 0 ? (int)rc : 0;
+}
+
 /* ---- init, run, fini --------------------------------------------------------- */
 
 int b2sd_server_init(b2sd_server *srv, const char *config_path,
@@ -767,6 +804,10 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
   }
   if (srv->auth && (rc = b2sd_auth_start(srv->auth)) < 0)
     return rc;
+  /* the live view and the events first: the listener serves them */
+  if ((rc = b2sd_live_start(srv, &srv->live)) < 0 ||
+      (rc = events_start(srv)) < 0)
+    return rc;
   srv->acq = b2sd_acq_new(srv);
   if (srv->dcfg.acq.enabled && !srv->acq)
     return -ENOMEM;
@@ -774,6 +815,7 @@ int b2sd_server_init(b2sd_server *srv, const char *config_path,
     LOG_W("acquisitions: no http.token_file: anyone who reaches %s (any "
           "local user) may arm acquisitions the daemon writes under its "
           "roots (acquisitions.anonymous)", srv->dcfg.http.listen);
+  b2sd_acq_set_hook(srv->acq, post_event, srv->events);
   return b2sd_http_start(srv, &srv->http);
 }
 
@@ -859,6 +901,7 @@ int b2sd_server_run(b2sd_server *srv) {
     b2sd_acq_turn(srv->acq);     /* states, ends, events */
     b2sd_http_turn(srv->http);   /* a snapshot, when a reader asked; the
                                     control API's requests */
+    b2sd_live_turn(srv->live);   /* the streams' table, when due */
     uint64_t now = b2sd_now_ns();
     if (dog_usec && now - last_dog > dog_usec * 1000u / 3) {
       b2s_notify_watchdog();       /* the loop turns: the daemon is alive */
@@ -898,6 +941,10 @@ void b2sd_server_fini(b2sd_server *srv) {
   b2sd_sources_free(srv);
   b2sd_http_stop(srv->http);     /* its requests end before the rest */
   srv->http = NULL;
+  b2sd_live_stop(srv->live);     /* after the requests that read it */
+  srv->live = NULL;
+  b2sd_events_free(srv->events);
+  srv->events = NULL;
   /* workers first (they finish queued jobs), then the writers */
   b2sd_pool_free(srv->pool);
   srv->pool = NULL;

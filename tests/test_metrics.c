@@ -44,7 +44,7 @@ static b2sd_msnap one_snap(b2sd_mstream *st) {
     .queued = 8, .inflight_bytes = 1000, .shm_bytes = 2000,
     .stage_bytes = 3000, .memory_limit = 268435456, .shm_segments = 1,
     .shm_slots = 16, .disk_free = 5000, .disk_size = 9000,
-    .http_requests = 42, .nstreams = 1, .streams = st, .nsources = 1,
+    .http_requests = 42, .live_frames = 7, .live_dropped = 2, .nstreams = 1, .streams = st, .nsources = 1,
     .sources = {{.endpoint = "tcp://dcu\"1:31001", .kind = "dectris-stream2",
                  .messages = 10, .images = 7, .refused = 1,
                  .unknown_series = 2, .series = 3, .series_timed_out = 1,
@@ -114,6 +114,13 @@ static const char expect_prom[] =
   "# HELP b2stream_http_requests_total HTTP requests answered.\n"
   "# TYPE b2stream_http_requests_total counter\n"
   "b2stream_http_requests_total 42\n"
+  "# HELP b2stream_live_frames_total Frames decoded for the live view.\n"
+  "# TYPE b2stream_live_frames_total counter\n"
+  "b2stream_live_frames_total 7\n"
+  "# HELP b2stream_live_dropped_total Live view messages a full PUB "
+  "subscriber did not get.\n"
+  "# TYPE b2stream_live_dropped_total counter\n"
+  "b2stream_live_dropped_total 2\n"
   "# HELP b2stream_stream_buffers_in_total Buffers accepted.\n"
   "# TYPE b2stream_stream_buffers_in_total counter\n"
   "b2stream_stream_buffers_in_total{stream=\"cam\"} 10\n"
@@ -482,7 +489,7 @@ static void test_every_metric_documented(void **state) {
       fail_msg("%s is not in the metric tables of %s", name, path);
     families++;
   }
-  assert_int_equal(families, 45);
+  assert_int_equal(families, 47);
   b2sd_text_free(&t);
   free(doc);
 }

@@ -39,21 +39,30 @@
  *     snapshots the I/O thread takes when it asks (msnap.c) and from
  *     frame files it opens itself; touches no stream, session or lock of
  *     the daemon but its own (a leaf).
+ *   - "b2s-sse", the event streams' resumer (http.c): resumes suspended
+ *     GET /api/v1/events connections when an event is posted or their
+ *     keepalive is due.
+ *   - "b2s-live", the live view's sampler (live.c), with http: or
+ *     live.publish: reads the newest eligible frame back from a frame
+ *     file at a bounded rate, from a table of names and counts the I/O
+ *     thread copies for it, and alone uses the live view's PUB socket.
  *   - libzmq's own threads call back into the daemon in one place: freeing
  *     a read result that was sent without a copy (readers.c).
  * Workers and writers never touch the I/O thread's sockets: they publish
  * progress in atomics of the stream (progress.h) and wake the I/O thread
  * through an eventfd (b2sd_wake), which then sends ACK, FLUSHED, CLOSED
- * and NOTIFY messages.  The one other ZeroMQ socket is a distributed
- * writer's own PUSH socket (zmq_socket on the shared context is
- * thread-safe; the socket never leaves its thread).
+ * and NOTIFY messages.  The other ZeroMQ sockets are a distributed
+ * writer's own PUSH socket and the live view's PUB socket (zmq_socket on
+ * the shared context is thread-safe; each is used by one thread only).
  *
  * Lock order.  One nesting only: a stream's `lock` (struct b2sd_stream)
  * before the chunk pool's lock (its writer gives chunks back while it
  * holds its own lock).  Every other mutex is a leaf, never held while
  * another is taken: the job FIFO's (workers.c), the readers' queue lock
  * and their byte account (readers.c), the HTTP listener's snapshot lock
- * (http.c), the authorized keys' (auth.c), and
+ * (http.c), the authorized keys' (auth.c), the live view's (live.c),
+ * the events ring's (events.c; the one nesting of http.c's event-stream
+ * lock before it), and
  * the frame writer's helper mutex (core, taken only inside b2s_fwriter
  * calls, which no daemon lock surrounds).  b2sd_wake takes no lock, so it may be called under any.
  *
@@ -204,6 +213,10 @@ struct b2sd_server {
   struct b2sd_sources *sources;  /* detectors pulled from (source_s2.h) */
   struct b2sd_http *http;        /* metrics and status page (http.h);
                                     NULL when not configured */
+  struct b2sd_live *live;        /* live view (live.h); NULL without http:
+                                    or live.publish */
+  struct b2sd_events *events;    /* events of GET /api/v1/events
+                                    (events.h); posted by this thread */
   struct b2sd_acqreg *acq;       /* acquisitions (registry.h); NULL when
                                     not configured */
 };

@@ -126,6 +126,10 @@ static void daemon_metrics(const b2sd_msnap *s, b2sd_text *t) {
   gauge_i(t, "draining", "1 while the daemon drains to stop.", s->draining);
   counter(t, "http_requests_total", "HTTP requests answered.",
           s->http_requests);
+  counter(t, "live_frames_total", "Frames decoded for the live view.",
+          s->live_frames);
+  counter(t, "live_dropped_total", "Live view messages a full PUB "
+          "subscriber did not get.", s->live_dropped);
 }
 
 /* Per-stream scalars, one family each. */

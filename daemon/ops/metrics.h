@@ -65,6 +65,7 @@ typedef struct b2sd_msnap {
   /* filled by the reader (statvfs of data_dir), -1 when unknown */
   int64_t disk_free, disk_size;
   uint64_t http_requests;        /* filled by the reader */
+  uint64_t live_frames, live_dropped; /* the live view (live.h) */
   size_t nstreams;
   b2sd_mstream *streams;         /* nstreams of them */
   size_t nsources;

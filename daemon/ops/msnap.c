@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "live.h"
 #include "progress.h"
 #include "segment.h"
 #include "session.h"
@@ -127,6 +128,7 @@ b2sd_msnap *b2sd_msnap_take(b2sd_server *srv, uint64_t start_ns) {
   s->stage_bytes = LD(srv->stage_bytes);
   s->memory_limit = srv->dcfg.memory_limit;
   s->draining = srv->draining;
+  b2sd_live_counts(srv->live, &s->live_frames, &s->live_dropped);
   s->disk_free = s->disk_size = -1;
   s->fd_open = s->fd_limit = -1;
   for (b2sd_stream *st = srv->streams; st && s->nstreams < srv->nstreams;

@@ -58,11 +58,17 @@ static double pixel(const uint8_t *p, const pixfmt *f) {
 
 int b2sd_thumb_scale(const void *pixels, const char *dtype, int64_t h,
                      int64_t w, uint8_t *out, int *oh, int *ow) {
+  return b2sd_thumb_scale_to(pixels, dtype, h, w, B2SD_THUMB_MAX, out, oh, ow);
+}
+
+int b2sd_thumb_scale_to(const void *pixels, const char *dtype, int64_t h,
+                        int64_t w, int max_side, uint8_t *out, int *oh,
+                        int *ow) {
   pixfmt f;
-  if (parse_dtype(dtype, &f) < 0 || h <= 0 || w <= 0)
+  if (parse_dtype(dtype, &f) < 0 || h <= 0 || w <= 0 || max_side < 1)
     return B2S_E_ARG;
   int64_t big = h > w ? h : w;
-  int64_t step = (big + B2SD_THUMB_MAX - 1) / B2SD_THUMB_MAX;
+  int64_t step = (big + max_side - 1) / max_side;
   *oh = (int)((h + step - 1) / step);
   *ow = (int)((w + step - 1) / step);
   const uint8_t *px = pixels;
@@ -151,89 +157,122 @@ int b2sd_png_gray(const uint8_t *gray, int h, int w, void **out, size_t *len) {
 
 /* ---- the frame -------------------------------------------------------------------- */
 
-/* The image's height and width, the last two dimensions of the chunk,
- * the dtype and the order of the chunk's items: from the frame's b2nd
- * metalayer (the file says what it holds). */
-static int image_shape(b2s_frame *f, int64_t *h, int64_t *w, char *dtype,
-                       size_t dn, b2s_blockorder *order) {
-  b2s_b2nd nd;
-  int rc = b2s_frame_b2nd_get(f, &nd);
-  if (rc < 0)
-    return rc;
-  if (nd.ndim < 2 || !nd.has_dtype || nd.dtype_format != 0 ||
-      nd.dtype_len >= dn)
-    return B2S_E_ARG;
-  int32_t ts = b2s_frame_header_get(f)->typesize;
-  rc = b2s_blockorder_init(order, nd.ndim, nd.chunkshape, nd.blockshape,
-                           ts > 0 ? ts : 1, NULL);
-  if (rc < 0)
-    return rc;
-  *h = nd.chunkshape[nd.ndim - 2];
-  *w = nd.chunkshape[nd.ndim - 1];
-  memcpy(dtype, nd.dtype, nd.dtype_len);
-  dtype[nd.dtype_len] = '\0';
+/* Why an image cannot be read (the answer's text), with its code. */
+#define WHY(code, ...) b2s_errdetail_set(ed, code, __VA_ARGS__)
+
+/* Chunk `index` of f decompressed into im->bytes, in C order. */
+static int read_chunk(b2s_frame *f, int64_t index, const b2s_blockorder *order,
+                      b2sd_image *im, b2s_errdetail *ed) {
+  uint8_t *buf = malloc(im->nbytes);
+  if (!buf || b2s_frame_chunk_decompress(f, index, NULL, buf, im->nbytes) < 0) {
+    free(buf);
+    return WHY(B2S_E_NOTFOUND, "cannot read chunk %lld", (long long)index);
+  }
+  /* stored block after block: the items back in C order */
+  if (order->gather && (size_t)order->nbytes == im->nbytes) {
+    uint8_t *c_order = malloc(im->nbytes);
+    if (!c_order) {
+      free(buf);
+      return WHY(B2S_E_NOMEM, "out of memory");
+    }
+    b2s_blockorder_scatter(order, buf, c_order);
+    free(buf);
+    buf = c_order;
+  }
+  im->bytes = buf;
   return 0;
 }
 
-/* No thumbnail, and why (the answer's text). */
-#define WHY(...) b2s_errdetail_set(ed, B2S_E_NOTFOUND, __VA_ARGS__)
+/* The chunk's shape and dtype from the frame's b2nd metalayer (the file
+ * says what it holds), and the order of its items. */
+static int image_meta(b2s_frame *f, b2sd_image *im, b2s_blockorder *order,
+                      b2s_errdetail *ed) {
+  b2s_b2nd nd;
+  if (b2s_frame_b2nd_get(f, &nd) < 0 || nd.ndim < 2 || nd.ndim > 8 ||
+      !nd.has_dtype || nd.dtype_format != 0 ||
+      nd.dtype_len >= sizeof im->dtype)
+    return WHY(B2S_E_ARG, "no b2nd image in the frame");
+  memcpy(im->dtype, nd.dtype, nd.dtype_len);
+  im->dtype[nd.dtype_len] = '\0';
+  pixfmt pf;
+  if (parse_dtype(im->dtype, &pf) < 0)
+    return WHY(B2S_E_ARG, "dtype %s is not shown", im->dtype);
+  im->ndim = nd.ndim;
+  uint64_t items = 1;
+  for (int i = 0; i < nd.ndim; i++) {
+    im->shape[i] = nd.chunkshape[i];
+    items *= (uint64_t)nd.chunkshape[i];
+  }
+  im->nbytes = (size_t)(items * (uint64_t)pf.size);
+  int32_t ts = b2s_frame_header_get(f)->typesize;
+  if (b2s_blockorder_init(order, nd.ndim, nd.chunkshape, nd.blockshape,
+                          ts > 0 ? ts : 1, NULL) < 0)
+    return WHY(B2S_E_ARG, "no b2nd image in the frame");
+  return 0;
+}
+
+int b2sd_image_read(const char *path, int64_t index, size_t max_bytes,
+                    b2sd_image *im, b2s_errdetail *ed) {
+  memset(im, 0, sizeof *im);
+  b2s_frame *f = NULL;
+  b2s_frame_error err;
+  if (b2s_frame_open(path, &f, &err) < 0)
+    return WHY(B2S_E_NOTFOUND, "cannot open the frame");
+  b2s_blockorder order;
+  int32_t nbytes = 0;
+  int rc = image_meta(f, im, &order, ed);
+  if (rc == 0 && (index < 0 || index >= b2s_frame_nchunks(f)))
+    rc = WHY(B2S_E_NOTFOUND, "no chunk %lld", (long long)index);
+  if (rc == 0) {
+    b2s_frame_chunk_sizes(f, index, NULL, &nbytes);
+    if (nbytes <= 0 || (size_t)nbytes != im->nbytes)
+      rc = WHY(B2S_E_ARG, "chunk of %d bytes is not one image", (int)nbytes);
+    else if (im->nbytes > max_bytes)
+      rc = WHY(B2S_E_OVERSIZE, "chunk of %d bytes is over %zu", (int)nbytes,
+               max_bytes);
+  }
+  if (rc == 0)
+    rc = read_chunk(f, index, &order, im, ed);
+  b2s_frame_free(f);
+  if (rc < 0)
+    b2sd_image_fini(im);
+  return rc;
+}
+
+void b2sd_image_fini(b2sd_image *im) {
+  if (!im)
+    return;
+  free(im->bytes);
+  im->bytes = NULL;
+}
+
+int b2sd_image_png(const b2sd_image *im, int max_side, void **png,
+                   size_t *len) {
+  int64_t h = im->shape[im->ndim - 2], w = im->shape[im->ndim - 1];
+  uint8_t *gray = malloc((size_t)max_side * (size_t)max_side);
+  if (!gray)
+    return B2S_E_NOMEM;
+  int oh, ow;
+  int rc = b2sd_thumb_scale_to(im->bytes, im->dtype, h, w, max_side, gray,
+                               &oh, &ow);
+  if (rc == 0)
+    rc = b2sd_png_gray(gray, oh, ow, png, len);
+  free(gray);
+  return rc;
+}
 
 int b2sd_thumb_png(const b2sd_thumb_req *q, void **png, size_t *len,
                    b2s_errdetail *ed) {
   if (q->ndim < 2 || q->committed <= 0)
-    return WHY("not a 2-D stream with a committed image");
-  b2s_frame *f = NULL;
-  b2s_frame_error err;
-  if (b2s_frame_open(q->path, &f, &err) < 0)
-    return WHY("cannot open the frame");
-  int64_t n = b2s_frame_nchunks(f), h = 0, w = 0;
-  if (n > q->committed)
-    n = q->committed;            /* what the metrics call committed */
-  char dtype[16];
-  int32_t nbytes = 0;
-  uint8_t *buf = NULL, gray[B2SD_THUMB_MAX * B2SD_THUMB_MAX];
-  int oh, ow, rc = B2S_E_NOTFOUND;
-  b2s_blockorder order;
-  if (n <= 0 || image_shape(f, &h, &w, dtype, sizeof dtype, &order) < 0) {
-    (void)WHY("no b2nd image in the frame");
-    goto out;
-  }
-  b2s_frame_chunk_sizes(f, n - 1, NULL, &nbytes);
-  pixfmt pf;
-  if (parse_dtype(dtype, &pf) < 0) {
-    (void)WHY("dtype %s is not shown", dtype);
-    goto out;
-  }
-  if (nbytes <= 0 || (uint32_t)nbytes > B2SD_THUMB_CHUNK_MAX ||
-      h * w * pf.size > nbytes) {
-    (void)WHY("chunk of %d bytes is not shown", (int)nbytes);
-    goto out;
-  }
-  buf = malloc((size_t)nbytes);
-  if (!buf || b2s_frame_chunk_decompress(f, n - 1, NULL, buf,
-                                         (size_t)nbytes) < 0) {
-    (void)WHY("cannot read chunk %lld", (long long)(n - 1));
-    goto out;
-  }
-  /* stored block after block: the image's items back in C order */
-  if (order.gather && order.nbytes == nbytes) {
-    uint8_t *c_order = malloc((size_t)nbytes);
-    if (!c_order) {
-      (void)WHY("out of memory");
-      goto out;
-    }
-    b2s_blockorder_scatter(&order, buf, c_order);
-    free(buf);
-    buf = c_order;
-  }
-  if (b2sd_thumb_scale(buf, dtype, h, w, gray, &oh, &ow) < 0 ||
-      b2sd_png_gray(gray, oh, ow, png, len) < 0) {
-    (void)WHY("cannot make the image");
-    goto out;
-  }
-  rc = 0;
-out:
-  free(buf);
-  b2s_frame_free(f);
-  return rc;
+    return WHY(B2S_E_NOTFOUND, "not a 2-D stream with a committed image");
+  b2sd_image im;
+  int rc = b2sd_image_read(q->path, q->committed - 1, B2SD_THUMB_CHUNK_MAX,
+                           &im, ed);
+  if (rc < 0)
+    return B2S_E_NOTFOUND;
+  rc = b2sd_image_png(&im, B2SD_THUMB_MAX, png, len);
+  b2sd_image_fini(&im);
+  if (rc < 0)
+    return WHY(B2S_E_NOTFOUND, "cannot make the image");
+  return 0;
 }

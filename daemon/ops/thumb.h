@@ -24,6 +24,28 @@ typedef struct b2sd_thumb_req {
   int64_t committed;             /* chunks committed when asked */
 } b2sd_thumb_req;
 
+/* One chunk of a b2nd frame of 2 or more dimensions, decompressed, its
+ * items in C order (the live view's frames and the thumbnails). */
+typedef struct b2sd_image {
+  void *bytes;                   /* malloc'ed, nbytes */
+  size_t nbytes;
+  char dtype[16];                /* NumPy's form, "<u2" */
+  int ndim;
+  int64_t shape[8];              /* the chunk's shape */
+} b2sd_image;
+
+/* Chunk `index` of the frame at path, read with a handle of its own.
+ * 0, or B2S_E_ARG (not an image: no b2nd, a dtype not shown, a chunk
+ * that is not the chunkshape), B2S_E_OVERSIZE (over max_bytes), another
+ * code when it cannot be read; the reason in ed. */
+int b2sd_image_read(const char *path, int64_t index, size_t max_bytes,
+                    b2sd_image *im, b2s_errdetail *ed);
+void b2sd_image_fini(b2sd_image *im);
+/* The PNG of im's first image (its last two dimensions), scaled to at
+ * most max_side pixels a side, in *png (malloc'ed). */
+int b2sd_image_png(const b2sd_image *im, int max_side, void **png,
+                   size_t *len);
+
 /* The PNG of q's latest committed image in *png (malloc'ed, *len bytes).
  * 0, or a negative error with the reason in ed. */
 int b2sd_thumb_png(const b2sd_thumb_req *q, void **png, size_t *len,
@@ -36,6 +58,10 @@ int b2sd_thumb_png(const b2sd_thumb_req *q, void **png, size_t *len,
  * dtype it does not know. */
 int b2sd_thumb_scale(const void *pixels, const char *dtype, int64_t h,
                      int64_t w, uint8_t *out, int *oh, int *ow);
+/* The same to at most max_side pixels a side (out holds max_side^2). */
+int b2sd_thumb_scale_to(const void *pixels, const char *dtype, int64_t h,
+                        int64_t w, int max_side, uint8_t *out, int *oh,
+                        int *ow);
 /* An 8-bit grey-scale PNG of gray[h * w] in *png (malloc'ed). */
 int b2sd_png_gray(const uint8_t *gray, int h, int w, void **png,
                   size_t *len);
