@@ -28,8 +28,14 @@
  *                      [--dir DIR] [--verify true|false]
  *                      [--only raw|rawwrite|ingest|recomp] [--queue-depth N]
  *                      [--io direct|buffered] [--compression bslz4|lz4]
+ *                      [--pin]
  * --compression lz4: HDF5 LZ4-framed images (one block each) into a source
- * set for them; the recompress side sends 8 KiB LZ4 blocks instead. */
+ * set for them; the recompress side sends 8 KiB LZ4 blocks instead.
+ * --pin: the sender, the receiving side (the daemon's I/O thread, or the
+ * raw sink), the daemon's workers and its writers on CPU sets of their own
+ * (bench_pin.h), the workers as many as the CPUs left; with too few CPUs
+ * it says so and runs unpinned.  Either way the "with a core per thread"
+ * line is the projection from the unpinned thread times. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +53,7 @@
 
 #include "b2s_h5lz4.h"
 #include "bench_images.h"
+#include "bench_pin.h"
 #include "bench_proc.h"
 #include "b2s_frame.h"
 #include "b2s_s2enc.h"
@@ -163,9 +170,15 @@ typedef struct sink {
   atomic_bool done, sampled;
 } sink;
 
+/* --pin and a plan that fits: the CPU sets (bench_pin.h). */
+static bench_pin pin;
+static bool pinned;
+
 static void *sink_main(void *arg) {
   sink *k = arg;
   pthread_setname_np(pthread_self(), "raw-sink");
+  if (pinned)
+    bench_pin_self(&pin.io);     /* where the daemon's I/O thread runs */
   zmq_msg_t msg;
   zmq_msg_init(&msg);
   for (int i = 0; i < k->want; i++) {
@@ -198,7 +211,14 @@ static void round_raw(const msgs *m, const char *dir, bool to_file, double *ips,
   snprintf(ep, sizeof ep, "ipc://%s/raw.sock", dir);
   snprintf(path, sizeof path, "%s/raw.out", dir);
   void *sctx = zmq_ctx_new(), *rctx = zmq_ctx_new();
-  void *push = zmq_socket(sctx, ZMQ_PUSH), *pull = zmq_socket(rctx, ZMQ_PULL);
+  void *push = zmq_socket(sctx, ZMQ_PUSH);
+  /* the receiving context's I/O thread, started by its first socket,
+   * inherits this thread's CPUs: the daemon's I/O set when pinned */
+  if (pinned)
+    bench_pin_self(&pin.io);
+  void *pull = zmq_socket(rctx, ZMQ_PULL);
+  if (pinned)
+    bench_pin_self(&pin.sender);
   int shwm = 1000, rhwm = 64;
   zmq_setsockopt(push, ZMQ_SNDHWM, &shwm, sizeof shwm);
   zmq_setsockopt(pull, ZMQ_RCVHWM, &rhwm, sizeof rhwm);
@@ -269,6 +289,8 @@ static void *watch_main(void *arg) {
   pthread_setname_np(pthread_self(), "bench-watch");
   for (int i = 0; frame_chunks(w->path) < w->n; i++) {
     if (i % 10 == 0) {
+      if (pinned)
+        bench_pin_daemon(&pin, w->pid);   /* this series' writer too */
       bench_threads_sample(w->pid, &w->now);
       bench_threads_merge(&w->d1, &w->now);
     }
@@ -278,6 +300,10 @@ static void *watch_main(void *arg) {
   bench_threads_merge(&w->d1, &w->now);
   return NULL;
 }
+
+/* The daemon's I/O thread (its socket loop), CPU us per image, of the
+ * last daemon round. */
+static double last_loop_us;
 
 /* sender_gb: this process's CPU meanwhile (the PUSH side, and the
  * watcher).  busy: the most CPU one thread of the daemon (but its workers)
@@ -309,6 +335,7 @@ static void round_daemon(void *push, pid_t pid, const msgs *m, const char *dir,
   *busy = (bd > bs ? bd : bs) * 1e6 / m->n;
   *dbusy = bd * 1e6 / m->n;
   *work = bench_threads_sum(&d0, &w.d1, "b2s-work-") * 1e6 / m->n;
+  last_loop_us = bench_threads_sum(&d0, &w.d1, "b2streamd") * 1e6 / m->n;
   memcpy(busy_comm[side], bd > bs ? cd : cs, sizeof cd);
   if (side == INGEST) {
     memcpy(daemon_comm, cd, sizeof cd);
@@ -361,7 +388,7 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
   /* a block other than the frame's: the recompress path */
   make_msgs(&slow, ny, nx, n, lz4_images ? 8192 : 16384);
   double ips[NSIDES][MAXR], cpu[NSIDES][MAXR], busy[NSIDES][MAXR], unused;
-  double work[NSIDES][MAXR], dbusy[MAXR];
+  double work[NSIDES][MAXR], dbusy[MAXR], loop_us[MAXR];
   memset(ips, 0, sizeof ips);
   memset(cpu, 0, sizeof cpu);
   memset(busy, 0, sizeof busy);
@@ -377,6 +404,7 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
       round_daemon(push, pid, &fast, dir, (*sid)++, &ips[INGEST][r],
                    &cpu[INGEST][r], &cpu[SENDER][r], &busy[INGEST][r], &work[INGEST][r],
                    &dbusy[r], INGEST);
+    loop_us[r] = last_loop_us;
     if (side_on("recomp"))
       round_daemon(push, pid, &slow, dir, (*sid)++, &ips[RECOMP][r],
                    &cpu[RECOMP][r], &unused, &busy[RECOMP][r],
@@ -429,6 +457,9 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
   summary("daemon", dbusy, rounds, what);
   summary("workers", work[INGEST], rounds, "(ingest: the daemon's workers "
           "together)");
+  if (side_on("ingest"))
+    summary("loop", loop_us, rounds, "(ingest: the daemon's I/O thread, "
+            "b2streamd)");
   /* With a core for each thread (the detector on its own host), the
    * busiest thread sets the rate, and the workers share theirs: the
    * workers for 0.9 of raw, if its other threads allow it. */
@@ -439,7 +470,24 @@ static void run_size(void *push, pid_t pid, const char *dir, uint64_t ny,
            mb[RAW] / fmax(mb[INGEST], mw[INGEST] / nworkers), nworkers,
            mb[INGEST] <= room ? "reached" : "not reached (other threads)",
            ceil(mw[INGEST] / room));
+  if (pinned)
+    printf("    pinned, measured (beside the projection above): ingest/raw "
+           "images/s %.2f, ingest/(raw+write) %.2f\n", mi[INGEST] / mi[RAW],
+           mi[INGEST] / mi[RAWW]);
   printf("\n");
+}
+
+/* What --pin did: the sets, or why it could not pin. */
+static void pin_report(bool want, const char *why, pid_t pid) {
+  if (pinned) {
+    char d[512];
+    bench_pin_daemon(&pin, pid);
+    bench_pin_describe(&pin, d, sizeof d);
+    printf("pinned: %s\n", d);
+  } else if (want) {
+    printf("--pin: cannot pin: %s; the figures are unpinned, and the line "
+           "\"with a core per thread\" is the projection\n", why);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -447,7 +495,14 @@ int main(int argc, char **argv) {
   const char *daemon = NULL, *dir = NULL, *verify = "true";
   int qdepth = 64;
   const char *io = "direct";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool want_pin = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--pin")) {   /* a flag, without a value */
+      want_pin = true;
+      continue;
+    }
+    if (i + 1 >= argc)
+      break;
     if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--small")) nsmall = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--large")) nlarge = atoi(argv[i + 1]);
@@ -459,7 +514,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--io")) io = argv[i + 1];
     else if (!strcmp(argv[i], "--compression"))
       lz4_images = !strcmp(argv[i + 1], "lz4");
+    i++;
   }
+  char pin_why[160] = "";
+  pinned = want_pin && bench_pin_plan(&pin, pin_why, sizeof pin_why);
   if (rounds < 1 || rounds > MAXR)
     rounds = 5;
   char buf[4096], tmp[256];
@@ -479,6 +537,8 @@ int main(int argc, char **argv) {
   snprintf(log, sizeof log, "%s/daemon.log", dir);
   snprintf(sock, sizeof sock, "%s/run/d.sock", dir);
   FILE *f = fopen(cfgpath, "w");
+  if (pinned)                  /* a worker per CPU of the workers' set */
+    fprintf(f, "workers: %d\n", pin.nworkers);
   fprintf(f, "listen: [ipc://d.sock]\nrun_dir: run\ndata_dir: data\n"
              "max_buffer: 64MiB\nmemory_limit: 1GiB\nmax_streams: 1000\n"
              "templates:\n  eiger: {queue_depth: %d, io: %s}\n"
@@ -488,6 +548,9 @@ int main(int argc, char **argv) {
              "    compression: %s\n", qdepth, io, dir, verify,
           lz4_images ? "lz4" : "bslz4");
   fclose(f);
+  if (pinned)                  /* this process, its ZeroMQ thread and the
+                                  daemon it starts (its threads move) */
+    bench_pin_self(&pin.sender);
   void *ctx = zmq_ctx_new();
   char ep[600];
   snprintf(ep, sizeof ep, "ipc://%s/det.sock", dir);
@@ -502,7 +565,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("bench_stream2: Stream V2 %s images, 1 channel, verify %s, daemon "
-         "%s, dir %s\n\n", lz4_images ? "lz4" : "bslz4", verify, daemon, dir);
+         "%s, dir %s\n", lz4_images ? "lz4" : "bslz4", verify, daemon, dir);
+  pin_report(want_pin, pin_why, pid);
+  printf("\n");
   uint64_t sid = 100;
   if (nsmall > 0)
     run_size(push, pid, dir, 514, 1030, nsmall, rounds, &sid);

@@ -1,8 +1,12 @@
 /* The I/O thread: the daemon's main loop, its ROUTER sockets and sessions
  * (PROTOCOL.md).
  *
- * One loop polls the ROUTER sockets, the signalfd and the wakeup eventfd.
- * Each turn it reads a bounded batch of messages per socket and dispatches
+ * One loop waits on the ROUTER sockets, their monitors, the sources, the
+ * signalfd and the wakeup eventfd (ioloop.h: one epoll_wait a turn, and
+ * only the sockets that fired are read).  Each turn it reads a bounded
+ * batch of messages per such socket (a busy one cannot hold back the
+ * others or the timers: what is left is read next turn, after a wait
+ * that only looks) and dispatches
  * them to the modules that handle them (handles.c, shm_ingest.c,
  * follow.c), then scans the streams: progress the workers and writers
  * published (taken, written, durable, committed) becomes ACK, FLUSHED,
@@ -33,6 +37,7 @@
 #include "workers.h"
 #include "follow.h"
 #include "ingest.h"
+#include "ioloop.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -359,8 +364,9 @@ static void dispatch(b2sd_server *srv, inmsg *in) {
         .tag = m.tag, .code = B2S_E_PROTO, .ref_type = rtype});
 }
 
-/* Read up to RECV_BATCH messages from one socket. */
-static void recv_batch(b2sd_server *srv, int sock) {
+/* Read up to RECV_BATCH messages from one socket; true when it stopped
+ * at the bound, not at an empty socket. */
+static bool recv_batch(b2sd_server *srv, int sock) {
   void *z = srv->sockets[sock];
   for (int n = 0; n < RECV_BATCH; n++) {
     inmsg in = {.sock = sock};
@@ -373,7 +379,7 @@ static void recv_batch(b2sd_server *srv, int sock) {
       zmq_msg_close(&in.hdr);
       zmq_msg_close(&in.payload);
       zmq_msg_close(&in.extra);
-      return;
+      return false;
     }
     in.nframes = 1;
     if (zmq_msg_more(&in.rid) && zmq_msg_recv(&in.hdr, z, 0) >= 0)
@@ -408,6 +414,7 @@ static void recv_batch(b2sd_server *srv, int sock) {
     zmq_msg_close(&in.payload);
     zmq_msg_close(&in.extra);
   }
+  return true;
 }
 
 /* ---- the scan after progress -------------------------------------------------- */
@@ -856,45 +863,192 @@ static int on_signal(b2sd_server *srv) {
   return stop;
 }
 
-int b2sd_server_run(b2sd_server *srv) {
-  zmq_pollitem_t items[2 * B2S_CONFIG_MAX_LISTEN + 2 + B2S_CONFIG_MAX_SOURCES];
-  int n = srv->nsockets;
-  for (int i = 0; i < n; i++)
-    items[i] = (zmq_pollitem_t){.socket = srv->sockets[i], .events = ZMQ_POLLIN};
-  items[n] = (zmq_pollitem_t){.fd = srv->sigfd, .events = ZMQ_POLLIN};
-  items[n + 1] = (zmq_pollitem_t){.fd = srv->wakefd, .events = ZMQ_POLLIN};
-  for (int i = 0; i < n; i++)
-    items[n + 2 + i] = (zmq_pollitem_t){.socket = srv->monitors[i],
-                                        .events = ZMQ_POLLIN};
-  int nsrc = b2sd_sources_items(srv, items + 2 * n + 2);
-  bool retry = false;
-  b2sd_drain drain = {0};
-  uint64_t last_sweep = 0, last_dog = 0, dog_usec = 0;
-  if (b2s_notify_watchdog_usec(&dog_usec) < 0)
-    dog_usec = 0;
-  for (;;) {
-    long timeout = retry ? 10 : srv->draining ? 20 : 500;
-    if (b2sd_sources_arm(srv, items + 2 * n + 2))
-      timeout = 1;               /* the workers make room within it */
-    int rc = zmq_poll(items, 2 * n + 2 + nsrc, timeout);
-    if (rc < 0 && errno != EINTR) {
-      LOG_E("zmq_poll: %s", zmq_strerror(errno));
-      return -errno;
-    }
-    if (items[n].revents & ZMQ_POLLIN)
-      on_signal(srv);
-    if (items[n + 1].revents & ZMQ_POLLIN) {
-      uint64_t v;
-      ssize_t r = read(srv->wakefd, &v, sizeof v);
-      (void)r;
-    }
-    /* acq_rel: pairs with the exchange in b2sd_wake; cleared before the
-     * scan so progress published after it wakes us again */
-    atomic_exchange_explicit(&srv->wake_pending, 0, memory_order_acq_rel);
+/* ---- the loop ------------------------------------------------------------ */
+
+/* What the loop waits on (ioloop.h), by index in its set: each ROUTER
+ * socket and its monitor, the signalfd, the eventfd, each source. */
+typedef struct loop_set {
+  b2sd_ioloop io;
+  int sock[B2S_CONFIG_MAX_LISTEN], mon[B2S_CONFIG_MAX_LISTEN];
+  int sig, wake;
+  int src[B2S_CONFIG_MAX_SOURCES];
+  size_t nsrc;
+} loop_set;
+
+_Static_assert(2 * B2S_CONFIG_MAX_LISTEN + 2 + B2S_CONFIG_MAX_SOURCES <=
+                   B2SD_IOLOOP_MAX, "the loop's wait set holds every entry");
+
+static int loop_add(loop_set *ls, void *z, int fd, int *at) {
+  *at = b2sd_ioloop_add(&ls->io, z, fd);
+  if (*at < 0)
+    LOG_E("the I/O loop cannot wait on a descriptor: %s", strerror(-*at));
+  return *at < 0 ? *at : 0;
+}
+
+static int loop_set_init(b2sd_server *srv, loop_set *ls) {
+  int rc = b2sd_ioloop_init(&ls->io);
+  for (int i = 0; rc == 0 && i < srv->nsockets; i++) {
+    rc = loop_add(ls, srv->sockets[i], -1, &ls->sock[i]);
+    ls->mon[i] = -1;
+    if (rc == 0 && srv->monitors[i])
+      rc = loop_add(ls, srv->monitors[i], -1, &ls->mon[i]);
+  }
+  if (rc == 0)
+    rc = loop_add(ls, NULL, srv->sigfd, &ls->sig);
+  if (rc == 0)
+    rc = loop_add(ls, NULL, srv->wakefd, &ls->wake);
+  ls->nsrc = b2sd_sources_count(srv);
+  for (size_t i = 0; rc == 0 && i < ls->nsrc; i++)
+    rc = loop_add(ls, b2sd_sources_socket(srv, i), -1, &ls->src[i]);
+  return rc;
+}
+
+/* The signalfd and the eventfd, when they fired (both level-triggered:
+ * read, they are quiet until the next signal or wakeup). */
+static void loop_fds(b2sd_server *srv, loop_set *ls) {
+  if (b2sd_ioloop_ready(&ls->io, ls->sig)) {
+    b2sd_ioloop_set(&ls->io, ls->sig, false);
+    on_signal(srv);
+  }
+  if (b2sd_ioloop_ready(&ls->io, ls->wake)) {
+    b2sd_ioloop_set(&ls->io, ls->wake, false);
+    uint64_t v;
+    ssize_t r = read(srv->wakefd, &v, sizeof v);
+    (void)r;
+  }
+}
+
+/* The monitors' events, when one fired: b2sd_peers_turn reads them all
+ * empty. */
+static void loop_peers(b2sd_server *srv, loop_set *ls) {
+  bool any = false;
+  for (int i = 0; i < srv->nsockets; i++) {
+    any |= b2sd_ioloop_ready(&ls->io, ls->mon[i]);
+    b2sd_ioloop_set(&ls->io, ls->mon[i], false);
+  }
+  if (any)
     b2sd_peers_turn(srv);
-    for (int i = 0; i < n; i++)
-      recv_batch(srv, i);
-    b2sd_sources_recv(srv);
+}
+
+/* Before a wait: a ROUTER socket sent on since it was read may have
+ * input whose edge the send took (ioloop.h); ZMQ_EVENTS says.  True when
+ * one has. */
+static bool loop_sent(b2sd_server *srv, loop_set *ls) {
+  bool any = false;
+  for (int i = 0; i < srv->nsockets; i++) {
+    if (!srv->sent_on[i])
+      continue;
+    srv->sent_on[i] = false;
+    int ev = 0;
+    size_t len = sizeof ev;
+    if (zmq_getsockopt(srv->sockets[i], ZMQ_EVENTS, &ev, &len) == 0 &&
+        (ev & ZMQ_POLLIN)) {
+      b2sd_ioloop_set(&ls->io, ls->sock[i], true);
+      any = true;
+    }
+  }
+  return any;
+}
+
+/* The ROUTER sockets that fired or were left unread.  True when one was
+ * left with more than a batch. */
+static bool loop_routers(b2sd_server *srv, loop_set *ls) {
+  bool more = false;
+  for (int i = 0; i < srv->nsockets; i++) {
+    if (!b2sd_ioloop_ready(&ls->io, ls->sock[i]))
+      continue;
+    bool left = recv_batch(srv, i);
+    b2sd_ioloop_set(&ls->io, ls->sock[i], left);
+    more |= left;
+  }
+  return more;
+}
+
+/* The sources that fired or were left unread.  *more: one was left with
+ * more than a batch; *held: one was not read because the daemon drains
+ * (its input counts as traffic, as the drain wants). */
+static void loop_sources(b2sd_server *srv, loop_set *ls, bool *more,
+                         bool *held) {
+  for (size_t i = 0; i < ls->nsrc; i++) {
+    if (!b2sd_ioloop_ready(&ls->io, ls->src[i]))
+      continue;
+    b2sd_source_left left = b2sd_sources_recv(srv, i);
+    b2sd_ioloop_set(&ls->io, ls->src[i], left != B2SD_SOURCE_EMPTY);
+    *more |= left == B2SD_SOURCE_MORE;
+    *held |= left == B2SD_SOURCE_HELD && srv->draining;
+  }
+}
+
+/* The timers of a turn: the service manager's watchdog, the sweep of
+ * sessions and sources. */
+typedef struct loop_timers {
+  uint64_t last_sweep, last_dog, dog_usec;
+} loop_timers;
+
+static void loop_timers_turn(b2sd_server *srv, loop_timers *t, uint64_t now) {
+  if (t->dog_usec && now - t->last_dog > t->dog_usec * 1000u / 3) {
+    b2s_notify_watchdog();       /* the loop turns: the daemon is alive */
+    t->last_dog = now;
+  }
+  if (now - t->last_sweep > 200000000u) {
+    sweep_sessions(srv);
+    b2sd_sources_tick(srv, now);
+    t->last_sweep = now;
+  }
+}
+
+/* While draining: whether the loop ends after this turn.  done only after
+ * a wait that saw nothing for its whole timeout: every message that
+ * reached a socket before the drain ended was read and answered (a DATA
+ * while draining gets its ERROR at once); traffic that never stops counts
+ * as held replies, which the drain abandons after its grace. */
+static bool loop_drain_end(b2sd_drain *drain, uint64_t now, bool done,
+                           bool busy) {
+  b2sd_drain_step step = b2sd_drain_next(drain, now, done, busy);
+  if (step == B2SD_DRAIN_ABANDON)
+    LOG_W("drain: everything is on disk; replies to peers that do not "
+          "read are abandoned");
+  if (step == B2SD_DRAIN_STUCK)
+    LOG_E("drain: still busy after 60 s, stopping anyway");
+  return step == B2SD_DRAIN_DONE || step == B2SD_DRAIN_ABANDON ||
+         step == B2SD_DRAIN_STUCK;
+}
+
+/* One wait and what follows it.  *more: a socket was left with input, so
+ * the next wait only looks. */
+static int loop_turn(b2sd_server *srv, loop_set *ls, bool *retry, bool *more,
+                     bool *busy) {
+  int timeout = *retry ? 10 : srv->draining ? 20 : 500;
+  if (b2sd_sources_arm(srv))
+    timeout = 1;                 /* the workers make room within it */
+  *more |= loop_sent(srv, ls);
+  int rc = b2sd_ioloop_wait(&ls->io, *more ? 0 : timeout);
+  if (rc < 0) {
+    LOG_E("epoll_wait: %s", strerror(-rc));
+    return rc;
+  }
+  loop_fds(srv, ls);
+  /* acq_rel: pairs with the exchange in b2sd_wake; cleared before the
+   * scan so progress published after it wakes us again */
+  atomic_exchange_explicit(&srv->wake_pending, 0, memory_order_acq_rel);
+  loop_peers(srv, ls);
+  bool held = false;
+  *busy = rc > 0 || *more;
+  *more = loop_routers(srv, ls);
+  loop_sources(srv, ls, more, &held);
+  *busy |= held;
+  return 0;
+}
+
+int b2sd_server_run(b2sd_server *srv) {
+  loop_set ls;
+  int rc = loop_set_init(srv, &ls);
+  bool retry = false, more = false, busy = false;
+  b2sd_drain drain = {0};
+  loop_timers t = {0};
+  if (b2s_notify_watchdog_usec(&t.dog_usec) < 0)
+    t.dog_usec = 0;
+  while (rc == 0 && (rc = loop_turn(srv, &ls, &retry, &more, &busy)) == 0) {
     /* observed before the scan, so the scan sends every last ACK */
     bool done = srv->draining && drained(srv);
     retry = scan(srv);
@@ -903,37 +1057,12 @@ int b2sd_server_run(b2sd_server *srv) {
                                     control API's requests */
     b2sd_live_turn(srv->live);   /* the streams' table, when due */
     uint64_t now = b2sd_now_ns();
-    if (dog_usec && now - last_dog > dog_usec * 1000u / 3) {
-      b2s_notify_watchdog();       /* the loop turns: the daemon is alive */
-      last_dog = now;
-    }
-    if (now - last_sweep > 200000000u) {
-      sweep_sessions(srv);
-      b2sd_sources_tick(srv, now);
-      last_sweep = now;
-    }
-    if (srv->draining) {
-      /* done only after a poll that saw nothing for its whole timeout:
-       * every message that reached a socket before the drain ended was
-       * read and answered (a DATA while draining gets its ERROR at once);
-       * traffic that never stops counts as held replies, which the drain
-       * abandons after its grace */
-      b2sd_drain_step step =
-          b2sd_drain_next(&drain, now, done, retry || rc != 0);
-      if (step == B2SD_DRAIN_DONE)
-        break;
-      if (step == B2SD_DRAIN_ABANDON) {
-        LOG_W("drain: everything is on disk; replies to peers that do not "
-              "read are abandoned");
-        break;
-      }
-      if (step == B2SD_DRAIN_STUCK) {
-        LOG_E("drain: still busy after 60 s, stopping anyway");
-        break;
-      }
-    }
+    loop_timers_turn(srv, &t, now);
+    if (srv->draining && loop_drain_end(&drain, now, done, retry || busy))
+      break;
   }
-  return 0;
+  b2sd_ioloop_fini(&ls.io);
+  return rc;
 }
 
 void b2sd_server_fini(b2sd_server *srv) {

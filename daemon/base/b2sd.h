@@ -181,6 +181,9 @@ struct b2sd_server {
   int64_t max_message;           /* largest max_buffer since the start: the
                                     sockets refuse messages beyond it */
   void *monitors[B2S_CONFIG_MAX_LISTEN]; /* their socket monitors (peers.h) */
+  bool sent_on[B2S_CONFIG_MAX_LISTEN];   /* sent on since the loop last read
+                                            it: the send may have taken the
+                                            ZMQ_FD edge of input (ioloop.h) */
   bool monitor_curve[B2S_CONFIG_MAX_LISTEN];
   uint64_t connections;          /* open peer connections (peers.c) */
   uint64_t accept_failed;        /* connections the system refused */

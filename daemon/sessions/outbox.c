@@ -25,6 +25,7 @@ int b2sd_send_head(b2sd_server *srv, b2sd_session *s, const b2s_wire_msg *m,
     return n;
   }
   void *sock = srv->sockets[s->sock];
+  srv->sent_on[s->sock] = true;  /* the loop reads the socket again */
   if (zmq_send(sock, s->rid, s->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
     int e = errno;
     if (e == EHOSTUNREACH)

@@ -858,40 +858,35 @@ int b2sd_sources_new(b2sd_server *srv) {
   return 0;
 }
 
-int b2sd_sources_items(b2sd_server *srv, zmq_pollitem_t *items) {
-  b2sd_sources *ss = srv->sources;
-  size_t n = ss ? ss->n : 0;
-  for (size_t i = 0; i < n; i++)
-    items[i] = (zmq_pollitem_t){.socket = ss->s[i].sock, .events = ZMQ_POLLIN};
-  return (int)n;
+void *b2sd_sources_socket(b2sd_server *srv, size_t i) {
+  return srv->sources->s[i].sock;
 }
 
-bool b2sd_sources_arm(b2sd_server *srv, zmq_pollitem_t *items) {
+bool b2sd_sources_arm(b2sd_server *srv) {
   b2sd_sources *ss = srv->sources;
   bool held = false;
-  for (size_t i = 0; ss && i < ss->n; i++) {
-    bool room = headroom(srv, &ss->s[i]);
-    items[i].events = room ? ZMQ_POLLIN : 0;
-    held |= !room;
-  }
+  for (size_t i = 0; ss && i < ss->n; i++)
+    held |= !headroom(srv, &ss->s[i]);
   return held;
 }
 
-void b2sd_sources_recv(b2sd_server *srv) {
-  b2sd_sources *ss = srv->sources;
-  for (size_t i = 0; ss && i < ss->n && !srv->draining; i++) {
-    source *s = &ss->s[i];
-    for (int k = 0; k < RECV_BATCH && headroom(srv, s); k++) {
-      zmq_msg_t msg;
-      zmq_msg_init(&msg);
-      if (zmq_msg_recv(&msg, s->sock, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&msg);
-        break;
-      }
-      on_message(srv, s, &msg);
-      zmq_msg_close(&msg);             /* the jobs hold their own copies */
+b2sd_source_left b2sd_sources_recv(b2sd_server *srv, size_t i) {
+  source *s = &srv->sources->s[i];
+  if (srv->draining)
+    return B2SD_SOURCE_HELD;
+  for (int k = 0; k < RECV_BATCH; k++) {
+    if (!headroom(srv, s))
+      return B2SD_SOURCE_HELD;
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    if (zmq_msg_recv(&msg, s->sock, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&msg);
+      return B2SD_SOURCE_EMPTY;
     }
+    on_message(srv, s, &msg);
+    zmq_msg_close(&msg);             /* the jobs hold their own copies */
   }
+  return B2SD_SOURCE_MORE;
 }
 
 void b2sd_sources_tick(b2sd_server *srv, uint64_t now_ns) {

@@ -8,15 +8,24 @@
 
 /* Connect a PULL socket per configured source. */
 int b2sd_sources_new(b2sd_server *srv);
-/* Poll items for the sources' sockets into items; returns how many. */
-int b2sd_sources_items(b2sd_server *srv, zmq_pollitem_t *items);
-/* Read what the sockets hold, as far as the streams have room. */
-void b2sd_sources_recv(b2sd_server *srv);
-/* Before each poll: a source whose streams have no room is not polled for
- * input (its readable socket would wake the loop at once, over and over);
- * true when one is so held, and the loop polls with a short timeout to
- * look again. */
-bool b2sd_sources_arm(b2sd_server *srv, zmq_pollitem_t *items);
+/* Source i's PULL socket (i < b2sd_sources_count), for the loop's wait. */
+void *b2sd_sources_socket(b2sd_server *srv, size_t i);
+/* What reading a source's socket left: read empty (its next message
+ * raises its ZMQ_FD), a batch read and more may wait, or held back (its
+ * streams have no room, or the daemon drains) with its messages in
+ * ZeroMQ, where the detector's PUSH holds back. */
+typedef enum b2sd_source_left {
+  B2SD_SOURCE_EMPTY,
+  B2SD_SOURCE_MORE,
+  B2SD_SOURCE_HELD
+} b2sd_source_left;
+/* Read source i's socket: a bounded batch (other sockets and the timers
+ * get their turn), as far as its streams have room. */
+b2sd_source_left b2sd_sources_recv(b2sd_server *srv, size_t i);
+/* Before each wait: true when a source's streams have no room, and the
+ * loop waits with a short timeout to look again (the workers make room
+ * within it). */
+bool b2sd_sources_arm(b2sd_server *srv);
 /* Close series that have been silent past their timeout. */
 void b2sd_sources_tick(b2sd_server *srv, uint64_t now_ns);
 /* Close the open series (drain), before the streams stop. */
